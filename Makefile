@@ -1,0 +1,162 @@
+# sluice: hand-written GNU Makefile.
+#
+#   make            build bin: build/sluice-proxy, build/sluice
+#   make check      unit + integration tests and a short fuzz run, all built
+#                   with AddressSanitizer and UndefinedBehaviorSanitizer
+#   make unit       unit tests only (sanitized)
+#   make integ      integration tests only (sanitized; root, network namespaces)
+#   make fuzz       every fuzz target for FUZZ_SECONDS each (clang libFuzzer)
+#   make bench      the benchmark, side by side with tinyproxy and squid
+#   make deps       install the Debian packages in deps/debian-packages if missing
+#   make run        deps, build, start sluice-proxy on etc/sluice.conf (foreground)
+#   make test       deps, then check (the README's test command)
+#
+# V=1 shows commands. Warnings are errors.
+
+BUILD    ?= build
+CC       ?= cc
+V        ?= 0
+SAN      ?= 0
+FUZZ_SECONDS ?= 60
+CHECK_FUZZ_SECONDS ?= 15
+
+Q := $(if $(filter 1,$(V)),,@)
+say = $(if $(filter 1,$(V)),,@printf '  %-6s %s\n' $(1) $(2);)
+
+PKG_LIB   := libidn2
+PKG_PROXY := libcares libidn2
+PKG_CLI   := libidn2 jansson
+PKG_TEST  := cmocka
+
+pkgcflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
+pkglibs   = $(shell pkg-config --libs $(1) 2>/dev/null)
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
+	-Wmissing-prototypes -Wpointer-arith -Wvla -Wno-unused-parameter
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O2 -fno-strict-aliasing \
+	-fstack-protector-strong -fPIE $(WARN) -Ilib
+ifeq ($(SAN),1)
+BASE_CFLAGS += -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	-fno-omit-frame-pointer
+SAN_LDFLAGS := -fsanitize=address,undefined
+else
+BASE_CFLAGS += -D_FORTIFY_SOURCE=2
+endif
+CFLAGS  ?=
+LDFLAGS ?=
+ALL_CFLAGS  = $(BASE_CFLAGS) $(call pkgcflags,$(PKG_PROXY) $(PKG_CLI)) $(CFLAGS)
+ALL_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
+
+LIB_SRCS   := $(sort $(wildcard lib/*.c))
+PROXY_SRCS := $(sort $(wildcard proxy/*.c))
+CLI_SRCS   := $(sort $(wildcard cli/*.c))
+UNIT_SRCS  := $(sort $(wildcard tests/unit/test_*.c))
+FUZZ_SRCS  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+BENCH_SRCS := $(sort $(wildcard bench/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+LIB_OBJS := $(call obj,$(LIB_SRCS))
+LIB      := $(BUILD)/libsluice.a
+PROXY    := $(BUILD)/sluice-proxy
+CLI      := $(BUILD)/sluice
+UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
+
+.PHONY: all check unit integ fuzz fuzz-build bench deps run test clean
+.DEFAULT_GOAL := all
+
+all: $(PROXY) $(CLI)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(PROXY): $(call obj,$(PROXY_SRCS)) $(LIB)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(PKG_PROXY))
+
+$(CLI): $(call obj,$(CLI_SRCS)) $(LIB)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(PKG_CLI))
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(PKG_TEST) $(PKG_PROXY) $(PKG_CLI))
+
+$(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -lm
+
+# --- tests -----------------------------------------------------------------
+
+SAN_BUILD := build/san
+
+check: unit integ
+	$(Q)$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS)
+	@echo "check: all passed"
+
+unit:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) SAN=1 unit-run
+
+.PHONY: unit-run
+unit-run: $(UNITS)
+	$(Q)set -e; for t in $(UNITS); do echo "  UNIT   $$t"; $$t; done
+
+integ:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(SAN_BUILD) SAN=1 all
+	$(Q)SLUICE_BUILD=$(SAN_BUILD) tests/integ/run
+
+# libFuzzer targets: the library rebuilt with clang and the fuzzer's coverage.
+FUZZ_BUILD := build/fuzz
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ilib $(WARN) \
+	-fsanitize=fuzzer-no-link,address,undefined $(call pkgcflags,$(PKG_PROXY))
+FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRCS))
+FUZZERS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRCS))
+
+$(FUZZ_BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(call say,CLANG,$<)
+	$(Q)clang $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS)
+	$(call say,FUZZ,$@)
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(call pkglibs,$(PKG_PROXY))
+
+fuzz-build: $(FUZZERS)
+
+fuzz: fuzz-build
+	$(Q)set -e; for f in $(FUZZERS); do \
+		n=$$(basename $$f); c=tests/fuzz/corpus/$${n#fuzz_}; \
+		mkdir -p $(FUZZ_BUILD)/work/$$n; \
+		echo "  FUZZ   $$n ($(FUZZ_SECONDS)s)"; \
+		$$f -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=1024 \
+			-print_final_stats=0 $(FUZZ_BUILD)/work/$$n $$c >$(FUZZ_BUILD)/$$n.log 2>&1 \
+			|| { tail -40 $(FUZZ_BUILD)/$$n.log; exit 1; }; \
+	done
+
+# --- benchmark, running, setup ---------------------------------------------
+
+bench: all $(BENCHES)
+	$(Q)SLUICE_BUILD=$(BUILD) bench/run
+
+deps:
+	$(Q)tools/deps
+
+run: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)mkdir -p state && exec $(PROXY) -c etc/sluice.conf
+
+test: deps
+	$(Q)$(MAKE) --no-print-directory check
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

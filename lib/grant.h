@@ -1,0 +1,93 @@
+/*
+ * grant.h: what may leave, and the store the CLI writes it to.
+ *
+ * A grant is "host", "*.suffix" (subdomains only, never the apex) or either
+ * with ":port". A bare grant covers CONNECT to 443 and plain HTTP to 80;
+ * any other port needs its own host:port grant, and a host:port grant
+ * covers exactly that port (for CONNECT and plain HTTP alike).
+ *
+ * The store is a text file in the state directory, one grant per line,
+ * written atomically (temporary file + rename) by `sluice allow` and read
+ * by the proxy when it changes:
+ *
+ *   # sluice grants v1
+ *   <grant> permanent <added>
+ *   <grant> session <added> <run-id>
+ *   <grant> once <added> <expires>
+ *
+ * added and expires are Unix seconds. A session grant is live only while
+ * the proxy run whose id it names is running (the proxy writes its run id
+ * to STATE/proxy.run at start); a once grant until expires. A store with
+ * any line that does not parse is damaged as a whole: the proxy then
+ * enforces with no grants from it.
+ */
+#ifndef SLUICE_GRANT_H
+#define SLUICE_GRANT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "host.h"
+
+#define GRANT_RUN_ID_LEN 16 /* hex characters */
+
+enum grant_level {
+	GRANT_CONFIG,    /* an `allow` line of the config file */
+	GRANT_PERMANENT,
+	GRANT_SESSION,
+	GRANT_ONCE,
+};
+
+/* The two ways a request reaches a port; they decide what a bare grant covers. */
+enum grant_via {
+	GRANT_VIA_CONNECT, /* a CONNECT tunnel (later: decrypted HTTPS) */
+	GRANT_VIA_HTTP,    /* a plain http:// request */
+};
+
+struct grant {
+	char host[HOST_NAME_MAX_LEN + 1]; /* canonical; for a wildcard, the suffix without "*." */
+	bool wildcard;                    /* "*.host": subdomains of host only */
+	uint16_t port;                    /* 0: bare grant */
+	enum grant_level level;
+	time_t added;
+	time_t expires;                        /* GRANT_ONCE only */
+	char run[GRANT_RUN_ID_LEN + 1];        /* GRANT_SESSION only */
+};
+
+/*
+ * Parse a grant pattern ("example.com", "*.example.com:8443", "[::1]:80",
+ * "10.1.2.3"); canonicalises the host with host_canon. A wildcard over an
+ * IP literal, "*" alone, or "*.com"-style patterns with a single label are
+ * refused. Sets host, wildcard, port; other fields are zeroed. Returns 0 or
+ * -1 with *err.
+ */
+int grant_parse(const char *s, size_t len, struct grant *g, const char **err);
+
+/* Write the pattern as the user would type it ("*.example.com:8443"). */
+char *grant_format(const struct grant *g, char *buf, size_t size);
+
+/* Whether g covers this canonical host and port reached this way. */
+bool grant_matches(const struct grant *g, const struct host *h, uint16_t port,
+		   enum grant_via via);
+
+/* Whether g is live at now for the proxy run run_id (may be NULL: no run). */
+bool grant_live(const struct grant *g, time_t now, const char *run_id);
+
+const char *grant_level_name(enum grant_level l);
+
+/*
+ * Parse a whole store file buf[0..len). Fills up to max grants into out and
+ * sets *n. Returns 0, or -1 with *line (1-based) and *err describing the
+ * first bad line (more than max grants is an error too). Lines starting
+ * with '#' and empty lines are skipped.
+ */
+int grant_store_parse(const char *buf, size_t len, struct grant *out, size_t max,
+		      size_t *n, size_t *line, const char **err);
+
+/* Write grants in store format (header line included) to f. Returns 0 or -1. */
+int grant_store_write(FILE *f, const struct grant *g, size_t n);
+
+#endif

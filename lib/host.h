@@ -1,0 +1,55 @@
+/*
+ * host.h: one canonical spelling for every host a request can name.
+ *
+ * Names become lower-case A-labels (IDNA 2008 through libidn2) without a
+ * trailing dot; IPv4 literals in any spelling inet_aton(3) accepts (127.1,
+ * 0x7f.1, 2130706433, 0177.0.0.1) become dotted quads; IPv6 literals
+ * (bracketed or not) become RFC 5952 text, and IPv4-mapped IPv6 becomes the
+ * IPv4 address. IPv6 zone ids are refused. No DNS, no allocation.
+ */
+#ifndef SLUICE_HOST_H
+#define SLUICE_HOST_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HOST_NAME_MAX_LEN 253
+
+enum host_kind {
+	HOST_NAME,
+	HOST_IPV4,
+	HOST_IPV6,
+};
+
+struct host {
+	enum host_kind kind;
+	char name[HOST_NAME_MAX_LEN + 1]; /* canonical text, NUL-terminated */
+	union {
+		struct in_addr v4;  /* HOST_IPV4 */
+		struct in6_addr v6; /* HOST_IPV6 */
+	} addr;
+};
+
+/*
+ * Canonicalise in[0..len) (not NUL-terminated). Returns 0, or -1 with
+ * *err set to a static message ("zone id refused", "bad name", ...).
+ * A name whose last label is all digits (or 0x-hex) must parse as an IPv4
+ * literal or it is refused. Labels: 1-63 bytes of [a-z0-9-_] after IDNA,
+ * not starting or ending with '-'; total at most 253.
+ */
+int host_canon(const char *in, size_t len, struct host *out, const char **err);
+
+/*
+ * Split and canonicalise "host[:port]" or "[v6][:port]". When no port is
+ * written, *port is default_port and *has_port false. Port must be 1-65535
+ * in decimal digits. Returns 0 or -1 with *err.
+ */
+int host_port_parse(const char *in, size_t len, uint16_t default_port, struct host *out,
+		    uint16_t *port, bool *has_port, const char **err);
+
+/* Whether two canonical hosts are the same host. */
+bool host_equal(const struct host *a, const struct host *b);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * policy.h: the one function that decides whether a request may leave.
+ *
+ * Every path (plain HTTP, CONNECT, later every request decrypted inside
+ * TLS and every re-dial) asks policy_judge about the name and port, then
+ * policy_judge_addr about each address the name resolved to, and dials
+ * only an address that passed. A policy is an immutable snapshot: a reload
+ * builds a new one and re-judges open connections against it.
+ *
+ * Observe mode relaxes only the grant check (a would-be refusal is allowed
+ * and marked observed). A Host header naming another host, a denied
+ * destination address and malformed targets are refused in both modes.
+ */
+#ifndef SLUICE_POLICY_H
+#define SLUICE_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "config.h"
+#include "grant.h"
+#include "host.h"
+#include "iprange.h"
+
+struct policy {
+	enum policy_mode mode;
+	struct grant *grants; /* config grants then store grants; owned */
+	size_t ngrants;
+	struct config_exception *exceptions; /* owned copy */
+	size_t nexceptions;
+	struct ipnet *own; /* the proxy's own addresses (/32, /128); owned */
+	size_t nown;
+	char run_id[GRANT_RUN_ID_LEN + 1]; /* this proxy run, for session grants */
+	bool store_damaged;                /* store unreadable: its grants are absent */
+};
+
+struct policy_request {
+	enum grant_via via;
+	const struct host *host; /* the destination, canonical */
+	uint16_t port;
+	const struct host *host_header; /* canonical Host header host, or NULL */
+};
+
+struct verdict {
+	bool allow;    /* the request may proceed */
+	bool observed; /* refused by grants, allowed because of observe mode */
+	int status;    /* HTTP status when !allow: 403 */
+	const char *reason;       /* short code for logs: "granted", "not-granted",
+				     "host-mismatch", "denied-ip", "own-address" */
+	const char *proxy_status; /* RFC 9209 error type when !allow or observed */
+	const struct grant *grant; /* the grant that allowed it, or NULL */
+	char detail[192];          /* "10.1.2.3 is in 10.0.0.0/8", "" if none */
+};
+
+/*
+ * Build a snapshot from a config and the store's grants (copied). Grants
+ * not live at now are left out. own lists the proxy's own addresses.
+ * Returns NULL on allocation failure.
+ */
+struct policy *policy_new(const struct config *c, const struct grant *store, size_t nstore,
+			  bool store_damaged, const struct ipnet *own, size_t nown,
+			  const char *run_id, time_t now);
+void policy_free(struct policy *p);
+
+/*
+ * Judge a destination name and port. A Host header naming another host
+ * (or the same host on another explicit port is NOT checked here: the
+ * caller compares ports) refuses with "host-mismatch". An IP-literal host
+ * is also judged as by policy_judge_addr. now decides once-grant expiry.
+ */
+void policy_judge(const struct policy *p, const struct policy_request *r, time_t now,
+		  struct verdict *v);
+
+/*
+ * Judge one resolved address for host h. Denied when it lies in the deny
+ * list (unless an allow-private exception names h and a range holding it)
+ * or is one of the proxy's own addresses. Fills v (allow true when fine).
+ */
+void policy_judge_addr(const struct policy *p, const struct host *h, int family,
+		       const void *addr, struct verdict *v);
+
+#endif
