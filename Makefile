@@ -32,7 +32,7 @@ pkgcflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
 pkglibs   = $(shell pkg-config --libs $(1) 2>/dev/null)
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
-	-Wmissing-prototypes -Wpointer-arith -Wvla -Wno-unused-parameter
+	-Wmissing-prototypes -Wpointer-arith -Wvla -Wno-unused-parameter -Wno-format-truncation
 BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O2 -fno-strict-aliasing \
 	-fstack-protector-strong -fPIE $(WARN) -Ilib
 ifeq ($(SAN),1)

@@ -25,7 +25,8 @@ enum host_kind {
 
 struct host {
 	enum host_kind kind;
-	char name[HOST_NAME_MAX_LEN + 1]; /* canonical text, NUL-terminated */
+	char name[HOST_NAME_MAX_LEN + 1]; /* canonical text, NUL-terminated; IPv6
+					     without brackets ("2001:db8::1") */
 	union {
 		struct in_addr v4;  /* HOST_IPV4 */
 		struct in6_addr v6; /* HOST_IPV6 */

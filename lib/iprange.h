@@ -24,7 +24,8 @@ struct ipnet {
  * Parse "a.b.c.d/n", "v6/n", or a bare address (a /32 or /128). Dotted
  * quads only here (no inet_aton shorthands): this reads config, not
  * requests. Returns 0 or -1 with *err. Host bits set in the address are an
- * error ("host bits set in 10.0.0.1/8").
+ * error ("host bits set in 10.0.0.1/8"; that message lives in a static
+ * buffer valid until the next call). IPv6 zone ids are refused.
  */
 int ipnet_parse(const char *s, size_t len, struct ipnet *out, const char **err);
 

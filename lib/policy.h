@@ -51,7 +51,8 @@ struct verdict {
 				     "host-mismatch", "denied-ip", "own-address" */
 	const char *proxy_status; /* RFC 9209 error type when !allow or observed */
 	const struct grant *grant; /* the grant that allowed it, or NULL */
-	char detail[192];          /* "10.1.2.3 is in 10.0.0.0/8", "" if none */
+	char detail[320];          /* "10.1.2.3 is in denied range 10.0.0.0/8", "" if none;
+				      room for any name with its port */
 };
 
 /*

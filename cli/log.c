@@ -1,0 +1,540 @@
+/*
+ * log.c: `sluice log`: read the network log (docs/network-log.md).
+ *
+ * Reads the live log file named by the config's `log`, filters rows by
+ * host and decision, and prints them as a table or as the raw JSON lines.
+ * With -f it keeps polling (every 200 ms) and follows the file across
+ * rotation (a new inode at the path) and truncation. A row that does not
+ * parse is reported with its line number and skipped. It does not read
+ * rotated files (FILE.1 ...) and never writes to the log.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define READ_CHUNK 65536
+#define ROW_MAX (1024 * 1024) /* a longer line is not a row the proxy wrote */
+#define TAIL_MAX 10000000
+#define POLL_NS (200 * 1000 * 1000L)
+
+struct filter {
+	struct host host; /* exact host, or the suffix when host_suffix */
+	bool has_host;
+	bool host_suffix;     /* "*.suffix": subdomains only */
+	const char *decision; /* NULL: any */
+};
+
+/* The last n matching raw rows, oldest first from head. */
+struct tail {
+	char **rows; /* n slots, owned */
+	size_t n;
+	size_t head; /* oldest row */
+	size_t count;
+};
+
+struct reader {
+	const char *path;
+	int fd;
+	dev_t dev;
+	ino_t ino;
+	off_t off;      /* bytes consumed from fd */
+	char *buf;      /* partial line carried between reads */
+	size_t len;     /* bytes in buf */
+	size_t cap;     /* buf size */
+	size_t line;    /* lines completed in this file */
+	bool skipping;  /* inside an over-long line: drop bytes to its newline */
+};
+
+struct view {
+	const struct filter *f;
+	struct tail *tail; /* not NULL: collect instead of printing */
+	bool json;
+};
+
+static bool row_matches(const struct filter *f, json_t *row)
+{
+	if (f->has_host) {
+		const char *h = json_string_value(json_object_get(row, "host"));
+		size_t hl, sl;
+
+		if (h == NULL)
+			return false;
+		if (!f->host_suffix)
+			return strcmp(h, f->host.name) == 0;
+		hl = strlen(h);
+		sl = strlen(f->host.name);
+		if (hl <= sl + 1 || h[hl - sl - 1] != '.' || strcmp(h + hl - sl, f->host.name) != 0)
+			return false;
+	}
+	if (f->decision != NULL) {
+		const char *d = json_string_value(json_object_get(row, "decision"));
+
+		if (d == NULL || strcmp(d, f->decision) != 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * One table cell: control bytes shown as '?' (a row must not drive the
+ * terminal), cut to width with "..." at the end. last: no padding.
+ */
+static void put_cell(const char *s, int width, bool last)
+{
+	size_t len = strlen(s), n = len;
+	int pad;
+
+	if (len > (size_t)width) {
+		n = (size_t)width - 3;
+		/* do not cut a UTF-8 sequence in two */
+		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n--;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		putchar(ch < 0x20 || ch == 0x7f ? '?' : ch);
+	}
+	if (n < len)
+		fputs("...", stdout);
+	pad = width - (int)(n < len ? n + 3 : n);
+	if (last) {
+		putchar('\n');
+		return;
+	}
+	printf("%*s  ", pad > 0 ? pad : 0, "");
+}
+
+static const char *str_or_dash(json_t *row, const char *key)
+{
+	const char *s = json_string_value(json_object_get(row, key));
+
+	return s != NULL ? s : "-";
+}
+
+/* "11-30 04:01:02" in local time from "2026-11-30T03:01:02.123Z"; else the text as is. */
+static const char *time_cell(const char *ts, char *buf, size_t size)
+{
+	struct tm tm;
+	const char *rest;
+	time_t t;
+
+	memset(&tm, 0, sizeof(tm));
+	rest = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (rest == NULL)
+		return ts;
+	t = timegm(&tm);
+	if (t == (time_t)-1 || localtime_r(&t, &tm) == NULL)
+		return ts;
+	strftime(buf, size, "%m-%d %H:%M:%S", &tm);
+	return buf;
+}
+
+static void number_cell(json_t *v, char *buf, size_t size)
+{
+	if (json_is_integer(v))
+		snprintf(buf, size, "%lld", (long long)json_integer_value(v));
+	else if (json_is_number(v))
+		snprintf(buf, size, "%g", json_number_value(v));
+	else
+		snprintf(buf, size, "-");
+}
+
+static void table_header(void)
+{
+	printf("%-14s  %-12s  %-8s  %-6s  %-7s  %-32s  %-24s  %-16s  %s\n", "TIME", "WHO",
+	       "DECISION", "STATUS", "METHOD", "HOST:PORT", "PATH", "REASON", "GRANT");
+}
+
+static void table_row(json_t *row)
+{
+	char tbuf[32], status[32], port[32], hostport[HOST_NAME_MAX_LEN + 48];
+	const char *ts = str_or_dash(row, "ts");
+	const char *host = str_or_dash(row, "host");
+
+	number_cell(json_object_get(row, "status"), status, sizeof(status));
+	number_cell(json_object_get(row, "port"), port, sizeof(port));
+	snprintf(hostport, sizeof(hostport), strchr(host, ':') != NULL ? "[%s]:%s" : "%s:%s",
+		 host, port);
+	put_cell(time_cell(ts, tbuf, sizeof(tbuf)), 14, false);
+	put_cell(str_or_dash(row, "who"), 12, false);
+	put_cell(str_or_dash(row, "decision"), 8, false);
+	put_cell(status, 6, false);
+	put_cell(str_or_dash(row, "method"), 7, false);
+	put_cell(hostport, 32, false);
+	put_cell(str_or_dash(row, "path"), 24, false);
+	put_cell(str_or_dash(row, "reason"), 16, false);
+	put_cell(str_or_dash(row, "grant"), 60, true);
+}
+
+/* Print one raw row that is known to parse and match. */
+static void emit(const struct view *v, const char *s, size_t len, json_t *row)
+{
+	if (v->json) {
+		fwrite(s, 1, len, stdout);
+		putchar('\n');
+	} else {
+		table_row(row);
+	}
+}
+
+static void tail_push(struct tail *t, const char *s, size_t len)
+{
+	char *copy;
+	size_t slot;
+
+	if (t->n == 0)
+		return;
+	copy = strndup(s, len);
+	if (copy == NULL) {
+		fprintf(stderr, "log: out of memory; a row left out\n");
+		return;
+	}
+	if (t->count == t->n) {
+		slot = t->head;
+		free(t->rows[slot]);
+		t->head = (t->head + 1) % t->n;
+	} else {
+		slot = (t->head + t->count) % t->n;
+		t->count++;
+	}
+	t->rows[slot] = copy;
+}
+
+/* One complete line of r's file. */
+static void row_handle(const struct view *v, const struct reader *r, const char *s, size_t len)
+{
+	json_t *row;
+	json_error_t jerr;
+
+	if (len > 0 && s[len - 1] == '\r')
+		len--;
+	if (len == 0)
+		return;
+	row = json_loadb(s, len, 0, &jerr);
+	if (row == NULL || !json_is_object(row)) {
+		fprintf(stderr, "log: %s:%zu: unreadable row\n", r->path, r->line);
+		json_decref(row);
+		return;
+	}
+	if (row_matches(v->f, row)) {
+		if (v->tail != NULL)
+			tail_push(v->tail, s, len);
+		else
+			emit(v, s, len, row);
+	}
+	json_decref(row);
+}
+
+static void tail_flush(struct view *v)
+{
+	struct tail *t = v->tail;
+
+	v->tail = NULL;
+	for (size_t i = 0; i < t->count; i++) {
+		size_t slot = (t->head + i) % t->n;
+		json_t *row = json_loads(t->rows[slot], 0, NULL);
+
+		if (row != NULL)
+			emit(v, t->rows[slot], strlen(t->rows[slot]), row);
+		json_decref(row);
+		free(t->rows[slot]);
+		t->rows[slot] = NULL;
+	}
+	t->count = 0;
+}
+
+static int reader_open(struct reader *r)
+{
+	struct stat st;
+
+	r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
+	if (r->fd == -1)
+		return -1;
+	if (fstat(r->fd, &st) == -1) {
+		int e = errno;
+
+		close(r->fd);
+		r->fd = -1;
+		errno = e;
+		return -1;
+	}
+	r->dev = st.st_dev;
+	r->ino = st.st_ino;
+	r->off = 0;
+	r->len = 0;
+	r->line = 0;
+	r->skipping = false;
+	return 0;
+}
+
+/* Split buf into lines and hand each complete one to row_handle; keep the rest. */
+static void reader_lines(const struct view *v, struct reader *r)
+{
+	size_t start = 0;
+
+	for (;;) {
+		char *nl = memchr(r->buf + start, '\n', r->len - start);
+
+		if (nl == NULL)
+			break;
+		r->line++;
+		if (r->skipping)
+			r->skipping = false;
+		else
+			row_handle(v, r, r->buf + start, (size_t)(nl - (r->buf + start)));
+		start = (size_t)(nl - r->buf) + 1;
+	}
+	memmove(r->buf, r->buf + start, r->len - start);
+	r->len -= start;
+	if (r->len > ROW_MAX) {
+		if (!r->skipping)
+			fprintf(stderr, "log: %s:%zu: unreadable row\n", r->path, r->line + 1);
+		r->skipping = true;
+		r->len = 0;
+	}
+}
+
+/* Read r to its current end. Returns 0 or -1 with errno. */
+static int reader_drain(const struct view *v, struct reader *r)
+{
+	for (;;) {
+		ssize_t n;
+
+		if (r->cap - r->len < READ_CHUNK) {
+			size_t ncap = r->len + READ_CHUNK;
+			char *grown = realloc(r->buf, ncap);
+
+			if (grown == NULL)
+				return -1;
+			r->buf = grown;
+			r->cap = ncap;
+		}
+		n = read(r->fd, r->buf + r->len, READ_CHUNK);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1)
+			return -1;
+		if (n == 0)
+			return 0;
+		r->len += (size_t)n;
+		r->off += n;
+		reader_lines(v, r);
+	}
+}
+
+/* The end of a file that will not grow: a last line without its newline is still a row. */
+static void reader_finish(const struct view *v, struct reader *r)
+{
+	if (r->len > 0 && !r->skipping) {
+		r->line++;
+		row_handle(v, r, r->buf, r->len);
+	}
+	r->len = 0;
+	r->skipping = false;
+}
+
+static void put_read_error(const char *path, int e)
+{
+	fprintf(stderr, "log: read %s: ", path);
+	cli_put_strerror(stderr, e);
+	fputc('\n', stderr);
+}
+
+/* -f: poll for growth, rotation and truncation until killed. */
+static int follow(const struct view *v, struct reader *r)
+{
+	const struct timespec pause = { 0, POLL_NS };
+	struct stat st;
+
+	for (;;) {
+		if (r->fd != -1 && reader_drain(v, r) == -1) {
+			put_read_error(r->path, errno);
+			return EXIT_ERROR;
+		}
+		if (fflush(stdout) == EOF)
+			return EXIT_ERROR;
+		nanosleep(&pause, NULL);
+
+		if (r->fd == -1) {
+			if (reader_open(r) == 0)
+				continue;
+			if (errno != ENOENT) {
+				put_read_error(r->path, errno);
+				return EXIT_ERROR;
+			}
+			continue;
+		}
+		if (stat(r->path, &st) == -1)
+			continue; /* renamed away, the new file not there yet */
+		if (st.st_dev != r->dev || st.st_ino != r->ino) {
+			/* rotated: what was appended before the rename is still ours */
+			if (reader_drain(v, r) == -1) {
+				put_read_error(r->path, errno);
+				return EXIT_ERROR;
+			}
+			reader_finish(v, r);
+			close(r->fd);
+			r->fd = -1;
+			if (reader_open(r) == -1 && errno != ENOENT) {
+				put_read_error(r->path, errno);
+				return EXIT_ERROR;
+			}
+			continue;
+		}
+		if (fstat(r->fd, &st) == 0 && st.st_size < r->off) {
+			/* truncated in place: start over from its beginning */
+			if (lseek(r->fd, 0, SEEK_SET) == -1) {
+				put_read_error(r->path, errno);
+				return EXIT_ERROR;
+			}
+			r->off = 0;
+			r->len = 0;
+			r->line = 0;
+			r->skipping = false;
+		}
+	}
+}
+
+static int usage_error(const char *msg, const char *arg)
+{
+	fprintf(stderr, "log: %s \"%s\"\n", msg, arg);
+	cli_usage(stderr, "log");
+	return EXIT_USAGE;
+}
+
+static int host_filter(const char *arg, struct filter *f)
+{
+	const char *s = arg, *err = "bad host";
+
+	if (strncmp(s, "*.", 2) == 0) {
+		f->host_suffix = true;
+		s += 2;
+	}
+	if (host_canon(s, strlen(s), &f->host, &err) == -1) {
+		fprintf(stderr, "log: bad host \"%s\": %s\n", arg, err);
+		return -1;
+	}
+	f->has_host = true;
+	return 0;
+}
+
+int cmd_log(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "host", required_argument, NULL, 'H' },
+		{ "decision", required_argument, NULL, 'd' },
+		{ "follow", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct filter f;
+	struct tail t;
+	struct view v;
+	struct reader r;
+	struct config *c;
+	bool do_follow = false, has_tail = false;
+	int opt, ret = EXIT_ERROR;
+
+	memset(&f, 0, sizeof(f));
+	memset(&t, 0, sizeof(t));
+	memset(&v, 0, sizeof(v));
+	memset(&r, 0, sizeof(r));
+	v.f = &f;
+	while ((opt = getopt_long(argc, argv, "n:fh", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'j':
+			v.json = true;
+			break;
+		case 'H':
+			if (host_filter(optarg, &f) == -1)
+				return EXIT_USAGE;
+			break;
+		case 'd':
+			if (strcmp(optarg, "allow") != 0 && strcmp(optarg, "refuse") != 0 &&
+			    strcmp(optarg, "observe") != 0)
+				return usage_error("bad decision (allow, refuse or observe)", optarg);
+			f.decision = optarg;
+			break;
+		case 'n': {
+			char *end;
+			long long n;
+
+			errno = 0;
+			n = strtoll(optarg, &end, 10);
+			if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno != 0 ||
+			    n > TAIL_MAX)
+				return usage_error("bad row count", optarg);
+			t.n = (size_t)n;
+			has_tail = true;
+			break;
+		}
+		case 'f':
+			do_follow = true;
+			break;
+		case 'h':
+			cli_usage(stdout, "log");
+			return EXIT_OK;
+		default:
+			cli_usage(stderr, "log");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc)
+		return usage_error("unexpected argument", argv[optind]);
+
+	c = cli_config_load();
+	if (c == NULL)
+		return EXIT_ERROR;
+	r.path = c->log_path;
+	r.fd = -1;
+	if (reader_open(&r) == -1 && !(do_follow && errno == ENOENT)) {
+		fprintf(stderr, "log: open %s: ", r.path);
+		cli_put_strerror(stderr, errno);
+		fputc('\n', stderr);
+		goto out_config;
+	}
+	if (has_tail) {
+		t.rows = calloc(t.n + 1, sizeof(*t.rows));
+		if (t.rows == NULL) {
+			fprintf(stderr, "log: out of memory\n");
+			goto out_close;
+		}
+		v.tail = &t;
+	}
+	if (!v.json)
+		table_header();
+	if (r.fd != -1 && reader_drain(&v, &r) == -1) {
+		put_read_error(r.path, errno);
+		goto out_tail;
+	}
+	if (!do_follow)
+		reader_finish(&v, &r);
+	if (has_tail)
+		tail_flush(&v);
+	ret = do_follow ? follow(&v, &r) : EXIT_OK;
+	if (fflush(stdout) == EOF) {
+		fprintf(stderr, "log: write stdout failed\n");
+		ret = EXIT_ERROR;
+	}
+out_tail:
+	for (size_t i = 0; i < t.count; i++)
+		free(t.rows[(t.head + i) % t.n]);
+	free(t.rows);
+out_close:
+	if (r.fd != -1)
+		close(r.fd);
+	free(r.buf);
+out_config:
+	config_free(c);
+	return ret;
+}

@@ -1,0 +1,155 @@
+/*
+ * main.c: the sluice command line: global options, the verb table, usage.
+ *
+ * Reads `sluice [-c FILE] VERB ARGS...`, picks the config file and hands
+ * the rest to the verb. It does not load the config itself: a verb that
+ * needs one asks for it (check reads any file it is given).
+ */
+#include <ctype.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define DEFAULT_CONFIG "etc/sluice.conf"
+
+struct verb {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;  /* one line for the verb list */
+	const char *synopsis; /* man-page synopsis lines after "sluice [-c FILE] " */
+};
+
+static const struct verb verbs[] = {
+	{ "check", cmd_check, "validate a config file and print its normalised form",
+	  "check [-q] [FILE]\n" },
+	{ "allow", cmd_allow, "add, remove or list the grants in STATE/grants",
+	  "allow add GRANT [--level once|session|permanent] [--ttl SECONDS]\n"
+	  "allow rm GRANT\n"
+	  "allow list [--json]\n" },
+	{ "log", cmd_log, "read the network log: who used each host, who was refused",
+	  "log [--json] [--host HOST] [--decision allow|refuse|observe] [-n N] [-f]\n" },
+};
+
+#define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
+
+static const char *config_opt; /* -c FILE, or NULL */
+
+const char *cli_config_path(void)
+{
+	const char *env = getenv("SLUICE_CONFIG");
+
+	if (config_opt != NULL)
+		return config_opt;
+	if (env != NULL && env[0] != '\0')
+		return env;
+	if (access(DEFAULT_CONFIG, F_OK) == 0)
+		return DEFAULT_CONFIG;
+	return NULL;
+}
+
+struct config *cli_config_load(void)
+{
+	const char *path = cli_config_path();
+	struct config *c = config_new();
+
+	if (c == NULL) {
+		fprintf(stderr, "sluice: out of memory\n");
+		return NULL;
+	}
+	if (path != NULL && config_load(c, path, stderr) != 0) {
+		config_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void cli_put_strerror(FILE *f, int e)
+{
+	const char *s = strerror(e);
+
+	fputc(tolower((unsigned char)s[0]), f);
+	fputs(s + 1, f);
+}
+
+/* Print each line of a synopsis, the first after lead, the others indented to match. */
+static void put_synopsis(FILE *f, const char *lead, const char *syn)
+{
+	size_t indent = strlen(lead);
+
+	while (*syn != '\0') {
+		const char *nl = strchr(syn, '\n');
+		size_t n = nl != NULL ? (size_t)(nl - syn) : strlen(syn);
+
+		fprintf(f, "%*s%s%.*s\n", (int)indent, lead, "sluice [-c FILE] ", (int)n, syn);
+		lead = "";
+		syn += n + (nl != NULL);
+	}
+}
+
+void cli_usage(FILE *f, const char *verb)
+{
+	for (size_t i = 0; verb != NULL && i < NVERBS; i++) {
+		if (strcmp(verbs[i].name, verb) == 0) {
+			put_synopsis(f, "usage: ", verbs[i].synopsis);
+			return;
+		}
+	}
+	fprintf(f, "usage: sluice [-c FILE] VERB [ARGS...]\n");
+	for (size_t i = 0; i < NVERBS; i++)
+		put_synopsis(f, "       ", verbs[i].synopsis);
+	fprintf(f, "\nverbs:\n");
+	for (size_t i = 0; i < NVERBS; i++)
+		fprintf(f, "  %-7s %s\n", verbs[i].name, verbs[i].summary);
+	fprintf(f, "\noptions:\n"
+		   "  -c FILE  the config file; default $SLUICE_CONFIG, else ./etc/sluice.conf\n"
+		   "           if it exists, else the built-in defaults (see `sluice check`)\n"
+		   "  -h       this help; `sluice VERB -h` for one verb\n"
+		   "\nexit status:\n"
+		   "  0  success\n"
+		   "  1  error: a bad config, a damaged grant store, a file that cannot be\n"
+		   "     read or written, a refused grant pattern\n"
+		   "  2  usage: an unknown verb or option, a missing or malformed argument\n");
+}
+
+int main(int argc, char **argv)
+{
+	int opt;
+
+	/* '+': stop at the verb, whose own options follow it */
+	while ((opt = getopt(argc, argv, "+c:h")) != -1) {
+		switch (opt) {
+		case 'c':
+			config_opt = optarg;
+			break;
+		case 'h':
+			cli_usage(stdout, NULL);
+			return EXIT_OK;
+		default:
+			cli_usage(stderr, NULL);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind == argc) {
+		cli_usage(stderr, NULL);
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[optind], "help") == 0) {
+		cli_usage(stdout, optind + 1 < argc ? argv[optind + 1] : NULL);
+		return EXIT_OK;
+	}
+	for (size_t i = 0; i < NVERBS; i++) {
+		if (strcmp(verbs[i].name, argv[optind]) == 0) {
+			char **vargv = argv + optind;
+			int vargc = argc - optind;
+
+			optind = 0; /* glibc: 0 restarts getopt for the verb's own options */
+			return verbs[i].fn(vargc, vargv);
+		}
+	}
+	fprintf(stderr, "sluice: unknown verb \"%s\"\n", argv[optind]);
+	cli_usage(stderr, NULL);
+	return EXIT_USAGE;
+}

@@ -1,0 +1,688 @@
+/*
+ * config.c: read the directive file described in config.h.
+ *
+ * One pass over the buffer, one line at a time: cut the comment, split the
+ * words, look the first word up in a table that fixes its argument count
+ * and whether it may repeat, and hand the rest to that directive's parser.
+ * Every error is reported and counted; a line with an error changes
+ * nothing else. It does not touch the network, resolve names, or check
+ * that paths exist: the programs that use a path report on it.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#define LINE_MAX_BYTES 4096
+#define MAX_WORDS 8
+#define LOG_DEFAULT_NAME "network.log"
+
+#define DEFAULT_LISTEN_ADDR "127.0.0.1"
+#define DEFAULT_LISTEN_PORT 3128
+#define DEFAULT_STATE "./state"
+#define DEFAULT_ROTATE_BYTES 16777216
+#define DEFAULT_LOG_KEEP 5
+#define DEFAULT_MAX_CONNS 4096
+#define NAMESERVER_PORT 53
+
+struct parser;
+
+/* Parses the arguments w[1..nw) of one directive; reports its own errors. */
+typedef void (*directive_fn)(struct parser *p, char **w, size_t nw);
+
+struct directive {
+	const char *name;
+	size_t nargs;    /* exact argument count, the name not included */
+	bool repeatable; /* false: a second occurrence is an error */
+	directive_fn fn;
+};
+
+struct parser {
+	struct config *c;
+	const char *file;
+	FILE *errs;
+	size_t line; /* 1-based line being read */
+	int nerr;
+	bool listen_given; /* the first listen replaces the default */
+	size_t state_line; /* 0: state not given */
+	size_t first_seen[32]; /* per directive index: line first seen, 0 if not */
+};
+
+static void perr(struct parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void perr(struct parser *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	p->nerr++;
+	if (p->errs == NULL)
+		return;
+	fprintf(p->errs, "%s:%zu: ", p->file, p->line);
+	va_start(ap, fmt);
+	vfprintf(p->errs, fmt, ap);
+	va_end(ap);
+	fputc('\n', p->errs);
+}
+
+/* Decimal digits only, no sign, no blanks. Returns 0 or -1. */
+static int parse_u64(const char *s, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (*s == '\0')
+		return -1;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+			return -1;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+/* A number within lo..hi, or an error naming the directive. Returns 0 or -1. */
+static int number_arg(struct parser *p, const char *dir, const char *s, uint64_t lo,
+		      uint64_t hi, uint64_t *out)
+{
+	if (parse_u64(s, out) == -1) {
+		perr(p, "%s: bad number \"%s\"", dir, s);
+		return -1;
+	}
+	if (*out < lo || *out > hi) {
+		perr(p, "%s: %s out of range %llu..%llu", dir, s, (unsigned long long)lo,
+		     (unsigned long long)hi);
+		return -1;
+	}
+	return 0;
+}
+
+static int parse_port(const char *s, uint16_t *port)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) == -1 || v < 1 || v > 65535)
+		return -1;
+	*port = (uint16_t)v;
+	return 0;
+}
+
+static void sockaddr_set(struct sockaddr_storage *ss, int family, const void *addr,
+			 uint16_t port)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (family == AF_INET) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(port);
+		memcpy(&sin->sin_addr, addr, 4);
+	} else {
+		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(port);
+		memcpy(&sin6->sin6_addr, addr, 16);
+	}
+}
+
+/*
+ * Parse a numeric "a.b.c.d[:port]", "[v6][:port]" or (when no port) a bare
+ * v6 address into ss. need_port: the port must be written. Returns 0 or -1.
+ */
+static int parse_sockaddr(const char *s, bool need_port, uint16_t default_port,
+			  struct sockaddr_storage *ss)
+{
+	char addr[INET6_ADDRSTRLEN + 1];
+	unsigned char bytes[16];
+	const char *colon, *portstr = NULL;
+	size_t alen;
+	uint16_t port = default_port;
+
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (end == NULL)
+			return -1;
+		alen = (size_t)(end - s - 1);
+		if (end[1] == ':')
+			portstr = end + 2;
+		else if (end[1] != '\0')
+			return -1;
+		if (alen == 0 || alen >= sizeof(addr))
+			return -1;
+		memcpy(addr, s + 1, alen);
+		addr[alen] = '\0';
+		if (inet_pton(AF_INET6, addr, bytes) != 1)
+			return -1;
+		if (portstr != NULL && parse_port(portstr, &port) == -1)
+			return -1;
+		if (portstr == NULL && need_port)
+			return -1;
+		sockaddr_set(ss, AF_INET6, bytes, port);
+		return 0;
+	}
+	colon = strchr(s, ':');
+	if (colon != NULL && strchr(colon + 1, ':') != NULL) {
+		/* more than one colon: a bare v6 address, which cannot carry a port */
+		if (need_port || inet_pton(AF_INET6, s, bytes) != 1)
+			return -1;
+		sockaddr_set(ss, AF_INET6, bytes, port);
+		return 0;
+	}
+	alen = colon != NULL ? (size_t)(colon - s) : strlen(s);
+	if (alen == 0 || alen >= sizeof(addr))
+		return -1;
+	memcpy(addr, s, alen);
+	addr[alen] = '\0';
+	if (inet_pton(AF_INET, addr, bytes) != 1)
+		return -1;
+	if (colon != NULL && parse_port(colon + 1, &port) == -1)
+		return -1;
+	if (colon == NULL && need_port)
+		return -1;
+	sockaddr_set(ss, AF_INET, bytes, port);
+	return 0;
+}
+
+static bool sockaddr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const struct sockaddr_in *)a;
+		const struct sockaddr_in *y = (const struct sockaddr_in *)b;
+
+		return x->sin_port == y->sin_port &&
+		       x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)a;
+	const struct sockaddr_in6 *y = (const struct sockaddr_in6 *)b;
+
+	return x->sin6_port == y->sin6_port &&
+	       memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
+}
+
+/* "127.0.0.1:3128" or "[::1]:3128" into buf (at least 56 bytes). */
+static char *sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t size)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &sin->sin_addr, a, sizeof(a));
+		snprintf(buf, size, "%s:%u", a, ntohs(sin->sin_port));
+	} else {
+		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &sin6->sin6_addr, a, sizeof(a));
+		snprintf(buf, size, "[%s]:%u", a, ntohs(sin6->sin6_port));
+	}
+	return buf;
+}
+
+static void d_listen(struct parser *p, char **w, size_t nw)
+{
+	struct config *c = p->c;
+	struct sockaddr_storage ss;
+	char buf[64];
+
+	if (parse_sockaddr(w[1], true, 0, &ss) == -1) {
+		perr(p, "listen: bad address \"%s\": expected a numeric ADDR:PORT or [ADDR]:PORT",
+		     w[1]);
+		return;
+	}
+	if (!p->listen_given) {
+		p->listen_given = true;
+		c->nlisten = 0;
+	}
+	for (size_t i = 0; i < c->nlisten; i++) {
+		if (sockaddr_same(&c->listen[i], &ss)) {
+			perr(p, "listen: %s given twice", sockaddr_format(&ss, buf, sizeof(buf)));
+			return;
+		}
+	}
+	if (c->nlisten == CONFIG_MAX_LISTEN) {
+		perr(p, "listen: more than %d addresses", CONFIG_MAX_LISTEN);
+		return;
+	}
+	c->listen[c->nlisten++] = ss;
+}
+
+static void d_nameserver(struct parser *p, char **w, size_t nw)
+{
+	struct config *c = p->c;
+	struct sockaddr_storage ss;
+	char buf[64];
+
+	if (parse_sockaddr(w[1], false, NAMESERVER_PORT, &ss) == -1) {
+		perr(p, "nameserver: bad address \"%s\": expected a numeric ADDR, ADDR:PORT or [ADDR]:PORT",
+		     w[1]);
+		return;
+	}
+	for (size_t i = 0; i < c->nnameservers; i++) {
+		if (sockaddr_same(&c->nameservers[i], &ss)) {
+			perr(p, "nameserver: %s given twice",
+			     sockaddr_format(&ss, buf, sizeof(buf)));
+			return;
+		}
+	}
+	if (c->nnameservers == CONFIG_MAX_NAMESERVERS) {
+		perr(p, "nameserver: more than %d addresses", CONFIG_MAX_NAMESERVERS);
+		return;
+	}
+	c->nameservers[c->nnameservers++] = ss;
+}
+
+static void d_allow(struct parser *p, char **w, size_t nw)
+{
+	struct config *c = p->c;
+	struct grant g, *grown;
+	const char *err = "bad grant";
+
+	if (grant_parse(w[1], strlen(w[1]), &g, &err) == -1) {
+		perr(p, "allow: bad grant \"%s\": %s", w[1], err);
+		return;
+	}
+	g.level = GRANT_CONFIG;
+	grown = realloc(c->grants, (c->ngrants + 1) * sizeof(*grown));
+	if (grown == NULL) {
+		perr(p, "allow: out of memory");
+		return;
+	}
+	c->grants = grown;
+	c->grants[c->ngrants++] = g;
+}
+
+static void d_allow_private(struct parser *p, char **w, size_t nw)
+{
+	struct config *c = p->c;
+	struct config_exception e, *grown;
+	const char *err = "bad host";
+	bool bad = false;
+
+	memset(&e, 0, sizeof(e));
+	if (strchr(w[1], '*') != NULL) {
+		perr(p, "allow-private: bad host \"%s\": wildcard not allowed here", w[1]);
+		bad = true;
+	} else if (host_canon(w[1], strlen(w[1]), &e.host, &err) == -1) {
+		perr(p, "allow-private: bad host \"%s\": %s", w[1], err);
+		bad = true;
+	}
+	err = "bad range";
+	if (ipnet_parse(w[2], strlen(w[2]), &e.net, &err) == -1) {
+		perr(p, "allow-private: bad range \"%s\": %s", w[2], err);
+		bad = true;
+	}
+	if (bad)
+		return;
+	grown = realloc(c->exceptions, (c->nexceptions + 1) * sizeof(*grown));
+	if (grown == NULL) {
+		perr(p, "allow-private: out of memory");
+		return;
+	}
+	c->exceptions = grown;
+	c->exceptions[c->nexceptions++] = e;
+}
+
+static void d_mode(struct parser *p, char **w, size_t nw)
+{
+	if (strcmp(w[1], "enforce") == 0)
+		p->c->mode = MODE_ENFORCE;
+	else if (strcmp(w[1], "observe") == 0)
+		p->c->mode = MODE_OBSERVE;
+	else
+		perr(p, "mode: unknown mode \"%s\": expected enforce or observe", w[1]);
+}
+
+/* Copy a path argument into dst (PATH_MAX). Returns 0 or -1 after an error. */
+static int path_arg(struct parser *p, const char *dir, const char *s, char *dst)
+{
+	size_t len = strlen(s);
+
+	if (len >= PATH_MAX) {
+		perr(p, "%s: path too long (%zu bytes, at most %d)", dir, len, PATH_MAX - 1);
+		return -1;
+	}
+	memcpy(dst, s, len + 1);
+	return 0;
+}
+
+static void d_state(struct parser *p, char **w, size_t nw)
+{
+	char *s = w[1];
+	size_t len = strlen(s);
+
+	/* "state/" and "state" are one directory; keep the log default tidy */
+	while (len > 1 && s[len - 1] == '/')
+		s[--len] = '\0';
+	if (path_arg(p, "state", s, p->c->state_dir) == 0)
+		p->state_line = p->line;
+}
+
+static void d_log(struct parser *p, char **w, size_t nw)
+{
+	path_arg(p, "log", w[1], p->c->log_path);
+}
+
+static void d_log_rotate_bytes(struct parser *p, char **w, size_t nw)
+{
+	uint64_t v;
+
+	if (number_arg(p, "log-rotate-bytes", w[1], 4096, (uint64_t)1 << 40, &v) == 0)
+		p->c->log_rotate_bytes = v;
+}
+
+static void d_log_keep(struct parser *p, char **w, size_t nw)
+{
+	uint64_t v;
+
+	if (number_arg(p, "log-keep", w[1], 0, 100, &v) == 0)
+		p->c->log_keep = (unsigned)v;
+}
+
+static void d_max_connections(struct parser *p, char **w, size_t nw)
+{
+	uint64_t v;
+
+	if (number_arg(p, "max-connections", w[1], 1, 1000000, &v) == 0)
+		p->c->max_conns = (unsigned)v;
+}
+
+/* Seconds in 1..86400 into *ms_out. */
+static void timeout_arg(struct parser *p, const char *dir, const char *s, unsigned *ms_out)
+{
+	uint64_t v;
+
+	if (number_arg(p, dir, s, 1, 86400, &v) == 0)
+		*ms_out = (unsigned)v * 1000;
+}
+
+static void d_head_timeout(struct parser *p, char **w, size_t nw)
+{
+	timeout_arg(p, "head-timeout", w[1], &p->c->head_timeout_ms);
+}
+
+static void d_connect_timeout(struct parser *p, char **w, size_t nw)
+{
+	timeout_arg(p, "connect-timeout", w[1], &p->c->connect_timeout_ms);
+}
+
+static void d_response_timeout(struct parser *p, char **w, size_t nw)
+{
+	timeout_arg(p, "response-timeout", w[1], &p->c->response_timeout_ms);
+}
+
+static void d_idle_timeout(struct parser *p, char **w, size_t nw)
+{
+	timeout_arg(p, "idle-timeout", w[1], &p->c->idle_timeout_ms);
+}
+
+static const struct directive directives[] = {
+	{ "listen", 1, true, d_listen },
+	{ "allow", 1, true, d_allow },
+	{ "allow-private", 2, true, d_allow_private },
+	{ "mode", 1, false, d_mode },
+	{ "state", 1, false, d_state },
+	{ "log", 1, false, d_log },
+	{ "log-rotate-bytes", 1, false, d_log_rotate_bytes },
+	{ "log-keep", 1, false, d_log_keep },
+	{ "max-connections", 1, false, d_max_connections },
+	{ "head-timeout", 1, false, d_head_timeout },
+	{ "connect-timeout", 1, false, d_connect_timeout },
+	{ "response-timeout", 1, false, d_response_timeout },
+	{ "idle-timeout", 1, false, d_idle_timeout },
+	{ "nameserver", 1, true, d_nameserver },
+};
+
+#define NDIRECTIVES (sizeof(directives) / sizeof(directives[0]))
+
+static bool is_blank(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f';
+}
+
+/* One line, without its '\n'. */
+static void parse_line(struct parser *p, const char *s, size_t len)
+{
+	char line[LINE_MAX_BYTES + 1];
+	char *w[MAX_WORDS];
+	size_t nw = 0, nwords = 0, i = 0;
+	const char *hash;
+
+	if (len > LINE_MAX_BYTES) {
+		perr(p, "line too long (over %d bytes)", LINE_MAX_BYTES);
+		return;
+	}
+	if (memchr(s, '\0', len) != NULL) {
+		perr(p, "nul byte in line");
+		return;
+	}
+	hash = memchr(s, '#', len);
+	if (hash != NULL)
+		len = (size_t)(hash - s);
+	memcpy(line, s, len);
+	line[len] = '\0';
+
+	while (i < len) {
+		unsigned char ch = (unsigned char)line[i];
+
+		if (is_blank((char)ch)) {
+			line[i++] = '\0';
+			continue;
+		}
+		if (ch < 0x20 || ch == 0x7f) {
+			perr(p, "control character 0x%02x in line", ch);
+			return;
+		}
+		if (i == 0 || line[i - 1] == '\0') {
+			if (nw < MAX_WORDS)
+				w[nw++] = &line[i];
+			nwords++;
+		}
+		i++;
+	}
+	if (nwords == 0)
+		return;
+
+	for (size_t d = 0; d < NDIRECTIVES; d++) {
+		const struct directive *dir = &directives[d];
+
+		if (strcmp(w[0], dir->name) != 0)
+			continue;
+		if (nwords - 1 != dir->nargs) {
+			perr(p, "%s: expects %zu argument%s, got %zu", dir->name, dir->nargs,
+			     dir->nargs == 1 ? "" : "s", nwords - 1);
+			return;
+		}
+		if (!dir->repeatable && p->first_seen[d] != 0) {
+			perr(p, "%s: given twice (first on line %zu)", dir->name, p->first_seen[d]);
+			return;
+		}
+		if (p->first_seen[d] == 0)
+			p->first_seen[d] = p->line;
+		dir->fn(p, w, nw);
+		return;
+	}
+	perr(p, "unknown directive \"%s\"", w[0]);
+}
+
+struct config *config_new(void)
+{
+	struct config *c = calloc(1, sizeof(*c));
+	struct in_addr lo;
+
+	if (c == NULL)
+		return NULL;
+	inet_pton(AF_INET, DEFAULT_LISTEN_ADDR, &lo);
+	sockaddr_set(&c->listen[0], AF_INET, &lo, DEFAULT_LISTEN_PORT);
+	c->nlisten = 1;
+	c->mode = MODE_ENFORCE;
+	snprintf(c->state_dir, sizeof(c->state_dir), "%s", DEFAULT_STATE);
+	snprintf(c->log_path, sizeof(c->log_path), "%s/%s", DEFAULT_STATE, LOG_DEFAULT_NAME);
+	c->log_rotate_bytes = DEFAULT_ROTATE_BYTES;
+	c->log_keep = DEFAULT_LOG_KEEP;
+	c->max_conns = DEFAULT_MAX_CONNS;
+	c->head_timeout_ms = 10 * 1000;
+	c->connect_timeout_ms = 10 * 1000;
+	c->response_timeout_ms = 60 * 1000;
+	c->idle_timeout_ms = 300 * 1000;
+	return c;
+}
+
+void config_free(struct config *c)
+{
+	if (c == NULL)
+		return;
+	free(c->grants);
+	c->grants = NULL;
+	free(c->exceptions);
+	c->exceptions = NULL;
+	free(c);
+}
+
+static size_t directive_index(const char *name)
+{
+	for (size_t d = 0; d < NDIRECTIVES; d++)
+		if (strcmp(directives[d].name, name) == 0)
+			return d;
+	return 0;
+}
+
+int config_parse(struct config *c, const char *buf, size_t len, const char *file, FILE *errs)
+{
+	struct parser p;
+	size_t off = 0;
+
+	_Static_assert(NDIRECTIVES <= sizeof(p.first_seen) / sizeof(p.first_seen[0]),
+		       "first_seen too small");
+	memset(&p, 0, sizeof(p));
+	p.c = c;
+	p.file = file != NULL ? file : "config";
+	p.errs = errs;
+
+	while (off < len) {
+		const char *nl = memchr(buf + off, '\n', len - off);
+		size_t end = nl != NULL ? (size_t)(nl - buf) : len;
+
+		p.line++;
+		parse_line(&p, buf + off, end - off);
+		off = end + 1;
+	}
+
+	if (p.first_seen[directive_index("log")] == 0) {
+		int n = snprintf(c->log_path, sizeof(c->log_path), "%s/%s", c->state_dir,
+				 LOG_DEFAULT_NAME);
+
+		if (n < 0 || (size_t)n >= sizeof(c->log_path)) {
+			p.line = p.state_line;
+			perr(&p, "state: path too long for the default log %s/%s", c->state_dir,
+			     LOG_DEFAULT_NAME);
+		}
+	}
+	return p.nerr;
+}
+
+/* strerror(e) with a lower-case first letter, as every diagnostic here reads. */
+static void put_strerror(FILE *f, int e)
+{
+	const char *s = strerror(e);
+
+	fputc(tolower((unsigned char)s[0]), f);
+	fputs(s + 1, f);
+	fputc('\n', f);
+}
+
+int config_load(struct config *c, const char *path, FILE *errs)
+{
+	char *buf;
+	size_t len = 0;
+	int fd, ret = 1;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1) {
+		if (errs != NULL) {
+			int e = errno;
+
+			fprintf(errs, "%s: open: ", path);
+			put_strerror(errs, e);
+		}
+		return 1;
+	}
+	buf = malloc(CONFIG_MAX_FILE + 1);
+	if (buf == NULL) {
+		if (errs != NULL)
+			fprintf(errs, "%s: out of memory\n", path);
+		goto out_close_fd;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + len, CONFIG_MAX_FILE + 1 - len);
+
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r == -1) {
+			if (errs != NULL) {
+				int e = errno;
+
+				fprintf(errs, "%s: read: ", path);
+				put_strerror(errs, e);
+			}
+			goto out_free_buf;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+		if (len > CONFIG_MAX_FILE) {
+			if (errs != NULL)
+				fprintf(errs, "%s: too large (over %d bytes)\n", path,
+					CONFIG_MAX_FILE);
+			goto out_free_buf;
+		}
+	}
+	ret = config_parse(c, buf, len, path, errs);
+out_free_buf:
+	free(buf);
+out_close_fd:
+	close(fd);
+	return ret;
+}
+
+void config_print(const struct config *c, FILE *out)
+{
+	char buf[HOST_NAME_MAX_LEN + 64];
+
+	for (size_t i = 0; i < c->nlisten; i++)
+		fprintf(out, "listen %s\n", sockaddr_format(&c->listen[i], buf, sizeof(buf)));
+	fprintf(out, "mode %s\n", c->mode == MODE_OBSERVE ? "observe" : "enforce");
+	fprintf(out, "state %s\n", c->state_dir);
+	fprintf(out, "log %s\n", c->log_path);
+	fprintf(out, "log-rotate-bytes %llu\n", (unsigned long long)c->log_rotate_bytes);
+	fprintf(out, "log-keep %u\n", c->log_keep);
+	fprintf(out, "max-connections %u\n", c->max_conns);
+	fprintf(out, "head-timeout %u\n", c->head_timeout_ms / 1000);
+	fprintf(out, "connect-timeout %u\n", c->connect_timeout_ms / 1000);
+	fprintf(out, "response-timeout %u\n", c->response_timeout_ms / 1000);
+	fprintf(out, "idle-timeout %u\n", c->idle_timeout_ms / 1000);
+	for (size_t i = 0; i < c->ngrants; i++)
+		fprintf(out, "allow %s\n", grant_format(&c->grants[i], buf, sizeof(buf)));
+	for (size_t i = 0; i < c->nexceptions; i++) {
+		char net[64];
+
+		fprintf(out, "allow-private %s %s\n", c->exceptions[i].host.name,
+			ipnet_format(&c->exceptions[i].net, net, sizeof(net)));
+	}
+	if (c->nnameservers == 0)
+		fprintf(out, "# nameserver: none given, /etc/resolv.conf is used\n");
+	for (size_t i = 0; i < c->nnameservers; i++)
+		fprintf(out, "nameserver %s\n",
+			sockaddr_format(&c->nameservers[i], buf, sizeof(buf)));
+}

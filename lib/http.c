@@ -1,0 +1,981 @@
+/*
+ * http.c: strict HTTP/1.1 head parsing and chunked framing for a forward
+ * proxy.
+ *
+ * Every byte is read through a bounds-checked cursor over the caller's
+ * buffer; nothing is allocated or copied. A shape two implementations could
+ * read differently (bare LF or CR, obs-fold, whitespace before a colon,
+ * repeated or odd Content-Length, any Transfer-Encoding but a lone
+ * "chunked") is refused, never repaired. It does not canonicalise hosts
+ * (host.c does), decode bodies or rewrite heads.
+ */
+#include "http.h"
+
+#include <string.h>
+
+#define CONTENT_LENGTH_MAX (UINT64_C(1) << 62)
+#define CHUNK_LINE_MAX 256 /* bytes of ";ext" after a chunk size */
+#define TRAILER_MAX 8192   /* bytes in the whole trailer section */
+
+typedef bool (*byte_pred)(unsigned char ch);
+
+/* A read position in [p, p + len); off never exceeds len. */
+struct cursor {
+	const unsigned char *p;
+	size_t len;
+	size_t off;
+};
+
+static void cur_init(struct cursor *c, const char *p, size_t len)
+{
+	c->p = (const unsigned char *)p;
+	c->len = len;
+	c->off = 0;
+}
+
+static size_t cur_left(const struct cursor *c)
+{
+	return c->len - c->off;
+}
+
+static const char *cur_ptr(const struct cursor *c)
+{
+	return (const char *)c->p + c->off;
+}
+
+static int cur_peek(const struct cursor *c)
+{
+	return c->off < c->len ? c->p[c->off] : -1;
+}
+
+static bool cur_eat(struct cursor *c, unsigned char ch)
+{
+	if (cur_peek(c) != ch)
+		return false;
+	c->off++;
+	return true;
+}
+
+/* Advance over the longest run of bytes ok accepts; returns its length. */
+static size_t cur_span(struct cursor *c, byte_pred ok)
+{
+	size_t start = c->off;
+
+	while (c->off < c->len && ok(c->p[c->off]))
+		c->off++;
+	return c->off - start;
+}
+
+/* A slice of the caller's buffer. */
+struct span {
+	const char *p;
+	size_t len;
+};
+
+/* --- byte classes --------------------------------------------------------- */
+
+static bool is_digit(unsigned char ch)
+{
+	return ch >= '0' && ch <= '9';
+}
+
+static bool is_alpha(unsigned char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+}
+
+static int hex_value(unsigned char ch)
+{
+	if (is_digit(ch))
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* RFC 9110 tchar */
+static bool is_tchar(unsigned char ch)
+{
+	if (is_digit(ch) || is_alpha(ch))
+		return true;
+	switch (ch) {
+	case '!': case '#': case '$': case '%': case '&': case '\'': case '*':
+	case '+': case '-': case '.': case '^': case '_': case '`': case '|':
+	case '~':
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool is_vchar(unsigned char ch)
+{
+	return ch >= 0x21 && ch <= 0x7e;
+}
+
+static bool is_ows(unsigned char ch)
+{
+	return ch == ' ' || ch == '\t';
+}
+
+/* field-content bytes: SP, HTAB, VCHAR, obs-text */
+static bool is_field_byte(unsigned char ch)
+{
+	return is_ows(ch) || is_vchar(ch) || ch >= 0x80;
+}
+
+/* quoted-string content without '"' and '\' */
+static bool is_qdtext(unsigned char ch)
+{
+	return is_field_byte(ch) && ch != '"' && ch != '\\';
+}
+
+/* Deliberately narrower than RFC 3986 reg-name: no pct-encoding, no sub-delims. */
+static bool is_host_byte(unsigned char ch)
+{
+	return is_digit(ch) || is_alpha(ch) || ch == '-' || ch == '.' || ch == '_';
+}
+
+static bool is_v6_byte(unsigned char ch)
+{
+	return hex_value(ch) != -1 || ch == ':' || ch == '.';
+}
+
+static bool is_not_comma(unsigned char ch)
+{
+	return ch != ',';
+}
+
+static unsigned char ascii_lower(unsigned char ch)
+{
+	return ch >= 'A' && ch <= 'Z' ? (unsigned char)(ch - 'A' + 'a') : ch;
+}
+
+/* ASCII case-insensitive equality of a[0..alen) and the string b. */
+static bool eq_nocase(const char *a, size_t alen, const char *b)
+{
+	size_t i;
+
+	for (i = 0; i < alen; i++) {
+		if (b[i] == '\0' || ascii_lower((unsigned char)a[i]) != ascii_lower((unsigned char)b[i]))
+			return false;
+	}
+	return b[i] == '\0';
+}
+
+static bool header_is(const struct http_header *h, const char *name)
+{
+	return eq_nocase(h->name, h->name_len, name);
+}
+
+/* Whether the comma list v[0..vlen) has an element equal to tok (ignoring case). */
+static bool list_has(const char *v, size_t vlen, const char *tok, size_t tok_len)
+{
+	struct cursor c;
+	const char *elem;
+	size_t elem_len, i;
+	bool same;
+
+	if (tok_len == 0)
+		return false;
+	cur_init(&c, v, vlen);
+	while (cur_left(&c) > 0) {
+		cur_span(&c, is_ows);
+		elem = cur_ptr(&c);
+		elem_len = cur_span(&c, is_not_comma);
+		while (elem_len > 0 && is_ows((unsigned char)elem[elem_len - 1]))
+			elem_len--;
+		if (elem_len == tok_len) {
+			same = true;
+			for (i = 0; i < tok_len && same; i++)
+				same = ascii_lower((unsigned char)elem[i]) == ascii_lower((unsigned char)tok[i]);
+			if (same)
+				return true;
+		}
+		cur_eat(&c, ',');
+	}
+	return false;
+}
+
+/* --- lines and headers ---------------------------------------------------- */
+
+/*
+ * The next CRLF-terminated line at c, CRLF excluded. Returns 1 with *line
+ * set and c past the CRLF, 0 when the line is not complete yet, -1 with *err
+ * on a bare LF or a line longer than HTTP_MAX_LINE (complete or not). A bare
+ * CR stays in the line for the caller's byte classes to refuse.
+ */
+static int cur_line(struct cursor *c, struct span *line, enum http_error *err)
+{
+	size_t left = cur_left(c);
+	size_t window = left < HTTP_MAX_LINE + 2 ? left : HTTP_MAX_LINE + 2;
+	const unsigned char *start = c->p + c->off;
+	const unsigned char *lf = memchr(start, '\n', window);
+	size_t n;
+
+	if (lf == NULL) {
+		/* unterminated: may still end in CR LF if within bounds */
+		n = window;
+		if (n > 0 && start[n - 1] == '\r')
+			n--;
+		if (left >= HTTP_MAX_LINE + 2 || n > HTTP_MAX_LINE) {
+			*err = HTTP_E_TOO_LARGE;
+			return -1;
+		}
+		return 0;
+	}
+	n = (size_t)(lf - start);
+	if (n == 0 || start[n - 1] != '\r') {
+		*err = HTTP_E_MALFORMED;
+		return -1;
+	}
+	n--;
+	if (n > HTTP_MAX_LINE) {
+		*err = HTTP_E_TOO_LARGE;
+		return -1;
+	}
+	line->p = (const char *)start;
+	line->len = n;
+	c->off += n + 2;
+	return 1;
+}
+
+/* "name: value" with no obs-fold, no space before the colon, value trimmed. */
+static int parse_header_line(const struct span *line, struct http_header *h)
+{
+	struct cursor c;
+	const char *name, *value;
+	size_t name_len, value_len;
+
+	cur_init(&c, line->p, line->len);
+	name = cur_ptr(&c);
+	name_len = cur_span(&c, is_tchar);
+	if (name_len == 0 || !cur_eat(&c, ':'))
+		return -1;
+	cur_span(&c, is_ows);
+	value = cur_ptr(&c);
+	value_len = cur_span(&c, is_field_byte);
+	if (cur_left(&c) != 0)
+		return -1;
+	while (value_len > 0 && is_ows((unsigned char)value[value_len - 1]))
+		value_len--;
+	h->name = name;
+	h->name_len = name_len;
+	h->value = value;
+	h->value_len = value_len;
+	return 0;
+}
+
+/*
+ * Header lines from c up to and including the empty line. Returns the
+ * offset just past the head, -2 when it is not complete, or -1 with *err.
+ */
+static ssize_t parse_headers(struct cursor *c, struct http_header *headers, size_t max,
+			     size_t *nheaders, enum http_error *err)
+{
+	struct http_header h;
+	struct span line;
+	int r;
+
+	*nheaders = 0;
+	for (;;) {
+		r = cur_line(c, &line, err);
+		if (r == 0)
+			return -2;
+		if (r == -1)
+			return -1;
+		if (line.len == 0)
+			return (ssize_t)c->off;
+		if (parse_header_line(&line, &h) == -1) {
+			*err = HTTP_E_MALFORMED;
+			return -1;
+		}
+		if (*nheaders >= max) {
+			*err = HTTP_E_TOO_MANY;
+			return -1;
+		}
+		headers[(*nheaders)++] = h;
+	}
+}
+
+/* What both requests and responses take from their headers. */
+struct framing {
+	bool has_length;
+	bool chunked;
+	uint64_t length;
+	bool conn_close;
+	bool conn_keep_alive;
+	bool upgrade;
+};
+
+/* 1*DIGIT, at most CONTENT_LENGTH_MAX; no sign, no list, no space inside. */
+static int parse_content_length(const char *v, size_t len, uint64_t *out)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	if (len == 0)
+		return -1;
+	for (i = 0; i < len; i++) {
+		if (!is_digit((unsigned char)v[i]) || n > CONTENT_LENGTH_MAX / 10)
+			return -1;
+		n = n * 10 + (uint64_t)(v[i] - '0');
+	}
+	if (n > CONTENT_LENGTH_MAX)
+		return -1;
+	*out = n;
+	return 0;
+}
+
+static int scan_framing(const struct http_header *h, size_t n, int minor, struct framing *f,
+			enum http_error *err)
+{
+	size_t i;
+
+	memset(f, 0, sizeof(*f));
+	for (i = 0; i < n; i++) {
+		if (header_is(&h[i], "Content-Length")) {
+			if (f->has_length || parse_content_length(h[i].value, h[i].value_len, &f->length) == -1)
+				goto framing;
+			f->has_length = true;
+		} else if (header_is(&h[i], "Transfer-Encoding")) {
+			/* only a lone "chunked"; a list or a second header is refused */
+			if (f->chunked || !eq_nocase(h[i].value, h[i].value_len, "chunked"))
+				goto framing;
+			f->chunked = true;
+		} else if (header_is(&h[i], "Connection")) {
+			if (list_has(h[i].value, h[i].value_len, "close", 5))
+				f->conn_close = true;
+			if (list_has(h[i].value, h[i].value_len, "keep-alive", 10))
+				f->conn_keep_alive = true;
+		} else if (header_is(&h[i], "Upgrade")) {
+			f->upgrade = true;
+		}
+	}
+	if (f->has_length && f->chunked)
+		goto framing;
+	/* RFC 9112 6.1: Transfer-Encoding in HTTP/1.0 cannot be trusted */
+	if (f->chunked && minor == 0)
+		goto framing;
+	return 0;
+framing:
+	*err = HTTP_E_FRAMING;
+	return -1;
+}
+
+/* "HTTP/1.0" or "HTTP/1.1"; returns the minor version or -1. */
+static int parse_version(const char *v, size_t len)
+{
+	if (len != 8 || memcmp(v, "HTTP/1.", 7) != 0)
+		return -1;
+	if (v[7] == '0')
+		return 0;
+	if (v[7] == '1')
+		return 1;
+	return -1;
+}
+
+/* --- requests ------------------------------------------------------------- */
+
+static const char *const method_names[] = {
+	[HTTP_UNKNOWN] = "UNKNOWN",
+	[HTTP_GET] = "GET",
+	[HTTP_HEAD] = "HEAD",
+	[HTTP_POST] = "POST",
+	[HTTP_PUT] = "PUT",
+	[HTTP_DELETE] = "DELETE",
+	[HTTP_CONNECT] = "CONNECT",
+	[HTTP_OPTIONS] = "OPTIONS",
+	[HTTP_TRACE] = "TRACE",
+	[HTTP_PATCH] = "PATCH",
+};
+
+#define NMETHODS (sizeof(method_names) / sizeof(method_names[0]))
+
+const char *http_method_name(enum http_method m)
+{
+	if ((size_t)m >= NMETHODS)
+		return method_names[HTTP_UNKNOWN];
+	return method_names[m];
+}
+
+/* Exact, case-sensitive match against the known methods. */
+static enum http_method lookup_method(const char *m, size_t len)
+{
+	size_t i;
+
+	for (i = HTTP_GET; i < NMETHODS; i++) {
+		if (strlen(method_names[i]) == len && memcmp(method_names[i], m, len) == 0)
+			return (enum http_method)i;
+	}
+	return HTTP_UNKNOWN;
+}
+
+/* "1" to "65535", no leading zero. */
+static int parse_port(struct cursor *c, uint16_t *port)
+{
+	const char *digits = cur_ptr(c);
+	size_t n = cur_span(c, is_digit), i;
+	uint32_t v = 0;
+
+	if (n == 0 || n > 5 || digits[0] == '0')
+		return -1;
+	for (i = 0; i < n; i++)
+		v = v * 10 + (uint32_t)(digits[i] - '0');
+	if (v > 65535)
+		return -1;
+	*port = (uint16_t)v;
+	return 0;
+}
+
+/*
+ * host[:port] or [v6][:port] from an absolute-form or authority-form target.
+ * Fills req->host, port and has_port; without a port, port is 80.
+ */
+static int parse_authority(struct http_request *req, const char *a, size_t len, bool need_port)
+{
+	struct cursor c;
+	const char *close_bracket;
+
+	if (memchr(a, '@', len) != NULL) {
+		req->error = HTTP_E_USERINFO;
+		return -1;
+	}
+	req->error = HTTP_E_MALFORMED;
+	cur_init(&c, a, len);
+	if (cur_eat(&c, '[')) {
+		close_bracket = memchr(cur_ptr(&c), ']', cur_left(&c));
+		if (close_bracket != NULL &&
+		    memchr(cur_ptr(&c), '%', (size_t)(close_bracket - cur_ptr(&c))) != NULL) {
+			req->error = HTTP_E_ZONE_ID;
+			return -1;
+		}
+		req->host = cur_ptr(&c);
+		req->host_len = cur_span(&c, is_v6_byte);
+		if (!cur_eat(&c, ']') || memchr(req->host, ':', req->host_len) == NULL)
+			return -1;
+	} else {
+		req->host = cur_ptr(&c);
+		req->host_len = cur_span(&c, is_host_byte);
+		if (req->host_len == 0)
+			return -1;
+	}
+	if (cur_eat(&c, ':')) {
+		if (parse_port(&c, &req->port) == -1)
+			return -1;
+		req->has_port = true;
+	} else if (need_port) {
+		return -1;
+	} else {
+		req->port = 80;
+	}
+	if (cur_left(&c) != 0)
+		return -1;
+	req->error = HTTP_OK;
+	return 0;
+}
+
+static int parse_target(struct http_request *req)
+{
+	const char *t = req->target;
+	size_t n = req->target_len, auth_len;
+
+	req->error = HTTP_E_MALFORMED;
+	if (memchr(t, '#', n) != NULL)
+		return -1;
+	if (req->method == HTTP_CONNECT) {
+		req->form = HTTP_FORM_AUTHORITY;
+		return parse_authority(req, t, n, true);
+	}
+	if (n == 1 && t[0] == '*') {
+		if (req->method != HTTP_OPTIONS)
+			return -1;
+		req->form = HTTP_FORM_ASTERISK;
+		req->error = HTTP_OK;
+		return 0;
+	}
+	if (t[0] == '/') {
+		req->form = HTTP_FORM_ORIGIN;
+		req->path = t;
+		req->path_len = n;
+		req->error = HTTP_OK;
+		return 0;
+	}
+	if (n < 7 || !eq_nocase(t, 7, "http://"))
+		return -1;
+	req->form = HTTP_FORM_ABSOLUTE;
+	t += 7;
+	n -= 7;
+	for (auth_len = 0; auth_len < n && t[auth_len] != '/' && t[auth_len] != '?'; auth_len++)
+		;
+	/* "http://h?q" would need a path the buffer does not hold; refuse it */
+	if (auth_len < n && t[auth_len] == '?')
+		return -1;
+	if (parse_authority(req, t, auth_len, false) == -1)
+		return -1;
+	if (auth_len < n) {
+		req->path = t + auth_len;
+		req->path_len = n - auth_len;
+	} else {
+		req->path = "/";
+		req->path_len = 1;
+	}
+	return 0;
+}
+
+/* METHOD SP request-target SP HTTP/1.x, single spaces. */
+static int parse_request_line(struct http_request *req, const struct span *line)
+{
+	struct cursor c;
+	const char *version;
+	size_t version_len;
+	int minor;
+
+	cur_init(&c, line->p, line->len);
+	req->error = HTTP_E_MALFORMED;
+	req->method_str = cur_ptr(&c);
+	req->method_len = cur_span(&c, is_tchar);
+	if (req->method_len == 0)
+		return -1;
+	req->method = lookup_method(req->method_str, req->method_len);
+	if (req->method == HTTP_UNKNOWN) {
+		req->error = HTTP_E_METHOD;
+		return -1;
+	}
+	if (!cur_eat(&c, ' '))
+		return -1;
+	req->target = cur_ptr(&c);
+	req->target_len = cur_span(&c, is_vchar);
+	if (req->target_len == 0)
+		return -1;
+	if (cur_left(&c) == 0) {
+		req->error = HTTP_E_VERSION; /* HTTP/0.9 */
+		return -1;
+	}
+	if (!cur_eat(&c, ' '))
+		return -1;
+	version = cur_ptr(&c);
+	version_len = cur_span(&c, is_vchar);
+	if (cur_left(&c) != 0)
+		return -1;
+	minor = parse_version(version, version_len);
+	if (minor == -1) {
+		req->error = HTTP_E_VERSION;
+		return -1;
+	}
+	req->minor = minor;
+	return parse_target(req);
+}
+
+static int check_request_headers(struct http_request *req)
+{
+	struct framing f;
+	const struct http_header *h;
+	size_t i;
+
+	if (scan_framing(req->headers, req->nheaders, req->minor, &f, &req->error) == -1)
+		return -1;
+	req->error = HTTP_E_MALFORMED;
+	for (i = 0; i < req->nheaders; i++) {
+		h = &req->headers[i];
+		if (header_is(h, "Host")) {
+			if (req->host_header != -1 || h->value_len == 0)
+				return -1;
+			req->host_header = (int)i;
+		} else if (header_is(h, "Expect")) {
+			/* we cannot honour any other expectation */
+			if (!eq_nocase(h->value, h->value_len, "100-continue"))
+				return -1;
+			/* RFC 9110 10.1.1: ignored in HTTP/1.0 */
+			req->expect_continue = req->minor == 1;
+		}
+	}
+	if (req->minor == 1 && req->method != HTTP_CONNECT && req->host_header == -1)
+		return -1;
+	if (req->method == HTTP_CONNECT && (f.chunked || (f.has_length && f.length > 0))) {
+		/* a CONNECT body would be read as tunnel bytes by some and not others */
+		req->error = HTTP_E_FRAMING;
+		return -1;
+	}
+	if (f.chunked) {
+		req->body = HTTP_BODY_CHUNKED;
+	} else if (f.has_length) {
+		req->body = HTTP_BODY_LENGTH;
+		req->content_length = f.length;
+	} else {
+		req->body = HTTP_BODY_NONE;
+	}
+	req->close = f.conn_close || (req->minor == 0 && !f.conn_keep_alive);
+	req->upgrade = f.upgrade;
+	req->error = HTTP_OK;
+	return 0;
+}
+
+ssize_t http_parse_request(const char *buf, size_t len, struct http_request *req,
+			   struct http_header *headers, size_t max)
+{
+	struct cursor c;
+	struct span line;
+	ssize_t n;
+	int r;
+
+	memset(req, 0, sizeof(*req));
+	req->headers = headers;
+	req->host_header = -1;
+	cur_init(&c, buf, len);
+	r = cur_line(&c, &line, &req->error);
+	if (r != 1)
+		return r == 0 ? -2 : -1;
+	if (line.len == 0) {
+		req->error = HTTP_E_MALFORMED; /* no leading empty lines */
+		return -1;
+	}
+	if (parse_request_line(req, &line) == -1)
+		return -1;
+	n = parse_headers(&c, headers, max, &req->nheaders, &req->error);
+	if (n < 0)
+		return n;
+	if (check_request_headers(req) == -1)
+		return -1;
+	return n;
+}
+
+/* --- responses ------------------------------------------------------------ */
+
+/* HTTP/1.x SP 3DIGIT [SP reason]; the status must be 100-599. */
+static int parse_status_line(struct http_response *resp, const struct span *line)
+{
+	struct cursor c;
+	const char *p;
+	size_t n;
+	int minor;
+
+	cur_init(&c, line->p, line->len);
+	p = cur_ptr(&c);
+	n = cur_span(&c, is_vchar);
+	minor = parse_version(p, n);
+	if (minor == -1) {
+		resp->error = HTTP_E_VERSION;
+		return -1;
+	}
+	resp->minor = minor;
+	resp->error = HTTP_E_MALFORMED;
+	if (!cur_eat(&c, ' '))
+		return -1;
+	p = cur_ptr(&c);
+	if (cur_span(&c, is_digit) != 3 || p[0] < '1' || p[0] > '5')
+		return -1;
+	resp->status = (p[0] - '0') * 100 + (p[1] - '0') * 10 + (p[2] - '0');
+	resp->reason = cur_ptr(&c);
+	if (cur_left(&c) > 0) {
+		if (!cur_eat(&c, ' '))
+			return -1;
+		resp->reason = cur_ptr(&c);
+		resp->reason_len = cur_span(&c, is_field_byte);
+		if (cur_left(&c) != 0)
+			return -1;
+	}
+	resp->error = HTTP_OK;
+	return 0;
+}
+
+static int check_response_headers(struct http_response *resp, enum http_method method)
+{
+	struct framing f;
+	int s = resp->status;
+
+	if (scan_framing(resp->headers, resp->nheaders, resp->minor, &f, &resp->error) == -1)
+		return -1;
+	resp->close = f.conn_close || (resp->minor == 0 && !f.conn_keep_alive);
+	if (method == HTTP_HEAD || s < 200 || s == 204 || s == 304) {
+		resp->body = HTTP_BODY_NONE;
+	} else if (method == HTTP_CONNECT && s < 300) {
+		resp->body = HTTP_BODY_NONE;
+	} else if (f.chunked) {
+		resp->body = HTTP_BODY_CHUNKED;
+	} else if (f.has_length) {
+		resp->body = HTTP_BODY_LENGTH;
+		resp->content_length = f.length;
+	} else {
+		resp->body = HTTP_BODY_EOF;
+		resp->close = true;
+	}
+	return 0;
+}
+
+ssize_t http_parse_response(const char *buf, size_t len, enum http_method method,
+			    struct http_response *resp, struct http_header *headers,
+			    size_t max)
+{
+	struct cursor c;
+	struct span line;
+	ssize_t n;
+	int r;
+
+	memset(resp, 0, sizeof(*resp));
+	resp->headers = headers;
+	cur_init(&c, buf, len);
+	r = cur_line(&c, &line, &resp->error);
+	if (r != 1)
+		return r == 0 ? -2 : -1;
+	if (parse_status_line(resp, &line) == -1)
+		return -1;
+	n = parse_headers(&c, headers, max, &resp->nheaders, &resp->error);
+	if (n < 0)
+		return n;
+	if (check_response_headers(resp, method) == -1)
+		return -1;
+	return n;
+}
+
+/* --- chunked framing ------------------------------------------------------ */
+
+/* ext_state values in HTTP_CHUNK_EXT: where in ";name[=value]" we are */
+enum {
+	EXT_NAME_START,  /* after ';' */
+	EXT_NAME,
+	EXT_VALUE_START, /* after '=' */
+	EXT_VALUE_TOKEN,
+	EXT_VALUE_QUOTED,
+	EXT_VALUE_ESCAPE, /* after '\' in a quoted-string */
+	EXT_VALUE_END,    /* after the closing '"' */
+};
+
+/* ext_state values in HTTP_CHUNK_TRAILER */
+enum {
+	TRAILER_LINE_START,
+	TRAILER_NAME,
+	TRAILER_VALUE,
+	TRAILER_LF,     /* CR of a trailer line seen */
+	TRAILER_END_LF, /* CR of the final empty line seen */
+};
+
+/* ';' or the CR that ends the size line, after a complete extension */
+static int chunk_ext_next(struct http_chunked *c, unsigned char ch)
+{
+	if (ch == ';') {
+		c->ext_state = EXT_NAME_START;
+		return 0;
+	}
+	if (ch == '\r') {
+		c->state = HTTP_CHUNK_SIZE_LF;
+		return 0;
+	}
+	return -1;
+}
+
+/* ";name[=token|quoted-string]", no whitespace anywhere. */
+static int chunk_ext_byte(struct http_chunked *c, unsigned char ch)
+{
+	if (++c->linelen > CHUNK_LINE_MAX)
+		return -1;
+	switch (c->ext_state) {
+	case EXT_NAME_START:
+		if (!is_tchar(ch))
+			return -1;
+		c->ext_state = EXT_NAME;
+		return 0;
+	case EXT_NAME:
+		if (is_tchar(ch))
+			return 0;
+		if (ch == '=') {
+			c->ext_state = EXT_VALUE_START;
+			return 0;
+		}
+		return chunk_ext_next(c, ch);
+	case EXT_VALUE_START:
+		if (ch == '"')
+			c->ext_state = EXT_VALUE_QUOTED;
+		else if (is_tchar(ch))
+			c->ext_state = EXT_VALUE_TOKEN;
+		else
+			return -1;
+		return 0;
+	case EXT_VALUE_TOKEN:
+		if (is_tchar(ch))
+			return 0;
+		return chunk_ext_next(c, ch);
+	case EXT_VALUE_QUOTED:
+		if (ch == '"')
+			c->ext_state = EXT_VALUE_END;
+		else if (ch == '\\')
+			c->ext_state = EXT_VALUE_ESCAPE;
+		else if (!is_qdtext(ch))
+			return -1;
+		return 0;
+	case EXT_VALUE_ESCAPE:
+		if (!is_field_byte(ch))
+			return -1;
+		c->ext_state = EXT_VALUE_QUOTED;
+		return 0;
+	case EXT_VALUE_END:
+		return chunk_ext_next(c, ch);
+	default:
+		return -1;
+	}
+}
+
+static int chunk_trailer_byte(struct http_chunked *c, unsigned char ch)
+{
+	if (++c->linelen > TRAILER_MAX)
+		return -1;
+	switch (c->ext_state) {
+	case TRAILER_LINE_START:
+		if (ch == '\r')
+			c->ext_state = TRAILER_END_LF;
+		else if (is_tchar(ch))
+			c->ext_state = TRAILER_NAME;
+		else
+			return -1;
+		return 0;
+	case TRAILER_NAME:
+		if (ch == ':')
+			c->ext_state = TRAILER_VALUE;
+		else if (!is_tchar(ch))
+			return -1;
+		return 0;
+	case TRAILER_VALUE:
+		if (ch == '\r')
+			c->ext_state = TRAILER_LF;
+		else if (!is_field_byte(ch))
+			return -1;
+		return 0;
+	case TRAILER_LF:
+		if (ch != '\n')
+			return -1;
+		c->ext_state = TRAILER_LINE_START;
+		return 0;
+	case TRAILER_END_LF:
+		if (ch != '\n')
+			return -1;
+		c->state = HTTP_CHUNK_DONE;
+		return 0;
+	default:
+		return -1;
+	}
+}
+
+/* One framing byte (any state but DATA and DONE). */
+static int chunk_byte(struct http_chunked *c, unsigned char ch)
+{
+	int v;
+
+	switch (c->state) {
+	case HTTP_CHUNK_SIZE:
+		v = hex_value(ch);
+		if (v != -1) {
+			/* at most 16 digits and CONTENT_LENGTH_MAX; shifting stays in range */
+			if (c->digits == 16 || c->remaining > CONTENT_LENGTH_MAX >> 4)
+				return -1;
+			c->remaining = c->remaining << 4 | (uint64_t)v;
+			c->digits++;
+			return c->remaining > CONTENT_LENGTH_MAX ? -1 : 0;
+		}
+		if (c->digits == 0)
+			return -1;
+		if (ch == ';') {
+			c->state = HTTP_CHUNK_EXT;
+			c->ext_state = EXT_NAME_START;
+			c->linelen = 1;
+			return 0;
+		}
+		if (ch != '\r')
+			return -1;
+		c->state = HTTP_CHUNK_SIZE_LF;
+		return 0;
+	case HTTP_CHUNK_EXT:
+		return chunk_ext_byte(c, ch);
+	case HTTP_CHUNK_SIZE_LF:
+		if (ch != '\n')
+			return -1;
+		if (c->remaining == 0) {
+			c->last = true;
+			c->state = HTTP_CHUNK_TRAILER;
+			c->ext_state = TRAILER_LINE_START;
+			c->linelen = 0;
+		} else {
+			c->state = HTTP_CHUNK_DATA;
+		}
+		return 0;
+	case HTTP_CHUNK_DATA_CR:
+		if (ch != '\r')
+			return -1;
+		c->state = HTTP_CHUNK_DATA_LF;
+		return 0;
+	case HTTP_CHUNK_DATA_LF:
+		if (ch != '\n')
+			return -1;
+		c->state = HTTP_CHUNK_SIZE;
+		c->remaining = 0;
+		c->digits = 0;
+		c->linelen = 0;
+		return 0;
+	case HTTP_CHUNK_TRAILER:
+		return chunk_trailer_byte(c, ch);
+	default:
+		return -1;
+	}
+}
+
+ssize_t http_chunked_scan(struct http_chunked *c, const char *buf, size_t len)
+{
+	struct cursor cur;
+	uint64_t take;
+
+	cur_init(&cur, buf, len);
+	while (cur_left(&cur) > 0 && c->state != HTTP_CHUNK_DONE) {
+		if (c->state == HTTP_CHUNK_DATA) {
+			take = cur_left(&cur);
+			if (take > c->remaining)
+				take = c->remaining;
+			cur.off += (size_t)take;
+			c->remaining -= take;
+			if (c->remaining == 0)
+				c->state = HTTP_CHUNK_DATA_CR;
+			continue;
+		}
+		if (chunk_byte(c, (unsigned char)cur_peek(&cur)) == -1)
+			return -1;
+		cur.off++;
+	}
+	return (ssize_t)cur.off;
+}
+
+/* --- header helpers ------------------------------------------------------- */
+
+int http_find_header(const struct http_header *h, size_t n, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (header_is(&h[i], name))
+			return (int)i;
+	}
+	return -1;
+}
+
+static const char *const hop_names[] = {
+	"Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Upgrade",
+};
+
+bool http_is_hop_header(const struct http_header *h, size_t n, size_t i)
+{
+	size_t j;
+
+	if (i >= n)
+		return false;
+	for (j = 0; j < sizeof(hop_names) / sizeof(hop_names[0]); j++) {
+		if (header_is(&h[i], hop_names[j]))
+			return true;
+	}
+	if (h[i].name_len >= 6 && eq_nocase(h[i].name, 6, "proxy-"))
+		return true;
+	for (j = 0; j < n; j++) {
+		if (header_is(&h[j], "Connection") &&
+		    list_has(h[j].value, h[j].value_len, h[i].name, h[i].name_len))
+			return true;
+	}
+	return false;
+}

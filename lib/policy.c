@@ -1,0 +1,195 @@
+/*
+ * policy.c: the one decision every path asks for.
+ *
+ * A policy is an immutable snapshot built from the config and the grant
+ * store; judging never allocates and never looks anything up. Order of
+ * checks: Host header against destination, destination address (for IP
+ * literals here, for resolved names through policy_judge_addr), then
+ * grants. Only the grant check is relaxed by observe mode. Resolving,
+ * logging and writing the refusal are the caller's.
+ */
+#include "policy.h"
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *copy_array(const void *src, size_t n, size_t size)
+{
+	void *p;
+
+	if (n == 0)
+		return NULL;
+	p = calloc(n, size);
+	if (p != NULL)
+		memcpy(p, src, n * size);
+	return p;
+}
+
+struct policy *policy_new(const struct config *c, const struct grant *store, size_t nstore,
+			  bool store_damaged, const struct ipnet *own, size_t nown,
+			  const char *run_id, time_t now)
+{
+	struct policy *p = calloc(1, sizeof(*p));
+	size_t ncfg = c != NULL ? c->ngrants : 0, i;
+
+	if (p == NULL)
+		return NULL;
+	p->mode = c != NULL ? c->mode : MODE_ENFORCE;
+	p->store_damaged = store_damaged;
+	if (run_id != NULL)
+		snprintf(p->run_id, sizeof(p->run_id), "%s", run_id);
+	if (ncfg + nstore > 0) {
+		p->grants = calloc(ncfg + nstore, sizeof(*p->grants));
+		if (p->grants == NULL)
+			goto out_free;
+	}
+	for (i = 0; i < ncfg; i++)
+		p->grants[p->ngrants++] = c->grants[i];
+	for (i = 0; i < nstore; i++)
+		if (grant_live(&store[i], now, run_id))
+			p->grants[p->ngrants++] = store[i];
+	if (c != NULL && c->nexceptions > 0) {
+		p->exceptions = copy_array(c->exceptions, c->nexceptions, sizeof(*p->exceptions));
+		if (p->exceptions == NULL)
+			goto out_free;
+		p->nexceptions = c->nexceptions;
+	}
+	if (nown > 0) {
+		p->own = copy_array(own, nown, sizeof(*p->own));
+		if (p->own == NULL)
+			goto out_free;
+		p->nown = nown;
+	}
+	return p;
+
+out_free:
+	policy_free(p);
+	return NULL;
+}
+
+void policy_free(struct policy *p)
+{
+	if (p == NULL)
+		return;
+	free(p->grants);
+	p->grants = NULL;
+	free(p->exceptions);
+	p->exceptions = NULL;
+	free(p->own);
+	p->own = NULL;
+	free(p);
+}
+
+static void verdict_refuse(struct verdict *v, const char *reason, const char *proxy_status)
+{
+	v->allow = false;
+	v->status = 403;
+	v->reason = reason;
+	v->proxy_status = proxy_status;
+}
+
+/* Whether an allow-private exception for h holds this address. */
+static bool excepted(const struct policy *p, const struct host *h, int family, const void *addr)
+{
+	size_t i;
+
+	if (h == NULL)
+		return false;
+	for (i = 0; i < p->nexceptions; i++) {
+		const struct config_exception *e = &p->exceptions[i];
+
+		if (host_equal(&e->host, h) && ipnet_contains(&e->net, family, addr))
+			return true;
+	}
+	return false;
+}
+
+static bool is_own(const struct policy *p, int family, const void *addr)
+{
+	size_t i;
+
+	for (i = 0; i < p->nown; i++)
+		if (ipnet_contains(&p->own[i], family, addr))
+			return true;
+	return false;
+}
+
+void policy_judge_addr(const struct policy *p, const struct host *h, int family,
+		       const void *addr, struct verdict *v)
+{
+	static const uint8_t mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	const uint8_t *v4 = NULL; /* the IPv4 address inside an IPv4-mapped one */
+	char text[INET6_ADDRSTRLEN];
+	const char *range;
+	bool exc;
+
+	memset(v, 0, sizeof(*v));
+	if (family == AF_INET6 && memcmp(addr, mapped_prefix, sizeof(mapped_prefix)) == 0)
+		v4 = (const uint8_t *)addr + 12;
+	/* A mapped address reaches its IPv4 address, so exceptions for either form apply. */
+	exc = excepted(p, h, family, addr) || (v4 != NULL && excepted(p, h, AF_INET, v4));
+	ipaddr_format(family, addr, text, sizeof(text));
+	if ((is_own(p, family, addr) || (v4 != NULL && is_own(p, AF_INET, v4))) && !exc) {
+		verdict_refuse(v, "own-address", "destination_ip_prohibited");
+		snprintf(v->detail, sizeof(v->detail), "%s is the proxy's own address", text);
+		return;
+	}
+	range = iprange_denied(family, addr, NULL);
+	if (range == NULL && v4 != NULL)
+		range = iprange_denied(AF_INET, v4, NULL);
+	if (range != NULL && !exc) {
+		verdict_refuse(v, "denied-ip", "destination_ip_prohibited");
+		snprintf(v->detail, sizeof(v->detail), "%s is in denied range %s", text, range);
+		return;
+	}
+	v->allow = true;
+}
+
+void policy_judge(const struct policy *p, const struct policy_request *r, time_t now,
+		  struct verdict *v)
+{
+	const char *run = p->run_id[0] != '\0' ? p->run_id : NULL;
+	size_t i;
+
+	memset(v, 0, sizeof(*v));
+	if (r->host_header != NULL && !host_equal(r->host, r->host_header)) {
+		verdict_refuse(v, "host-mismatch", "http_request_denied");
+		snprintf(v->detail, sizeof(v->detail), "Host header names %.140s, request is sent to %.140s",
+			 r->host_header->name, r->host->name);
+		return;
+	}
+	if (r->host->kind == HOST_IPV4 || r->host->kind == HOST_IPV6) {
+		int family = r->host->kind == HOST_IPV4 ? AF_INET : AF_INET6;
+		const void *addr = r->host->kind == HOST_IPV4 ? (const void *)&r->host->addr.v4
+							       : (const void *)&r->host->addr.v6;
+
+		policy_judge_addr(p, r->host, family, addr, v);
+		if (!v->allow)
+			return;
+		memset(v, 0, sizeof(*v));
+	}
+	for (i = 0; i < p->ngrants; i++) {
+		const struct grant *g = &p->grants[i];
+
+		if (grant_live(g, now, run) && grant_matches(g, r->host, r->port, r->via)) {
+			v->allow = true;
+			v->reason = "granted";
+			v->grant = g;
+			return;
+		}
+	}
+	v->reason = "not-granted";
+	v->proxy_status = "http_request_denied";
+	snprintf(v->detail, sizeof(v->detail), "%s%s%s:%u is not granted",
+		 r->host->kind == HOST_IPV6 ? "[" : "", r->host->name,
+		 r->host->kind == HOST_IPV6 ? "]" : "", (unsigned)r->port);
+	if (p->mode == MODE_OBSERVE) {
+		v->allow = true;
+		v->observed = true;
+		return;
+	}
+	v->allow = false;
+	v->status = 403;
+}

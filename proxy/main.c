@@ -1,0 +1,261 @@
+/*
+ * main.c: sluice-proxy, the chokepoint.
+ *
+ * Reads like a script: arguments, config, state directory, log, listeners,
+ * resolver, policy, signals, then the loop. Runs in the foreground; stops
+ * on SIGINT or SIGTERM; SIGHUP reloads the policy (reload.c).
+ */
+#include "proxy.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ACCEPT_BATCH 64
+
+static int reserve_fd = -1; /* given up to accept and refuse when out of fds */
+
+double proxy_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: sluice-proxy [-c FILE]\n"
+			"       sluice-proxy -t [-c FILE]\n"
+			"  -c FILE  configuration (default etc/sluice.conf)\n"
+			"  -t       check the configuration and exit\n"
+			"exit: 0 stopped by a signal, 1 could not start, 2 usage\n");
+}
+
+static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct proxy *px = io->arg;
+
+	for (int i = 0; i < ACCEPT_BATCH; i++) {
+		struct sockaddr_storage peer;
+		socklen_t len = sizeof(peer);
+		int fd = accept4(io->fd, (struct sockaddr *)&peer, &len,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd >= 0) {
+			session_accept(px, fd, &peer);
+			continue;
+		}
+		if (errno == EMFILE || errno == ENFILE) {
+			/* out of descriptors: take the connection and close it at once,
+			 * rather than leave it to spin in the backlog */
+			if (reserve_fd >= 0) {
+				close(reserve_fd);
+				fd = accept4(io->fd, NULL, NULL, SOCK_CLOEXEC);
+				if (fd >= 0)
+					close(fd);
+				reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			}
+			fprintf(stderr, "sluice-proxy: accept: %s\n", strerror(errno));
+			return;
+		}
+		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			fprintf(stderr, "sluice-proxy: accept: %s\n", strerror(errno));
+		return;
+	}
+}
+
+static int listen_on(struct proxy *px, const struct sockaddr_storage *ss)
+{
+	struct listener *ln = &px->listeners[px->nlisteners];
+	socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
+						 : sizeof(struct sockaddr_in6);
+	char name[INET6_ADDRSTRLEN + 8], a[INET6_ADDRSTRLEN];
+	int one = 1;
+	int fd;
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)ss;
+		snprintf(name, sizeof(name), "%s:%u", inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a)),
+			 ntohs(in->sin_port));
+	} else {
+		const struct sockaddr_in6 *in6 = (const void *)ss;
+		snprintf(name, sizeof(name), "[%s]:%u",
+			 inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a)), ntohs(in6->sin6_port));
+	}
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1)
+		goto fail;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss->ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)ss, len) == -1 || listen(fd, 1024) == -1 ||
+	    loop_io_add(px->loop, &ln->io, fd, EPOLLIN, on_accept, px) == -1) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		goto fail;
+	}
+	ln->addr = *ss;
+	px->nlisteners++;
+	fprintf(stderr, "sluice-proxy: listening on %s\n", name);
+	return 0;
+fail:
+	fprintf(stderr, "sluice-proxy: listen %s: %s\n", name, strerror(errno));
+	return -1;
+}
+
+static void on_signal(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct proxy *px = io->arg;
+	struct signalfd_siginfo si;
+
+	while (read(io->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			reload_now(px, "SIGHUP");
+		} else {
+			fprintf(stderr, "sluice-proxy: stopping on signal %u\n", si.ssi_signo);
+			loop_stop(l);
+		}
+	}
+}
+
+static int signals_init(struct proxy *px)
+{
+	sigset_t set;
+	int fd;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
+		return -1;
+	fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	return loop_io_add(px->loop, &px->sig_io, fd, EPOLLIN, on_signal, px);
+}
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void before_sleep(struct loop *l, void *arg)
+{
+	session_free_dead(arg);
+}
+
+int main(int argc, char **argv)
+{
+	struct proxy px;
+	const char *config_path = "etc/sluice.conf";
+	bool check_only = false;
+	int opt, ret = 1;
+
+	memset(&px, 0, sizeof(px));
+	px.sig_io.fd = -1;
+	while ((opt = getopt(argc, argv, "c:th")) != -1) {
+		switch (opt) {
+		case 'c':
+			config_path = optarg;
+			break;
+		case 't':
+			check_only = true;
+			break;
+		default:
+			usage();
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage();
+		return 2;
+	}
+
+	px.config = config_new();
+	if (px.config == NULL || config_load(px.config, config_path, stderr) != 0) {
+		fprintf(stderr, "sluice-proxy: %s: not started\n", config_path);
+		goto out;
+	}
+	snprintf(px.config_path, sizeof(px.config_path), "%s", config_path);
+	if (check_only) {
+		ret = 0;
+		goto out;
+	}
+	if (mkdir(px.config->state_dir, 0700) == -1 && errno != EEXIST) {
+		fprintf(stderr, "sluice-proxy: state %s: %s\n", px.config->state_dir,
+			strerror(errno));
+		goto out;
+	}
+	px.netlog = netlog_open(px.config->log_path, px.config->log_rotate_bytes,
+				px.config->log_keep);
+	if (px.netlog == NULL) {
+		fprintf(stderr, "sluice-proxy: log %s: %s\n", px.config->log_path, strerror(errno));
+		goto out;
+	}
+	px.loop = loop_new();
+	if (px.loop == NULL)
+		goto out_log;
+	raise_fd_limit();
+	reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	for (size_t i = 0; i < px.config->nlisten; i++)
+		if (listen_on(&px, &px.config->listen[i]) == -1)
+			goto out_loop;
+	if (resolve_init(&px) == -1)
+		goto out_loop;
+	if (reload_init(&px) == -1)
+		goto out_resolve;
+	if (signals_init(&px) == -1) {
+		fprintf(stderr, "sluice-proxy: signals: %s\n", strerror(errno));
+		goto out_reload;
+	}
+	loop_set_hook(px.loop, before_sleep, &px);
+	fprintf(stderr, "sluice-proxy: running: mode %s, %zu grants, state %s, log %s, run %s\n",
+		px.policy->mode == MODE_ENFORCE ? "enforce" : "observe", px.policy->ngrants,
+		px.config->state_dir, px.config->log_path, px.run_id);
+
+	ret = loop_run(px.loop) == 0 ? 0 : 1;
+
+	while (px.sessions != NULL)
+		session_close(px.sessions, "proxy stopping");
+	session_free_dead(&px);
+	if (px.sig_io.fd >= 0) {
+		int fd = px.sig_io.fd;
+		loop_io_del(px.loop, &px.sig_io);
+		close(fd);
+	}
+out_reload:
+	reload_release(&px);
+out_resolve:
+	resolve_release(&px);
+out_loop:
+	for (size_t i = 0; i < px.nlisteners; i++) {
+		int fd = px.listeners[i].io.fd;
+		loop_io_del(px.loop, &px.listeners[i].io);
+		close(fd);
+	}
+	loop_free(px.loop);
+out_log:
+	netlog_close(px.netlog);
+out:
+	config_free(px.config);
+	return ret;
+}

@@ -1,0 +1,127 @@
+/*
+ * proxy.h: sluice-proxy's table of contents.
+ *
+ * main.c     arguments, config, listeners, signals, the loop
+ * session.c  one client connection: read a head, judge it, forward it
+ * relay.c    tunnel relaying (splice, or a copy where splice cannot help)
+ * resolve.c  c-ares driven by the loop; never a blocking lookup
+ * reload.c   the grant store and config: watched, reloaded, re-judged
+ * refuse.c   refusal responses: status, Proxy-Status, a one-line body
+ */
+#ifndef SLUICE_PROXY_H
+#define SLUICE_PROXY_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "buf.h"
+#include "config.h"
+#include "http.h"
+#include "loop.h"
+#include "netlog.h"
+#include "policy.h"
+
+#define HEAD_MAX (32 * 1024)  /* a request head, all lines */
+#define HEADERS_MAX 100       /* header lines in one head */
+#define RESP_HEAD_MAX (64 * 1024)
+#define IOBUF_MAX (64 * 1024) /* body and relay buffers */
+#define DIAL_MAX 8            /* resolved addresses tried in order */
+
+struct session;
+struct resolve_query;
+
+struct listener {
+	struct loop_io io;
+	struct sockaddr_storage addr;
+};
+
+struct watched_file {
+	char path[PATH_MAX];
+	struct stat st; /* last seen; st_ino 0 when absent */
+	bool present;
+};
+
+/* The process: one of these, owned by main. */
+struct proxy {
+	struct loop *loop;
+	struct config *config;
+	char config_path[PATH_MAX];
+	struct policy *policy;
+	struct netlog *netlog;
+	char run_id[GRANT_RUN_ID_LEN + 1];
+	struct listener listeners[CONFIG_MAX_LISTEN];
+	size_t nlisteners;
+	struct session *sessions; /* live sessions, doubly linked */
+	struct session *dead;     /* closed, freed before the next sleep */
+	unsigned nsessions;
+	uint64_t next_conn_id;
+	struct loop_io sig_io;
+	struct loop_timer watch_timer;
+	struct watched_file watch_config;
+	struct watched_file watch_store;
+	void *resolver; /* resolve.c's state */
+};
+
+/* main.c */
+double proxy_now_ms(void);
+
+/* session.c */
+void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *peer);
+void session_close(struct session *s, const char *why);
+void session_free_dead(struct proxy *px);
+void session_rejudge_all(struct proxy *px);
+
+/* relay.c: the tunnel half of a session, working on struct relay */
+struct relay_dir {
+	int src, dst;
+	struct buf *buf;      /* copy path: bytes read from src not yet written */
+	int pipe[2];          /* splice path: -1 when copying */
+	size_t inpipe;        /* bytes sitting in the pipe */
+	bool eof;             /* src reached end of stream */
+	bool shut;            /* dst has been shut for writing */
+	bool want_read;       /* src read would block */
+	bool want_write;      /* dst write would block */
+	uint64_t bytes;       /* moved src -> dst */
+};
+/* Set up a direction; splice when possible. Returns 0. */
+void relay_dir_init(struct relay_dir *d, int src, int dst, struct buf *b);
+void relay_dir_release(struct relay_dir *d);
+/* Move what can move now. Returns 0, or -1 on a fatal error (errno). */
+int relay_dir_pump(struct relay_dir *d);
+/* Whether the direction has finished: eof seen, drained, dst shut. */
+bool relay_dir_done(const struct relay_dir *d);
+
+/* resolve.c */
+typedef void (*resolve_fn)(void *arg, int status, const struct sockaddr_storage *addrs,
+			   size_t n, const char *error);
+int resolve_init(struct proxy *px);
+void resolve_release(struct proxy *px);
+/*
+ * Start a lookup of name. cb runs exactly once, later or before this
+ * returns (hosts file, errors); the handle is NULL when it already ran.
+ */
+struct resolve_query *resolve_start(struct proxy *px, const char *name, resolve_fn cb,
+				    void *arg);
+/* The callback will not run after this. */
+void resolve_cancel(struct resolve_query *q);
+
+/* reload.c */
+int reload_init(struct proxy *px);
+void reload_now(struct proxy *px, const char *why);
+void reload_release(struct proxy *px);
+
+/* refuse.c */
+struct refusal {
+	int status;
+	const char *reason;       /* log reason code */
+	const char *proxy_status; /* RFC 9209 error type */
+	char detail[256];         /* the one line after "sluice: " */
+};
+/* Append a complete refusal response to out. Returns 0 or -1 (no room). */
+int refuse_write(struct buf *out, const struct refusal *r);
+const char *refuse_status_text(int status);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * refuse.c: what a refused client receives.
+ *
+ * Every refusal is a complete response with Connection: close, a
+ * Proxy-Status header (RFC 9209) naming the error type and our reason code,
+ * and a one-line plain-text body that says what happened and, for policy
+ * refusals, the exact command that would grant the request. The caller
+ * writes the detail; this file only frames it.
+ */
+#include "proxy.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *refuse_status_text(int status)
+{
+	switch (status) {
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
+	case 431: return "Request Header Fields Too Large";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "Error";
+	}
+}
+
+/* Proxy-Status details is an sf-string: printable ASCII, '"' and '\' escaped. */
+static void sf_string(const char *in, char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (; *in != '\0' && o + 3 < size; in++) {
+		unsigned char c = (unsigned char)*in;
+
+		if (c < 0x20 || c > 0x7e)
+			c = '?';
+		if (c == '"' || c == '\\')
+			out[o++] = '\\';
+		out[o++] = (char)c;
+	}
+	out[o] = '\0';
+}
+
+int refuse_write(struct buf *out, const struct refusal *r)
+{
+	char details[sizeof(r->detail) * 2 + 64];
+	char body[sizeof(r->detail) + 16];
+	char sf[sizeof(details) * 2];
+	int blen;
+
+	snprintf(details, sizeof(details), "%s: %s", r->reason, r->detail);
+	sf_string(details, sf, sizeof(sf));
+	blen = snprintf(body, sizeof(body), "sluice: %s\n", r->detail);
+	if (blen < 0 || (size_t)blen >= sizeof(body))
+		blen = (int)strlen(body);
+	return buf_printf(out,
+			  "HTTP/1.1 %d %s\r\n"
+			  "Proxy-Status: sluice; error=%s; details=\"%s\"\r\n"
+			  "Content-Type: text/plain; charset=utf-8\r\n"
+			  "Content-Length: %d\r\n"
+			  "Connection: close\r\n"
+			  "\r\n"
+			  "%s",
+			  r->status, refuse_status_text(r->status), r->proxy_status, sf, blen, body);
+}

@@ -1,0 +1,152 @@
+/*
+ * relay.c: moving a tunnel's bytes in one direction.
+ *
+ * Plain TCP to plain TCP goes through a pipe with splice(2), so payload
+ * never enters user space. When a pipe cannot be had (fd limit) the
+ * direction copies through the session's buffer instead; a later TLS
+ * transport will always copy. End of stream on src becomes shutdown(dst,
+ * SHUT_WR) once everything read has been written: half-close both ways.
+ * It does not know about epoll: the session asks want_read / want_write.
+ */
+#include "proxy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define RELAY_PIPE_SIZE (256 * 1024)
+
+void relay_dir_init(struct relay_dir *d, int src, int dst, struct buf *b)
+{
+	d->src = src;
+	d->dst = dst;
+	d->buf = b;
+	d->inpipe = 0;
+	d->eof = d->shut = d->want_read = d->want_write = false;
+	d->bytes = 0;
+	if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) == -1) {
+		d->pipe[0] = d->pipe[1] = -1;
+		return;
+	}
+	/* a bigger pipe means fewer wake-ups per megabyte; the default works too */
+	(void)fcntl(d->pipe[1], F_SETPIPE_SZ, RELAY_PIPE_SIZE);
+}
+
+void relay_dir_release(struct relay_dir *d)
+{
+	if (d->pipe[0] >= 0) {
+		close(d->pipe[0]);
+		close(d->pipe[1]);
+		d->pipe[0] = d->pipe[1] = -1;
+	}
+}
+
+static bool would_block(void)
+{
+	return errno == EAGAIN || errno == EWOULDBLOCK;
+}
+
+static int pump_splice(struct relay_dir *d)
+{
+	for (;;) {
+		bool moved = false;
+		ssize_t n;
+
+		if (!d->eof) {
+			n = splice(d->src, NULL, d->pipe[1], NULL, RELAY_PIPE_SIZE,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				d->inpipe += (size_t)n;
+				moved = true;
+				d->want_read = false;
+			} else if (n == 0) {
+				d->eof = true;
+			} else if (would_block()) {
+				/* either src has nothing or the pipe is full */
+				d->want_read = d->inpipe == 0;
+			} else {
+				return -1;
+			}
+		}
+		if (d->inpipe > 0) {
+			n = splice(d->pipe[0], NULL, d->dst, NULL, d->inpipe,
+				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				d->inpipe -= (size_t)n;
+				d->bytes += (uint64_t)n;
+				moved = true;
+				d->want_write = false;
+			} else if (n == -1 && would_block()) {
+				d->want_write = true;
+			} else {
+				return -1;
+			}
+		}
+		if (!moved)
+			break;
+	}
+	/* a full pipe with a blocked writer: wait for dst, not src */
+	if (!d->eof && d->inpipe == 0)
+		d->want_read = true;
+	return 0;
+}
+
+static int pump_copy(struct relay_dir *d, bool read_more)
+{
+	for (;;) {
+		bool moved = false;
+		ssize_t n;
+
+		if (read_more && !d->eof && buf_room(d->buf) > 0) {
+			n = buf_read_fd(d->buf, d->src, 0);
+			if (n > 0) {
+				moved = true;
+			} else if (n == 0) {
+				d->eof = true;
+			} else if (!would_block()) {
+				return -1;
+			}
+		}
+		if (buf_len(d->buf) > 0) {
+			n = buf_write_fd(d->buf, d->dst);
+			if (n > 0) {
+				d->bytes += (uint64_t)n;
+				moved = true;
+			} else if (n == -1 && !would_block()) {
+				return -1;
+			}
+		}
+		if (!moved)
+			break;
+	}
+	d->want_read = read_more && !d->eof && buf_room(d->buf) > 0;
+	d->want_write = buf_len(d->buf) > 0;
+	buf_trim(d->buf);
+	return 0;
+}
+
+int relay_dir_pump(struct relay_dir *d)
+{
+	/* bytes queued before the tunnel began (copy buffer) go first */
+	if (d->pipe[0] < 0 || buf_len(d->buf) > 0) {
+		if (pump_copy(d, d->pipe[0] < 0) == -1)
+			return -1;
+		if (d->pipe[0] >= 0 && buf_len(d->buf) == 0 && !d->eof)
+			return pump_splice(d);
+	} else if (pump_splice(d) == -1) {
+		return -1;
+	}
+	if (d->eof && !d->shut && d->inpipe == 0 && buf_len(d->buf) == 0) {
+		if (shutdown(d->dst, SHUT_WR) == -1 && errno != ENOTCONN)
+			return -1;
+		d->shut = true;
+		d->want_read = d->want_write = false;
+	}
+	return 0;
+}
+
+bool relay_dir_done(const struct relay_dir *d)
+{
+	return d->shut;
+}

@@ -1,0 +1,289 @@
+/*
+ * reload.c: keeping the policy current without a restart.
+ *
+ * The policy is rebuilt from the config file, the grant store written by
+ * `sluice allow` (STATE/grants) and the machine's own addresses, whenever
+ * SIGHUP arrives or either file changes (checked every second). A config
+ * with errors is refused and the running one kept; a damaged store means
+ * enforcing with no stored grants, said loudly with the file's name. After
+ * a rebuild every open connection is re-judged (session.c). A once grant
+ * reaching its expiry also rebuilds the policy, but does not cut
+ * connections it already let through: expiry is not an operator narrowing.
+ */
+#include "proxy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#define STORE_MAX_BYTES (4 * 1024 * 1024)
+#define STORE_MAX_GRANTS 8192
+#define OWN_MAX 256
+#define WATCH_MS 1000
+
+static time_t next_expiry; /* earliest once-grant expiry in the store, 0 none */
+
+static bool file_changed(struct watched_file *w)
+{
+	struct stat st;
+	bool present = stat(w->path, &st) == 0;
+
+	if (present != w->present ||
+	    (present && (st.st_ino != w->st.st_ino || st.st_size != w->st.st_size ||
+			 st.st_mtim.tv_sec != w->st.st_mtim.tv_sec ||
+			 st.st_mtim.tv_nsec != w->st.st_mtim.tv_nsec ||
+			 st.st_ctim.tv_nsec != w->st.st_ctim.tv_nsec))) {
+		w->present = present;
+		if (present)
+			w->st = st;
+		return true;
+	}
+	return false;
+}
+
+/* Read the whole file into a new NUL-terminated buffer. Returns NULL with errno. */
+static char *read_file(const char *path, size_t max, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf = NULL;
+	size_t n = 0;
+
+	if (fd == -1)
+		return NULL;
+	buf = malloc(max + 1);
+	if (buf == NULL)
+		goto out_close;
+	for (;;) {
+		ssize_t k = read(fd, buf + n, max + 1 - n);
+
+		if (k == 0)
+			break;
+		if (k == -1) {
+			if (errno == EINTR)
+				continue;
+			goto out_free;
+		}
+		n += (size_t)k;
+		if (n > max) {
+			errno = EFBIG;
+			goto out_free;
+		}
+	}
+	buf[n] = '\0';
+	*len = n;
+	close(fd);
+	return buf;
+
+out_free:
+	free(buf);
+	buf = NULL;
+out_close:
+	{
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return NULL;
+}
+
+/*
+ * Load the store. Returns the number of grants in *out (allocated), or -1
+ * when the store is damaged (reported on stderr). A missing store is empty.
+ */
+static int load_store(struct proxy *px, struct grant **out, size_t *n)
+{
+	const char *path = px->watch_store.path;
+	size_t len, line = 0;
+	const char *err = NULL;
+	char *buf;
+	struct grant *g;
+
+	*out = NULL;
+	*n = 0;
+	buf = read_file(path, STORE_MAX_BYTES, &len);
+	if (buf == NULL) {
+		if (errno == ENOENT)
+			return 0;
+		fprintf(stderr,
+			"sluice-proxy: ERROR: grant store %s unreadable: %s; enforcing with no "
+			"stored grants until it is repaired\n",
+			path, strerror(errno));
+		return -1;
+	}
+	g = calloc(STORE_MAX_GRANTS, sizeof(*g));
+	if (g == NULL || grant_store_parse(buf, len, g, STORE_MAX_GRANTS, n, &line, &err) == -1) {
+		fprintf(stderr,
+			"sluice-proxy: ERROR: grant store %s:%zu: %s; enforcing with no stored "
+			"grants until it is repaired (or deleted: no grants)\n",
+			path, line, g == NULL ? "out of memory" : err);
+		free(g);
+		free(buf);
+		*n = 0;
+		return -1;
+	}
+	free(buf);
+	*out = g;
+	return 0;
+}
+
+static size_t own_addresses(struct ipnet *own, size_t max)
+{
+	struct ifaddrs *ifa, *i;
+	size_t n = 0;
+
+	if (getifaddrs(&ifa) == -1)
+		return 0;
+	for (i = ifa; i != NULL && n < max; i = i->ifa_next) {
+		if (i->ifa_addr == NULL)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			own[n].family = AF_INET;
+			memcpy(own[n].addr, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, 4);
+			own[n].prefix = 32;
+			n++;
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			own[n].family = AF_INET6;
+			memcpy(own[n].addr, &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr,
+			       16);
+			own[n].prefix = 128;
+			n++;
+		}
+	}
+	freeifaddrs(ifa);
+	return n;
+}
+
+static int rebuild(struct proxy *px)
+{
+	struct ipnet own[OWN_MAX];
+	size_t nown = own_addresses(own, OWN_MAX);
+	struct grant *store;
+	size_t nstore;
+	bool damaged = load_store(px, &store, &nstore) == -1;
+	time_t now = time(NULL);
+	struct policy *p;
+
+	p = policy_new(px->config, store, nstore, damaged, own, nown, px->run_id, now);
+	next_expiry = 0;
+	for (size_t i = 0; i < nstore; i++)
+		if (store[i].level == GRANT_ONCE && store[i].expires > now &&
+		    (next_expiry == 0 || store[i].expires < next_expiry))
+			next_expiry = store[i].expires;
+	free(store);
+	if (p == NULL) {
+		fprintf(stderr, "sluice-proxy: reload: out of memory; keeping the old policy\n");
+		return -1;
+	}
+	if (damaged)
+		p->mode = MODE_ENFORCE;
+	policy_free(px->policy);
+	px->policy = p;
+	return 0;
+}
+
+void reload_now(struct proxy *px, const char *why)
+{
+	if (px->config_path[0] != '\0') {
+		struct config *c = config_new();
+
+		if (c == NULL || config_load(c, px->config_path, stderr) != 0) {
+			fprintf(stderr, "sluice-proxy: reload (%s): %s has errors; keeping the "
+					"running config\n", why, px->config_path);
+			config_free(c);
+		} else {
+			if (strcmp(c->state_dir, px->config->state_dir) != 0 ||
+			    strcmp(c->log_path, px->config->log_path) != 0 ||
+			    c->nlisten != px->config->nlisten ||
+			    memcmp(c->listen, px->config->listen,
+				   c->nlisten * sizeof(c->listen[0])) != 0)
+				fprintf(stderr, "sluice-proxy: reload: listen, state and log changes "
+						"take effect at the next start\n");
+			/* keep what is bound to this process: listeners, files */
+			memcpy(c->listen, px->config->listen, sizeof(c->listen));
+			c->nlisten = px->config->nlisten;
+			memcpy(c->state_dir, px->config->state_dir, sizeof(c->state_dir));
+			memcpy(c->log_path, px->config->log_path, sizeof(c->log_path));
+			config_free(px->config);
+			px->config = c;
+		}
+	}
+	if (rebuild(px) == 0) {
+		fprintf(stderr, "sluice-proxy: policy reloaded (%s): mode %s, %zu grants%s\n", why,
+			px->policy->mode == MODE_ENFORCE ? "enforce" : "observe",
+			px->policy->ngrants,
+			px->policy->store_damaged ? ", grant store DAMAGED" : "");
+		session_rejudge_all(px);
+	}
+}
+
+static void on_watch(struct loop *l, struct loop_timer *t)
+{
+	struct proxy *px = t->arg;
+	bool cfg_changed = px->config_path[0] != '\0' && file_changed(&px->watch_config);
+	bool store_changed = file_changed(&px->watch_store);
+
+	if (cfg_changed || store_changed) {
+		reload_now(px, cfg_changed ? "config changed" : "grant store changed");
+	} else if (next_expiry != 0 && time(NULL) >= next_expiry) {
+		rebuild(px); /* an expired once grant: no re-judging, see above */
+	}
+	loop_timer_set(l, t, WATCH_MS, on_watch, px);
+}
+
+static int write_run_id(struct proxy *px)
+{
+	unsigned char raw[GRANT_RUN_ID_LEN / 2];
+	char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
+	FILE *f;
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return -1;
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(px->run_id + 2 * i, 3, "%02x", raw[i]);
+	snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
+	snprintf(tmp, sizeof(tmp), "%s/.proxy.run.%d", px->config->state_dir, (int)getpid());
+	f = fopen(tmp, "w");
+	if (f == NULL)
+		return -1;
+	fprintf(f, "%s\n", px->run_id);
+	if (fclose(f) != 0 || rename(tmp, path) == -1) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+int reload_init(struct proxy *px)
+{
+	if (write_run_id(px) == -1) {
+		fprintf(stderr, "sluice-proxy: %s/proxy.run: %s\n", px->config->state_dir,
+			strerror(errno));
+		return -1;
+	}
+	snprintf(px->watch_config.path, sizeof(px->watch_config.path), "%s", px->config_path);
+	snprintf(px->watch_store.path, sizeof(px->watch_store.path), "%s/grants",
+		 px->config->state_dir);
+	if (px->config_path[0] != '\0')
+		file_changed(&px->watch_config);
+	file_changed(&px->watch_store);
+	if (rebuild(px) == -1)
+		return -1;
+	loop_timer_set(px->loop, &px->watch_timer, WATCH_MS, on_watch, px);
+	return 0;
+}
+
+void reload_release(struct proxy *px)
+{
+	char path[PATH_MAX + 16];
+
+	loop_timer_cancel(px->loop, &px->watch_timer);
+	snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
+	unlink(path);
+	policy_free(px->policy);
+	px->policy = NULL;
+}

@@ -1,0 +1,246 @@
+/*
+ * fuzz_http.c: libFuzzer target for lib/http.c.
+ *
+ * The first byte picks what the rest is fed to (low two bits):
+ *   0  http_parse_request
+ *   1  http_parse_response; (byte >> 2) % 10 is the request's method
+ *   2  http_chunked_scan
+ *   3  http_parse_request, then http_chunked_scan on what follows a
+ *      chunked head
+ * Besides the sanitizers it checks what the header promises: lengths within
+ * the input, pointers into it, nheaders within the array, a head's result
+ * unchanged by the bytes after it, every prefix of an accepted head "need
+ * more", and chunked scanning giving the same answer however it is split.
+ */
+#include <assert.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+
+#define NHDR 24
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool inside(const void *p, size_t len, const char *buf, size_t buflen)
+{
+	const char *c = p;
+
+	return c >= buf && len <= buflen && (size_t)(c - buf) <= buflen - len;
+}
+
+/* An exact-size heap copy, so ASan sees any read past len. */
+static char *copy(const char *buf, size_t len)
+{
+	char *p = malloc(len ? len : 1);
+
+	assert(p != NULL);
+	memcpy(p, buf, len);
+	return p;
+}
+
+static void check_headers(const struct http_header *h, size_t n, const char *buf, size_t len)
+{
+	size_t i;
+	int k;
+
+	assert(n <= NHDR);
+	for (i = 0; i < n; i++) {
+		assert(h[i].name_len > 0 && inside(h[i].name, h[i].name_len, buf, len));
+		assert(inside(h[i].value, h[i].value_len, buf, len));
+		k = http_find_header(h, n, "Host");
+		assert(k >= -1 && k < (int)n);
+		(void)http_is_hop_header(h, n, i);
+	}
+	assert(!http_is_hop_header(h, n, n));
+}
+
+static ssize_t fuzz_request(const char *buf, size_t len, struct http_request *req)
+{
+	struct http_header h[NHDR], h2[NHDR];
+	struct http_request again;
+	ssize_t n, m;
+	char *p;
+
+	n = http_parse_request(buf, len, req, h, NHDR);
+	assert(n == -2 || n == -1 || (n > 0 && (size_t)n <= len));
+	if (n == -2)
+		assert(req->error == HTTP_OK);
+	if (n == -1)
+		assert(req->error != HTTP_OK);
+	if (n <= 0)
+		return n;
+	assert(req->method != HTTP_UNKNOWN);
+	assert(req->minor == 0 || req->minor == 1);
+	assert(inside(req->method_str, req->method_len, buf, len));
+	assert(inside(req->target, req->target_len, buf, (size_t)n));
+	if (req->host != NULL)
+		assert(req->host_len > 0 && inside(req->host, req->host_len, buf, (size_t)n));
+	if (req->form == HTTP_FORM_AUTHORITY)
+		assert(req->method == HTTP_CONNECT && req->has_port && req->port > 0);
+	if (req->form == HTTP_FORM_ABSOLUTE)
+		assert(req->path != NULL && req->path_len > 0 && req->path[0] == '/');
+	if (req->path != NULL && !(req->path_len == 1 && !inside(req->path, 1, buf, len)))
+		assert(inside(req->path, req->path_len, buf, (size_t)n));
+	if (req->host_header != -1)
+		assert((size_t)req->host_header < req->nheaders);
+	check_headers(h, req->nheaders, buf, (size_t)n);
+
+	/* the head alone parses the same; one byte short needs more */
+	p = copy(buf, (size_t)n);
+	m = http_parse_request(p, (size_t)n, &again, h2, NHDR);
+	assert(m == n && again.body == req->body && again.nheaders == req->nheaders);
+	m = http_parse_request(p, (size_t)n - 1, &again, h2, NHDR);
+	assert(m == -2);
+	free(p);
+	return n;
+}
+
+static void fuzz_response(const char *buf, size_t len, enum http_method method)
+{
+	struct http_header h[NHDR], h2[NHDR];
+	struct http_response resp, again;
+	ssize_t n, m;
+	char *p;
+
+	n = http_parse_response(buf, len, method, &resp, h, NHDR);
+	assert(n == -2 || n == -1 || (n > 0 && (size_t)n <= len));
+	if (n == -1)
+		assert(resp.error != HTTP_OK);
+	if (n <= 0)
+		return;
+	assert(resp.status >= 100 && resp.status <= 599);
+	assert(inside(resp.reason, resp.reason_len, buf, (size_t)n));
+	if (resp.body == HTTP_BODY_EOF)
+		assert(resp.close);
+	check_headers(h, resp.nheaders, buf, (size_t)n);
+
+	p = copy(buf, (size_t)n);
+	m = http_parse_response(p, (size_t)n, method, &again, h2, NHDR);
+	assert(m == n && again.body == resp.body && again.status == resp.status);
+	m = http_parse_response(p, (size_t)n - 1, method, &again, h2, NHDR);
+	assert(m == -2);
+	free(p);
+}
+
+/*
+ * Feed buf in pieces ending at cuts[] (ascending, then len), each piece from
+ * its own exact-size copy. Returns the body bytes or -1.
+ */
+static ssize_t chunk_split(const char *buf, size_t len, const size_t *cuts, size_t ncuts,
+			   struct http_chunked *c)
+{
+	size_t off = 0, end, piece, i;
+	ssize_t r;
+	char *p;
+
+	memset(c, 0, sizeof(*c));
+	for (i = 0; i <= ncuts && c->state != HTTP_CHUNK_DONE; i++) {
+		end = i < ncuts && cuts[i] < len ? cuts[i] : len;
+		if (end < off)
+			continue;
+		piece = end - off;
+		p = copy(buf + off, piece);
+		r = http_chunked_scan(c, p, piece);
+		free(p);
+		if (r == -1)
+			return -1;
+		assert((size_t)r <= piece);
+		off += (size_t)r;
+		if ((size_t)r < piece) {
+			assert(c->state == HTTP_CHUNK_DONE);
+			break;
+		}
+	}
+	return (ssize_t)off;
+}
+
+static void chunk_compare(const char *buf, size_t len, const size_t *cuts, size_t ncuts,
+			  ssize_t r, const struct http_chunked *whole)
+{
+	struct http_chunked part;
+	ssize_t rp;
+
+	rp = chunk_split(buf, len, cuts, ncuts, &part);
+	assert(rp == r);
+	if (r != -1)
+		assert(part.state == whole->state && part.remaining == whole->remaining &&
+		       part.digits == whole->digits && part.last == whole->last);
+}
+
+static void fuzz_chunked(const char *buf, size_t len)
+{
+	struct http_chunked whole, part;
+	size_t cuts[3], one_cut, i;
+	ssize_t r, rp, one;
+
+	memset(&whole, 0, sizeof(whole));
+	r = http_chunked_scan(&whole, buf, len);
+	assert(r == -1 || (r >= 0 && (size_t)r <= len));
+	if (r >= 0 && (size_t)r < len)
+		assert(whole.state == HTTP_CHUNK_DONE);
+	if (r >= 0 && whole.state == HTTP_CHUNK_DONE) {
+		part = whole;
+		assert(http_chunked_scan(&part, buf, len) == 0);
+	}
+
+	/* two-piece splits at a few places, one three-piece split */
+	cuts[0] = 1;
+	cuts[1] = len / 2;
+	cuts[2] = len > 0 ? len - 1 : 0;
+	for (i = 0; i < 3; i++)
+		chunk_compare(buf, len, &cuts[i], 1, r, &whole);
+	chunk_compare(buf, len, cuts, 3, r, &whole);
+	one_cut = len > 0 ? (size_t)(unsigned char)buf[len - 1] * 7 % len : 0;
+	chunk_compare(buf, len, &one_cut, 1, r, &whole);
+
+	/* byte by byte */
+	if (len > 4096)
+		return;
+	memset(&part, 0, sizeof(part));
+	rp = 0;
+	for (i = 0; i < len && part.state != HTTP_CHUNK_DONE; i++) {
+		one = http_chunked_scan(&part, buf + i, 1);
+		if (one == -1) {
+			rp = -1;
+			break;
+		}
+		assert(one == 1);
+		rp++;
+	}
+	assert(rp == r);
+	if (r != -1)
+		assert(part.state == whole.state && part.remaining == whole.remaining);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct http_request req;
+	const char *buf;
+	ssize_t n;
+	size_t len;
+
+	if (size == 0)
+		return 0;
+	buf = (const char *)data + 1;
+	len = size - 1;
+	switch (data[0] & 3) {
+	case 0:
+		(void)fuzz_request(buf, len, &req);
+		break;
+	case 1:
+		fuzz_response(buf, len, (enum http_method)((data[0] >> 2) % 10));
+		break;
+	case 2:
+		fuzz_chunked(buf, len);
+		break;
+	case 3:
+		n = fuzz_request(buf, len, &req);
+		if (n > 0 && req.body == HTTP_BODY_CHUNKED)
+			fuzz_chunked(buf + n, len - (size_t)n);
+		break;
+	}
+	return 0;
+}

@@ -1,0 +1,402 @@
+# lab.sh: the integration lab for sluice (sourced by tests/integ/test_*.sh).
+#
+#   source tests/integ/lab.sh
+#   lab_up                       # namespaces, veth, names, origins (trap tears down)
+#   lab_start_proxy "mode observe" "allow good.test"   # config lines, then start
+#   pcurl http://good.test/      # curl through the proxy, inside the host ns
+#   ok "..." / not_ok "..." "seen"
+#
+# Two namespaces, unique per run: "inet" (stands for the internet) and "host"
+# (sluice-proxy and the clients), joined by one veth pair: host 192.0.2.1 and
+# 2001:db8:ffff::1, inet 192.0.2.2 and 2001:db8:ffff::2. The host namespace
+# routes only the lab's origin addresses to the veth; there is no default
+# route anywhere, so nothing can leave the machine. Origins in inet:
+#   :80 :443   origin.py http (records every connection and request head)
+#   :8080      nginx (access log $LAB_DIR/nginx/access.log)
+#   :9000      origin.py halfclose    :9002 origin.py halfclose2
+#   :9001      origin.py silent (accepts, never answers)
+#   :9999      nothing (connection refused)
+#   203.0.113.99 routed to inet but not assigned there: SYNs vanish (connect timeout)
+# In the host ns, origin.py also listens on 0.0.0.0:80 and [::]:80 so a
+# request that reaches 127.0.0.1, ::1 or the proxy's own 192.0.2.1 is seen.
+# Names: /etc/netns/$HNS/hosts (see LAB_HOSTS); /etc/netns/$HNS/resolv.conf
+# points at 127.0.0.1 where nothing answers, so other names fail fast.
+
+INTEG_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT_DIR=$(cd "$INTEG_DIR/../.." && pwd)
+SLUICE_BUILD=${SLUICE_BUILD:-build}
+case $SLUICE_BUILD in /*) ;; *) SLUICE_BUILD=$ROOT_DIR/$SLUICE_BUILD ;; esac
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+PROXY_ADDR=127.0.0.1
+PROXY_PORT=3128
+PROXY_URL=http://$PROXY_ADDR:$PROXY_PORT
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+
+T_PASS=0
+T_FAIL=0
+LAB_PIDS=()
+PROXY_PID=
+LAB_DIR=
+HNS=
+INS=
+
+# ---------------------------------------------------------------- reporting
+
+ok() { echo "ok - $1"; T_PASS=$((T_PASS + 1)); }
+not_ok() {
+	local seen=${2-}
+	seen=$(printf '%s' "$seen" | tr '\r\n' '  ' | cut -c1-400)
+	echo "not ok - $1${seen:+ ($seen)}"
+	T_FAIL=$((T_FAIL + 1))
+}
+# expect_eq DESC EXPECTED SEEN
+expect_eq() { if [ "$2" == "$3" ]; then ok "$1"; else not_ok "$1" "expected '$2', seen '$3'"; fi; }
+# expect_re DESC ERE SEEN
+expect_re() {
+	if printf '%s' "$3" | grep -Eq -- "$2"; then ok "$1"; else not_ok "$1" "expected /$2/, seen '$3'"; fi
+}
+expect_not_re() {
+	if printf '%s' "$3" | grep -Eq -- "$2"; then not_ok "$1" "unexpected /$2/ in '$3'"; else ok "$1"; fi
+}
+# expect_lt DESC LIMIT VALUE (floats)
+expect_lt() {
+	if awk -v a="$3" -v b="$2" 'BEGIN{exit !(a+0 < b+0)}'; then ok "$1"; else not_ok "$1" "expected < $2, seen $3"; fi
+}
+expect_ge() {
+	if awk -v a="$3" -v b="$2" 'BEGIN{exit !(a+0 >= b+0)}'; then ok "$1"; else not_ok "$1" "expected >= $2, seen $3"; fi
+}
+# Finish a test file: summary line for humans, status for the runner.
+lab_done() {
+	echo "# $(basename "$0"): $T_PASS passed, $T_FAIL failed"
+	[ "$T_FAIL" -eq 0 ]
+	exit $?
+}
+lab_bail() {
+	not_ok "$1" "${2-}"
+	[ -n "$LAB_DIR" ] && [ -s "$LAB_DIR/proxy.err" ] && sed 's/^/# proxy stderr: /' "$LAB_DIR/proxy.err" | tail -20
+	echo "# $(basename "$0"): bailed out: $T_PASS passed, $T_FAIL failed"
+	exit 1
+}
+
+now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.3f", b-a}'; }
+
+# wait_until SECONDS CMD...: poll CMD every 0.1 s; 0 when it succeeded.
+wait_until() {
+	local limit=$1 i n
+	shift
+	n=$(awk -v s="$limit" 'BEGIN{printf "%d", s*10}')
+	for ((i = 0; i <= n; i++)); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# ---------------------------------------------------------------- namespaces
+
+hx() { ip netns exec "$HNS" "$@"; }
+ix() { ip netns exec "$INS" "$@"; }
+
+LAB_HOSTS='127.0.0.1 localhost
+::1 localhost ip6-localhost
+203.0.113.10 good.test
+203.0.113.11 other.test
+203.0.113.12 third.test
+203.0.113.10 wild.test
+203.0.113.10 a.wild.test
+203.0.113.10 b.a.wild.test
+203.0.113.10 notwild.test
+203.0.113.10 xn--bcher-kva.test
+203.0.113.99 blackhole.test
+2001:db8::10 v6.test
+10.20.0.5 evil10.test
+10.20.0.5 evil10b.test
+192.168.7.7 evil192.test
+100.64.1.1 evil100.test
+169.254.169.254 meta.test
+172.16.3.3 evil172.test
+198.18.0.9 evil198.test
+192.0.0.170 evil192z.test
+224.1.2.3 mcast.test
+240.0.0.1 classe.test
+0.0.0.0 zero.test
+127.0.0.1 loop.test
+127.9.9.9 loop9.test
+192.0.2.1 own.test
+::1 loop6.test
+fd00::5 evil6.test
+fe80::5 ll6.test
+::ffff:203.0.113.20 mapped.test
+::203.0.113.20 compat.test
+64:ff9b::cb00:7114 nat64.test
+2002:cb00:7114::1 sixto4.test
+2001:0:cb00:7114::1 teredo.test
+203.0.113.10 mixed.test
+fd00::5 mixed.test
+'
+# Addresses inet holds (origins listen on all of them).
+LAB_INET_V4="203.0.113.10 203.0.113.11 203.0.113.12 203.0.113.20 10.20.0.5 192.168.7.7 100.64.1.1 169.254.169.254 172.16.3.3 198.18.0.9 192.0.0.170"
+LAB_INET_V6="2001:db8::10 fd00::5"
+
+lab_up() {
+	if [ "$(id -u)" != 0 ]; then
+		echo "not ok - lab needs root (network namespaces)"
+		exit 1
+	fi
+	local s
+	s=$(printf '%x%02d' $$ $((RANDOM % 100)))
+	HNS=slh$s
+	INS=sli$s
+	local vh=svh$s vi=svi$s
+	LAB_DIR=$(mktemp -d /tmp/sluice-integ.XXXXXX)
+	chmod 755 "$LAB_DIR"
+	trap lab_teardown EXIT
+	trap 'exit 130' INT TERM
+	mkdir -p "$LAB_DIR/state" "/etc/netns/$HNS"
+	printf '%s' "$LAB_HOSTS" >"/etc/netns/$HNS/hosts"
+	printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"/etc/netns/$HNS/resolv.conf"
+	ip netns add "$HNS" || lab_bail "ip netns add $HNS"
+	ip netns add "$INS" || lab_bail "ip netns add $INS"
+	ip link add name "$vh" netns "$HNS" type veth peer name "$vi" netns "$INS" ||
+		lab_bail "veth pair"
+	hx ip link set lo up
+	ix ip link set lo up
+	hx sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 2>/dev/null
+	ix sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 2>/dev/null
+	hx ip addr add 192.0.2.1/24 dev "$vh"
+	ix ip addr add 192.0.2.2/24 dev "$vi"
+	hx ip -6 addr add 2001:db8:ffff::1/64 dev "$vh" nodad
+	ix ip -6 addr add 2001:db8:ffff::2/64 dev "$vi" nodad
+	hx ip link set "$vh" up
+	ix ip link set "$vi" up
+	local a
+	for a in $LAB_INET_V4; do
+		ix ip addr add "$a/32" dev lo
+		hx ip route add "$a/32" via 192.0.2.2
+	done
+	hx ip route add 203.0.113.99/32 via 192.0.2.2
+	for a in $LAB_INET_V6; do
+		ix ip -6 addr add "$a/128" dev lo nodad
+		hx ip -6 route add "$a/128" via 2001:db8:ffff::2
+	done
+	# origins
+	lab_bg ix "$PY" "$INTEG_DIR/origin.py" --log "$LAB_DIR/inet.jsonl" \
+		0.0.0.0:80 [::]:80 0.0.0.0:443 [::]:443
+	lab_bg ix "$PY" "$INTEG_DIR/origin.py" --mode halfclose --log "$LAB_DIR/halfclose.jsonl" 0.0.0.0:9000
+	lab_bg ix "$PY" "$INTEG_DIR/origin.py" --mode silent --log "$LAB_DIR/silent.jsonl" 0.0.0.0:9001
+	lab_bg ix "$PY" "$INTEG_DIR/origin.py" --mode halfclose2 --log "$LAB_DIR/halfclose2.jsonl" 0.0.0.0:9002
+	lab_bg hx "$PY" "$INTEG_DIR/origin.py" --log "$LAB_DIR/local.jsonl" 0.0.0.0:80 [::]:80
+	lab_nginx
+	wait_until 10 ix bash -c '</dev/tcp/203.0.113.10/80' || lab_bail "inet origin did not start"
+	wait_until 10 ix bash -c '</dev/tcp/203.0.113.10/8080' || lab_bail "nginx did not start" "$(cat "$LAB_DIR/nginx/error.log" 2>/dev/null)"
+	wait_until 10 hx bash -c '</dev/tcp/127.0.0.1/80' || lab_bail "host-ns recorder did not start"
+	wait_until 10 ix bash -c '</dev/tcp/203.0.113.10/9002' || lab_bail "raw origins did not start"
+	# the lab records start empty: readiness probes are not requests
+	: >"$LAB_DIR/inet.jsonl"
+	: >"$LAB_DIR/local.jsonl"
+	: >"$LAB_DIR/halfclose2.jsonl"
+	: >"$LAB_DIR/nginx/access.log"
+}
+
+# lab_bg CMD...: start a lab process in the background, remember its pid.
+lab_bg() {
+	"$@" >>"$LAB_DIR/bg.log" 2>&1 &
+	LAB_PIDS+=($!)
+}
+
+lab_nginx() {
+	local d=$LAB_DIR/nginx
+	mkdir -p "$d/www" "$d/tmp"
+	echo "nginx ok" >"$d/www/index.html"
+	head -c $((3 * 1024 * 1024)) /dev/urandom >"$d/www/big.bin"
+	cat >"$d/nginx.conf" <<NGX
+daemon off;
+master_process on;
+worker_processes 1;
+user root;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 512; }
+http {
+	include /etc/nginx/mime.types;
+	default_type text/plain;
+	log_format lab '\$connection \$connection_requests \$server_addr:\$server_port "\$request" \$status';
+	access_log $d/access.log lab;
+	client_body_temp_path $d/tmp/body;
+	proxy_temp_path $d/tmp/proxy;
+	fastcgi_temp_path $d/tmp/fastcgi;
+	uwsgi_temp_path $d/tmp/uwsgi;
+	scgi_temp_path $d/tmp/scgi;
+	keepalive_timeout 60;
+	server {
+		listen 8080;
+		listen [::]:8080;
+		root $d/www;
+		location = /echo { return 200 "host=\$http_host xtest=\$http_x_test conn=\$connection\n"; }
+		location = /conn { return 200 "conn=\$connection\n"; }
+	}
+}
+NGX
+	ix nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >>"$LAB_DIR/bg.log" 2>&1 &
+	LAB_PIDS+=($!)
+}
+
+lab_teardown() {
+	local rc=$?
+	trap - EXIT
+	lab_stop_proxy
+	local p
+	for p in "${LAB_PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	for p in "${LAB_PIDS[@]}"; do
+		for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	[ -n "$HNS" ] && ip netns del "$HNS" 2>/dev/null
+	[ -n "$INS" ] && ip netns del "$INS" 2>/dev/null
+	[ -n "$HNS" ] && rm -rf "/etc/netns/$HNS"
+	[ -n "$INS" ] && rm -rf "/etc/netns/$INS"
+	if [ -n "$LAB_DIR" ] && [ -d "$LAB_DIR" ]; then
+		if [ -n "${SLUICE_KEEP-}" ]; then
+			echo "# lab kept: $LAB_DIR"
+		else
+			rm -rf "$LAB_DIR"
+		fi
+	fi
+	exit $rc
+}
+
+# ---------------------------------------------------------------- the proxy
+
+STATE=
+NETLOG=
+CONF=
+
+# lab_write_conf LINE...: the proxy config (listen, state, log, short timeouts) plus LINEs.
+lab_write_conf() {
+	STATE=$LAB_DIR/state
+	NETLOG=$STATE/network.log
+	CONF=$LAB_DIR/sluice.conf
+	{
+		echo "# written by tests/integ/lab.sh"
+		echo "listen $PROXY_ADDR:$PROXY_PORT"
+		echo "state $STATE"
+		echo "log $NETLOG"
+		local l have_ht=0 have_ct=0 have_rt=0
+		for l in "$@"; do
+			case $l in head-timeout*) have_ht=1 ;; connect-timeout*) have_ct=1 ;; response-timeout*) have_rt=1 ;; esac
+		done
+		[ $have_ht = 1 ] || echo "head-timeout 5"
+		[ $have_ct = 1 ] || echo "connect-timeout 3"
+		[ $have_rt = 1 ] || echo "response-timeout 5"
+		for l in "$@"; do echo "$l"; done
+	} >"$CONF"
+}
+
+# lab_start_proxy LINE...: write the config and start sluice-proxy in the host ns.
+lab_start_proxy() {
+	lab_write_conf "$@"
+	lab_run_proxy
+}
+
+lab_run_proxy() {
+	if [ ! -x "$SLUICE_BUILD/sluice-proxy" ]; then
+		lab_bail "sluice-proxy is built" "no $SLUICE_BUILD/sluice-proxy"
+	fi
+	ulimit -n 20000 2>/dev/null || ulimit -n 4096 2>/dev/null
+	: >"$LAB_DIR/proxy.err"
+	hx "$SLUICE_BUILD/sluice-proxy" -c "$CONF" >>"$LAB_DIR/proxy.out" 2>>"$LAB_DIR/proxy.err" &
+	PROXY_PID=$!
+	if ! wait_until 10 hx bash -c "</dev/tcp/$PROXY_ADDR/$PROXY_PORT"; then
+		lab_bail "sluice-proxy listens on $PROXY_ADDR:$PROXY_PORT" "$(tail -5 "$LAB_DIR/proxy.err")"
+	fi
+}
+
+lab_stop_proxy() {
+	[ -n "$PROXY_PID" ] || return 0
+	kill "$PROXY_PID" 2>/dev/null
+	for _ in $(seq 30); do
+		kill -0 "$PROXY_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$PROXY_PID" 2>/dev/null
+	wait "$PROXY_PID" 2>/dev/null
+	PROXY_PID=
+}
+
+proxy_alive() { [ -n "$PROXY_PID" ] && kill -0 "$PROXY_PID" 2>/dev/null; }
+
+# sl ARGS...: the sluice CLI on the lab's config.
+sl() { hx "$SLUICE_BUILD/sluice" -c "$CONF" "$@"; }
+
+# ---------------------------------------------------------------- clients
+
+# pcurl ARGS...: curl through the proxy inside the host ns.
+pcurl() { hx curl -sS --max-time 10 -x "$PROXY_URL" "$@"; }
+# pcode URL [ARGS...]: the status code (000 when none).
+pcode() { hx curl -s -o /dev/null -w '%{http_code}' --max-time 10 -x "$PROXY_URL" "$@"; }
+# raw DATA [raw.py options...]: exact bytes to the proxy, exact bytes back plus a #meta line.
+raw() {
+	local d=$1
+	shift
+	hx "$PY" "$INTEG_DIR/raw.py" --addr "$PROXY_ADDR" --port "$PROXY_PORT" --meta "$@" "$d"
+}
+# meta_status OUT: the first final status in raw's output ("none" if none).
+meta_status() { printf '%s' "$1" | sed -n 's/^#meta statuses=\([^ ,]*\).*/\1/p'; }
+meta_statuses() { printf '%s' "$1" | sed -n 's/^#meta statuses=\([^ ]*\).*/\1/p'; }
+meta_closed() { printf '%s' "$1" | sed -n 's/^#meta .*closed=\([01]\).*/\1/p'; }
+meta_elapsed() { printf '%s' "$1" | sed -n 's/^#meta .*elapsed=\([0-9.]*\).*/\1/p'; }
+# header_of OUT NAME: the value of the first NAME header.
+header_of() { printf '%s' "$1" | tr -d '\r' | awk -v n="$2" 'BEGIN{n=tolower(n)} /^$/{exit} {i=index($0,":"); if (i && tolower(substr($0,1,i-1))==n) {v=substr($0,i+1); sub(/^[ \t]+/,"",v); print v; exit}}'; }
+# body_of OUT: the body of the first response (up to #meta).
+body_of() { printf '%s' "$1" | tr -d '\r' | awk 'b && /^#meta /{exit} b{print} /^$/{b=1}'; }
+
+# ---------------------------------------------------------------- records
+
+# jq FILE COND... [--count|--field K|--json]
+jq_() { "$PY" "$INTEG_DIR/jq.py" "$@" 2>/dev/null; }
+# logq COND...: query the network log.
+logq() { jq_ "$NETLOG" "$@"; }
+# inetq COND...: query the inet origin's records (ev=accept|req|body, local=ADDR:PORT, line=...).
+inetq() { jq_ "$LAB_DIR/inet.jsonl" "$@"; }
+localq() { jq_ "$LAB_DIR/local.jsonl" "$@"; }
+# wait_log SECONDS COND...: wait for a log row to appear.
+wait_log() {
+	local s=$1
+	shift
+	wait_until "$s" _log_has "$@"
+}
+_log_has() { [ "$(logq "$@")" -gt 0 ]; }
+
+# The refusal checks every refusal gets: status, Proxy-Status, body.
+# expect_refusal DESC OUT STATUS REASON [BODY_ERE]
+expect_refusal() {
+	local desc=$1 out=$2 st=$3 reason=$4 bre=${5-}
+	local s ps
+	s=$(meta_status "$out")
+	ps=$(header_of "$out" Proxy-Status)
+	if [ "$s" != "$st" ]; then
+		not_ok "$desc: status $st" "seen $(printf '%s' "$out" | head -c 300)"
+		return 1
+	fi
+	if ! printf '%s' "$ps" | grep -Eq '^sluice; *error=[a-z_]+'; then
+		not_ok "$desc: status $st" "Proxy-Status missing or not RFC 9209 form: '$ps'"
+		return 1
+	fi
+	if [ -n "$reason" ] && ! printf '%s' "$ps" | grep -q -- "$reason"; then
+		not_ok "$desc: status $st" "Proxy-Status lacks reason $reason: '$ps'"
+		return 1
+	fi
+	if [ -n "$bre" ] && ! body_of "$out" | grep -Eq -- "$bre"; then
+		not_ok "$desc: status $st" "body lacks /$bre/: '$(body_of "$out" | head -c 200)'"
+		return 1
+	fi
+	ok "$desc: status $st${reason:+ ($reason)}"
+}

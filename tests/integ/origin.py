@@ -1,0 +1,297 @@
+#!/usr/bin/env python3
+"""Test origins for the sluice integration lab (runs inside a test namespace).
+
+  origin.py --log FILE [--mode http|halfclose|halfclose2|silent] LISTEN...
+
+LISTEN is ADDR:PORT or [V6]:PORT. Every accepted connection and every request
+head is appended to FILE as one JSON object per line, so a test can prove an
+origin saw a request, or saw nothing at all.
+
+http mode routes (any method; HEAD gets headers only):
+  /echo      JSON: request line, headers, body length and sha256, conn id
+  /conn      the connection id (keep-alive reuse checks)
+  /big?n=N   N bytes (default 4 MiB) with Content-Length
+  /chunked   a chunked response
+  /204 /304  bodiless responses
+  /hop       a response carrying hop-by-hop headers
+  /setcookie a response with Set-Cookie
+  /close     answers with Connection: close
+  anything else: a short text naming the origin address
+halfclose:  read to EOF, then answer "got N bytes sha256=...\\n" and close.
+halfclose2: send "banner\\n", shut write, read to EOF, record what was read.
+silent:     accept, read and discard, never answer (closes after 120 s).
+"""
+import hashlib, json, os, socket, sys, threading, time, urllib.parse
+
+LOCK = threading.Lock()
+CONN_ID = [0]
+LOGF = None
+MODE = "http"
+DEADLINE = 120.0
+
+
+def rec(obj):
+    obj["t"] = round(time.time(), 3)
+    line = json.dumps(obj) + "\n"
+    with LOCK:
+        with open(LOGF, "a") as f:
+            f.write(line)
+            f.flush()
+
+
+def next_conn():
+    with LOCK:
+        CONN_ID[0] += 1
+        return CONN_ID[0]
+
+
+class Closed(Exception):
+    pass
+
+
+class Reader:
+    def __init__(self, s):
+        self.s = s
+        self.buf = b""
+
+    def fill(self):
+        d = self.s.recv(65536)
+        if not d:
+            raise Closed()
+        self.buf += d
+
+    def head(self):
+        while True:
+            i = self.buf.find(b"\r\n\r\n")
+            if i >= 0:
+                h, self.buf = self.buf[:i + 4], self.buf[i + 4:]
+                return h
+            if len(self.buf) > 1 << 20:
+                raise Closed()
+            self.fill()
+
+    def line(self):
+        while b"\r\n" not in self.buf:
+            self.fill()
+        i = self.buf.find(b"\r\n")
+        l, self.buf = self.buf[:i], self.buf[i + 2:]
+        return l
+
+    def exact(self, n):
+        while len(self.buf) < n:
+            self.fill()
+        d, self.buf = self.buf[:n], self.buf[n:]
+        return d
+
+
+def send_resp(s, status, headers, body, head_only=False):
+    reason = {200: "OK", 204: "No Content", 304: "Not Modified", 100: "Continue",
+              400: "Bad Request"}.get(status, "X")
+    out = ["HTTP/1.1 %d %s" % (status, reason)]
+    for k, v in headers:
+        out.append("%s: %s" % (k, v))
+    data = ("\r\n".join(out) + "\r\n\r\n").encode("latin-1")
+    if not head_only and body:
+        data += body
+    s.sendall(data)
+
+
+def handle_http(s, cid, local, peer):
+    r = Reader(s)
+    while True:
+        try:
+            head = r.head()
+        except Closed:
+            return
+        lines = head[:-4].split(b"\r\n")
+        reqline = lines[0].decode("latin-1")
+        hdrs = []
+        for l in lines[1:]:
+            k, _, v = l.decode("latin-1").partition(":")
+            hdrs.append([k, v.strip()])
+        hmap = {}
+        for k, v in hdrs:
+            hmap.setdefault(k.lower(), []).append(v)
+        parts = reqline.split(" ")
+        method = parts[0] if parts else ""
+        target = parts[1] if len(parts) > 1 else ""
+        rec({"ev": "req", "conn": cid, "local": local, "peer": peer, "line": reqline,
+             "headers": hdrs})
+        if "100-continue" in ",".join(hmap.get("expect", [])).lower():
+            s.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        body = b""
+        try:
+            if "chunked" in ",".join(hmap.get("transfer-encoding", [])).lower():
+                while True:
+                    n = int(r.line().split(b";")[0], 16)
+                    if n == 0:
+                        while r.line() != b"":
+                            pass
+                        break
+                    body += r.exact(n)
+                    r.exact(2)
+            elif "content-length" in hmap:
+                body = r.exact(int(hmap["content-length"][0]))
+        except Closed:
+            return
+        except ValueError:
+            send_resp(s, 400, [("Content-Length", "0"), ("Connection", "close")], b"")
+            return
+        rec({"ev": "body", "conn": cid, "local": local, "len": len(body),
+             "sha256": hashlib.sha256(body).hexdigest()})
+        u = urllib.parse.urlsplit(target)
+        path = u.path
+        q = urllib.parse.parse_qs(u.query)
+        head_only = method == "HEAD"
+        close = "close" in ",".join(hmap.get("connection", [])).lower()
+        if path == "/echo":
+            b = json.dumps({"line": reqline, "headers": hdrs, "body_len": len(body),
+                            "body_sha256": hashlib.sha256(body).hexdigest(),
+                            "conn": cid, "local": local}).encode() + b"\n"
+            send_resp(s, 200, [("Content-Type", "application/json"),
+                               ("Content-Length", str(len(b)))], b, head_only)
+        elif path == "/conn":
+            b = ("conn=%d\n" % cid).encode()
+            send_resp(s, 200, [("Content-Length", str(len(b)))], b, head_only)
+        elif path == "/big":
+            n = int(q.get("n", [str(4 << 20)])[0])
+            send_resp(s, 200, [("Content-Type", "application/octet-stream"),
+                               ("Content-Length", str(n))], b"", True)
+            if not head_only:
+                block = (b"0123456789abcdef" * 4096)
+                left = n
+                while left > 0:
+                    k = min(left, len(block))
+                    s.sendall(block[:k])
+                    left -= k
+        elif path == "/chunked":
+            send_resp(s, 200, [("Content-Type", "text/plain"),
+                               ("Transfer-Encoding", "chunked")], b"", True)
+            if not head_only:
+                for i in range(5):
+                    c = ("chunk-%d\n" % i).encode() * (i + 1)
+                    s.sendall(b"%x\r\n%s\r\n" % (len(c), c))
+                    time.sleep(0.02)
+                s.sendall(b"0\r\n\r\n")
+        elif path == "/204":
+            send_resp(s, 204, [("X-Origin", "204")], b"", True)
+        elif path == "/304":
+            send_resp(s, 304, [("ETag", '"abc"')], b"", True)
+        elif path == "/hop":
+            b = b"hop\n"
+            send_resp(s, 200, [("Content-Length", str(len(b))), ("Connection", "X-Resp-Hop"),
+                               ("X-Resp-Hop", "secret-hop"), ("Keep-Alive", "timeout=5"),
+                               ("X-Resp-Keep", "kept")], b, head_only)
+        elif path == "/setcookie":
+            b = b"cookie set\n"
+            send_resp(s, 200, [("Content-Length", str(len(b))),
+                               ("Set-Cookie", "sid=SETCOOKIESECRET777; Path=/")], b, head_only)
+        elif path == "/close":
+            b = b"closing\n"
+            send_resp(s, 200, [("Content-Length", str(len(b))), ("Connection", "close")],
+                      b, head_only)
+            return
+        else:
+            b = ("hello from %s\n" % local).encode()
+            send_resp(s, 200, [("Content-Type", "text/plain"),
+                               ("Content-Length", str(len(b)))], b, head_only)
+        if close:
+            return
+
+
+def handle_halfclose(s, cid, local, peer):
+    data = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    rec({"ev": "halfclose", "conn": cid, "local": local, "len": len(data)})
+    s.sendall(b"got %d bytes sha256=%s\n" % (len(data), hashlib.sha256(data).hexdigest().encode()))
+
+
+def handle_halfclose2(s, cid, local, peer):
+    s.sendall(b"banner\n")
+    s.shutdown(socket.SHUT_WR)
+    data = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    rec({"ev": "halfclose2", "conn": cid, "local": local, "data": data.decode("latin-1")})
+
+
+def handle_silent(s, cid, local, peer):
+    while True:
+        d = s.recv(65536)
+        if not d:
+            return
+
+
+def serve_conn(s, local, peer):
+    cid = next_conn()
+    rec({"ev": "accept", "conn": cid, "local": local, "peer": peer})
+    s.settimeout(DEADLINE)
+    try:
+        {"http": handle_http, "halfclose": handle_halfclose, "halfclose2": handle_halfclose2,
+         "silent": handle_silent}[MODE](s, cid, local, peer)
+    except (OSError, Closed):
+        pass
+    finally:
+        try:
+            s.close()
+        except OSError:
+            pass
+
+
+def fmt(addr):
+    h, p = addr[0], addr[1]
+    return ("[%s]:%d" % (h, p)) if ":" in h else ("%s:%d" % (h, p))
+
+
+def listen(spec):
+    if spec.startswith("["):
+        h, _, p = spec[1:].partition("]:")
+        ls = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+        ls.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    else:
+        h, _, p = spec.rpartition(":")
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind((h, int(p)))
+    ls.listen(512)
+
+    def loop():
+        while True:
+            try:
+                c, a = ls.accept()
+            except OSError:
+                return
+            local = fmt(c.getsockname())
+            threading.Thread(target=serve_conn, args=(c, local, fmt(a)), daemon=True).start()
+    threading.Thread(target=loop, daemon=True).start()
+
+
+def main():
+    global LOGF, MODE
+    args = sys.argv[1:]
+    specs = []
+    while args:
+        a = args.pop(0)
+        if a == "--log":
+            LOGF = args.pop(0)
+        elif a == "--mode":
+            MODE = args.pop(0)
+        else:
+            specs.append(a)
+    open(LOGF, "a").close()
+    for sp in specs:
+        listen(sp)
+    print("ready", flush=True)
+    # Bounded life: a lab never lasts an hour.
+    time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,633 @@
+/*
+ * test_config.c: unit tests for lib/config.c.
+ *
+ * Every input is placed so that its last byte sits right before a page
+ * that cannot be read: config_parse must never look past len. Errors are
+ * captured in a memory stream and compared as whole lines.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "guard.h"
+
+/* Parse text (len bytes) into a fresh config; *errs gets the messages (caller frees). */
+static struct config *parse_n(const char *text, size_t len, int *nerr, char **errs)
+{
+	struct config *c = config_new();
+	char *g;
+	size_t errlen = 0;
+	char *out = NULL;
+	FILE *f = open_memstream(&out, &errlen);
+
+	assert_non_null(c);
+	assert_non_null(f);
+	g = guard_copy(text, len);
+	*nerr = config_parse(c, g, len, "t.conf", f);
+	guard_free(g, len);
+	fclose(f);
+	if (errs != NULL)
+		*errs = out;
+	else
+		free(out);
+	return c;
+}
+
+static struct config *parse(const char *text, int *nerr, char **errs)
+{
+	return parse_n(text, strlen(text), nerr, errs);
+}
+
+/* Parse text that must be fine. */
+static struct config *parse_ok(const char *text)
+{
+	char *errs;
+	int nerr;
+	struct config *c = parse(text, &nerr, &errs);
+
+	if (nerr != 0)
+		print_error("unexpected errors:\n%s", errs);
+	assert_int_equal(nerr, 0);
+	assert_string_equal(errs, "");
+	free(errs);
+	return c;
+}
+
+/* text must give exactly the error lines want (each ending in '\n'). */
+static void expect_errors(const char *text, int n, const char *want)
+{
+	char *errs;
+	int nerr;
+	struct config *c = parse(text, &nerr, &errs);
+
+	assert_string_equal(errs, want);
+	assert_int_equal(nerr, n);
+	free(errs);
+	config_free(c);
+}
+
+static char *sockaddr_text(const struct sockaddr_storage *ss, char *buf, size_t size)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+
+		inet_ntop(AF_INET, &s4->sin_addr, a, sizeof(a));
+		snprintf(buf, size, "%s:%u", a, ntohs(s4->sin_port));
+	} else {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+
+		inet_ntop(AF_INET6, &s6->sin6_addr, a, sizeof(a));
+		snprintf(buf, size, "[%s]:%u", a, ntohs(s6->sin6_port));
+	}
+	return buf;
+}
+
+static char *print_text(const struct config *c)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	assert_non_null(f);
+	config_print(c, f);
+	fclose(f);
+	return out;
+}
+
+static void test_defaults(void **state)
+{
+	struct config *c = config_new();
+	char buf[64];
+
+	assert_non_null(c);
+	assert_int_equal(c->nlisten, 1);
+	assert_string_equal(sockaddr_text(&c->listen[0], buf, sizeof(buf)), "127.0.0.1:3128");
+	assert_int_equal(c->mode, MODE_ENFORCE);
+	assert_string_equal(c->state_dir, "./state");
+	assert_string_equal(c->log_path, "./state/network.log");
+	assert_int_equal(c->log_rotate_bytes, 16777216);
+	assert_int_equal(c->log_keep, 5);
+	assert_int_equal(c->max_conns, 4096);
+	assert_int_equal(c->head_timeout_ms, 10000);
+	assert_int_equal(c->connect_timeout_ms, 10000);
+	assert_int_equal(c->response_timeout_ms, 60000);
+	assert_int_equal(c->idle_timeout_ms, 300000);
+	assert_int_equal(c->ngrants, 0);
+	assert_int_equal(c->nexceptions, 0);
+	assert_int_equal(c->nnameservers, 0);
+	config_free(c);
+	config_free(NULL);
+}
+
+static void test_empty_and_comments(void **state)
+{
+	struct config *c = parse_ok("# nothing\n\n   \t\n  # indented comment\r\n");
+	char buf[64];
+
+	assert_int_equal(c->nlisten, 1);
+	assert_string_equal(sockaddr_text(&c->listen[0], buf, sizeof(buf)), "127.0.0.1:3128");
+	assert_string_equal(c->log_path, "./state/network.log");
+	config_free(c);
+
+	c = parse_ok("");
+	assert_int_equal(c->nlisten, 1);
+	config_free(c);
+}
+
+static void test_listen(void **state)
+{
+	struct config *c = parse_ok("listen 10.0.0.1:8080\nlisten [::1]:3129 # loopback\n");
+	char buf[64];
+
+	assert_int_equal(c->nlisten, 2);
+	assert_string_equal(sockaddr_text(&c->listen[0], buf, sizeof(buf)), "10.0.0.1:8080");
+	assert_string_equal(sockaddr_text(&c->listen[1], buf, sizeof(buf)), "[::1]:3129");
+	config_free(c);
+}
+
+static void test_listen_errors(void **state)
+{
+	expect_errors("listen 127.0.0.1\n", 1,
+		      "t.conf:1: listen: bad address \"127.0.0.1\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+	expect_errors("\nlisten localhost:3128\n", 1,
+		      "t.conf:2: listen: bad address \"localhost:3128\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+	expect_errors("listen ::1:3128\n", 1,
+		      "t.conf:1: listen: bad address \"::1:3128\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+	expect_errors("listen 127.0.0.1:0\n", 1,
+		      "t.conf:1: listen: bad address \"127.0.0.1:0\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+	expect_errors("listen 127.0.0.1:65536\n", 1,
+		      "t.conf:1: listen: bad address \"127.0.0.1:65536\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+	expect_errors("listen 127.1:3128\n", 1,
+		      "t.conf:1: listen: bad address \"127.1:3128\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+	expect_errors("listen [fe80::1%eth0]:3128\n", 1,
+		      "t.conf:1: listen: bad address \"[fe80::1%eth0]:3128\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+	expect_errors("listen 127.0.0.1:3128\nlisten 127.0.0.1:3128\n", 1,
+		      "t.conf:2: listen: 127.0.0.1:3128 given twice\n");
+	expect_errors("listen\n", 1, "t.conf:1: listen: expects 1 argument, got 0\n");
+}
+
+static void test_listen_too_many(void **state)
+{
+	char text[2048] = "";
+
+	for (int i = 0; i <= CONFIG_MAX_LISTEN; i++) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "listen 127.0.0.1:%d\n", 4000 + i);
+		strcat(text, line);
+	}
+	expect_errors(text, 1, "t.conf:17: listen: more than 16 addresses\n");
+}
+
+static void test_allow(void **state)
+{
+	struct config *c = parse_ok("allow example.com\nallow *.Example.ORG:8443\nallow 10.1.2.3\n");
+	char buf[300];
+
+	assert_int_equal(c->ngrants, 3);
+	assert_string_equal(c->grants[0].host, "example.com");
+	assert_false(c->grants[0].wildcard);
+	assert_int_equal(c->grants[0].port, 0);
+	assert_int_equal(c->grants[0].level, GRANT_CONFIG);
+	assert_string_equal(c->grants[1].host, "example.org");
+	assert_true(c->grants[1].wildcard);
+	assert_int_equal(c->grants[1].port, 8443);
+	assert_int_equal(c->grants[1].level, GRANT_CONFIG);
+	assert_string_equal(grant_format(&c->grants[1], buf, sizeof(buf)), "*.example.org:8443");
+	assert_string_equal(c->grants[2].host, "10.1.2.3");
+	config_free(c);
+}
+
+static void test_allow_errors(void **state)
+{
+	char *errs;
+	int nerr;
+	struct config *c;
+
+	c = parse("mode enforce\n\nallow *.com\n", &nerr, &errs);
+	assert_int_equal(nerr, 1);
+	assert_non_null(strstr(errs, "t.conf:3: allow: bad grant \"*.com\": "));
+	assert_int_equal(c->ngrants, 0);
+	free(errs);
+	config_free(c);
+
+	c = parse("allow *\nallow a b\n", &nerr, &errs);
+	assert_int_equal(nerr, 2);
+	assert_non_null(strstr(errs, "t.conf:1: allow: bad grant \"*\": "));
+	assert_non_null(strstr(errs, "t.conf:2: allow: expects 1 argument, got 2\n"));
+	free(errs);
+	config_free(c);
+}
+
+static void test_allow_private(void **state)
+{
+	struct config *c = parse_ok("allow-private Git.Internal.Example. 10.20.0.0/16\n"
+				    "allow-private registry.example fd00::/8\n");
+	char buf[64];
+
+	assert_int_equal(c->nexceptions, 2);
+	assert_string_equal(c->exceptions[0].host.name, "git.internal.example");
+	assert_string_equal(ipnet_format(&c->exceptions[0].net, buf, sizeof(buf)), "10.20.0.0/16");
+	assert_int_equal(c->exceptions[1].net.family, AF_INET6);
+	config_free(c);
+}
+
+static void test_allow_private_errors(void **state)
+{
+	char *errs;
+	int nerr;
+	struct config *c;
+
+	expect_errors("allow-private *.example.com 10.0.0.0/8\n", 1,
+		      "t.conf:1: allow-private: bad host \"*.example.com\": wildcard not allowed here\n");
+	expect_errors("allow-private host.example\n", 1,
+		      "t.conf:1: allow-private: expects 2 arguments, got 1\n");
+
+	c = parse("allow-private host.example 10.0.0.1/8\n", &nerr, &errs);
+	assert_int_equal(nerr, 1);
+	assert_non_null(strstr(errs, "t.conf:1: allow-private: bad range \"10.0.0.1/8\": "));
+	assert_int_equal(c->nexceptions, 0);
+	free(errs);
+	config_free(c);
+
+	/* both words wrong: both reported */
+	c = parse("allow-private bad..host 10.0.0.0/99\n", &nerr, &errs);
+	assert_int_equal(nerr, 2);
+	assert_non_null(strstr(errs, "t.conf:1: allow-private: bad host \"bad..host\": "));
+	assert_non_null(strstr(errs, "t.conf:1: allow-private: bad range \"10.0.0.0/99\": "));
+	free(errs);
+	config_free(c);
+}
+
+static void test_mode(void **state)
+{
+	struct config *c = parse_ok("mode observe\n");
+
+	assert_int_equal(c->mode, MODE_OBSERVE);
+	config_free(c);
+	c = parse_ok("mode enforce\n");
+	assert_int_equal(c->mode, MODE_ENFORCE);
+	config_free(c);
+
+	expect_errors("mode learn\n", 1,
+		      "t.conf:1: mode: unknown mode \"learn\": expected enforce or observe\n");
+	expect_errors("mode observe\n# x\nmode enforce\n", 1,
+		      "t.conf:3: mode: given twice (first on line 1)\n");
+}
+
+static void test_state_and_log(void **state)
+{
+	struct config *c = parse_ok("state /var/lib/sluice/\n");
+
+	assert_string_equal(c->state_dir, "/var/lib/sluice");
+	assert_string_equal(c->log_path, "/var/lib/sluice/network.log");
+	config_free(c);
+
+	/* log before or after state: the explicit one wins */
+	c = parse_ok("log /tmp/n.log\nstate /srv/s\n");
+	assert_string_equal(c->state_dir, "/srv/s");
+	assert_string_equal(c->log_path, "/tmp/n.log");
+	config_free(c);
+
+	c = parse_ok("state /\n");
+	assert_string_equal(c->state_dir, "/");
+	config_free(c);
+
+	expect_errors("state a\nstate b\n", 1, "t.conf:2: state: given twice (first on line 1)\n");
+	expect_errors("log a\n\n\nlog b\n", 1, "t.conf:4: log: given twice (first on line 1)\n");
+	expect_errors("state a b\n", 1, "t.conf:1: state: expects 1 argument, got 2\n");
+}
+
+static void test_path_too_long(void **state)
+{
+	/* a path of PATH_MAX bytes cannot fit a 4096-byte line; but a state that
+	 * fits may leave no room for the default log under it */
+	char text[4200];
+	char *errs;
+	int nerr;
+	struct config *c;
+
+	strcpy(text, "state ");
+	memset(text + 6, 'a', 4090);
+	strcpy(text + 6 + 4090, "\n");
+	c = parse(text, &nerr, &errs);
+	assert_int_equal(nerr, 1);
+	assert_non_null(strstr(errs, "t.conf:1: state: path too long for the default log"));
+	free(errs);
+	config_free(c);
+
+	/* with an explicit log it is fine */
+	strcpy(text + 6 + 4090, "\nlog x.log\n");
+	c = parse_ok(text);
+	assert_string_equal(c->log_path, "x.log");
+	config_free(c);
+}
+
+static void test_numbers(void **state)
+{
+	struct config *c = parse_ok("log-rotate-bytes 4096\nlog-keep 0\nmax-connections 1000000\n"
+				    "head-timeout 1\nconnect-timeout 86400\nresponse-timeout 5\n"
+				    "idle-timeout 7\n");
+
+	assert_int_equal(c->log_rotate_bytes, 4096);
+	assert_int_equal(c->log_keep, 0);
+	assert_int_equal(c->max_conns, 1000000);
+	assert_int_equal(c->head_timeout_ms, 1000);
+	assert_int_equal(c->connect_timeout_ms, 86400000);
+	assert_int_equal(c->response_timeout_ms, 5000);
+	assert_int_equal(c->idle_timeout_ms, 7000);
+	config_free(c);
+
+	c = parse_ok("log-rotate-bytes 1099511627776\nlog-keep 100\nmax-connections 1\n");
+	assert_int_equal(c->log_rotate_bytes, (uint64_t)1 << 40);
+	assert_int_equal(c->log_keep, 100);
+	assert_int_equal(c->max_conns, 1);
+	config_free(c);
+}
+
+static void test_number_errors(void **state)
+{
+	expect_errors("head-timeout 0\n", 1, "t.conf:1: head-timeout: 0 out of range 1..86400\n");
+	expect_errors("connect-timeout 86401\n", 1,
+		      "t.conf:1: connect-timeout: 86401 out of range 1..86400\n");
+	expect_errors("response-timeout -1\n", 1,
+		      "t.conf:1: response-timeout: bad number \"-1\"\n");
+	expect_errors("idle-timeout 10s\n", 1, "t.conf:1: idle-timeout: bad number \"10s\"\n");
+	expect_errors("idle-timeout +10\n", 1, "t.conf:1: idle-timeout: bad number \"+10\"\n");
+	expect_errors("max-connections 0\n", 1,
+		      "t.conf:1: max-connections: 0 out of range 1..1000000\n");
+	expect_errors("max-connections 1000001\n", 1,
+		      "t.conf:1: max-connections: 1000001 out of range 1..1000000\n");
+	expect_errors("log-keep 101\n", 1, "t.conf:1: log-keep: 101 out of range 0..100\n");
+	expect_errors("log-rotate-bytes 4095\n", 1,
+		      "t.conf:1: log-rotate-bytes: 4095 out of range 4096..1099511627776\n");
+	expect_errors("log-rotate-bytes 1099511627777\n", 1,
+		      "t.conf:1: log-rotate-bytes: 1099511627777 out of range 4096..1099511627776\n");
+	expect_errors("log-rotate-bytes 99999999999999999999999\n", 1,
+		      "t.conf:1: log-rotate-bytes: bad number \"99999999999999999999999\"\n");
+	expect_errors("head-timeout 5\nhead-timeout 5\n", 1,
+		      "t.conf:2: head-timeout: given twice (first on line 1)\n");
+	expect_errors("idle-timeout\n", 1, "t.conf:1: idle-timeout: expects 1 argument, got 0\n");
+}
+
+static void test_nameserver(void **state)
+{
+	struct config *c = parse_ok("nameserver 192.0.2.53\nnameserver 192.0.2.54:5353\n"
+				    "nameserver 2001:db8::53\nnameserver [2001:db8::54]:5300\n"
+				    "nameserver [2001:db8::55]\n");
+	char buf[64];
+
+	assert_int_equal(c->nnameservers, 5);
+	assert_string_equal(sockaddr_text(&c->nameservers[0], buf, sizeof(buf)), "192.0.2.53:53");
+	assert_string_equal(sockaddr_text(&c->nameservers[1], buf, sizeof(buf)), "192.0.2.54:5353");
+	assert_string_equal(sockaddr_text(&c->nameservers[2], buf, sizeof(buf)), "[2001:db8::53]:53");
+	assert_string_equal(sockaddr_text(&c->nameservers[3], buf, sizeof(buf)),
+			    "[2001:db8::54]:5300");
+	assert_string_equal(sockaddr_text(&c->nameservers[4], buf, sizeof(buf)), "[2001:db8::55]:53");
+	config_free(c);
+
+	expect_errors("nameserver dns.example\n", 1,
+		      "t.conf:1: nameserver: bad address \"dns.example\": expected a numeric ADDR, ADDR:PORT or [ADDR]:PORT\n");
+	expect_errors("nameserver 192.0.2.53\nnameserver 192.0.2.53:53\n", 1,
+		      "t.conf:2: nameserver: 192.0.2.53:53 given twice\n");
+	expect_errors("nameserver 1.1.1.1:0\n", 1,
+		      "t.conf:1: nameserver: bad address \"1.1.1.1:0\": expected a numeric ADDR, ADDR:PORT or [ADDR]:PORT\n");
+}
+
+static void test_nameserver_too_many(void **state)
+{
+	char text[1024] = "";
+
+	for (int i = 0; i <= CONFIG_MAX_NAMESERVERS; i++) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "nameserver 192.0.2.%d\n", i + 1);
+		strcat(text, line);
+	}
+	expect_errors(text, 1, "t.conf:9: nameserver: more than 8 addresses\n");
+}
+
+static void test_line_errors(void **state)
+{
+	char text[8192];
+
+	expect_errors("frobnicate 1\n", 1, "t.conf:1: unknown directive \"frobnicate\"\n");
+	expect_errors("Mode enforce\n", 1, "t.conf:1: unknown directive \"Mode\"\n");
+	expect_errors("mode\x01 enforce\n", 1, "t.conf:1: control character 0x01 in line\n");
+
+	/* a NUL byte: the line is refused, the next still read */
+	{
+		static const char nul[] = "mode observe\0x\nfoo\n";
+		char *errs;
+		int nerr;
+		struct config *c = parse_n(nul, sizeof(nul) - 1, &nerr, &errs);
+
+		assert_int_equal(nerr, 2);
+		assert_string_equal(errs, "t.conf:1: nul byte in line\n"
+					  "t.conf:2: unknown directive \"foo\"\n");
+		assert_int_equal(c->mode, MODE_ENFORCE);
+		free(errs);
+		config_free(c);
+	}
+
+	/* 4096 bytes is fine, 4097 is not */
+	memset(text, ' ', sizeof(text));
+	memcpy(text, "mode observe", 12);
+	text[4096] = '\n';
+	text[4097] = '\0';
+	{
+		struct config *c = parse_ok(text);
+
+		assert_int_equal(c->mode, MODE_OBSERVE);
+		config_free(c);
+	}
+	text[4096] = ' ';
+	text[4097] = '\n';
+	text[4098] = '\0';
+	expect_errors(text, 1, "t.conf:1: line too long (over 4096 bytes)\n");
+}
+
+static void test_crlf_and_no_final_newline(void **state)
+{
+	struct config *c = parse_ok("mode observe\r\nhead-timeout 3\r\nidle-timeout 9");
+
+	assert_int_equal(c->mode, MODE_OBSERVE);
+	assert_int_equal(c->head_timeout_ms, 3000);
+	assert_int_equal(c->idle_timeout_ms, 9000);
+	config_free(c);
+}
+
+static void test_many_errors(void **state)
+{
+	expect_errors("listen 1.2.3.4\n"
+		      "mode x\n"
+		      "# fine\n"
+		      "state ./s\n"
+		      "frob\n"
+		      "head-timeout 0\n"
+		      "state ./t\n"
+		      "log-keep 5 6\n"
+		      "max-connections 12\n",
+		      6,
+		      "t.conf:1: listen: bad address \"1.2.3.4\": expected a numeric ADDR:PORT or [ADDR]:PORT\n"
+		      "t.conf:2: mode: unknown mode \"x\": expected enforce or observe\n"
+		      "t.conf:5: unknown directive \"frob\"\n"
+		      "t.conf:6: head-timeout: 0 out of range 1..86400\n"
+		      "t.conf:7: state: given twice (first on line 4)\n"
+		      "t.conf:8: log-keep: expects 1 argument, got 2\n");
+}
+
+static void test_null_errs(void **state)
+{
+	static const char text[] = "frob\nmode x\n";
+	struct config *c = config_new();
+
+	assert_int_equal(config_parse(c, text, sizeof(text) - 1, "x", NULL), 2);
+	config_free(c);
+}
+
+/* print -> parse -> print gives the same text and the same config */
+static void round_trip(const char *text)
+{
+	struct config *a = parse_ok(text), *b;
+	char *pa = print_text(a), *pb;
+
+	b = parse_ok(pa);
+	pb = print_text(b);
+	assert_string_equal(pa, pb);
+	assert_int_equal(a->nlisten, b->nlisten);
+	assert_memory_equal(a->listen, b->listen, a->nlisten * sizeof(a->listen[0]));
+	assert_int_equal(a->ngrants, b->ngrants);
+	for (size_t i = 0; i < a->ngrants; i++) {
+		assert_string_equal(a->grants[i].host, b->grants[i].host);
+		assert_int_equal(a->grants[i].wildcard, b->grants[i].wildcard);
+		assert_int_equal(a->grants[i].port, b->grants[i].port);
+	}
+	assert_int_equal(a->nexceptions, b->nexceptions);
+	for (size_t i = 0; i < a->nexceptions; i++) {
+		assert_string_equal(a->exceptions[i].host.name, b->exceptions[i].host.name);
+		assert_memory_equal(&a->exceptions[i].net, &b->exceptions[i].net,
+				    sizeof(a->exceptions[i].net));
+	}
+	assert_int_equal(a->mode, b->mode);
+	assert_string_equal(a->state_dir, b->state_dir);
+	assert_string_equal(a->log_path, b->log_path);
+	assert_int_equal(a->log_rotate_bytes, b->log_rotate_bytes);
+	assert_int_equal(a->log_keep, b->log_keep);
+	assert_int_equal(a->max_conns, b->max_conns);
+	assert_int_equal(a->head_timeout_ms, b->head_timeout_ms);
+	assert_int_equal(a->connect_timeout_ms, b->connect_timeout_ms);
+	assert_int_equal(a->response_timeout_ms, b->response_timeout_ms);
+	assert_int_equal(a->idle_timeout_ms, b->idle_timeout_ms);
+	assert_int_equal(a->nnameservers, b->nnameservers);
+	assert_memory_equal(a->nameservers, b->nameservers,
+			    a->nnameservers * sizeof(a->nameservers[0]));
+	free(pa);
+	free(pb);
+	config_free(a);
+	config_free(b);
+}
+
+static void test_round_trip(void **state)
+{
+	round_trip("");
+	round_trip("listen [::1]:3128\nlisten 10.9.8.7:80\nmode observe\nstate /srv/st/\n"
+		   "log-rotate-bytes 5000\nlog-keep 0\nmax-connections 7\nhead-timeout 2\n"
+		   "connect-timeout 3\nresponse-timeout 4\nidle-timeout 5\n"
+		   "allow Example.com\nallow *.b.example:8443\nallow [2001:DB8::1]:8080\n"
+		   "allow-private git.internal 10.0.0.0/8\nallow-private v6.internal fd00::/8\n"
+		   "nameserver 192.0.2.1\nnameserver [2001:db8::1]:5353\n");
+}
+
+static void test_print_defaults(void **state)
+{
+	struct config *c = config_new();
+	char *p = print_text(c);
+
+	assert_string_equal(p, "listen 127.0.0.1:3128\n"
+			       "mode enforce\n"
+			       "state ./state\n"
+			       "log ./state/network.log\n"
+			       "log-rotate-bytes 16777216\n"
+			       "log-keep 5\n"
+			       "max-connections 4096\n"
+			       "head-timeout 10\n"
+			       "connect-timeout 10\n"
+			       "response-timeout 60\n"
+			       "idle-timeout 300\n"
+			       "# nameserver: none given, /etc/resolv.conf is used\n");
+	free(p);
+	config_free(c);
+}
+
+static void test_load(void **state)
+{
+	char path[] = "/tmp/test_config.XXXXXX";
+	static const char body[] = "mode observe\nfrob\n";
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+	struct config *c = config_new();
+	int fd = mkstemp(path);
+
+	assert_true(fd != -1);
+	assert_int_equal(write(fd, body, sizeof(body) - 1), (ssize_t)(sizeof(body) - 1));
+	close(fd);
+
+	f = open_memstream(&out, &len);
+	assert_int_equal(config_load(c, path, f), 1);
+	fclose(f);
+	assert_non_null(strstr(out, ":2: unknown directive \"frob\"\n"));
+	assert_int_equal(strncmp(out, path, strlen(path)), 0);
+	free(out);
+	unlink(path);
+
+	f = open_memstream(&out, &len);
+	assert_int_equal(config_load(c, "/nonexistent/sluice.conf", f), 1);
+	fclose(f);
+	assert_string_equal(out, "/nonexistent/sluice.conf: open: no such file or directory\n");
+	free(out);
+	config_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_empty_and_comments),
+		cmocka_unit_test(test_listen),
+		cmocka_unit_test(test_listen_errors),
+		cmocka_unit_test(test_listen_too_many),
+		cmocka_unit_test(test_allow),
+		cmocka_unit_test(test_allow_errors),
+		cmocka_unit_test(test_allow_private),
+		cmocka_unit_test(test_allow_private_errors),
+		cmocka_unit_test(test_mode),
+		cmocka_unit_test(test_state_and_log),
+		cmocka_unit_test(test_path_too_long),
+		cmocka_unit_test(test_numbers),
+		cmocka_unit_test(test_number_errors),
+		cmocka_unit_test(test_nameserver),
+		cmocka_unit_test(test_nameserver_too_many),
+		cmocka_unit_test(test_line_errors),
+		cmocka_unit_test(test_crlf_and_no_final_newline),
+		cmocka_unit_test(test_many_errors),
+		cmocka_unit_test(test_null_errs),
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_print_defaults),
+		cmocka_unit_test(test_load),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,364 @@
+/*
+ * test_grant.c: grant patterns, matching, liveness and the store format.
+ *
+ * Parser inputs sit right before a PROT_NONE page (guard.h).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grant.h"
+#include "guard.h"
+
+static int parse_guarded(const char *s, struct grant *g, const char **err)
+{
+	size_t len = strlen(s);
+	char *in = guard_copy(s, len);
+	int r = grant_parse(in, len, g, err);
+
+	guard_free(in, len);
+	return r;
+}
+
+struct parse_case {
+	const char *in;
+	int ret;
+	const char *host; /* or the error */
+	bool wildcard;
+	uint16_t port;
+	const char *format;
+};
+
+static const struct parse_case parse_cases[] = {
+	{ "example.com", 0, "example.com", false, 0, "example.com" },
+	{ "Example.COM.", 0, "example.com", false, 0, "example.com" },
+	{ "example.com:8443", 0, "example.com", false, 8443, "example.com:8443" },
+	{ "*.example.com", 0, "example.com", true, 0, "*.example.com" },
+	{ "*.Example.com:22", 0, "example.com", true, 22, "*.example.com:22" },
+	{ "*.co.uk", 0, "co.uk", true, 0, "*.co.uk" },
+	{ "10.1.2.3", 0, "10.1.2.3", false, 0, "10.1.2.3" },
+	{ "0x7f.1:80", 0, "127.0.0.1", false, 80, "127.0.0.1:80" },
+	{ "[::1]:80", 0, "::1", false, 80, "[::1]:80" },
+	{ "2001:db8::1", 0, "2001:db8::1", false, 0, "[2001:db8::1]" },
+	{ "bücher.example", 0, "xn--bcher-kva.example", false, 0, "xn--bcher-kva.example" },
+	{ "*.bücher.example", 0, "xn--bcher-kva.example", true, 0, "*.xn--bcher-kva.example" },
+	{ "", -1, "empty grant", false, 0, NULL },
+	{ "*", -1, "a wildcard is written *.suffix", false, 0, NULL },
+	{ "*.", -1, "a wildcard is written *.suffix", false, 0, NULL },
+	{ "*example.com", -1, "a wildcard is written *.suffix", false, 0, NULL },
+	{ "*.com", -1, "a wildcard suffix needs at least two labels", false, 0, NULL },
+	{ "*.com.", -1, "a wildcard suffix needs at least two labels", false, 0, NULL },
+	{ "*.10.1.2.3", -1, "a wildcard needs a name, not an ip literal", false, 0, NULL },
+	{ "*.[::1]", -1, "a wildcard needs a name, not an ip literal", false, 0, NULL },
+	{ "*.*.example.com", -1, "bad character in name", false, 0, NULL },
+	{ "a.*.example.com", -1, "bad character in name", false, 0, NULL },
+	{ "example.com:0", -1, "bad port", false, 0, NULL },
+	{ "example.com:99999", -1, "bad port", false, 0, NULL },
+	{ "[fe80::1%eth0]", -1, "zone id refused", false, 0, NULL },
+	{ "example.999", -1, "bad ipv4 literal", false, 0, NULL },
+};
+
+static void test_parse_table(void **state)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(parse_cases) / sizeof(parse_cases[0]); i++) {
+		const struct parse_case *c = &parse_cases[i];
+		struct grant g;
+		const char *err = NULL;
+		char buf[300];
+		int r = parse_guarded(c->in, &g, &err);
+
+		if (r != c->ret)
+			print_message("case %zu: %s\n", i, c->in);
+		assert_int_equal(r, c->ret);
+		if (r == -1) {
+			assert_string_equal(err, c->host);
+			continue;
+		}
+		assert_string_equal(g.host, c->host);
+		assert_int_equal(g.wildcard, c->wildcard);
+		assert_int_equal(g.port, c->port);
+		assert_int_equal(g.level, GRANT_CONFIG);
+		assert_int_equal(g.added, 0);
+		assert_string_equal(grant_format(&g, buf, sizeof(buf)), c->format);
+	}
+}
+
+struct match_case {
+	const char *grant;
+	const char *host;
+	uint16_t port;
+	enum grant_via via;
+	bool match;
+};
+
+#define C GRANT_VIA_CONNECT
+#define H GRANT_VIA_HTTP
+
+static const struct match_case match_cases[] = {
+	/* a bare grant: CONNECT 443 and plain HTTP 80, nothing else */
+	{ "example.com", "example.com", 443, C, true },
+	{ "example.com", "example.com", 80, H, true },
+	{ "example.com", "example.com", 443, H, false },
+	{ "example.com", "example.com", 80, C, false },
+	{ "example.com", "example.com", 22, C, false },
+	{ "example.com", "example.com", 8080, H, false },
+	{ "example.com", "www.example.com", 443, C, false },
+	{ "example.com", "example.org", 443, C, false },
+	{ "example.com", "Example.COM.", 443, C, true },
+	/* host:port: exactly that port, either way in */
+	{ "example.com:22", "example.com", 22, C, true },
+	{ "example.com:22", "example.com", 22, H, true },
+	{ "example.com:22", "example.com", 443, C, false },
+	{ "example.com:22", "example.com", 80, H, false },
+	{ "example.com:443", "example.com", 443, H, true },
+	/* wildcards: subdomains at any depth, never the apex */
+	{ "*.example.com", "a.example.com", 443, C, true },
+	{ "*.example.com", "a.b.example.com", 443, C, true },
+	{ "*.example.com", "example.com", 443, C, false },
+	{ "*.example.com", "aexample.com", 443, C, false },
+	{ "*.example.com", "a.example.com.evil", 443, C, false },
+	{ "*.example.com", "a.example.com", 80, H, true },
+	{ "*.example.com", "a.example.com", 22, C, false },
+	{ "*.example.com:22", "a.example.com", 22, C, true },
+	{ "*.example.com:22", "a.example.com", 443, C, false },
+	{ "*.example.com", "a.example.org", 443, C, false },
+	/* IP literals in any spelling */
+	{ "127.0.0.1", "0x7f.1", 443, C, true },
+	{ "127.0.0.1", "2130706433", 80, H, true },
+	{ "[::1]:80", "0:0:0:0:0:0:0:1", 80, H, true },
+	{ "1.2.3.4", "::ffff:1.2.3.4", 443, C, true },
+	{ "1.2.3.4", "1.2.3.5", 443, C, false },
+	{ "*.example.com", "xn--bcher-kva.example.com", 443, C, true },
+	{ "*.xn--bcher-kva.example", "www.bücher.example", 443, C, true },
+};
+
+static void test_match_table(void **state)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(match_cases) / sizeof(match_cases[0]); i++) {
+		const struct match_case *c = &match_cases[i];
+		struct grant g;
+		struct host h;
+		uint16_t port;
+		bool has;
+		const char *err;
+
+		assert_int_equal(grant_parse(c->grant, strlen(c->grant), &g, &err), 0);
+		assert_int_equal(host_port_parse(c->host, strlen(c->host), 0, &h, &port, &has, &err), 0);
+		if (grant_matches(&g, &h, c->port, c->via) != c->match)
+			print_message("case %zu: %s vs %s:%u\n", i, c->grant, c->host, c->port);
+		assert_int_equal(grant_matches(&g, &h, c->port, c->via), c->match);
+	}
+}
+
+static void test_live(void **state)
+{
+	struct grant g = { .host = "example.com" };
+
+	g.level = GRANT_CONFIG;
+	assert_true(grant_live(&g, 0, NULL));
+	g.level = GRANT_PERMANENT;
+	assert_true(grant_live(&g, 1000, NULL));
+
+	g.level = GRANT_ONCE;
+	g.added = 100;
+	g.expires = 220;
+	assert_true(grant_live(&g, 100, NULL));
+	assert_true(grant_live(&g, 219, NULL));
+	assert_false(grant_live(&g, 220, NULL));
+	assert_false(grant_live(&g, 1000, NULL));
+
+	g.level = GRANT_SESSION;
+	memcpy(g.run, "0123456789abcdef", 17);
+	assert_true(grant_live(&g, 0, "0123456789abcdef"));
+	assert_false(grant_live(&g, 0, "fedcba9876543210"));
+	assert_false(grant_live(&g, 0, NULL));
+
+	assert_string_equal(grant_level_name(GRANT_CONFIG), "config");
+	assert_string_equal(grant_level_name(GRANT_PERMANENT), "permanent");
+	assert_string_equal(grant_level_name(GRANT_SESSION), "session");
+	assert_string_equal(grant_level_name(GRANT_ONCE), "once");
+}
+
+static int store_guarded(const char *s, struct grant *out, size_t max, size_t *n, size_t *line,
+			 const char **err)
+{
+	size_t len = strlen(s);
+	char *in = guard_copy(s, len);
+	int r = grant_store_parse(in, len, out, max, n, line, err);
+
+	guard_free(in, len);
+	return r;
+}
+
+static void test_store_parse(void **state)
+{
+	static const char store[] = "# sluice grants v1\n"
+				    "example.com permanent 1700000000\n"
+				    "\n"
+				    "# a comment\n"
+				    "*.example.org:8443 session 1700000001 0123456789abcdef\n"
+				    "api.example.net once 1700000002 1700000122\n"
+				    "[::1]:80\tpermanent  5   \n"
+				    "10.1.2.3 once 7 3"; /* no final newline; expiry before added is fine */
+	struct grant g[8];
+	size_t n = 99, line = 99;
+	const char *err = NULL;
+
+	assert_int_equal(store_guarded(store, g, 8, &n, &line, &err), 0);
+	assert_int_equal(n, 5);
+	assert_string_equal(g[0].host, "example.com");
+	assert_int_equal(g[0].level, GRANT_PERMANENT);
+	assert_int_equal(g[0].added, 1700000000);
+	assert_string_equal(g[1].host, "example.org");
+	assert_true(g[1].wildcard);
+	assert_int_equal(g[1].port, 8443);
+	assert_int_equal(g[1].level, GRANT_SESSION);
+	assert_string_equal(g[1].run, "0123456789abcdef");
+	assert_int_equal(g[2].level, GRANT_ONCE);
+	assert_int_equal(g[2].expires, 1700000122);
+	assert_string_equal(g[3].host, "::1");
+	assert_int_equal(g[3].port, 80);
+	assert_int_equal(g[3].added, 5);
+	assert_int_equal(g[4].expires, 3);
+
+	/* empty, header only, other header */
+	assert_int_equal(store_guarded("", g, 8, &n, &line, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_guarded("# sluice grants v1\n", g, 8, &n, &line, &err), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_guarded("# sluice grants v9\nexample.com permanent 1\n", g, 8, &n,
+				       &line, &err),
+			 0);
+	assert_int_equal(n, 1);
+}
+
+struct store_error {
+	const char *in;
+	size_t line;
+	const char *err;
+};
+
+static const struct store_error store_errors[] = {
+	{ "example.com\n", 1, "missing level" },
+	{ "# sluice grants v1\nexample.com permanent\n", 2, "missing field" },
+	{ "# sluice grants v1\nexample.com permanent 1 2\n", 2, "trailing junk after the grant" },
+	{ "a.example permanent 1\nb.example permanent 1 x y z\n", 2,
+	  "trailing junk after the grant" },
+	{ "\n\nexample.com forever 1\n", 3, "unknown level (permanent, session or once)" },
+	{ "example.com config 1\n", 1, "unknown level (permanent, session or once)" },
+	{ "example.com Permanent 1\n", 1, "unknown level (permanent, session or once)" },
+	{ "example.com permanent -1\n", 1, "bad added time" },
+	{ "example.com permanent 1x\n", 1, "bad added time" },
+	{ "example.com permanent 1234567890123456789\n", 1, "bad added time" },
+	{ "example.com permanent 1\r\n", 1, "bad added time" },
+	{ "example.com session 1\n", 1, "missing field" },
+	{ "example.com session 1 0123456789ABCDEF\n", 1, "bad run id (16 lower-case hex digits)" },
+	{ "example.com session 1 0123456789abcde\n", 1, "bad run id (16 lower-case hex digits)" },
+	{ "example.com session 1 0123456789abcdef0\n", 1, "bad run id (16 lower-case hex digits)" },
+	{ "example.com session 1 0123456789abcdeg\n", 1, "bad run id (16 lower-case hex digits)" },
+	{ "example.com session 1 0123456789abcdef x\n", 1, "trailing junk after the grant" },
+	{ "example.com once 1\n", 1, "missing field" },
+	{ "example.com once 1 x\n", 1, "bad expiry time" },
+	{ "example.com once 1 2 3\n", 1, "trailing junk after the grant" },
+	{ "a.example permanent 1\n*.com permanent 1\n", 2,
+	  "a wildcard suffix needs at least two labels" },
+	{ "a..example permanent 1\n", 1, "empty label" },
+	{ "a.example permanent 1\n a.example permanent 2\n# x\n  # not a comment\n", 4,
+	  "bad character in name" },
+	{ "a permanent 1\nb permanent 1\nc permanent 1\nd permanent 1\nee permanent 1\n", 5,
+	  "too many grants" },
+};
+
+static void test_store_errors(void **state)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(store_errors) / sizeof(store_errors[0]); i++) {
+		const struct store_error *c = &store_errors[i];
+		struct grant g[4];
+		size_t n, line = 0;
+		const char *err = NULL;
+		int r = store_guarded(c->in, g, 4, &n, &line, &err);
+
+		if (r != -1 || line != c->line)
+			print_message("case %zu: %s\n", i, c->in);
+		assert_int_equal(r, -1);
+		assert_int_equal(line, c->line);
+		assert_string_equal(err, c->err);
+	}
+}
+
+static void test_store_round_trip(void **state)
+{
+	static const char store[] = "example.com permanent 1700000000\n"
+				    "*.example.org:8443 session 1700000001 0123456789abcdef\n"
+				    "api.example.net once 1700000002 1700000122\n"
+				    "[2001:db8::1]:80 permanent 5\n"
+				    "2001:db8::2 permanent 6\n"
+				    "bücher.example once 0 0\n";
+	struct grant a[8], b[8];
+	size_t na, nb, line, len = 0, i;
+	const char *err;
+	char *out = NULL;
+	FILE *f;
+
+	assert_int_equal(grant_store_parse(store, strlen(store), a, 8, &na, &line, &err), 0);
+	assert_int_equal(na, 6);
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	assert_int_equal(grant_store_write(f, a, na), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_true(strncmp(out, "# sluice grants v1\n", 19) == 0);
+	assert_non_null(strstr(out, "\nxn--bcher-kva.example once 0 0\n"));
+	assert_non_null(strstr(out, "\n[2001:db8::2] permanent 6\n"));
+	assert_int_equal(grant_store_parse(out, len, b, 8, &nb, &line, &err), 0);
+	assert_int_equal(nb, na);
+	for (i = 0; i < na; i++) {
+		assert_string_equal(a[i].host, b[i].host);
+		assert_int_equal(a[i].wildcard, b[i].wildcard);
+		assert_int_equal(a[i].port, b[i].port);
+		assert_int_equal(a[i].level, b[i].level);
+		assert_int_equal(a[i].added, b[i].added);
+		assert_int_equal(a[i].expires, b[i].expires);
+		assert_string_equal(a[i].run, b[i].run);
+	}
+	free(out);
+}
+
+static void test_store_write_refuses_config(void **state)
+{
+	struct grant g = { .host = "example.com", .level = GRANT_CONFIG };
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	assert_non_null(f);
+	assert_int_equal(grant_store_write(f, &g, 1), -1);
+	fclose(f);
+	free(out);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_table),
+		cmocka_unit_test(test_match_table),
+		cmocka_unit_test(test_live),
+		cmocka_unit_test(test_store_parse),
+		cmocka_unit_test(test_store_errors),
+		cmocka_unit_test(test_store_round_trip),
+		cmocka_unit_test(test_store_write_refuses_config),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
