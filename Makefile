@@ -64,6 +64,7 @@ BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
 .PHONY: all check unit integ fuzz fuzz-build bench deps run test clean
 .DEFAULT_GOAL := all
+.SECONDARY:
 
 all: $(PROXY) $(CLI)
 
@@ -115,7 +116,7 @@ integ:
 
 # libFuzzer targets: the library rebuilt with clang and the fuzzer's coverage.
 FUZZ_BUILD := build/fuzz
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ilib $(WARN) \
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -Ilib $(WARN) -Wno-unknown-warning-option \
 	-fsanitize=fuzzer-no-link,address,undefined $(call pkgcflags,$(PKG_PROXY))
 FUZZ_LIB_OBJS := $(patsubst %.c,$(FUZZ_BUILD)/obj/%.o,$(LIB_SRCS))
 FUZZERS := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(FUZZ_SRCS))
