@@ -115,6 +115,7 @@ struct session {
 };
 
 static void session_pump(struct session *s);
+static void enter_state(struct session *s, enum sess_state state);
 
 static const struct config *cfg(const struct session *s)
 {
@@ -251,8 +252,7 @@ void session_free_dead(struct proxy *px)
 static void enter_drain(struct session *s)
 {
 	upstream_close(s);
-	s->state = SS_DRAIN;
-	s->again = true;
+	enter_state(s, SS_DRAIN);
 }
 
 /*
@@ -415,6 +415,14 @@ static void on_upstream(struct loop *l, struct loop_io *io, uint32_t events);
 
 static void arm_timer(struct session *s);
 
+/* Every state change goes through here: the new state's deadline applies. */
+static void enter_state(struct session *s, enum sess_state state)
+{
+	s->state = state;
+	s->again = true;
+	arm_timer(s);
+}
+
 static void dial_next(struct session *s)
 {
 	struct proxy *px = s->px;
@@ -442,10 +450,9 @@ static void dial_next(struct session *s)
 		}
 		s->ufd = fd;
 		format_sockaddr(ss, s->dialed, sizeof(s->dialed));
-		s->state = SS_CONNECT;
 		s->t_phase = proxy_now_ms();
 		s->phase_ms = loop_now(px->loop);
-		arm_timer(s);
+		enter_state(s, SS_CONNECT);
 		return;
 	}
 	s->dialed[0] = '\0';
@@ -572,10 +579,9 @@ static void start_upstream(struct session *s)
 		dial_checked(s, &ss, 1);
 		return;
 	}
-	s->state = SS_RESOLVE;
 	s->t_phase = proxy_now_ms();
 	s->phase_ms = loop_now(s->px->loop);
-	arm_timer(s);
+	enter_state(s, SS_RESOLVE);
 	s->q = resolve_start(s->px, h->name, on_resolved, s);
 }
 
@@ -681,9 +687,8 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	}
 	buf_consume(&s->cin, len);
 	if (s->ufd >= 0) {
-		s->state = SS_HTTP;
 		r->sent_ms = now_ms(s);
-		arm_timer(s);
+		enter_state(s, SS_HTTP);
 		return;
 	}
 	start_upstream(s);
@@ -776,8 +781,10 @@ static void step_head(struct session *s)
 			s->active_ms = now_ms(s);
 			continue;
 		}
-		if (n == -1 && would_block())
+		if (n == -1 && would_block()) {
+			buf_trim(&s->cin); /* an idle connection holds no buffer */
 			return;
+		}
 		session_close(s, n == 0 ? "client closed" : "client read error");
 		return;
 	}
@@ -884,8 +891,7 @@ static void finish_request(struct session *s)
 	buf_trim(&s->uin);
 	buf_trim(&s->uout);
 	buf_trim(&s->cin);
-	s->state = SS_HEAD;
-	s->again = true;
+	enter_state(s, SS_HEAD);
 }
 
 static void step_http(struct session *s)
@@ -1088,13 +1094,11 @@ static void connect_done(struct session *s)
 		/* bytes the client sent after its CONNECT head go first, then splice */
 		relay_dir_init(&s->to_up, s->cfd, s->ufd, &s->cin);
 		relay_dir_init(&s->to_cli, s->ufd, s->cfd, &s->cout);
-		s->state = SS_TUNNEL;
+		enter_state(s, SS_TUNNEL);
 	} else {
-		s->state = SS_HTTP;
 		r->sent_ms = now_ms(s);
+		enter_state(s, SS_HTTP);
 	}
-	arm_timer(s);
-	s->again = true;
 }
 
 /* --- readiness ----------------------------------------------------------- */
