@@ -170,6 +170,31 @@ static bool header_is(const struct http_header *h, const char *name)
 	return eq_nocase(h->name, h->name_len, name);
 }
 
+/*
+ * Whether h is name spelt with '_' for some '-' ("Content_Length"): some
+ * servers and CGI gateways fold one into the other, so it is a second name
+ * for a header that decides framing or routing.
+ */
+static bool header_lookalike(const struct http_header *h, const char *name)
+{
+	bool underscore = false;
+	unsigned char ch;
+	size_t i;
+
+	for (i = 0; i < h->name_len; i++) {
+		if (name[i] == '\0')
+			return false;
+		ch = (unsigned char)h->name[i];
+		if (ch == '_' && name[i] == '-') {
+			underscore = true;
+			continue;
+		}
+		if (ascii_lower(ch) != ascii_lower((unsigned char)name[i]))
+			return false;
+	}
+	return underscore && name[i] == '\0';
+}
+
 /* Whether the comma list v[0..vlen) has an element equal to tok (ignoring case). */
 static bool list_has(const char *v, size_t vlen, const char *tok, size_t tok_len)
 {
@@ -345,7 +370,14 @@ static int scan_framing(const struct http_header *h, size_t n, int minor, struct
 			if (f->chunked || !eq_nocase(h[i].value, h[i].value_len, "chunked"))
 				goto framing;
 			f->chunked = true;
+		} else if (header_lookalike(&h[i], "Content-Length") ||
+			   header_lookalike(&h[i], "Transfer-Encoding")) {
+			goto framing;
 		} else if (header_is(&h[i], "Connection")) {
+			/* a proxy honouring this would drop the framing it forwards */
+			if (list_has(h[i].value, h[i].value_len, "content-length", 14) ||
+			    list_has(h[i].value, h[i].value_len, "transfer-encoding", 17))
+				goto framing;
 			if (list_has(h[i].value, h[i].value_len, "close", 5))
 				f->conn_close = true;
 			if (list_has(h[i].value, h[i].value_len, "keep-alive", 10))
@@ -590,6 +622,8 @@ static int check_request_headers(struct http_request *req)
 				return -1;
 			/* RFC 9110 10.1.1: ignored in HTTP/1.0 */
 			req->expect_continue = req->minor == 1;
+		} else if (header_is(h, "Connection") && list_has(h->value, h->value_len, "host", 4)) {
+			return -1; /* dropping Host on the way would change where it goes */
 		}
 	}
 	if (req->minor == 1 && req->method != HTTP_CONNECT && req->host_header == -1)
@@ -972,6 +1006,10 @@ bool http_is_hop_header(const struct http_header *h, size_t n, size_t i)
 	}
 	if (h[i].name_len >= 6 && eq_nocase(h[i].name, 6, "proxy-"))
 		return true;
+	/* never drop framing or routing, whatever Connection says (parsers refuse it) */
+	if (header_is(&h[i], "Host") || header_is(&h[i], "Content-Length") ||
+	    header_is(&h[i], "Transfer-Encoding"))
+		return false;
 	for (j = 0; j < n; j++) {
 		if (header_is(&h[j], "Connection") &&
 		    list_has(h[j].value, h[j].value_len, h[i].name, h[i].name_len))

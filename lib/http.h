@@ -82,7 +82,10 @@ struct http_request {
 	size_t host_len;
 	uint16_t port;
 	bool has_port;
-	/* origin-form path and query to send upstream ("/" when empty) */
+	/*
+	 * origin-form path and query to send upstream; for an absolute-form
+	 * target without a path, a static "/" (not in buf). NULL for CONNECT and "*".
+	 */
 	const char *path;
 	size_t path_len;
 
@@ -150,7 +153,7 @@ struct http_chunked {
 	enum http_chunked_state state;
 	uint64_t remaining; /* data bytes left in this chunk */
 	unsigned digits;    /* hex digits read in this size */
-	unsigned linelen;   /* bytes in the current ext or trailer line */
+	unsigned linelen;   /* bytes in the current ext, or in the whole trailer */
 	bool last;          /* the zero-size chunk was seen */
 	unsigned char ext_state;
 };

@@ -132,11 +132,9 @@ int relay_dir_pump(struct relay_dir *d)
 	if (d->pipe[0] < 0 || buf_len(d->buf) > 0) {
 		if (pump_copy(d, d->pipe[0] < 0) == -1)
 			return -1;
-		if (d->pipe[0] >= 0 && buf_len(d->buf) == 0 && !d->eof)
-			return pump_splice(d);
-	} else if (pump_splice(d) == -1) {
-		return -1;
 	}
+	if (d->pipe[0] >= 0 && buf_len(d->buf) == 0 && pump_splice(d) == -1)
+		return -1;
 	if (d->eof && !d->shut && d->inpipe == 0 && buf_len(d->buf) == 0) {
 		if (shutdown(d->dst, SHUT_WR) == -1 && errno != ENOTCONN)
 			return -1;

@@ -201,6 +201,17 @@ static void upstream_close(struct session *s)
 	buf_release(&s->uout);
 }
 
+static const char tunnel_ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+/* Payload bytes of a tunnel: our own 200 reply went through to_cli first. */
+static void tunnel_count(struct session *s)
+{
+	uint64_t reply = sizeof(tunnel_ok) - 1;
+
+	s->r.up = s->to_up.bytes;
+	s->r.down = s->to_cli.bytes > reply ? s->to_cli.bytes - reply : 0;
+}
+
 void session_close(struct session *s, const char *why)
 {
 	struct proxy *px = s->px;
@@ -210,10 +221,8 @@ void session_close(struct session *s, const char *why)
 	s->closed = true;
 	if (s->r.active && s->r.detail[0] == '\0' && why != NULL)
 		snprintf(s->r.detail, sizeof(s->r.detail), "%s", why);
-	if (s->r.method == HTTP_CONNECT && s->state == SS_TUNNEL) {
-		s->r.up = s->to_up.bytes;
-		s->r.down = s->to_cli.bytes;
-	}
+	if (s->r.method == HTTP_CONNECT && s->state == SS_TUNNEL)
+		tunnel_count(s);
 	session_log(s);
 	loop_timer_cancel(px->loop, &s->timer);
 	upstream_close(s);
@@ -1022,8 +1031,7 @@ static void step_tunnel(struct session *s)
 		session_close(s, "tunnel error");
 		return;
 	}
-	s->r.up = s->to_up.bytes;
-	s->r.down = s->to_cli.bytes;
+	tunnel_count(s);
 	if (relay_dir_done(&s->to_up) && relay_dir_done(&s->to_cli))
 		session_close(s, "closed");
 }
@@ -1086,11 +1094,9 @@ static void connect_done(struct session *s)
 	s->up_ready = true;
 	s->active_ms = now_ms(s);
 	if (r->method == HTTP_CONNECT) {
-		static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
-
 		r->status = 200;
 		r->resp_started = true;
-		buf_append(&s->cout, ok, sizeof(ok) - 1);
+		buf_append(&s->cout, tunnel_ok, sizeof(tunnel_ok) - 1);
 		/* bytes the client sent after its CONNECT head go first, then splice */
 		relay_dir_init(&s->to_up, s->cfd, s->ufd, &s->cin);
 		relay_dir_init(&s->to_cli, s->ufd, s->cfd, &s->cout);

@@ -182,12 +182,12 @@ lab_up() {
 		hx ip -6 route add "$a/128" via 2001:db8:ffff::2
 	done
 	# origins
-	lab_bg ix "$PY" "$INTEG_DIR/origin.py" --log "$LAB_DIR/inet.jsonl" \
+	lab_bg "$INS" "$PY" "$INTEG_DIR/origin.py" --log "$LAB_DIR/inet.jsonl" \
 		0.0.0.0:80 [::]:80 0.0.0.0:443 [::]:443
-	lab_bg ix "$PY" "$INTEG_DIR/origin.py" --mode halfclose --log "$LAB_DIR/halfclose.jsonl" 0.0.0.0:9000
-	lab_bg ix "$PY" "$INTEG_DIR/origin.py" --mode silent --log "$LAB_DIR/silent.jsonl" 0.0.0.0:9001
-	lab_bg ix "$PY" "$INTEG_DIR/origin.py" --mode halfclose2 --log "$LAB_DIR/halfclose2.jsonl" 0.0.0.0:9002
-	lab_bg hx "$PY" "$INTEG_DIR/origin.py" --log "$LAB_DIR/local.jsonl" 0.0.0.0:80 [::]:80
+	lab_bg "$INS" "$PY" "$INTEG_DIR/origin.py" --mode halfclose --log "$LAB_DIR/halfclose.jsonl" 0.0.0.0:9000
+	lab_bg "$INS" "$PY" "$INTEG_DIR/origin.py" --mode silent --log "$LAB_DIR/silent.jsonl" 0.0.0.0:9001
+	lab_bg "$INS" "$PY" "$INTEG_DIR/origin.py" --mode halfclose2 --log "$LAB_DIR/halfclose2.jsonl" 0.0.0.0:9002
+	lab_bg "$HNS" "$PY" "$INTEG_DIR/origin.py" --log "$LAB_DIR/local.jsonl" 0.0.0.0:80 [::]:80
 	lab_nginx
 	wait_until 10 ix bash -c '</dev/tcp/203.0.113.10/80' || lab_bail "inet origin did not start"
 	wait_until 10 ix bash -c '</dev/tcp/203.0.113.10/8080' || lab_bail "nginx did not start" "$(cat "$LAB_DIR/nginx/error.log" 2>/dev/null)"
@@ -200,9 +200,12 @@ lab_up() {
 	: >"$LAB_DIR/nginx/access.log"
 }
 
-# lab_bg CMD...: start a lab process in the background, remember its pid.
+# lab_bg NS CMD...: start a lab process in namespace NS in the background and
+# remember its pid (ip netns exec execs CMD, so the pid is CMD's own).
 lab_bg() {
-	"$@" >>"$LAB_DIR/bg.log" 2>&1 &
+	local ns=$1
+	shift
+	ip netns exec "$ns" "$@" >>"$LAB_DIR/bg.log" 2>&1 &
 	LAB_PIDS+=($!)
 }
 
@@ -239,8 +242,7 @@ http {
 	}
 }
 NGX
-	ix nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log" >>"$LAB_DIR/bg.log" 2>&1 &
-	LAB_PIDS+=($!)
+	lab_bg "$INS" nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log"
 }
 
 lab_teardown() {
@@ -258,6 +260,13 @@ lab_teardown() {
 		done
 		kill -9 "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
+	done
+	# anything else still running inside the lab's own namespaces was started by this test
+	local ns
+	for ns in $HNS $INS; do
+		for p in $(ip netns pids "$ns" 2>/dev/null); do
+			kill -9 "$p" 2>/dev/null
+		done
 	done
 	[ -n "$HNS" ] && ip netns del "$HNS" 2>/dev/null
 	[ -n "$INS" ] && ip netns del "$INS" 2>/dev/null
@@ -312,8 +321,12 @@ lab_run_proxy() {
 	fi
 	ulimit -n 20000 2>/dev/null || ulimit -n 4096 2>/dev/null
 	: >"$LAB_DIR/proxy.err"
-	hx "$SLUICE_BUILD/sluice-proxy" -c "$CONF" >>"$LAB_DIR/proxy.out" 2>>"$LAB_DIR/proxy.err" &
+	ip netns exec "$HNS" "$SLUICE_BUILD/sluice-proxy" -c "$CONF" >>"$LAB_DIR/proxy.out" 2>>"$LAB_DIR/proxy.err" &
 	PROXY_PID=$!
+	sleep 0.05
+	if ! kill -0 "$PROXY_PID" 2>/dev/null; then
+		lab_bail "sluice-proxy starts" "$(tail -5 "$LAB_DIR/proxy.err")"
+	fi
 	if ! wait_until 10 hx bash -c "</dev/tcp/$PROXY_ADDR/$PROXY_PORT"; then
 		lab_bail "sluice-proxy listens on $PROXY_ADDR:$PROXY_PORT" "$(tail -5 "$LAB_DIR/proxy.err")"
 	fi
@@ -376,7 +389,7 @@ wait_log() {
 _log_has() { [ "$(logq "$@")" -gt 0 ]; }
 
 # The refusal checks every refusal gets: status, Proxy-Status, body.
-# expect_refusal DESC OUT STATUS REASON [BODY_ERE]
+# expect_refusal DESC OUT STATUS REASON_ERE [BODY_ERE]
 expect_refusal() {
 	local desc=$1 out=$2 st=$3 reason=$4 bre=${5-}
 	local s ps
@@ -390,7 +403,7 @@ expect_refusal() {
 		not_ok "$desc: status $st" "Proxy-Status missing or not RFC 9209 form: '$ps'"
 		return 1
 	fi
-	if [ -n "$reason" ] && ! printf '%s' "$ps" | grep -q -- "$reason"; then
+	if [ -n "$reason" ] && ! printf '%s' "$ps" | grep -Eq -- "$reason"; then
 		not_ok "$desc: status $st" "Proxy-Status lacks reason $reason: '$ps'"
 		return 1
 	fi

@@ -16,6 +16,9 @@ http mode routes (any method; HEAD gets headers only):
   /hop       a response carrying hop-by-hop headers
   /setcookie a response with Set-Cookie
   /close     answers with Connection: close
+  /truncate  promises 1000 bytes, sends 100, closes
+  /dupcl     a response with two different Content-Lengths
+  /garbage   a response that is not HTTP
   anything else: a short text naming the origin address
 halfclose:  read to EOF, then answer "got N bytes sha256=...\\n" and close.
 halfclose2: send "banner\\n", shut write, read to EOF, record what was read.
@@ -186,6 +189,15 @@ def handle_http(s, cid, local, peer):
             b = b"cookie set\n"
             send_resp(s, 200, [("Content-Length", str(len(b))),
                                ("Set-Cookie", "sid=SETCOOKIESECRET777; Path=/")], b, head_only)
+        elif path == "/truncate":
+            s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"x" * 100)
+            return
+        elif path == "/dupcl":
+            s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 7\r\n\r\nhello!!")
+            return
+        elif path == "/garbage":
+            s.sendall(b"this is not http\r\n\r\n")
+            return
         elif path == "/close":
             b = b"closing\n"
             send_resp(s, 200, [("Content-Length", str(len(b))), ("Connection", "close")],

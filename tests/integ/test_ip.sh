@@ -9,7 +9,7 @@ DENIED_NAMES="evil10 evil192 evil100 meta evil172 evil198 evil192z mcast classe 
 grants=("allow 127.0.0.1" "allow [::1]" "allow 10.20.0.5" "allow 169.254.169.254" "allow 203.0.113.10"
 	"allow [2001:db8::10]" "allow 0.0.0.0" "allow good.test" "allow nosuch.test" "allow evil10b.test"
 	"allow 127.9.9.9" "allow 192.168.7.7" "allow 100.64.1.1" "allow 172.16.3.3" "allow 198.18.0.9"
-	"allow 192.0.0.170" "allow [fd00::5]")
+	"allow 192.0.0.170" "allow [fd00::5]" "allow 127.0.0.1:3128" "allow own.test:3128")
 for n in $DENIED_NAMES; do grants+=("allow $n.test"); done
 lab_start_proxy "${grants[@]}"
 
@@ -21,7 +21,12 @@ INET_SPELLINGS="10.20.0.5 0xa.0x14.0.5 10.20.5 169082885 012.024.0.05 0xa140005 
 
 spellings_round() {
 	local mode=$1 i=0 sp out
-	for sp in $LOOP_SPELLINGS $INET_SPELLINGS; do
+	for sp in $LOOP_SPELLINGS; do
+		i=$((i + 1))
+		out=$(lit "$sp" "lit-$mode-$i")
+		expect_refusal "$mode: IP literal $sp refused" "$out" 403 'denied-ip|own-address'
+	done
+	for sp in $INET_SPELLINGS; do
 		i=$((i + 1))
 		out=$(lit "$sp" "lit-$mode-$i")
 		expect_refusal "$mode: IP literal $sp refused" "$out" 403 denied-ip
@@ -31,7 +36,7 @@ spellings_round() {
 }
 spellings_round enforce
 wait_log 2 'path~/lit-enforce-1'
-expect_eq "denied literal logged with canonical host and reason denied-ip, nothing dialed" "127.0.0.1 denied-ip null" \
+expect_re "denied literal logged with canonical host and reason denied-ip/own-address, nothing dialed" '^127\.0\.0\.1 (denied-ip|own-address) null$' \
 	"$(logq path=/lit-enforce-1 --field host) $(logq path=/lit-enforce-1 --field reason) $(logq path=/lit-enforce-1 --field dialed)"
 
 # --- allowed literals in unusual spellings
@@ -53,13 +58,21 @@ expect_refusal "IPv6 zone id (raw %eth0) in target refused" "$out" 400 ""
 out=$(raw 'CONNECT [fe80::1%25eth0]:443 HTTP/1.1\r\nHost: [fe80::1%25eth0]:443\r\n\r\n')
 expect_refusal "IPv6 zone id in CONNECT refused" "$out" 400 ""
 
+# --- requests aimed at the proxy itself
+out=$(raw 'GET http://127.0.0.1:3128/self1 HTTP/1.1\r\nHost: 127.0.0.1:3128\r\n\r\n' --timeout 5)
+expect_refusal "GET to the proxy's own listen address refused" "$out" 403 'own-address|denied-ip'
+out=$(raw 'CONNECT 127.0.0.1:3128 HTTP/1.1\r\nHost: 127.0.0.1:3128\r\n\r\n' --timeout 5)
+expect_refusal "CONNECT to the proxy's own listen address refused" "$out" 403 'own-address|denied-ip'
+out=$(raw 'CONNECT own.test:3128 HTTP/1.1\r\nHost: own.test:3128\r\n\r\n' --timeout 5)
+expect_refusal "CONNECT to a name for the proxy's own veth address refused" "$out" 403 'own-address|denied-ip'
+
 # --- names resolving into denied ranges
 for n in $DENIED_NAMES; do
 	out=$(raw "GET http://$n.test/dn-$n HTTP/1.1\\r\\nHost: $n.test\\r\\n\\r\\n" --timeout 5)
 	if [ "$n" = own ]; then
-		expect_refusal "name resolving to the proxy's own address ($n.test) refused" "$out" 403 ""
-		r=$(printf '%s' "$(header_of "$out" Proxy-Status)")
-		expect_re "own address: reason own-address or denied-ip" 'own-address|denied-ip' "$r"
+		expect_refusal "name resolving to the proxy's own address 192.0.2.1 ($n.test) refused" "$out" 403 'own-address|denied-ip'
+	elif [[ $n == loop* || $n == zero ]]; then
+		expect_refusal "name resolving to loopback/this host ($n.test) refused" "$out" 403 'own-address|denied-ip'
 	else
 		expect_refusal "name resolving into a denied range ($n.test) refused" "$out" 403 denied-ip
 	fi
@@ -108,7 +121,7 @@ lab_stop_proxy
 : >"$LAB_DIR/local.jsonl"
 lab_start_proxy "mode observe"
 spellings_round observe
-for n in evil10 meta loop6 mapped mixed; do
+for n in evil10 meta evil6 mapped mixed; do
 	out=$(raw "GET http://$n.test/obsdn-$n HTTP/1.1\\r\\nHost: $n.test\\r\\n\\r\\n" --timeout 5)
 	expect_refusal "observe: ungranted name resolving into a denied range ($n.test) refused" "$out" 403 denied-ip
 done

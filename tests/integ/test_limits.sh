@@ -133,4 +133,43 @@ expect_re "max-connections 5: the 6th connection gets 503 with Proxy-Status at o
 expect_re "max-connections 5: a slot freed is usable again" '^after 200' "$(echo "$out" | grep '^after' || echo "$out")"
 wait_log 2 reason=busy
 expect_eq "503 logged with reason busy" 503 "$(logq reason=busy --field status)"
+# --- idle-timeout: idle tunnels and idle keep-alive connections are closed
+lab_stop_proxy
+lab_start_proxy "idle-timeout 2" "allow good.test" "allow good.test:9001"
+out=$(hx "$PY" - "$PROXY_ADDR" "$PROXY_PORT" <<'PYEOF' 2>&1
+import socket, sys, time
+a, p = sys.argv[1], int(sys.argv[2])
+def wait_close(s, limit=8):
+    t0 = time.monotonic(); s.settimeout(limit)
+    try:
+        while s.recv(4096):
+            pass
+    except OSError:
+        pass
+    return time.monotonic() - t0
+t = socket.create_connection((a, p), timeout=5)
+t.sendall(b"CONNECT good.test:9001 HTTP/1.1\r\nHost: good.test:9001\r\n\r\n")
+h = b""
+while b"\r\n\r\n" not in h:
+    d = t.recv(1)
+    if not d: break
+    h += d
+k = socket.create_connection((a, p), timeout=5)
+k.sendall(b"GET http://good.test/idle-ka HTTP/1.1\r\nHost: good.test\r\n\r\n")
+r = b""
+while not r.endswith(b"\n") or b"hello" not in r:
+    d = k.recv(4096)
+    if not d: break
+    r += d
+print("tunnel %s %.2f" % (h.split(b" ")[1].decode() if h else "none", wait_close(t)))
+print("keepalive %s %.2f" % (r.split(b" ")[1].decode() if r else "none", wait_close(k)))
+PYEOF
+)
+tl=$(echo "$out" | grep '^tunnel' || echo "$out")
+kl=$(echo "$out" | grep '^keepalive' || echo "$out")
+expect_re "idle tunnel established" '^tunnel 200 ' "$tl"
+expect_re "idle tunnel closed after idle-timeout 2 (1.5-4.5 s)" '^tunnel 200 (1\.[5-9]|[23]\.|4\.[0-4])' "$tl"
+expect_re "idle keep-alive client connection closed after idle-timeout (within 4.5 s)" '^keepalive 200 ([0-3]\.|4\.[0-4])' "$kl"
+wait_log 2 kind=tunnel port=9001 reason=granted "detail=idle timeout"
+expect_eq "idle tunnel logged as granted, detail idle timeout" 1 "$(logq kind=tunnel port=9001 reason=granted "detail=idle timeout")"
 lab_done

@@ -75,10 +75,11 @@ wait_log 2 'path~/cap-ppp'
 expect_le_len() { local v; v=$(logq 'path~/cap-ppp' --field "$1"); [ "${#v}" -le "$2" ] && [ "${#v}" -ge 50 ] && ok "$1 capped at $2 bytes (${#v})" || not_ok "$1 capped at $2 bytes" "length ${#v}"; }
 expect_le_len path 200
 expect_le_len ua 120
-raw 'GET http://good.test/esc HTTP/1.1\r\nHost: good.test\r\nUser-Agent: a\x01b\xffc"d\\e\r\n\r\n' >/dev/null
+raw 'GET http://good.test/esc HTTP/1.1\r\nHost: good.test\r\nUser-Agent: a\xffc"d\\e\xc3\xa9\r\n\r\n' >/dev/null
 wait_log 2 path=/esc
-expect_eq "control bytes and invalid UTF-8 in ua are escaped, the row stays JSON" 1 "$(logq path=/esc)"
-expect_re "... as \\u00XX" '\\u0001' "$(grep '"/esc"' "$NETLOG")"
+expect_eq "invalid UTF-8, quote and backslash in ua: the row stays JSON" 1 "$(logq path=/esc)"
+expect_re "... invalid byte written as \\u00XX" '\\u00ff' "$(grep '"/esc"' "$NETLOG")"
+expect_eq "... quote, backslash and valid UTF-8 round-trip" 'aÿc"d\eé' "$(logq path=/esc --field ua)"
 bad=$("$PY" -c '
 import json, sys
 n = 0
@@ -105,8 +106,7 @@ expect_eq "Proxy-Authorization never reaches the origin" 0 "$(grep -c PROXYSECRE
 # --- kill -9 right after a response: the row is there
 k=k9-$RANDOM$RANDOM
 code=$(pcode "http://good.test/$k")
-kill -9 "$PROXY_PID"
-wait "$PROXY_PID" 2>/dev/null
+{ kill -9 "$PROXY_PID"; wait "$PROXY_PID"; } 2>/dev/null
 PROXY_PID=
 expect_eq "request answered before kill -9" 200 "$code"
 expect_eq "its row is in the log after kill -9" 1 "$(logq "path=/$k")"
@@ -114,20 +114,20 @@ expect_eq "the log is still valid JSON lines after kill -9" "$(grep -c . "$NETLO
 
 # --- rotation
 rm -f "$NETLOG"*
-lab_start_proxy "allow good.test" "log-rotate-bytes 3000" "log-keep 2"
-for i in $(seq 40); do
+lab_start_proxy "allow good.test" "log-rotate-bytes 4096" "log-keep 2"
+for i in $(seq 60); do
 	pcurl -o /dev/null "http://good.test/rot-$i" 2>/dev/null
 done
-wait_log 2 path=/rot-40
+wait_log 2 path=/rot-60
 expect_eq "rotation leaves network.log.1" yes "$([ -s "$NETLOG.1" ] && echo yes || echo no)"
 expect_eq "log-keep 2 keeps network.log.2" yes "$([ -s "$NETLOG.2" ] && echo yes || echo no)"
 expect_eq "log-keep 2 keeps no network.log.3" no "$([ -e "$NETLOG.3" ] && echo yes || echo no)"
 big=0
 for f in "$NETLOG" "$NETLOG.1" "$NETLOG.2"; do
-	[ -e "$f" ] && [ "$(stat -c %s "$f")" -gt 3000 ] && big=$((big + 1))
+	[ -e "$f" ] && [ "$(stat -c %s "$f")" -gt 4096 ] && big=$((big + 1))
 done
 expect_eq "no log file grows past log-rotate-bytes" 0 "$big"
-expect_eq "the newest row is in the current file" 1 "$(logq path=/rot-40)"
+expect_eq "the newest row is in the current file" 1 "$(logq path=/rot-60)"
 expect_eq "rotated files hold whole rows in order" "$(cat "$NETLOG.2" "$NETLOG.1" "$NETLOG" | grep -c .)" \
 	"$(cat "$NETLOG.2" "$NETLOG.1" "$NETLOG" >"$LAB_DIR/all.log"; jq_ "$LAB_DIR/all.log")"
 lab_done

@@ -663,6 +663,17 @@ REFUSE(test_connect_te, "CONNECT a:443 HTTP/1.1\r\nTransfer-Encoding: chunked\r\
        HTTP_E_FRAMING)
 REFUSE(test_connect_cl, "CONNECT a:443 HTTP/1.1\r\nContent-Length: 5\r\n\r\n", HTTP_E_FRAMING)
 
+REFUSE(test_conn_lists_te, "POST http://a/ HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
+       "Connection: keep-alive, Transfer-Encoding\r\n\r\n", HTTP_E_FRAMING)
+REFUSE(test_conn_lists_cl, "POST http://a/ HTTP/1.1\r\nHost: a\r\nConnection: content-length\r\n"
+       "Content-Length: 3\r\n\r\n", HTTP_E_FRAMING)
+REFUSE(test_conn_lists_host, "GET http://a/ HTTP/1.1\r\nHost: a\r\nConnection: close,HOST\r\n\r\n",
+       HTTP_E_MALFORMED)
+REFUSE(test_cl_underscore, "POST http://a/ HTTP/1.1\r\nHost: a\r\nContent_Length: 3\r\n"
+       "Transfer-Encoding: chunked\r\n\r\n", HTTP_E_FRAMING)
+REFUSE(test_te_underscore, "POST http://a/ HTTP/1.1\r\nHost: a\r\ntransfer_encoding: chunked\r\n"
+       "Content-Length: 3\r\n\r\n", HTTP_E_FRAMING)
+
 /* --- responses ------------------------------------------------------------ */
 
 static void test_resp_length(void **state)
@@ -792,6 +803,9 @@ REFUSE_RESP(test_resp_obs_fold, "HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n", HTTP_E_
 REFUSE_RESP(test_resp_bare_lf, "HTTP/1.1 200 OK\nContent-Length: 0\r\n\r\n", HTTP_E_MALFORMED)
 REFUSE_RESP(test_resp_space_colon, "HTTP/1.1 200 OK\r\nContent-Length : 0\r\n\r\n",
 	    HTTP_E_MALFORMED)
+
+REFUSE_RESP(test_resp_conn_lists_cl, "HTTP/1.1 200 OK\r\nConnection: Content-Length\r\n"
+	    "Content-Length: 3\r\n\r\n", HTTP_E_FRAMING)
 
 /* --- chunked -------------------------------------------------------------- */
 
@@ -1048,6 +1062,30 @@ static void test_hop_headers(void **state)
 	assert_false(http_is_hop_header(r.headers, r.nheaders, r.nheaders));
 }
 
+/* Built by hand: a Connection list never makes framing or Host hop-by-hop. */
+static void test_hop_never_framing(void **state)
+{
+	static const char conn[] = "Host, Content-Length, Transfer-Encoding, X-A";
+	const struct http_header h[] = {
+		{ "Connection", 10, conn, sizeof(conn) - 1 },
+		{ "Host", 4, "a", 1 },
+		{ "content-length", 14, "1", 1 },
+		{ "Transfer-Encoding", 17, "chunked", 7 },
+		{ "x-a", 3, "1", 1 },
+		{ "X-B", 3, "1", 1 },
+	};
+
+	assert_true(http_is_hop_header(h, 6, 0));
+	assert_false(http_is_hop_header(h, 6, 1));
+	assert_false(http_is_hop_header(h, 6, 2));
+	assert_false(http_is_hop_header(h, 6, 3));
+	assert_true(http_is_hop_header(h, 6, 4));
+	assert_false(http_is_hop_header(h, 6, 5));
+	/* only the first n headers are the head */
+	assert_false(http_is_hop_header(h, 4, 4));
+	assert_false(http_is_hop_header(h + 1, 5, 3));
+}
+
 #define T(f) cmocka_unit_test_teardown(f, teardown)
 
 int main(void)
@@ -1176,6 +1214,11 @@ int main(void)
 		T(test_te_http10),
 		T(test_connect_te),
 		T(test_connect_cl),
+		T(test_conn_lists_te),
+		T(test_conn_lists_cl),
+		T(test_conn_lists_host),
+		T(test_cl_underscore),
+		T(test_te_underscore),
 		T(test_resp_length),
 		T(test_resp_chunked),
 		T(test_resp_eof),
@@ -1202,6 +1245,7 @@ int main(void)
 		T(test_resp_obs_fold),
 		T(test_resp_bare_lf),
 		T(test_resp_space_colon),
+		T(test_resp_conn_lists_cl),
 		T(test_chunk_simple),
 		T(test_chunk_stops_at_end),
 		T(test_chunk_hex_sizes),
@@ -1245,6 +1289,7 @@ int main(void)
 		T(test_chunk_big_data),
 		T(test_find_header),
 		T(test_hop_headers),
+		T(test_hop_never_framing),
 	};
 
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
