@@ -99,7 +99,7 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 	return buf_append(b, tmp, (size_t)n);
 }
 
-ssize_t buf_read_fd(struct buf *b, int fd, size_t limit)
+ssize_t buf_read_fd(struct buf *b, int fd, size_t limit, bool *drained)
 {
 	size_t want = buf_room(b);
 	ssize_t n;
@@ -119,6 +119,7 @@ ssize_t buf_read_fd(struct buf *b, int fd, size_t limit)
 	n = read(fd, b->data + b->end, want);
 	if (n > 0)
 		b->end += (size_t)n;
+	*drained = (n > 0 && (size_t)n < want) || (n == -1 && errno == EAGAIN);
 	return n;
 }
 

@@ -8,6 +8,7 @@
 #ifndef SLUICE_BUF_H
 #define SLUICE_BUF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -44,9 +45,12 @@ int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf
 /*
  * read(2) into the free space, at most limit bytes (0: no limit). Returns
  * the byte count, 0 at EOF, or -1 with errno (EAGAIN included; ENOBUFS
- * when the buffer is full).
+ * when the buffer is full). *drained becomes true when the read returned
+ * less than it asked for or would block: the fd is very likely empty, and
+ * with level-triggered readiness the caller may wait instead of reading
+ * again only to get EAGAIN.
  */
-ssize_t buf_read_fd(struct buf *b, int fd, size_t limit);
+ssize_t buf_read_fd(struct buf *b, int fd, size_t limit, bool *drained);
 /* write(2) from the front; returns bytes written or -1 with errno. */
 ssize_t buf_write_fd(struct buf *b, int fd);
 /* Free the memory if the buffer is empty. */

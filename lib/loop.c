@@ -97,15 +97,29 @@ int loop_io_set(struct loop *l, struct loop_io *io, uint32_t events)
 	return 0;
 }
 
+static void drop_pending(struct loop *l, struct loop_io *io)
+{
+	for (int i = 0; i < l->nbatch; i++)
+		if (l->batch[i].data.ptr == io)
+			l->batch[i].data.ptr = NULL;
+}
+
 void loop_io_del(struct loop *l, struct loop_io *io)
 {
 	if (io->fd < 0)
 		return;
 	epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 	io->fd = -1;
-	for (int i = 0; i < l->nbatch; i++)
-		if (l->batch[i].data.ptr == io)
-			l->batch[i].data.ptr = NULL;
+	drop_pending(l, io);
+}
+
+void loop_io_close(struct loop *l, struct loop_io *io)
+{
+	if (io->fd < 0)
+		return;
+	close(io->fd);
+	io->fd = -1;
+	drop_pending(l, io);
 }
 
 /* --- timer heap, keyed on when_ms ---------------------------------------- */

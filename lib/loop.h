@@ -54,6 +54,12 @@ int loop_io_set(struct loop *l, struct loop_io *io, uint32_t events);
 /* Unregister (does not close the fd); io->fd becomes -1. Events already
  * fetched for io in this round are dropped. */
 void loop_io_del(struct loop *l, struct loop_io *io);
+/*
+ * Unregister and close the fd in one step. Closing the last descriptor of
+ * a file removes it from epoll, so this spares the epoll_ctl call; only for
+ * fds never duplicated. io->fd becomes -1.
+ */
+void loop_io_close(struct loop *l, struct loop_io *io);
 
 /* Arm (or re-arm) t to fire after ms milliseconds. */
 void loop_timer_set(struct loop *l, struct loop_timer *t, uint64_t ms, loop_timer_fn fn,

@@ -78,7 +78,8 @@ void session_rejudge_all(struct proxy *px);
 struct relay_dir {
 	int src, dst;
 	struct buf *buf;      /* copy path: bytes read from src not yet written */
-	int pipe[2];          /* splice path: -1 when copying */
+	int pipe[2];          /* splice path: -1 while copying */
+	bool no_pipe;         /* a pipe could not be had: copy to the end */
 	size_t inpipe;        /* bytes sitting in the pipe */
 	bool eof;             /* src reached end of stream */
 	bool shut;            /* dst has been shut for writing */
@@ -86,7 +87,7 @@ struct relay_dir {
 	bool want_write;      /* dst write would block */
 	uint64_t bytes;       /* moved src -> dst */
 };
-/* Set up a direction; splice when possible. Returns 0. */
+/* Set up a direction: copying through b first, splicing once it carries bulk. */
 void relay_dir_init(struct relay_dir *d, int src, int dst, struct buf *b);
 void relay_dir_release(struct relay_dir *d);
 /* Move what can move now. Returns 0, or -1 on a fatal error (errno). */

@@ -1,12 +1,14 @@
 /*
  * relay.c: moving a tunnel's bytes in one direction.
  *
- * Plain TCP to plain TCP goes through a pipe with splice(2), so payload
- * never enters user space. When a pipe cannot be had (fd limit) the
- * direction copies through the session's buffer instead; a later TLS
- * transport will always copy. End of stream on src becomes shutdown(dst,
- * SHUT_WR) once everything read has been written: half-close both ways.
- * It does not know about epoll: the session asks want_read / want_write.
+ * A direction starts by copying through the session's buffer; once it has
+ * moved RELAY_SPLICE_AFTER bytes it switches to a pipe and splice(2), so a
+ * bulk transfer never enters user space while a short tunnel does not pay
+ * for a pipe (four descriptors, and their syscalls). When a pipe cannot be
+ * had (fd limit) it keeps copying; a later TLS transport will always copy.
+ * End of stream on src becomes shutdown(dst, SHUT_WR) once everything read
+ * has been written: half-close both ways. It does not know about epoll:
+ * the session asks want_read / want_write.
  */
 #include "proxy.h"
 
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #define RELAY_PIPE_SIZE (256 * 1024)
+#define RELAY_SPLICE_AFTER (64 * 1024)
 
 void relay_dir_init(struct relay_dir *d, int src, int dst, struct buf *b)
 {
@@ -25,8 +28,16 @@ void relay_dir_init(struct relay_dir *d, int src, int dst, struct buf *b)
 	d->inpipe = 0;
 	d->eof = d->shut = d->want_read = d->want_write = false;
 	d->bytes = 0;
+	d->pipe[0] = d->pipe[1] = -1;
+	d->no_pipe = false;
+}
+
+/* Switch to splicing. A failure is not an error: the direction keeps copying. */
+static void relay_dir_open_pipe(struct relay_dir *d)
+{
 	if (pipe2(d->pipe, O_NONBLOCK | O_CLOEXEC) == -1) {
 		d->pipe[0] = d->pipe[1] = -1;
+		d->no_pipe = true;
 		return;
 	}
 	/* a bigger pipe means fewer wake-ups per megabyte; the default works too */
@@ -94,12 +105,14 @@ static int pump_splice(struct relay_dir *d)
 
 static int pump_copy(struct relay_dir *d, bool read_more)
 {
+	bool drained = false;
+
 	for (;;) {
 		bool moved = false;
 		ssize_t n;
 
-		if (read_more && !d->eof && buf_room(d->buf) > 0) {
-			n = buf_read_fd(d->buf, d->src, 0);
+		if (read_more && !d->eof && !drained && buf_room(d->buf) > 0) {
+			n = buf_read_fd(d->buf, d->src, 0, &drained);
 			if (n > 0) {
 				moved = true;
 			} else if (n == 0) {
@@ -119,6 +132,9 @@ static int pump_copy(struct relay_dir *d, bool read_more)
 		}
 		if (!moved)
 			break;
+		if (read_more && !d->no_pipe && d->bytes >= RELAY_SPLICE_AFTER &&
+		    buf_len(d->buf) == 0)
+			break; /* bulk: relay_dir_pump switches to splice */
 	}
 	d->want_read = read_more && !d->eof && buf_room(d->buf) > 0;
 	d->want_write = buf_len(d->buf) > 0;
@@ -128,10 +144,13 @@ static int pump_copy(struct relay_dir *d, bool read_more)
 
 int relay_dir_pump(struct relay_dir *d)
 {
-	/* bytes queued before the tunnel began (copy buffer) go first */
+	/* copied bytes (those queued before the tunnel began too) go first */
 	if (d->pipe[0] < 0 || buf_len(d->buf) > 0) {
 		if (pump_copy(d, d->pipe[0] < 0) == -1)
 			return -1;
+		if (d->pipe[0] < 0 && !d->no_pipe && !d->eof && buf_len(d->buf) == 0 &&
+		    d->bytes >= RELAY_SPLICE_AFTER)
+			relay_dir_open_pipe(d);
 	}
 	if (d->pipe[0] >= 0 && buf_len(d->buf) == 0 && pump_splice(d) == -1)
 		return -1;

@@ -85,6 +85,7 @@ struct session {
 	uint64_t nreq;
 	enum sess_state state;
 	bool pumping, again, closed;
+	bool c_woke; /* the client sent while we were not reading it */
 	char client[INET6_ADDRSTRLEN + 8];
 
 	int cfd;
@@ -192,8 +193,7 @@ static void upstream_close(struct session *s)
 	resolve_cancel(s->q);
 	s->q = NULL;
 	if (s->ufd >= 0) {
-		loop_io_del(s->px->loop, &s->uio);
-		close(s->ufd);
+		loop_io_close(s->px->loop, &s->uio);
 		s->ufd = -1;
 	}
 	s->up_ready = false;
@@ -228,8 +228,7 @@ void session_close(struct session *s, const char *why)
 	upstream_close(s);
 	relay_dir_release(&s->to_up);
 	relay_dir_release(&s->to_cli);
-	loop_io_del(px->loop, &s->cio);
-	close(s->cfd);
+	loop_io_close(px->loop, &s->cio);
 	s->cfd = -1;
 	buf_release(&s->cin);
 	buf_release(&s->cout);
@@ -732,6 +731,7 @@ static void step_head(struct session *s)
 {
 	struct http_header hdrs[HEADERS_MAX];
 	struct http_request req;
+	bool drained = false;
 
 	if (flush_client(s) == -1) {
 		session_close(s, "client gone");
@@ -782,7 +782,9 @@ static void step_head(struct session *s)
 				return;
 			}
 		}
-		ssize_t n = buf_read_fd(&s->cin, s->cfd, 0);
+		if (drained)
+			return; /* the rest of the head has not arrived yet */
+		ssize_t n = buf_read_fd(&s->cin, s->cfd, 0, &drained);
 
 		if (n > 0) {
 			if (s->head_ms == 0)
@@ -906,6 +908,7 @@ static void finish_request(struct session *s)
 static void step_http(struct session *s)
 {
 	struct request *r = &s->r;
+	bool c_drained = false, u_drained = false;
 
 	for (;;) {
 		bool moved = false;
@@ -923,11 +926,12 @@ static void step_http(struct session *s)
 			}
 			moved |= r->up != before || r->req_done;
 		}
-		if (!r->req_done && buf_len(&s->cin) == 0) {
+		if (!r->req_done && buf_len(&s->cin) == 0 && !c_drained) {
 			n = buf_read_fd(&s->cin, s->cfd,
 					r->req_body == HTTP_BODY_LENGTH && r->req_left < IOBUF_MAX
 						? (size_t)r->req_left
-						: 0);
+						: 0,
+					&c_drained);
 			if (n > 0) {
 				moved = true;
 			} else if (n == 0 || !would_block()) {
@@ -953,15 +957,17 @@ static void step_http(struct session *s)
 		/* response: upstream -> cout -> client */
 		bool head_short = false;
 
-		if (!r->resp_done && buf_len(&s->uin) > 0) {
-			if (!r->resp_head) {
-				int k = response_head(s);
+		if (!r->resp_done && !r->resp_head && buf_len(&s->uin) > 0) {
+			int k = response_head(s);
 
-				if (k < 0)
-					return;
-				moved |= k > 0;
-				head_short = k == 0;
-			} else if (r->resp_body != HTTP_BODY_EOF) {
+			if (k < 0)
+				return;
+			moved |= k > 0;
+			head_short = k == 0;
+		}
+		/* the body right behind its head, so both leave in one write */
+		if (!r->resp_done && r->resp_head && buf_len(&s->uin) > 0) {
+			if (r->resp_body != HTTP_BODY_EOF) {
 				uint64_t before = r->down;
 
 				if (move_body(&s->uin, &s->cout, r->resp_body, &r->resp_left,
@@ -985,8 +991,8 @@ static void step_http(struct session *s)
 		}
 		/* read only once what was read is used up, so an EOF is never early */
 		if (!r->resp_done && buf_room(&s->uin) > 0 && buf_room(&s->cout) > 0 &&
-		    (buf_len(&s->uin) == 0 || head_short)) {
-			n = buf_read_fd(&s->uin, s->ufd, 0);
+		    (buf_len(&s->uin) == 0 || head_short) && !u_drained) {
+			n = buf_read_fd(&s->uin, s->ufd, 0, &u_drained);
 			if (n > 0) {
 				moved = true;
 			} else if (n == 0 && r->resp_head && r->resp_body == HTTP_BODY_EOF &&
@@ -1082,8 +1088,7 @@ static void connect_done(struct session *s)
 		return;
 	if (err != 0) {
 		s->dial_errno = err;
-		loop_io_del(s->px->loop, &s->uio);
-		close(s->ufd);
+		loop_io_close(s->px->loop, &s->uio);
 		s->ufd = -1;
 		s->idial++;
 		dial_next(s);
@@ -1109,15 +1114,49 @@ static void connect_done(struct session *s)
 
 /* --- readiness ----------------------------------------------------------- */
 
+/* Whether the current state reads from the client now. */
+static bool want_client_in(const struct session *s)
+{
+	const struct request *r = &s->r;
+
+	switch (s->state) {
+	case SS_HEAD:
+		return buf_len(&s->cout) == 0;
+	case SS_HTTP:
+		return !r->req_done && buf_room(&s->cin) > 0 && buf_room(&s->uout) > 0;
+	case SS_TUNNEL:
+		return s->to_up.want_read;
+	case SS_DRAIN:
+		return buf_len(&s->cout) == 0;
+	case SS_RESOLVE:
+	case SS_CONNECT:
+		break;
+	}
+	return false;
+}
+
 static void update_interest(struct session *s)
 {
 	struct loop *l = s->px->loop;
 	const struct request *r = &s->r;
 	uint32_t c = 0, u = 0;
 
+	if (want_client_in(s)) {
+		c = EPOLLIN;
+		s->c_woke = false;
+	} else if ((s->cio.events & EPOLLIN) && !s->c_woke) {
+		/*
+		 * Leave EPOLLIN on while the client is quiet, as it is between
+		 * a request and its response: switching it off and on again
+		 * would cost two epoll_ctl calls per request. If the client
+		 * does send (c_woke), it is switched off, so nothing spins.
+		 */
+		c = EPOLLIN;
+	}
 	switch (s->state) {
 	case SS_HEAD:
-		c = buf_len(&s->cout) > 0 ? EPOLLOUT : EPOLLIN;
+		if (buf_len(&s->cout) > 0)
+			c |= EPOLLOUT;
 		u = EPOLLIN; /* notice an idle upstream closing */
 		break;
 	case SS_RESOLVE:
@@ -1126,8 +1165,6 @@ static void update_interest(struct session *s)
 		u = EPOLLOUT;
 		break;
 	case SS_HTTP:
-		if (!r->req_done && buf_room(&s->cin) > 0 && buf_room(&s->uout) > 0)
-			c |= EPOLLIN;
 		if (buf_len(&s->cout) > 0)
 			c |= EPOLLOUT;
 		if (buf_len(&s->uout) > 0)
@@ -1136,11 +1173,12 @@ static void update_interest(struct session *s)
 			u |= EPOLLIN;
 		break;
 	case SS_TUNNEL:
-		c = (s->to_up.want_read ? EPOLLIN : 0) | (s->to_cli.want_write ? EPOLLOUT : 0);
+		c |= s->to_cli.want_write ? EPOLLOUT : 0;
 		u = (s->to_cli.want_read ? EPOLLIN : 0) | (s->to_up.want_write ? EPOLLOUT : 0);
 		break;
 	case SS_DRAIN:
-		c = buf_len(&s->cout) > 0 ? EPOLLOUT : EPOLLIN;
+		if (buf_len(&s->cout) > 0)
+			c |= EPOLLOUT;
 		break;
 	}
 	if (loop_io_set(l, &s->cio, c) == -1 ||
@@ -1183,6 +1221,9 @@ static void session_pump(struct session *s)
 static void on_client(struct loop *l, struct loop_io *io, uint32_t events)
 {
 	struct session *s = io->arg;
+
+	if ((events & EPOLLIN) && !want_client_in(s))
+		s->c_woke = true; /* bytes we will not read yet: stop asking */
 
 	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
 		session_close(s, "client hung up");
@@ -1267,8 +1308,7 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 		break;
 	case SS_CONNECT:
 		s->dial_errno = ETIMEDOUT;
-		loop_io_del(l, &s->uio);
-		close(s->ufd);
+		loop_io_close(l, &s->uio);
 		s->ufd = -1;
 		s->idial++;
 		if (s->idial < s->ndial) {
