@@ -304,12 +304,12 @@ static void grant_hint(const struct target *t, char *out, size_t size)
 	bool bare = (t->via == GRANT_VIA_CONNECT && t->port == 443) ||
 		    (t->via == GRANT_VIA_HTTP && t->port == 80);
 
+	bool v6 = t->host.kind == HOST_IPV6;
+
 	if (bare)
-		snprintf(out, size, "%s", t->host.name);
-	else if (t->host.kind == HOST_IPV6)
-		snprintf(out, size, "[%s]:%u", t->host.name, t->port);
+		snprintf(out, size, v6 ? "[%s]" : "%s", t->host.name);
 	else
-		snprintf(out, size, "%s:%u", t->host.name, t->port);
+		snprintf(out, size, v6 ? "[%s]:%u" : "%s:%u", t->host.name, t->port);
 }
 
 /* A destination address the policy refused, with the exception that would allow it. */
