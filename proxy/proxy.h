@@ -80,6 +80,7 @@ struct relay_dir {
 	struct buf *buf;      /* copy path: bytes read from src not yet written */
 	int pipe[2];          /* splice path: -1 while copying */
 	bool no_pipe;         /* a pipe could not be had: copy to the end */
+	bool fresh;           /* not read from yet: the first pump waits for epoll */
 	size_t inpipe;        /* bytes sitting in the pipe */
 	bool eof;             /* src reached end of stream */
 	bool shut;            /* dst has been shut for writing */
@@ -90,8 +91,12 @@ struct relay_dir {
 /* Set up a direction: copying through b first, splicing once it carries bulk. */
 void relay_dir_init(struct relay_dir *d, int src, int dst, struct buf *b);
 void relay_dir_release(struct relay_dir *d);
-/* Move what can move now. Returns 0, or -1 on a fatal error (errno). */
-int relay_dir_pump(struct relay_dir *d);
+/*
+ * Move what can move now. last: the other direction is done, so the caller
+ * closes both sockets as soon as this one is (no shutdown needed). Returns
+ * 0, or -1 on a fatal error (errno).
+ */
+int relay_dir_pump(struct relay_dir *d, bool last);
 /* Whether the direction has finished: eof seen, drained, dst shut. */
 bool relay_dir_done(const struct relay_dir *d);
 

@@ -30,6 +30,12 @@ void relay_dir_init(struct relay_dir *d, int src, int dst, struct buf *b)
 	d->bytes = 0;
 	d->pipe[0] = d->pipe[1] = -1;
 	d->no_pipe = false;
+	/*
+	 * Both peers have just met (the client waits for our 200, the origin
+	 * for the client): a first read would only say EAGAIN, so the first
+	 * pump asks epoll instead.
+	 */
+	d->fresh = true;
 }
 
 /* Switch to splicing. A failure is not an error: the direction keeps copying. */
@@ -105,7 +111,7 @@ static int pump_splice(struct relay_dir *d)
 
 static int pump_copy(struct relay_dir *d, bool read_more)
 {
-	bool drained = false;
+	bool drained = d->fresh; /* nothing to read yet: let epoll say when */
 
 	for (;;) {
 		bool moved = false;
@@ -136,13 +142,14 @@ static int pump_copy(struct relay_dir *d, bool read_more)
 		    buf_len(d->buf) == 0)
 			break; /* bulk: relay_dir_pump switches to splice */
 	}
+	d->fresh = false;
 	d->want_read = read_more && !d->eof && buf_room(d->buf) > 0;
 	d->want_write = buf_len(d->buf) > 0;
 	buf_trim(d->buf);
 	return 0;
 }
 
-int relay_dir_pump(struct relay_dir *d)
+int relay_dir_pump(struct relay_dir *d, bool last)
 {
 	/* copied bytes (those queued before the tunnel began too) go first */
 	if (d->pipe[0] < 0 || buf_len(d->buf) > 0) {
@@ -155,7 +162,8 @@ int relay_dir_pump(struct relay_dir *d)
 	if (d->pipe[0] >= 0 && buf_len(d->buf) == 0 && pump_splice(d) == -1)
 		return -1;
 	if (d->eof && !d->shut && d->inpipe == 0 && buf_len(d->buf) == 0) {
-		if (shutdown(d->dst, SHUT_WR) == -1 && errno != ENOTCONN)
+		/* the last direction to finish needs no shutdown: close sends the FIN */
+		if (!last && shutdown(d->dst, SHUT_WR) == -1 && errno != ENOTCONN)
 			return -1;
 		d->shut = true;
 		d->want_read = d->want_write = false;

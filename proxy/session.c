@@ -1033,7 +1033,8 @@ static void step_http(struct session *s)
 
 static void step_tunnel(struct session *s)
 {
-	if (relay_dir_pump(&s->to_up) == -1 || relay_dir_pump(&s->to_cli) == -1) {
+	if (relay_dir_pump(&s->to_up, relay_dir_done(&s->to_cli)) == -1 ||
+	    relay_dir_pump(&s->to_cli, relay_dir_done(&s->to_up)) == -1) {
 		session_close(s, "tunnel error");
 		return;
 	}
@@ -1075,15 +1076,19 @@ static void step_drain(struct session *s)
 	session_close(s, NULL);
 }
 
-static void connect_done(struct session *s)
+static void connect_done(struct session *s, uint32_t events)
 {
 	struct request *r = &s->r;
 	int err = 0;
 	socklen_t len = sizeof(err);
 	int one = 1;
 
-	if (getsockopt(s->ufd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+	/* writable without an error condition means connected: no getsockopt */
+	if ((events & (EPOLLERR | EPOLLHUP)) &&
+	    getsockopt(s->ufd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
 		err = errno;
+	if ((events & (EPOLLERR | EPOLLHUP)) && err == 0)
+		err = ECONNREFUSED;
 	if (err == EINPROGRESS || err == EALREADY)
 		return;
 	if (err != 0) {
@@ -1237,7 +1242,7 @@ static void on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
 	struct session *s = io->arg;
 
 	if (s->state == SS_CONNECT) {
-		connect_done(s);
+		connect_done(s, events);
 		session_pump(s);
 		return;
 	}
