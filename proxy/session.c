@@ -1392,10 +1392,10 @@ static void refuse_busy(struct proxy *px, int fd, const struct sockaddr_storage 
 	close(fd);
 }
 
+/* fd is a new client connection (TCP_NODELAY inherited from the listener). */
 void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *peer)
 {
 	struct session *s;
-	int one = 1;
 
 	if (px->nsessions >= px->config->max_conns) {
 		refuse_busy(px, fd, peer);
@@ -1419,7 +1419,6 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 	buf_init(&s->uout, IOBUF_MAX);
 	format_sockaddr(peer, s->client, sizeof(s->client));
 	s->accepted_ms = s->active_ms = loop_now(px->loop);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (loop_io_add(px->loop, &s->cio, fd, EPOLLIN, on_client, s) == -1) {
 		close(fd);
 		free(s);
