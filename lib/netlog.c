@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ROW_MAX 16384 /* > 16 strings at TEXT_CAP, each byte escaped to 6 */
+#define ROW_MAX 24576 /* 13 strings at TEXT_CAP plus path and ua, every byte escaped */
 #define PATH_CAP 200
 #define UA_CAP 120
 #define TEXT_CAP 256
@@ -220,6 +220,7 @@ static void put_str(struct row_out *o, const char *key, const char *s, size_t le
 		return;
 	}
 	o->buf[o->len++] = '"';
+	/* room is the worst case for cap bytes; ROW_MAX holds every field's */
 	o->len += netlog_escape(s, len, cap, o->buf + o->len, cap * 6 + 8);
 	o->buf[o->len++] = '"';
 }
@@ -298,8 +299,8 @@ int netlog_write(struct netlog *l, const struct netlog_row *r)
 	put_cstr(&o, "detail", r->detail);
 	put_raw(&o, "}\n", 2);
 
-	if (l->fd < 0)
-		return -1;
+	if (l->fd < 0 && open_log(l) == -1)
+		return -1; /* reported once at the failed reopen; retried each row */
 	if (l->rotate_bytes > 0 && l->size + o.len > l->rotate_bytes && l->size > 0)
 		rotate(l);
 	n = write(l->fd, o.buf, o.len);

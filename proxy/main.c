@@ -148,7 +148,13 @@ static int signals_init(struct proxy *px)
 	fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (fd == -1)
 		return -1;
-	return loop_io_add(px->loop, &px->sig_io, fd, EPOLLIN, on_signal, px);
+	if (loop_io_add(px->loop, &px->sig_io, fd, EPOLLIN, on_signal, px) == -1) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return 0;
 }
 
 static void raise_fd_limit(void)

@@ -29,6 +29,7 @@
 #define RESP_HEAD_MAX (64 * 1024)
 #define IOBUF_MAX (64 * 1024) /* body and relay buffers */
 #define DIAL_MAX 8            /* resolved addresses tried in order */
+#define RESOLVE_MAX 64        /* answers judged; a name with more is refused */
 
 struct session;
 struct resolve_query;
@@ -81,6 +82,7 @@ struct relay_dir {
 	int pipe[2];          /* splice path: -1 while copying */
 	bool no_pipe;         /* a pipe could not be had: copy to the end */
 	bool fresh;           /* not read from yet: the first pump waits for epoll */
+	bool src_hup;         /* src hung up and left epoll: read it to the end */
 	size_t inpipe;        /* bytes sitting in the pipe */
 	bool eof;             /* src reached end of stream */
 	bool shut;            /* dst has been shut for writing */

@@ -30,6 +30,7 @@ void relay_dir_init(struct relay_dir *d, int src, int dst, struct buf *b)
 	d->bytes = 0;
 	d->pipe[0] = d->pipe[1] = -1;
 	d->no_pipe = false;
+	d->src_hup = false;
 	/*
 	 * Both peers have just met (the client waits for our 200, the origin
 	 * for the client): a first read would only say EAGAIN, so the first
@@ -111,7 +112,8 @@ static int pump_splice(struct relay_dir *d)
 
 static int pump_copy(struct relay_dir *d, bool read_more)
 {
-	bool drained = d->fresh; /* nothing to read yet: let epoll say when */
+	/* nothing to read yet: let epoll say when (unless src left epoll) */
+	bool drained = d->fresh && !d->src_hup;
 
 	for (;;) {
 		bool moved = false;
@@ -119,6 +121,7 @@ static int pump_copy(struct relay_dir *d, bool read_more)
 
 		if (read_more && !d->eof && !drained && buf_room(d->buf) > 0) {
 			n = buf_read_fd(d->buf, d->src, 0, &drained);
+			drained &= !d->src_hup;
 			if (n > 0) {
 				moved = true;
 			} else if (n == 0) {

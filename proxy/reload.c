@@ -200,9 +200,12 @@ void reload_now(struct proxy *px, const char *why)
 			    strcmp(c->log_path, px->config->log_path) != 0 ||
 			    c->nlisten != px->config->nlisten ||
 			    memcmp(c->listen, px->config->listen,
-				   c->nlisten * sizeof(c->listen[0])) != 0)
-				fprintf(stderr, "sluice-proxy: reload: listen, state and log changes "
-						"take effect at the next start\n");
+				   c->nlisten * sizeof(c->listen[0])) != 0 ||
+			    c->nnameservers != px->config->nnameservers ||
+			    memcmp(c->nameservers, px->config->nameservers,
+				   c->nnameservers * sizeof(c->nameservers[0])) != 0)
+				fprintf(stderr, "sluice-proxy: reload: listen, state, log and "
+						"nameserver changes take effect at the next start\n");
 			/* keep what is bound to this process: listeners, files */
 			memcpy(c->listen, px->config->listen, sizeof(c->listen));
 			c->nlisten = px->config->nlisten;
@@ -271,8 +274,13 @@ int reload_init(struct proxy *px)
 	if (px->config_path[0] != '\0')
 		file_changed(&px->watch_config);
 	file_changed(&px->watch_store);
-	if (rebuild(px) == -1)
+	if (rebuild(px) == -1) {
+		char path[PATH_MAX + 16];
+
+		snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
+		unlink(path);
 		return -1;
+	}
 	loop_timer_set(px->loop, &px->watch_timer, WATCH_MS, on_watch, px);
 	return 0;
 }

@@ -176,15 +176,15 @@ void resolve_release(struct proxy *px)
 static void on_answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 {
 	struct resolve_query *q = arg;
-	struct sockaddr_storage addrs[DIAL_MAX];
+	struct sockaddr_storage addrs[RESOLVE_MAX];
 	size_t n = 0;
 
 	if (q->cb != NULL && status == ARES_SUCCESS && res != NULL) {
 		for (struct ares_addrinfo_node *a = res->nodes; a != NULL; a = a->ai_next) {
 			if (a->ai_family != AF_INET && a->ai_family != AF_INET6)
 				continue;
-			if (n == DIAL_MAX) {
-				/* more answers than we dial: still judged, see session.c */
+			if (n == RESOLVE_MAX) {
+				/* every answer must be judged; one we cannot hold fails closed */
 				status = ARES_EBADRESP;
 				break;
 			}

@@ -86,6 +86,7 @@ struct session {
 	enum sess_state state;
 	bool pumping, again, closed;
 	bool c_woke; /* the client sent while we were not reading it */
+	bool u_hup;  /* upstream hung up and left epoll: read it without waiting */
 	char client[INET6_ADDRSTRLEN + 8];
 
 	int cfd;
@@ -193,10 +194,15 @@ static void upstream_close(struct session *s)
 	resolve_cancel(s->q);
 	s->q = NULL;
 	if (s->ufd >= 0) {
-		loop_io_close(s->px->loop, &s->uio);
+		if (s->uio.fd >= 0)
+			loop_io_close(s->px->loop, &s->uio);
+		else
+			close(s->ufd); /* already out of epoll (hung_up) */
 		s->ufd = -1;
 	}
 	s->up_ready = false;
+	s->u_hup = false;
+	s->dialed[0] = '\0';
 	buf_release(&s->uin);
 	buf_release(&s->uout);
 }
@@ -228,7 +234,10 @@ void session_close(struct session *s, const char *why)
 	upstream_close(s);
 	relay_dir_release(&s->to_up);
 	relay_dir_release(&s->to_cli);
-	loop_io_close(px->loop, &s->cio);
+	if (s->cio.fd >= 0)
+		loop_io_close(px->loop, &s->cio);
+	else
+		close(s->cfd);
 	s->cfd = -1;
 	buf_release(&s->cin);
 	buf_release(&s->cout);
@@ -253,6 +262,19 @@ void session_free_dead(struct proxy *px)
 		px->dead = s->next;
 		free(s);
 	}
+}
+
+/*
+ * Close a connection whose response is cut short with an RST, not a FIN, so
+ * the client cannot mistake a truncated body (one read to end of stream
+ * above all) for a complete one.
+ */
+static void session_abort(struct session *s, const char *why)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(s->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	session_close(s, why);
 }
 
 /* --- refusing ------------------------------------------------------------ */
@@ -289,11 +311,9 @@ static void session_refuse(struct session *s, int status, const char *reason,
 	s->r.decision = "refuse";
 	s->r.reason = reason;
 	snprintf(s->r.detail, sizeof(s->r.detail), "%s", ref.detail);
-	if (!s->r.resp_started) {
-		buf_release(&s->cout);
-		if (refuse_write(&s->cout, &ref) == 0)
-			s->r.status = status;
-	}
+	/* cout holds at most the unsent tail of an earlier response: keep it, append */
+	if (!s->r.resp_started && refuse_write(&s->cout, &ref) == 0)
+		s->r.status = status;
 	session_log(s);
 	enter_drain(s);
 }
@@ -526,6 +546,9 @@ static void dial_checked(struct session *s, const struct sockaddr_storage *addrs
 			return;
 		}
 	}
+	/* all judged above; the first DIAL_MAX are tried */
+	if (n > DIAL_MAX)
+		n = DIAL_MAX;
 	memcpy(s->dial, addrs, n * sizeof(*addrs));
 	s->ndial = n;
 	s->idial = 0;
@@ -545,7 +568,7 @@ static void on_resolved(void *arg, int status, const struct sockaddr_storage *ad
 			const char *error)
 {
 	struct session *s = arg;
-	struct sockaddr_storage dial[DIAL_MAX];
+	struct sockaddr_storage dial[RESOLVE_MAX];
 
 	s->q = NULL;
 	s->r.dns_ms = proxy_now_ms() - s->t_phase;
@@ -787,9 +810,11 @@ static void step_head(struct session *s)
 		ssize_t n = buf_read_fd(&s->cin, s->cfd, 0, &drained);
 
 		if (n > 0) {
-			if (s->head_ms == 0)
-				s->head_ms = now_ms(s);
 			s->active_ms = now_ms(s);
+			if (s->head_ms == 0) {
+				s->head_ms = now_ms(s);
+				arm_timer(s); /* head-timeout, not idle-timeout, from here */
+			}
 			continue;
 		}
 		if (n == -1 && would_block()) {
@@ -897,7 +922,8 @@ static void finish_request(struct session *s)
 		enter_drain(s);
 		return;
 	}
-	if (r->resp_close || r->resp_body == HTTP_BODY_EOF)
+	/* bytes past the response would be read as the next one's: never reuse */
+	if (r->resp_close || r->resp_body == HTTP_BODY_EOF || buf_len(&s->uin) > 0)
 		upstream_close(s);
 	buf_trim(&s->uin);
 	buf_trim(&s->uout);
@@ -925,6 +951,8 @@ static void step_http(struct session *s)
 				return;
 			}
 			moved |= r->up != before || r->req_done;
+			if (r->req_done)
+				r->sent_ms = now_ms(s); /* the response clock starts now */
 		}
 		if (!r->req_done && buf_len(&s->cin) == 0 && !c_drained) {
 			n = buf_read_fd(&s->cin, s->cfd,
@@ -949,7 +977,7 @@ static void step_http(struct session *s)
 						       "%s closed the connection: %s", r->t.host.name,
 						       strerror(errno));
 				else
-					session_close(s, "upstream write error");
+					session_abort(s, "upstream write error");
 				return;
 			}
 		}
@@ -972,7 +1000,7 @@ static void step_http(struct session *s)
 
 				if (move_body(&s->uin, &s->cout, r->resp_body, &r->resp_left,
 					      &r->resp_chunk, &r->resp_done, &r->down) == -1) {
-					session_close(s, "malformed chunked response body");
+					session_abort(s, "malformed chunked response body");
 					return;
 				}
 				moved |= r->down != before || r->resp_done;
@@ -991,7 +1019,7 @@ static void step_http(struct session *s)
 		}
 		/* read only once what was read is used up, so an EOF is never early */
 		if (!r->resp_done && buf_room(&s->uin) > 0 && buf_room(&s->cout) > 0 &&
-		    (buf_len(&s->uin) == 0 || head_short) && !u_drained) {
+		    (buf_len(&s->uin) == 0 || head_short) && (!u_drained || s->u_hup)) {
 			n = buf_read_fd(&s->uin, s->ufd, 0, &u_drained);
 			if (n > 0) {
 				moved = true;
@@ -1007,7 +1035,7 @@ static void step_http(struct session *s)
 						       "%s closed the connection without answering",
 						       r->t.host.name);
 				else
-					session_close(s, "upstream closed mid-response");
+					session_abort(s, "upstream closed mid-response");
 				return;
 			}
 		}
@@ -1033,12 +1061,16 @@ static void step_http(struct session *s)
 
 static void step_tunnel(struct session *s)
 {
+	uint64_t before = s->to_up.bytes + s->to_cli.bytes;
+
 	if (relay_dir_pump(&s->to_up, relay_dir_done(&s->to_cli)) == -1 ||
 	    relay_dir_pump(&s->to_cli, relay_dir_done(&s->to_up)) == -1) {
 		session_close(s, "tunnel error");
 		return;
 	}
 	tunnel_count(s);
+	if (s->to_up.bytes + s->to_cli.bytes != before)
+		s->active_ms = now_ms(s);
 	if (relay_dir_done(&s->to_up) && relay_dir_done(&s->to_cli))
 		session_close(s, "closed");
 }
@@ -1064,6 +1096,7 @@ static void step_drain(struct session *s)
 		s->active_ms = now_ms(s);
 		arm_timer(s);
 	}
+	/* a bounded helping per wake-up; the linger timer bounds the whole */
 	for (int i = 0; i < 16; i++) {
 		ssize_t n = read(s->cfd, sink, sizeof(sink));
 
@@ -1071,9 +1104,9 @@ static void step_drain(struct session *s)
 			continue;
 		if (n == -1 && would_block())
 			return;
-		break;
+		session_close(s, NULL); /* end of stream or error: done */
+		return;
 	}
-	session_close(s, NULL);
 }
 
 static void connect_done(struct session *s, uint32_t events)
@@ -1223,6 +1256,23 @@ static void session_pump(struct session *s)
 		update_interest(s);
 }
 
+/*
+ * A peer shut both ways while we were not asking for its events (the other
+ * side was slow to take what it sent). Level-triggered EPOLLHUP would fire
+ * for ever, so the fd leaves epoll; its socket still holds data and then
+ * end of stream, which the pump reads without waiting for readiness,
+ * driven by the other side's events.
+ */
+static void hung_up(struct session *s, struct loop_io *io, struct relay_dir *d)
+{
+	loop_io_del(s->px->loop, io);
+	if (io == &s->uio)
+		s->u_hup = true;
+	if (d != NULL)
+		d->src_hup = true;
+	session_pump(s);
+}
+
 static void on_client(struct loop *l, struct loop_io *io, uint32_t events)
 {
 	struct session *s = io->arg;
@@ -1231,6 +1281,11 @@ static void on_client(struct loop *l, struct loop_io *io, uint32_t events)
 		s->c_woke = true; /* bytes we will not read yet: stop asking */
 
 	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
+		if (s->state == SS_TUNNEL && !(events & EPOLLERR)) {
+			/* gone both ways, but what it sent still goes upstream */
+			hung_up(s, io, &s->to_up);
+			return;
+		}
 		session_close(s, "client hung up");
 		return;
 	}
@@ -1253,6 +1308,11 @@ static void on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
 		return;
 	}
 	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
+		if (!(events & EPOLLERR)) {
+			/* the rest of the response is in its socket: keep reading it */
+			hung_up(s, io, s->state == SS_TUNNEL ? &s->to_cli : NULL);
+			return;
+		}
 		session_close(s, "upstream hung up");
 		return;
 	}
@@ -1277,7 +1337,8 @@ static uint64_t deadline(const struct session *s)
 	case SS_CONNECT:
 		return s->phase_ms + c->connect_timeout_ms;
 	case SS_HTTP:
-		if (!s->r.resp_head)
+		/* an upload in progress is judged by idleness, the wait after it by response-timeout */
+		if (!s->r.resp_head && s->r.req_done)
 			return s->r.sent_ms + c->response_timeout_ms;
 		return s->active_ms + c->idle_timeout_ms;
 	case SS_TUNNEL:
@@ -1454,9 +1515,13 @@ void session_rejudge_all(struct proxy *px)
 		pr.host = &t->host;
 		pr.port = t->port;
 		policy_judge(px->policy, &pr, now, &v);
-		if (v.allow && s->up_ready && s->idial < s->ndial)
-			policy_judge_addr(px->policy, &t->host, s->dial[s->idial].ss_family,
-					  sockaddr_bytes(&s->dial[s->idial]), &v);
+		/* the address in use, and while connecting every fallback still to try */
+		for (size_t i = s->idial; v.allow && i < s->ndial; i++) {
+			policy_judge_addr(px->policy, &t->host, s->dial[i].ss_family,
+					  sockaddr_bytes(&s->dial[i]), &v);
+			if (s->up_ready)
+				break;
+		}
 		if (v.allow)
 			continue;
 		if (!busy) {
