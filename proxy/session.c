@@ -75,6 +75,7 @@ struct request {
 	bool resp_done;
 	bool resp_close;   /* upstream will close after this response */
 	bool resp_started; /* bytes of the response were queued for the client */
+	bool replayable;   /* may be re-sent once on a fresh connection (see try_replay) */
 	uint64_t sent_ms;  /* when the request head was queued upstream */
 };
 
@@ -96,7 +97,8 @@ struct session {
 	int ufd; /* upstream, kept across keep-alive requests */
 	struct loop_io uio;
 	struct buf uin, uout;
-	struct target up; /* what ufd is connected (or connecting) to */
+	struct buf replay; /* a request head sent on a reused upstream, until answered */
+	struct target up;  /* what ufd is connected (or connecting) to */
 	bool up_ready;
 	struct sockaddr_storage dial[DIAL_MAX];
 	size_t ndial, idial;
@@ -189,10 +191,8 @@ static void session_log(struct session *s)
 
 /* --- closing ------------------------------------------------------------- */
 
-static void upstream_close(struct session *s)
+static void upstream_close_fd(struct session *s)
 {
-	resolve_cancel(s->q);
-	s->q = NULL;
 	if (s->ufd >= 0) {
 		if (s->uio.fd >= 0)
 			loop_io_close(s->px->loop, &s->uio);
@@ -202,9 +202,17 @@ static void upstream_close(struct session *s)
 	}
 	s->up_ready = false;
 	s->u_hup = false;
+}
+
+static void upstream_close(struct session *s)
+{
+	resolve_cancel(s->q);
+	s->q = NULL;
+	upstream_close_fd(s);
 	s->dialed[0] = '\0';
 	buf_release(&s->uin);
 	buf_release(&s->uout);
+	buf_release(&s->replay);
 }
 
 static const char tunnel_ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -718,11 +726,42 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	}
 	buf_consume(&s->cin, len);
 	if (s->ufd >= 0) {
+		/*
+		 * A kept-alive upstream may be closing just as this request goes
+		 * out; a bodiless idempotent request is then re-sent once on a new
+		 * connection to the same checked address, as browsers do.
+		 */
+		buf_release(&s->replay);
+		r->replayable = r->req_done && req->method != HTTP_POST &&
+				req->method != HTTP_PATCH &&
+				buf_append(&s->replay, buf_head(&s->uout), buf_len(&s->uout)) == 0;
 		r->sent_ms = now_ms(s);
 		enter_state(s, SS_HTTP);
 		return;
 	}
 	start_upstream(s);
+}
+
+/*
+ * The reused upstream failed before a byte of the response: if the request
+ * may be replayed, dial the same address again (it was checked when first
+ * dialed, and re-judged at every reload since) and send the head again.
+ */
+static bool try_replay(struct session *s)
+{
+	struct request *r = &s->r;
+
+	if (!r->replayable || r->resp_started || buf_len(&s->uin) > 0)
+		return false;
+	r->replayable = false;
+	upstream_close_fd(s);
+	buf_release(&s->uout);
+	if (buf_append(&s->uout, buf_head(&s->replay), buf_len(&s->replay)) == -1)
+		return false;
+	buf_release(&s->replay);
+	s->dial_errno = 0;
+	dial_next(s);
+	return true;
 }
 
 /* --- states -------------------------------------------------------------- */
@@ -908,6 +947,8 @@ static int response_head(struct session *s)
 		return -1;
 	}
 	r->resp_started = true;
+	r->replayable = false;
+	buf_release(&s->replay);
 	buf_consume(&s->uin, (size_t)n);
 	return 1;
 }
@@ -972,6 +1013,8 @@ static void step_http(struct session *s)
 			if (n > 0) {
 				moved = true;
 			} else if (n == -1 && !would_block()) {
+				if (try_replay(s))
+					return;
 				if (!r->resp_started)
 					session_refuse(s, 502, "connect-failed", "connection_terminated",
 						       "%s closed the connection: %s", r->t.host.name,
@@ -1029,6 +1072,8 @@ static void step_http(struct session *s)
 				r->resp_close = true;
 				moved = true;
 			} else if (n == 0 || (n == -1 && !would_block())) {
+				if (try_replay(s))
+					return;
 				if (!r->resp_started)
 					session_refuse(s, 502, "upstream-closed",
 						       "connection_terminated",
@@ -1478,6 +1523,7 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 	buf_init(&s->cout, IOBUF_MAX);
 	buf_init(&s->uin, RESP_HEAD_MAX);
 	buf_init(&s->uout, IOBUF_MAX);
+	buf_init(&s->replay, HEAD_MAX + 1024);
 	format_sockaddr(peer, s->client, sizeof(s->client));
 	s->accepted_ms = s->active_ms = loop_now(px->loop);
 	if (loop_io_add(px->loop, &s->cio, fd, EPOLLIN, on_client, s) == -1) {

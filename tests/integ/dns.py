@@ -5,7 +5,9 @@
 
 Answers from the ZONE below; every query is appended to FILE as JSON
 ({"name":..., "type":...}). rebind.test answers 203.0.113.10 to its first A
-query and 10.20.0.5 (TTL 0) to every later one.
+query and 10.20.0.5 (TTL 0) to every later one. many.test has 10 A records
+(203.0.113.30-39, more than the proxy dials); manyevil.test has the same
+count with one of them 10.20.0.5.
 """
 import json, socket, struct, sys, threading, time
 
@@ -19,6 +21,8 @@ ZONE = {
     ("dnsmixed6.test", 1): ["203.0.113.10"],
     ("dnsmixed6.test", 28): ["fd00::5"],
     ("dnsmapped.test", 28): ["::ffff:10.20.0.5"],
+    ("many.test", 1): ["203.0.113.%d" % i for i in range(30, 40)],
+    ("manyevil.test", 1): ["203.0.113.%d" % i for i in range(30, 39)] + ["10.20.0.5"],
 }
 SERVFAIL = {"servfail.test"}
 REBIND = {"n": 0}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Test origins for the sluice integration lab (runs inside a test namespace).
 
-  origin.py --log FILE [--mode http|halfclose|halfclose2|silent] LISTEN...
+  origin.py --log FILE [--mode http|halfclose|halfclose2|silent|drip|halfbig] LISTEN...
 
 LISTEN is ADDR:PORT or [V6]:PORT. Every accepted connection and every request
 head is appended to FILE as one JSON object per line, so a test can prove an
@@ -19,12 +19,27 @@ http mode routes (any method; HEAD gets headers only):
   /truncate  promises 1000 bytes, sends 100, closes
   /dupcl     a response with two different Content-Lengths
   /garbage   a response that is not HTTP
+  /stray?delay=S  "ok" (Content-Length 2) and then, at once or S seconds
+             later, a second unrequested response "EVIL!" on the same
+             connection, which stays open and answers later requests
+  /hang      reads the whole request body, records it, never answers
+             (holds the connection until the peer closes)
   anything else: a short text naming the origin address
 halfclose:  read to EOF, then answer "got N bytes sha256=...\\n" and close.
 halfclose2: send "banner\\n", shut write, read to EOF, record what was read.
 silent:     accept, read and discard, never answer (closes after 120 s).
+drip:       send "0123456789" one byte every 0.5 s, shut write, read to EOF, close.
+halfbig:    read to EOF, then send BIG_N (8 MiB) bytes of big_data() and close.
 """
 import hashlib, json, os, socket, sys, threading, time, urllib.parse
+
+BIG_N = 8 << 20
+
+
+def big_data(n=BIG_N):
+    """A non-repeating pattern: sha256 of each block number, concatenated."""
+    return b"".join(hashlib.sha256(i.to_bytes(4, "big")).digest() for i in range(n // 32))
+
 
 LOCK = threading.Lock()
 CONN_ID = [0]
@@ -198,6 +213,22 @@ def handle_http(s, cid, local, peer):
         elif path == "/garbage":
             s.sendall(b"this is not http\r\n\r\n")
             return
+        elif path == "/stray":
+            delay = float(q.get("delay", ["0"])[0])
+            ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+            evil = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nEVIL!"
+            if delay > 0:
+                s.sendall(ok)
+                time.sleep(min(delay, 5.0))
+                s.sendall(evil)
+            else:
+                s.sendall(ok + evil)
+            rec({"ev": "stray", "conn": cid, "local": local, "delay": delay})
+        elif path == "/hang":
+            rec({"ev": "hang", "conn": cid, "local": local, "len": len(body)})
+            while s.recv(65536):
+                pass
+            return
         elif path == "/close":
             b = b"closing\n"
             send_resp(s, 200, [("Content-Length", str(len(b))), ("Connection", "close")],
@@ -241,13 +272,39 @@ def handle_silent(s, cid, local, peer):
             return
 
 
+def handle_drip(s, cid, local, peer):
+    for c in b"0123456789":
+        s.sendall(bytes([c]))
+        time.sleep(0.5)
+    s.shutdown(socket.SHUT_WR)
+    rec({"ev": "drip", "conn": cid, "local": local, "sent": 10})
+    s.settimeout(10)
+    while s.recv(65536):
+        pass
+
+
+def handle_halfbig(s, cid, local, peer):
+    data = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        data += d
+    big = big_data()
+    rec({"ev": "halfbig", "conn": cid, "local": local, "len": len(data),
+         "data": data[:100].decode("latin-1")})
+    s.sendall(big)
+    rec({"ev": "halfbig-sent", "conn": cid, "local": local, "sent": len(big)})
+
+
 def serve_conn(s, local, peer):
     cid = next_conn()
     rec({"ev": "accept", "conn": cid, "local": local, "peer": peer})
     s.settimeout(DEADLINE)
     try:
         {"http": handle_http, "halfclose": handle_halfclose, "halfclose2": handle_halfclose2,
-         "silent": handle_silent}[MODE](s, cid, local, peer)
+         "silent": handle_silent, "drip": handle_drip,
+         "halfbig": handle_halfbig}[MODE](s, cid, local, peer)
     except (OSError, Closed):
         pass
     finally:
