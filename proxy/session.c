@@ -54,6 +54,7 @@ struct request {
 	char ua[121];
 	size_t ua_len;
 	char grant[HOST_NAME_MAX_LEN + 32];
+	char dialed[INET6_ADDRSTRLEN + 8]; /* the address this request went to, "" if none */
 	const char *decision;
 	const char *reason;
 	char detail[256];
@@ -102,7 +103,7 @@ struct session {
 	bool up_ready;
 	struct sockaddr_storage dial[DIAL_MAX];
 	size_t ndial, idial;
-	char dialed[INET6_ADDRSTRLEN + 8];
+	char up_addr[INET6_ADDRSTRLEN + 8]; /* the address ufd is connected to */
 	int dial_errno;
 	struct resolve_query *q;
 	double t_phase;    /* start of resolve or connect, proxy_now_ms */
@@ -176,7 +177,7 @@ static void session_log(struct session *s)
 	row.decision = r->decision;
 	row.reason = r->reason;
 	row.grant = r->grant[0] != '\0' ? r->grant : NULL;
-	row.dialed = s->dialed[0] != '\0' ? s->dialed : NULL;
+	row.dialed = r->dialed[0] != '\0' ? r->dialed : NULL;
 	row.up = r->up;
 	row.down = r->down;
 	row.ms = proxy_now_ms() - r->t_start;
@@ -209,7 +210,7 @@ static void upstream_close(struct session *s)
 	resolve_cancel(s->q);
 	s->q = NULL;
 	upstream_close_fd(s);
-	s->dialed[0] = '\0';
+	s->up_addr[0] = '\0';
 	buf_release(&s->uin);
 	buf_release(&s->uout);
 	buf_release(&s->replay);
@@ -485,13 +486,14 @@ static void dial_next(struct session *s)
 			break;
 		}
 		s->ufd = fd;
-		format_sockaddr(ss, s->dialed, sizeof(s->dialed));
+		format_sockaddr(ss, s->up_addr, sizeof(s->up_addr));
+		memcpy(s->r.dialed, s->up_addr, sizeof(s->r.dialed));
 		s->t_phase = proxy_now_ms();
 		s->phase_ms = loop_now(px->loop);
 		enter_state(s, SS_CONNECT);
 		return;
 	}
-	s->dialed[0] = '\0';
+	s->up_addr[0] = s->r.dialed[0] = '\0';
 	session_refuse(s, 502, "connect-failed", "connection_refused",
 		       "could not connect to %s port %u: %s", s->r.t.host.name, s->r.t.port,
 		       strerror(s->dial_errno ? s->dial_errno : ECONNREFUSED));
@@ -731,6 +733,7 @@ static void start_request(struct session *s, const struct http_request *req, siz
 		 * out; a bodiless idempotent request is then re-sent once on a new
 		 * connection to the same checked address, as browsers do.
 		 */
+		memcpy(r->dialed, s->up_addr, sizeof(r->dialed));
 		buf_release(&s->replay);
 		r->replayable = r->req_done && req->method != HTTP_POST &&
 				req->method != HTTP_PATCH &&
@@ -969,6 +972,8 @@ static void finish_request(struct session *s)
 	buf_trim(&s->uin);
 	buf_trim(&s->uout);
 	buf_trim(&s->cin);
+	/* a pipelined head already (partly) here is on the head clock from now */
+	s->head_ms = buf_len(&s->cin) > 0 ? now_ms(s) : 0;
 	enter_state(s, SS_HEAD);
 }
 
@@ -992,8 +997,10 @@ static void step_http(struct session *s)
 				return;
 			}
 			moved |= r->up != before || r->req_done;
-			if (r->req_done)
+			if (r->req_done) {
 				r->sent_ms = now_ms(s); /* the response clock starts now */
+				arm_timer(s);
+			}
 		}
 		if (!r->req_done && buf_len(&s->cin) == 0 && !c_drained) {
 			n = buf_read_fd(&s->cin, s->cfd,
@@ -1426,7 +1433,7 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 			dial_next(s);
 			break;
 		}
-		s->dialed[0] = '\0';
+		s->up_addr[0] = s->r.dialed[0] = '\0';
 		session_refuse(s, 504, "connect-timeout", "connection_timeout",
 			       "%s port %u did not answer within %u s", s->r.t.host.name,
 			       s->r.t.port, c->connect_timeout_ms / 1000);

@@ -22,6 +22,7 @@ http mode routes (any method; HEAD gets headers only):
   /stray?delay=S  "ok" (Content-Length 2) and then, at once or S seconds
              later, a second unrequested response "EVIL!" on the same
              connection, which stays open and answers later requests
+  /slow?s=S  sleeps S seconds (at most 10), then answers like the default
   /hang      reads the whole request body, records it, never answers
              (holds the connection until the peer closes)
   anything else: a short text naming the origin address
@@ -224,6 +225,11 @@ def handle_http(s, cid, local, peer):
             else:
                 s.sendall(ok + evil)
             rec({"ev": "stray", "conn": cid, "local": local, "delay": delay})
+        elif path == "/slow":
+            time.sleep(min(float(q.get("s", ["1"])[0]), 10.0))
+            b = ("hello from %s\n" % local).encode()
+            send_resp(s, 200, [("Content-Type", "text/plain"),
+                               ("Content-Length", str(len(b)))], b, head_only)
         elif path == "/hang":
             rec({"ev": "hang", "conn": cid, "local": local, "len": len(body)})
             while s.recv(65536):
