@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Test origins for the sluice integration lab (runs inside a test namespace).
 
-  origin.py --log FILE [--mode http|halfclose|halfclose2|silent|drip|halfbig] LISTEN...
+  origin.py --log FILE [--mode http|halfclose|halfclose2|silent|drip|halfbig|oneshot] LISTEN...
 
 LISTEN is ADDR:PORT or [V6]:PORT. Every accepted connection and every request
 head is appended to FILE as one JSON object per line, so a test can prove an
@@ -31,6 +31,9 @@ halfclose2: send "banner\\n", shut write, read to EOF, record what was read.
 silent:     accept, read and discard, never answer (closes after 120 s).
 drip:       send "0123456789" one byte every 0.5 s, shut write, read to EOF, close.
 halfbig:    read to EOF, then send BIG_N (8 MiB) bytes of big_data() and close.
+oneshot:    answer the first request on a connection ("one <path>", keep-alive),
+            then read the second request and close without answering (a
+            kept-alive connection that the origin closes as a request arrives).
 """
 import hashlib, json, os, socket, sys, threading, time, urllib.parse
 
@@ -303,6 +306,25 @@ def handle_halfbig(s, cid, local, peer):
     rec({"ev": "halfbig-sent", "conn": cid, "local": local, "sent": len(big)})
 
 
+def handle_oneshot(s, cid, local, peer):
+    r = Reader(s)
+    for n in (1, 2):
+        head = r.head()
+        line = head.split(b"\r\n", 1)[0].decode("latin-1")
+        hdrs = head.lower()
+        clen = 0
+        for h in hdrs.split(b"\r\n")[1:]:
+            if h.startswith(b"content-length:"):
+                clen = int(h.split(b":", 1)[1])
+        if clen:
+            r.exact(clen)
+        rec({"ev": "req" if n == 1 else "dropped", "conn": cid, "local": local, "line": line})
+        if n == 2:
+            return
+        body = ("one %s\n" % line.split(" ")[1]).encode()
+        send_resp(s, 200, [("Content-Length", str(len(body)))], body)
+
+
 def serve_conn(s, local, peer):
     cid = next_conn()
     rec({"ev": "accept", "conn": cid, "local": local, "peer": peer})
@@ -310,7 +332,7 @@ def serve_conn(s, local, peer):
     try:
         {"http": handle_http, "halfclose": handle_halfclose, "halfclose2": handle_halfclose2,
          "silent": handle_silent, "drip": handle_drip,
-         "halfbig": handle_halfbig}[MODE](s, cid, local, peer)
+         "halfbig": handle_halfbig, "oneshot": handle_oneshot}[MODE](s, cid, local, peer)
     except (OSError, Closed):
         pass
     finally:
