@@ -2,7 +2,9 @@
  * proxy.h: sluice-proxy's table of contents.
  *
  * main.c     arguments, config, listeners, signals, the loop
- * session.c  one client connection: read a head, judge it, forward it
+ * session.c  one client connection: lifecycle, readiness, timers, close
+ * exchange.c one HTTP request and its response (session.h)
+ * dial.c     a session's upstream: judge every answer, connect (session.h)
  * relay.c    tunnel relaying (splice, or a copy where splice cannot help)
  * resolve.c  c-ares driven by the loop; never a blocking lookup
  * reload.c   the grant store and config: watched, reloaded, re-judged

@@ -1,0 +1,271 @@
+/*
+ * dial.c: a session's upstream connection.
+ *
+ * Resolves the target (resolve.c), judges every answer with the policy
+ * (one denied answer refuses the request, so a name cannot slip an
+ * internal address in among public ones), refuses our own listeners, and
+ * connects to exactly the checked addresses in order, recording the one
+ * used. It also closes the upstream. It does not move request bytes.
+ */
+#include "session.h"
+
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+/* Close the upstream socket only; buffers and the dial list stay (try_replay). */
+void dial_close_fd(struct session *s)
+{
+	if (s->ufd >= 0) {
+		if (s->uio.fd >= 0)
+			loop_io_close(s->px->loop, &s->uio);
+		else
+			close(s->ufd); /* already out of epoll (hung_up) */
+		s->ufd = -1;
+	}
+	s->up_ready = false;
+	s->u_hup = false;
+}
+
+/* Forget the upstream: pending lookup, socket, its buffers and address. */
+void dial_close(struct session *s)
+{
+	resolve_cancel(s->q);
+	s->q = NULL;
+	dial_close_fd(s);
+	s->up_addr[0] = '\0';
+	buf_release(&s->uin);
+	buf_release(&s->uout);
+	buf_release(&s->replay);
+}
+
+/* A destination address the policy refused, with the exception that would allow it. */
+void dial_refuse_address(struct session *s, int family, const void *addr,
+			 const struct verdict *v)
+{
+	const char *name = s->r.t.host.name;
+	char a[INET6_ADDRSTRLEN], range[64];
+	struct ipnet net;
+
+	if (strcmp(v->reason, "denied-ip") != 0 || iprange_denied(family, addr, &net) == NULL) {
+		session_refuse(s, v->status, v->reason, v->proxy_status, "%s: %s", name,
+			       v->detail);
+		return;
+	}
+	ipaddr_format(family, addr, a, sizeof(a));
+	ipnet_format(&net, range, sizeof(range));
+	if (s->r.t.host.kind == HOST_NAME)
+		session_refuse(s, v->status, v->reason, v->proxy_status,
+			       "%s resolves to %s, in denied range %s; if that is intended, add "
+			       "to the config: allow-private %s %s",
+			       name, a, range, name, range);
+	else
+		session_refuse(s, v->status, v->reason, v->proxy_status,
+			       "%s is in denied range %s; if that is intended, add to the "
+			       "config: allow-private %s %s",
+			       a, range, name, range);
+}
+
+void dial_next(struct session *s)
+{
+	struct proxy *px = s->px;
+
+	while (s->idial < s->ndial) {
+		const struct sockaddr_storage *ss = &s->dial[s->idial];
+		socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
+							 : sizeof(struct sockaddr_in6);
+		int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+		if (fd == -1) {
+			s->dial_errno = errno;
+			break;
+		}
+		if (connect(fd, (const struct sockaddr *)ss, len) == -1 && errno != EINPROGRESS) {
+			s->dial_errno = errno;
+			close(fd);
+			s->idial++;
+			continue;
+		}
+		if (loop_io_add(px->loop, &s->uio, fd, EPOLLOUT, session_on_upstream, s) == -1) {
+			s->dial_errno = errno;
+			close(fd);
+			break;
+		}
+		s->ufd = fd;
+		session_format_addr(ss, s->up_addr, sizeof(s->up_addr));
+		memcpy(s->r.dialed, s->up_addr, sizeof(s->r.dialed));
+		s->t_phase = proxy_now_ms();
+		s->phase_ms = loop_now(px->loop);
+		session_enter(s, SS_CONNECT);
+		return;
+	}
+	s->up_addr[0] = s->r.dialed[0] = '\0';
+	session_refuse(s, 502, "connect-failed", "connection_refused",
+		       "could not connect to %s port %u: %s", s->r.t.host.name, s->r.t.port,
+		       strerror(s->dial_errno ? s->dial_errno : ECONNREFUSED));
+}
+
+/* Whether ss is one of our own listening sockets (a request to ourselves). */
+static bool is_own_listener(const struct proxy *px, const struct sockaddr_storage *ss)
+{
+	for (size_t i = 0; i < px->nlisteners; i++) {
+		const struct sockaddr_storage *l = &px->listeners[i].addr;
+
+		if (l->ss_family != ss->ss_family)
+			continue;
+		if (ss->ss_family == AF_INET) {
+			const struct sockaddr_in *a = (const void *)l, *b = (const void *)ss;
+
+			if (a->sin_port == b->sin_port &&
+			    (a->sin_addr.s_addr == b->sin_addr.s_addr ||
+			     a->sin_addr.s_addr == htonl(INADDR_ANY)))
+				return true;
+		} else {
+			const struct sockaddr_in6 *a = (const void *)l, *b = (const void *)ss;
+
+			if (a->sin6_port == b->sin6_port &&
+			    (memcmp(&a->sin6_addr, &b->sin6_addr, 16) == 0 ||
+			     IN6_IS_ADDR_UNSPECIFIED(&a->sin6_addr)))
+				return true;
+		}
+	}
+	return false;
+}
+
+const void *dial_addr_bytes(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return &((const struct sockaddr_in *)(const void *)ss)->sin_addr;
+	return &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
+}
+
+/*
+ * Every answer is judged; one denied answer refuses the request, so a name
+ * cannot smuggle an internal address in among public ones.
+ */
+static void dial_checked(struct session *s, const struct sockaddr_storage *addrs, size_t n)
+{
+	struct verdict v;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct sockaddr_storage *ss = &addrs[i];
+
+		policy_judge_addr(s->px->policy, &s->r.t.host, ss->ss_family, dial_addr_bytes(ss), &v);
+		if (!v.allow) {
+			dial_refuse_address(s, ss->ss_family, dial_addr_bytes(ss), &v);
+			return;
+		}
+		if (is_own_listener(s->px, ss)) {
+			session_refuse(s, 403, "own-address", "destination_ip_prohibited",
+				       "%s port %u is sluice-proxy itself", s->r.t.host.name,
+				       s->r.t.port);
+			return;
+		}
+	}
+	/* all judged above; the first DIAL_MAX are tried */
+	if (n > DIAL_MAX)
+		n = DIAL_MAX;
+	memcpy(s->dial, addrs, n * sizeof(*addrs));
+	s->ndial = n;
+	s->idial = 0;
+	s->dial_errno = 0;
+	dial_next(s);
+}
+
+static void set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)(void *)ss)->sin_port = htons(port);
+	else
+		((struct sockaddr_in6 *)(void *)ss)->sin6_port = htons(port);
+}
+
+static void on_resolved(void *arg, int status, const struct sockaddr_storage *addrs, size_t n,
+			const char *error)
+{
+	struct session *s = arg;
+	struct sockaddr_storage dial[RESOLVE_MAX];
+
+	s->q = NULL;
+	s->r.dns_ms = proxy_now_ms() - s->t_phase;
+	if (status != 0) {
+		session_refuse(s, 502, "dns-failed", "dns_error", "could not resolve %s: %s",
+			       s->r.t.host.name, error ? error : "no answer");
+		session_pump(s);
+		return;
+	}
+	memcpy(dial, addrs, n * sizeof(*addrs));
+	for (size_t i = 0; i < n; i++)
+		set_port(&dial[i], s->r.t.port);
+	dial_checked(s, dial, n);
+	session_pump(s);
+}
+
+/* Dial the request's target; the caller has closed any other upstream. */
+void dial_start(struct session *s)
+{
+	const struct host *h = &s->r.t.host;
+
+	s->up = s->r.t;
+	if (h->kind != HOST_NAME) {
+		struct sockaddr_storage ss;
+
+		memset(&ss, 0, sizeof(ss));
+		if (h->kind == HOST_IPV4) {
+			struct sockaddr_in *in = (void *)&ss;
+
+			in->sin_family = AF_INET;
+			in->sin_addr = h->addr.v4;
+		} else {
+			struct sockaddr_in6 *in6 = (void *)&ss;
+
+			in6->sin6_family = AF_INET6;
+			in6->sin6_addr = h->addr.v6;
+		}
+		set_port(&ss, s->r.t.port);
+		dial_checked(s, &ss, 1);
+		return;
+	}
+	s->t_phase = proxy_now_ms();
+	s->phase_ms = loop_now(s->px->loop);
+	session_enter(s, SS_RESOLVE);
+	s->q = resolve_start(s->px, h->name, on_resolved, s);
+}
+
+void dial_connected(struct session *s, uint32_t events)
+{
+	struct request *r = &s->r;
+	int err = 0;
+	socklen_t len = sizeof(err);
+	int one = 1;
+
+	/* writable without an error condition means connected: no getsockopt */
+	if ((events & (EPOLLERR | EPOLLHUP)) &&
+	    getsockopt(s->ufd, SOL_SOCKET, SO_ERROR, &err, &len) == -1)
+		err = errno;
+	if ((events & (EPOLLERR | EPOLLHUP)) && err == 0)
+		err = ECONNREFUSED;
+	if (err == EINPROGRESS || err == EALREADY)
+		return;
+	if (err != 0) {
+		s->dial_errno = err;
+		loop_io_close(s->px->loop, &s->uio);
+		s->ufd = -1;
+		s->idial++;
+		dial_next(s);
+		return;
+	}
+	setsockopt(s->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	r->connect_ms = proxy_now_ms() - s->t_phase;
+	s->up_ready = true;
+	s->active_ms = session_now(s);
+	if (r->method == HTTP_CONNECT) {
+		session_tunnel_begin(s);
+	} else {
+		r->sent_ms = session_now(s);
+		session_enter(s, SS_HTTP);
+	}
+}

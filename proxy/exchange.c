@@ -1,0 +1,568 @@
+/*
+ * exchange.c: one HTTP request and its response.
+ *
+ * Reads a request head, has the policy judge its target (name, port, Host
+ * header), sends the origin-form head upstream without hop-by-hop and
+ * Proxy-* headers, streams the request body and the response back under
+ * their framing, writes the row, and keeps the upstream for the next
+ * request to the same target or drops it. A kept-alive upstream that
+ * closes under a bodiless idempotent request gets it once more on a new
+ * connection (try_replay).
+ */
+#include "session.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* The one line naming the grant that would allow this target. */
+static void grant_hint(const struct target *t, char *out, size_t size)
+{
+	bool bare = (t->via == GRANT_VIA_CONNECT && t->port == 443) ||
+		    (t->via == GRANT_VIA_HTTP && t->port == 80);
+
+	bool v6 = t->host.kind == HOST_IPV6;
+
+	if (bare)
+		snprintf(out, size, v6 ? "[%s]" : "%s", t->host.name);
+	else
+		snprintf(out, size, v6 ? "[%s]:%u" : "%s:%u", t->host.name, t->port);
+}
+
+static void refuse_verdict(struct session *s, const struct verdict *v)
+{
+	char hint[HOST_NAME_MAX_LEN + 16];
+
+	if (strcmp(v->reason, "not-granted") == 0) {
+		grant_hint(&s->r.t, hint, sizeof(hint));
+		session_refuse(s, v->status, v->reason, v->proxy_status,
+			       "%s is not granted; to grant it run: sluice allow add %s", hint, hint);
+	} else if (strcmp(v->reason, "host-mismatch") == 0) {
+		session_refuse(s, v->status, v->reason, v->proxy_status,
+			       "the Host header names another host than the request target %s; "
+			       "nothing to grant: send the request to the host it names",
+			       s->r.t.host.name);
+	} else if (strcmp(v->reason, "denied-ip") == 0 && s->r.t.host.kind != HOST_NAME) {
+		const struct host *h = &s->r.t.host;
+
+		dial_refuse_address(s, h->kind == HOST_IPV4 ? AF_INET : AF_INET6, &h->addr, v);
+	} else {
+		session_refuse(s, v->status, v->reason, v->proxy_status, "%s", v->detail);
+	}
+}
+
+static void copy_capped(char *dst, size_t size, size_t *len, const char *src, size_t n)
+{
+	if (n > size - 1)
+		n = size - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+	*len = n;
+}
+
+static bool same_target(const struct target *a, const struct target *b)
+{
+	return a->port == b->port && host_equal(&a->host, &b->host);
+}
+
+static int put(struct buf *b, const char *p, size_t n)
+{
+	return buf_append(b, p, n);
+}
+
+static int put_header(struct buf *b, const struct http_header *h)
+{
+	if (put(b, h->name, h->name_len) == -1 || put(b, ": ", 2) == -1 ||
+	    put(b, h->value, h->value_len) == -1 || put(b, "\r\n", 2) == -1)
+		return -1;
+	return 0;
+}
+
+/* The origin-form head sent upstream: hop-by-hop and Proxy-* removed. */
+static int build_upstream_head(struct session *s, const struct http_request *req)
+{
+	struct buf *b = &s->uout;
+	const struct target *t = &s->r.t;
+
+	if (put(b, req->method_str, req->method_len) == -1 || put(b, " ", 1) == -1 ||
+	    put(b, req->path, req->path_len) == -1 ||
+	    buf_printf(b, " HTTP/1.%d\r\n", req->minor) == -1)
+		return -1;
+	for (size_t i = 0; i < req->nheaders; i++) {
+		if (http_is_hop_header(req->headers, req->nheaders, i))
+			continue;
+		if (put_header(b, &req->headers[i]) == -1)
+			return -1;
+	}
+	if (req->host_header < 0) {
+		const char *l = t->host.kind == HOST_IPV6 ? "[" : "";
+		const char *r = t->host.kind == HOST_IPV6 ? "]" : "";
+
+		if (t->port == 80 ? buf_printf(b, "Host: %s%s%s\r\n", l, t->host.name, r)
+				  : buf_printf(b, "Host: %s%s%s:%u\r\n", l, t->host.name, r, t->port))
+			return -1;
+	}
+	if (s->r.client_close && put(b, "Connection: close\r\n", 19) == -1)
+		return -1;
+	return put(b, "\r\n", 2);
+}
+
+/* Begin the request whose head is buf[0..len): judge it, then forward it. */
+static void start_request(struct session *s, const struct http_request *req, size_t len)
+{
+	struct request *r = &s->r;
+	struct policy_request pr;
+	struct host hh;
+	struct verdict v;
+	const char *err = NULL;
+	int ua;
+
+	memset(r, 0, sizeof(*r));
+	r->active = true;
+	r->t_start = proxy_now_ms();
+	r->dns_ms = r->connect_ms = -1;
+	r->method = req->method;
+	r->minor = req->minor;
+	r->decision = "allow";
+	s->nreq++;
+	copy_capped(r->path, sizeof(r->path), &r->path_len, req->target, req->target_len);
+	if (req->form == HTTP_FORM_ABSOLUTE)
+		copy_capped(r->path, sizeof(r->path), &r->path_len, req->path, req->path_len);
+	ua = http_find_header(req->headers, req->nheaders, "User-Agent");
+	if (ua >= 0)
+		copy_capped(r->ua, sizeof(r->ua), &r->ua_len, req->headers[ua].value,
+			    req->headers[ua].value_len);
+
+	if (req->form != HTTP_FORM_ABSOLUTE && req->form != HTTP_FORM_AUTHORITY) {
+		session_refuse(s, 400, "malformed", "http_request_error",
+			       "sluice-proxy is a forward proxy: send http://host/path or CONNECT "
+			       "host:port, not %.*s",
+			       (int)(req->target_len > 64 ? 64 : req->target_len), req->target);
+		return;
+	}
+	if (host_canon(req->host, req->host_len, &r->t.host, &err) == -1) {
+		session_refuse(s, 400, "malformed", "http_request_error", "bad host %.*s: %s",
+			       (int)(req->host_len > 64 ? 64 : req->host_len), req->host, err);
+		return;
+	}
+	r->t.port = req->port;
+	r->t.via = req->method == HTTP_CONNECT ? GRANT_VIA_CONNECT : GRANT_VIA_HTTP;
+	r->client_close = req->close || req->minor == 0;
+
+	memset(&pr, 0, sizeof(pr));
+	pr.via = r->t.via;
+	pr.host = &r->t.host;
+	pr.port = r->t.port;
+	if (req->host_header >= 0) {
+		const struct http_header *h = &req->headers[req->host_header];
+		uint16_t port;
+		bool has_port;
+
+		if (host_port_parse(h->value, h->value_len, r->t.port, &hh, &port, &has_port,
+				    &err) == -1) {
+			session_refuse(s, 400, "malformed", "http_request_error",
+				       "bad Host header: %s", err);
+			return;
+		}
+		if (has_port && port != r->t.port) {
+			session_refuse(s, 403, "host-mismatch", "http_request_denied",
+				       "the Host header names port %u but the request goes to port "
+				       "%u; nothing to grant: send the request to the host it names",
+				       port, r->t.port);
+			return;
+		}
+		pr.host_header = &hh;
+	}
+	policy_judge(s->px->policy, &pr, time(NULL), &v);
+	if (!v.allow) {
+		refuse_verdict(s, &v);
+		return;
+	}
+	if (v.observed) {
+		r->decision = "observe";
+		snprintf(r->detail, sizeof(r->detail), "would be refused: %s", v.detail);
+	}
+	r->reason = v.reason;
+	if (v.grant != NULL) {
+		char g[HOST_NAME_MAX_LEN + 16];
+
+		grant_format(v.grant, g, sizeof(g));
+		snprintf(r->grant, sizeof(r->grant), "%s (%s)", g, grant_level_name(v.grant->level));
+	}
+
+	if (req->method == HTTP_CONNECT) {
+		buf_consume(&s->cin, len);
+		dial_close(s);
+		dial_start(s);
+		return;
+	}
+	r->req_body = req->body;
+	r->req_left = req->content_length;
+	r->req_done = req->body == HTTP_BODY_NONE ||
+		      (req->body == HTTP_BODY_LENGTH && req->content_length == 0);
+	if (!(s->ufd >= 0 && s->up_ready && same_target(&s->up, &r->t)))
+		dial_close(s);
+	if (build_upstream_head(s, req) == -1) {
+		session_refuse(s, 431, "head-too-large", "http_request_error",
+			       "request head too large to forward");
+		return;
+	}
+	buf_consume(&s->cin, len);
+	if (s->ufd >= 0) {
+		/*
+		 * A kept-alive upstream may be closing just as this request goes
+		 * out; a bodiless idempotent request is then re-sent once on a new
+		 * connection to the same checked address, as browsers do.
+		 */
+		memcpy(r->dialed, s->up_addr, sizeof(r->dialed));
+		buf_release(&s->replay);
+		r->replayable = r->req_done && req->method != HTTP_POST &&
+				req->method != HTTP_PATCH &&
+				buf_append(&s->replay, buf_head(&s->uout), buf_len(&s->uout)) == 0;
+		r->sent_ms = session_now(s);
+		session_enter(s, SS_HTTP);
+		return;
+	}
+	dial_start(s);
+}
+
+/*
+ * The reused upstream failed before a byte of the response: if the request
+ * may be replayed, dial the same address again (it was checked when first
+ * dialed, and re-judged at every reload since) and send the head again.
+ */
+static bool try_replay(struct session *s)
+{
+	struct request *r = &s->r;
+
+	if (!r->replayable || r->resp_started || buf_len(&s->uin) > 0)
+		return false;
+	r->replayable = false;
+	dial_close_fd(s);
+	buf_release(&s->uout);
+	if (buf_append(&s->uout, buf_head(&s->replay), buf_len(&s->replay)) == -1)
+		return false;
+	buf_release(&s->replay);
+	s->dial_errno = 0;
+	dial_next(s);
+	return true;
+}
+
+void exchange_head(struct session *s)
+{
+	struct http_header hdrs[HEADERS_MAX];
+	struct http_request req;
+	bool drained = false;
+
+	if (session_flush_client(s) == -1) {
+		session_close(s, "client gone");
+		return;
+	}
+	if (buf_len(&s->cout) > 0)
+		return; /* the previous response first */
+	for (;;) {
+		if (buf_len(&s->cin) > 0) {
+			ssize_t n = http_parse_request(buf_head(&s->cin), buf_len(&s->cin), &req, hdrs,
+						       HEADERS_MAX);
+
+			if (n > 0) {
+				s->head_ms = 0;
+				start_request(s, &req, (size_t)n);
+				s->again = true;
+				return;
+			}
+			if (n == -1) {
+				switch (req.error) {
+				case HTTP_E_TOO_MANY:
+					session_refuse(s, 431, "too-many-headers",
+						       "http_request_error",
+						       "more than %d header lines", HEADERS_MAX);
+					break;
+				case HTTP_E_TOO_LARGE:
+					session_refuse(s, 431, "head-too-large",
+						       "http_request_error",
+						       "a request line or header over %d bytes",
+						       HTTP_MAX_LINE);
+					break;
+				default:
+					session_refuse(s, 400, "malformed", "http_request_error",
+						       "malformed request head (%s); nothing was sent",
+						       req.error == HTTP_E_FRAMING  ? "ambiguous body framing"
+						       : req.error == HTTP_E_METHOD ? "bad method"
+						       : req.error == HTTP_E_VERSION ? "bad version"
+						       : req.error == HTTP_E_USERINFO
+							       ? "userinfo in target"
+						       : req.error == HTTP_E_ZONE_ID ? "IPv6 zone id"
+										     : "syntax");
+				}
+				return;
+			}
+			if (buf_len(&s->cin) >= HEAD_MAX) {
+				session_refuse(s, 431, "head-too-large", "http_request_error",
+					       "request head over %d bytes", HEAD_MAX);
+				return;
+			}
+		}
+		if (drained)
+			return; /* the rest of the head has not arrived yet */
+		ssize_t n = buf_read_fd(&s->cin, s->cfd, 0, &drained);
+
+		if (n > 0) {
+			s->active_ms = session_now(s);
+			if (s->head_ms == 0) {
+				s->head_ms = session_now(s);
+				session_arm_timer(s); /* head-timeout, not idle-timeout, from here */
+			}
+			continue;
+		}
+		if (n == -1 && session_would_block()) {
+			buf_trim(&s->cin); /* an idle connection holds no buffer */
+			return;
+		}
+		session_close(s, n == 0 ? "client closed" : "client read error");
+		return;
+	}
+}
+
+/* Move body bytes from in to out under the framing; -1 if malformed. */
+static int move_body(struct buf *in, struct buf *out, enum http_body kind, uint64_t *left,
+		     struct http_chunked *ch, bool *done, uint64_t *count)
+{
+	size_t n = buf_len(in);
+
+	if (n > buf_room(out))
+		n = buf_room(out);
+	if (n == 0)
+		return 0;
+	if (kind == HTTP_BODY_LENGTH) {
+		if (n > *left)
+			n = (size_t)*left;
+		*left -= n;
+		*done = *left == 0;
+	} else if (kind == HTTP_BODY_CHUNKED) {
+		ssize_t k = http_chunked_scan(ch, buf_head(in), n);
+
+		if (k < 0)
+			return -1;
+		n = (size_t)k;
+		*done = ch->state == HTTP_CHUNK_DONE;
+	}
+	if (buf_append(out, buf_head(in), n) == -1)
+		return -1;
+	buf_consume(in, n);
+	*count += n;
+	return 0;
+}
+
+static int build_client_head(struct session *s, const struct http_response *resp)
+{
+	struct buf *b = &s->cout;
+
+	if (buf_printf(b, "HTTP/1.1 %d ", resp->status) == -1 ||
+	    put(b, resp->reason, resp->reason_len) == -1 || put(b, "\r\n", 2) == -1)
+		return -1;
+	for (size_t i = 0; i < resp->nheaders; i++) {
+		if (http_is_hop_header(resp->headers, resp->nheaders, i))
+			continue;
+		if (put_header(b, &resp->headers[i]) == -1)
+			return -1;
+	}
+	if (s->r.client_close && resp->status >= 200 &&
+	    put(b, "Connection: close\r\n", 19) == -1)
+		return -1;
+	return put(b, "\r\n", 2);
+}
+
+/* Parse the response head in uin. Returns 1 progress, 0 need more, -1 refused. */
+static int response_head(struct session *s)
+{
+	struct http_header hdrs[HEADERS_MAX];
+	struct http_response resp;
+	struct request *r = &s->r;
+	ssize_t n = http_parse_response(buf_head(&s->uin), buf_len(&s->uin), r->method, &resp, hdrs,
+					HEADERS_MAX);
+
+	if (n == -2 && buf_len(&s->uin) < RESP_HEAD_MAX)
+		return 0;
+	if (n < 0 || resp.status == 101) {
+		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
+			       "%s sent a response sluice-proxy cannot pass on", r->t.host.name);
+		return -1;
+	}
+	if (resp.status >= 200) {
+		r->resp_head = true;
+		r->status = resp.status;
+		r->resp_body = resp.body;
+		r->resp_left = resp.content_length;
+		r->resp_close = resp.close;
+		if (resp.body == HTTP_BODY_EOF)
+			r->client_close = true;
+		r->resp_done = resp.body == HTTP_BODY_NONE ||
+			       (resp.body == HTTP_BODY_LENGTH && resp.content_length == 0);
+	}
+	if (build_client_head(s, &resp) == -1) {
+		session_refuse(s, 502, "upstream-malformed", "http_response_header_section_size",
+			       "%s sent a response head too large", r->t.host.name);
+		return -1;
+	}
+	r->resp_started = true;
+	r->replayable = false;
+	buf_release(&s->replay);
+	buf_consume(&s->uin, (size_t)n);
+	return 1;
+}
+
+static void finish_request(struct session *s)
+{
+	struct request *r = &s->r;
+	bool out_of_step = !r->req_done; /* answered before the body was all sent */
+
+	session_log(s);
+	if (r->client_close || out_of_step) {
+		session_enter_drain(s);
+		return;
+	}
+	/* bytes past the response would be read as the next one's: never reuse */
+	if (r->resp_close || r->resp_body == HTTP_BODY_EOF || buf_len(&s->uin) > 0)
+		dial_close(s);
+	buf_trim(&s->uin);
+	buf_trim(&s->uout);
+	buf_trim(&s->cin);
+	/* a pipelined head already (partly) here is on the head clock from now */
+	s->head_ms = buf_len(&s->cin) > 0 ? session_now(s) : 0;
+	session_enter(s, SS_HEAD);
+}
+
+void exchange_http(struct session *s)
+{
+	struct request *r = &s->r;
+	bool c_drained = false, u_drained = false;
+
+	for (;;) {
+		bool moved = false;
+		ssize_t n;
+
+		/* request body: client -> uout -> upstream */
+		if (!r->req_done && buf_len(&s->cin) > 0) {
+			uint64_t before = r->up;
+
+			if (move_body(&s->cin, &s->uout, r->req_body, &r->req_left, &r->req_chunk,
+				      &r->req_done, &r->up) == -1) {
+				session_refuse(s, 400, "malformed", "http_request_error",
+					       "malformed chunked request body");
+				return;
+			}
+			moved |= r->up != before || r->req_done;
+			if (r->req_done) {
+				r->sent_ms = session_now(s); /* the response clock starts now */
+				session_arm_timer(s);
+			}
+		}
+		if (!r->req_done && buf_len(&s->cin) == 0 && !c_drained) {
+			n = buf_read_fd(&s->cin, s->cfd,
+					r->req_body == HTTP_BODY_LENGTH && r->req_left < IOBUF_MAX
+						? (size_t)r->req_left
+						: 0,
+					&c_drained);
+			if (n > 0) {
+				moved = true;
+			} else if (n == 0 || !session_would_block()) {
+				session_close(s, "client closed during the request body");
+				return;
+			}
+		}
+		if (buf_len(&s->uout) > 0) {
+			n = buf_write_fd(&s->uout, s->ufd);
+			if (n > 0) {
+				moved = true;
+			} else if (n == -1 && !session_would_block()) {
+				if (try_replay(s))
+					return;
+				if (!r->resp_started)
+					session_refuse(s, 502, "connect-failed", "connection_terminated",
+						       "%s closed the connection: %s", r->t.host.name,
+						       strerror(errno));
+				else
+					session_abort(s, "upstream write error");
+				return;
+			}
+		}
+
+		/* response: upstream -> cout -> client */
+		bool head_short = false;
+
+		if (!r->resp_done && !r->resp_head && buf_len(&s->uin) > 0) {
+			int k = response_head(s);
+
+			if (k < 0)
+				return;
+			moved |= k > 0;
+			head_short = k == 0;
+		}
+		/* the body right behind its head, so both leave in one write */
+		if (!r->resp_done && r->resp_head && buf_len(&s->uin) > 0) {
+			if (r->resp_body != HTTP_BODY_EOF) {
+				uint64_t before = r->down;
+
+				if (move_body(&s->uin, &s->cout, r->resp_body, &r->resp_left,
+					      &r->resp_chunk, &r->resp_done, &r->down) == -1) {
+					session_abort(s, "malformed chunked response body");
+					return;
+				}
+				moved |= r->down != before || r->resp_done;
+			} else {
+				size_t k = buf_len(&s->uin);
+
+				if (k > buf_room(&s->cout))
+					k = buf_room(&s->cout);
+				if (k > 0) {
+					buf_append(&s->cout, buf_head(&s->uin), k);
+					buf_consume(&s->uin, k);
+					r->down += k;
+					moved = true;
+				}
+			}
+		}
+		/* read only once what was read is used up, so an EOF is never early */
+		if (!r->resp_done && buf_room(&s->uin) > 0 && buf_room(&s->cout) > 0 &&
+		    (buf_len(&s->uin) == 0 || head_short) && (!u_drained || s->u_hup)) {
+			n = buf_read_fd(&s->uin, s->ufd, 0, &u_drained);
+			if (n > 0) {
+				moved = true;
+			} else if (n == 0 && r->resp_head && r->resp_body == HTTP_BODY_EOF &&
+				   buf_len(&s->uin) == 0) {
+				r->resp_done = true;
+				r->resp_close = true;
+				moved = true;
+			} else if (n == 0 || (n == -1 && !session_would_block())) {
+				if (try_replay(s))
+					return;
+				if (!r->resp_started)
+					session_refuse(s, 502, "upstream-closed",
+						       "connection_terminated",
+						       "%s closed the connection without answering",
+						       r->t.host.name);
+				else
+					session_abort(s, "upstream closed mid-response");
+				return;
+			}
+		}
+		if (buf_len(&s->cout) > 0) {
+			size_t before = buf_len(&s->cout);
+
+			if (session_flush_client(s) == -1) {
+				session_close(s, "client gone");
+				return;
+			}
+			moved |= buf_len(&s->cout) != before;
+		}
+		if (r->resp_done && (r->req_done || buf_len(&s->uout) == 0)) {
+			finish_request(s);
+			return;
+		}
+		if (moved)
+			s->active_ms = session_now(s);
+		else
+			break;
+	}
+}

@@ -1,0 +1,154 @@
+/*
+ * session.h: the inside of a client connection, shared by the files that
+ * drive it (private to proxy/; proxy.h is the program's table of contents).
+ *
+ * session.c   lifecycle: accept, readiness, timers, tunnels, refusals, the
+ *             log row, close, re-judging after a reload
+ * exchange.c  one HTTP request and its response: read and judge the head,
+ *             forward it, stream both bodies, keep or drop the upstream
+ * dial.c      the upstream: resolve, judge every answer, connect exactly a
+ *             checked address, close
+ */
+#ifndef SLUICE_SESSION_H
+#define SLUICE_SESSION_H
+
+#include <errno.h>
+
+#include "proxy.h"
+
+enum sess_state {
+	SS_HEAD,    /* reading a request head */
+	SS_RESOLVE, /* waiting for the resolver */
+	SS_CONNECT, /* upstream TCP connect in progress */
+	SS_HTTP,    /* forwarding one request and its response */
+	SS_TUNNEL,  /* relaying a CONNECT tunnel */
+	SS_DRAIN,   /* sending a last response, then lingering, then close */
+};
+
+struct target {
+	struct host host;
+	uint16_t port;
+	enum grant_via via;
+};
+
+/* The request in flight, and what its log row will say. */
+struct request {
+	bool active; /* begun and its row not written yet */
+	struct target t;
+	enum http_method method;
+	int minor;
+	char path[201];
+	size_t path_len;
+	char ua[121];
+	size_t ua_len;
+	char grant[HOST_NAME_MAX_LEN + 32];
+	char dialed[INET6_ADDRSTRLEN + 8]; /* the address this request went to, "" if none */
+	const char *decision;
+	const char *reason;
+	char detail[256];
+	int status;
+	uint64_t up, down;
+	double t_start;
+	double dns_ms, connect_ms; /* < 0: did not happen */
+	bool client_close;         /* close the client after this request */
+
+	enum http_body req_body;
+	uint64_t req_left;
+	struct http_chunked req_chunk;
+	bool req_done;
+
+	bool resp_head; /* the final response head has been parsed */
+	enum http_body resp_body;
+	uint64_t resp_left;
+	struct http_chunked resp_chunk;
+	bool resp_done;
+	bool resp_close;   /* upstream will close after this response */
+	bool resp_started; /* bytes of the response were queued for the client */
+	bool replayable;   /* may be re-sent once on a fresh connection (see try_replay) */
+	uint64_t sent_ms;  /* when the request head was queued upstream */
+};
+
+struct session {
+	struct proxy *px;
+	struct session *next, *prev;
+	uint64_t id;
+	uint64_t nreq;
+	enum sess_state state;
+	bool pumping, again, closed;
+	bool c_woke; /* the client sent while we were not reading it */
+	bool u_hup;  /* upstream hung up and left epoll: read it without waiting */
+	char client[INET6_ADDRSTRLEN + 8];
+
+	int cfd;
+	struct loop_io cio;
+	struct buf cin, cout;
+
+	int ufd; /* upstream, kept across keep-alive requests */
+	struct loop_io uio;
+	struct buf uin, uout;
+	struct buf replay; /* a request head sent on a reused upstream, until answered */
+	struct target up;  /* what ufd is connected (or connecting) to */
+	bool up_ready;
+	struct sockaddr_storage dial[DIAL_MAX];
+	size_t ndial, idial;
+	char up_addr[INET6_ADDRSTRLEN + 8]; /* the address ufd is connected to */
+	int dial_errno;
+	struct resolve_query *q;
+	double t_phase;    /* start of resolve or connect, proxy_now_ms */
+	uint64_t phase_ms; /* the same in loop time, for the deadline */
+
+	struct loop_timer timer;
+	uint64_t accepted_ms;
+	uint64_t active_ms; /* last byte moved either way */
+	uint64_t head_ms;   /* first byte of the head being read, 0 if none */
+	bool lingering;
+
+	struct request r;
+	struct relay_dir to_up, to_cli;
+};
+
+static inline const struct config *session_config(const struct session *s)
+{
+	return s->px->config;
+}
+
+/* Loop milliseconds: deadlines and activity. */
+static inline uint64_t session_now(const struct session *s)
+{
+	return loop_now(s->px->loop);
+}
+
+static inline bool session_would_block(void)
+{
+	return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+}
+
+/* session.c */
+void session_format_addr(const struct sockaddr_storage *ss, char *out, size_t size);
+void session_log(struct session *s);
+void session_abort(struct session *s, const char *why);
+void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void session_enter(struct session *s, enum sess_state state);
+void session_enter_drain(struct session *s);
+void session_arm_timer(struct session *s);
+void session_pump(struct session *s);
+int session_flush_client(struct session *s);
+void session_tunnel_begin(struct session *s);
+void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events);
+
+/* exchange.c */
+void exchange_head(struct session *s);
+void exchange_http(struct session *s);
+
+/* dial.c */
+void dial_start(struct session *s);
+void dial_next(struct session *s);
+void dial_connected(struct session *s, uint32_t events);
+void dial_close(struct session *s);
+void dial_close_fd(struct session *s);
+const void *dial_addr_bytes(const struct sockaddr_storage *ss);
+void dial_refuse_address(struct session *s, int family, const void *addr,
+			 const struct verdict *v);
+
+#endif
