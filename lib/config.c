@@ -390,6 +390,14 @@ static void d_log_keep(struct parser *p, char **w, size_t nw)
 		p->c->log_keep = (unsigned)v;
 }
 
+static void d_max_body_bytes(struct parser *p, char **w, size_t nw)
+{
+	uint64_t v;
+
+	if (number_arg(p, "max-body-bytes", w[1], 0, (uint64_t)1 << 50, &v) == 0)
+		p->c->max_body_bytes = v;
+}
+
 static void d_max_connections(struct parser *p, char **w, size_t nw)
 {
 	uint64_t v;
@@ -437,6 +445,7 @@ static const struct directive directives[] = {
 	{ "log-rotate-bytes", 1, false, d_log_rotate_bytes },
 	{ "log-keep", 1, false, d_log_keep },
 	{ "max-connections", 1, false, d_max_connections },
+	{ "max-body-bytes", 1, false, d_max_body_bytes },
 	{ "head-timeout", 1, false, d_head_timeout },
 	{ "connect-timeout", 1, false, d_connect_timeout },
 	{ "response-timeout", 1, false, d_response_timeout },
@@ -668,6 +677,7 @@ void config_print(const struct config *c, FILE *out)
 	fprintf(out, "log-rotate-bytes %llu\n", (unsigned long long)c->log_rotate_bytes);
 	fprintf(out, "log-keep %u\n", c->log_keep);
 	fprintf(out, "max-connections %u\n", c->max_conns);
+	fprintf(out, "max-body-bytes %llu\n", (unsigned long long)c->max_body_bytes);
 	fprintf(out, "head-timeout %u\n", c->head_timeout_ms / 1000);
 	fprintf(out, "connect-timeout %u\n", c->connect_timeout_ms / 1000);
 	fprintf(out, "response-timeout %u\n", c->response_timeout_ms / 1000);

@@ -16,6 +16,7 @@
  *   log-rotate-bytes N        rotate the log past N bytes; default 16777216
  *   log-keep N                rotated files kept; default 5
  *   max-connections N         client connections; default 4096, past it 503
+ *   max-body-bytes N          request body cap, past it 413; default 0 (none)
  *   head-timeout SECONDS      whole request head must arrive; default 10
  *   connect-timeout SECONDS   upstream TCP connect; default 10
  *   response-timeout SECONDS  upstream response head; default 60 (then 504)
@@ -63,6 +64,7 @@ struct config {
 	uint64_t log_rotate_bytes;
 	unsigned log_keep;
 	unsigned max_conns;
+	uint64_t max_body_bytes; /* 0: no cap */
 	unsigned head_timeout_ms;
 	unsigned connect_timeout_ms;
 	unsigned response_timeout_ms;

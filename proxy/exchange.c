@@ -196,6 +196,15 @@ static void start_request(struct session *s, const struct http_request *req, siz
 		dial_start(s);
 		return;
 	}
+	if (session_config(s)->max_body_bytes > 0 && req->body == HTTP_BODY_LENGTH &&
+	    req->content_length > session_config(s)->max_body_bytes) {
+		session_refuse(s, 413, "body-too-large", "http_request_error",
+			       "request body of %llu bytes is over max-body-bytes %llu; nothing "
+			       "was sent",
+			       (unsigned long long)req->content_length,
+			       (unsigned long long)session_config(s)->max_body_bytes);
+		return;
+	}
 	r->req_body = req->body;
 	r->req_left = req->content_length;
 	r->req_done = req->body == HTTP_BODY_NONE ||
@@ -453,6 +462,15 @@ void exchange_http(struct session *s)
 				return;
 			}
 			moved |= r->up != before || r->req_done;
+			if (session_config(s)->max_body_bytes > 0 &&
+			    r->up > session_config(s)->max_body_bytes) {
+				/* chunked: found out on the way; the origin gets a cut request */
+				session_refuse(s, 413, "body-too-large", "http_request_error",
+					       "chunked request body over max-body-bytes %llu; "
+					       "the request was cut off",
+					       (unsigned long long)session_config(s)->max_body_bytes);
+				return;
+			}
 			if (r->req_done) {
 				r->sent_ms = session_now(s); /* the response clock starts now */
 				session_arm_timer(s);
