@@ -446,8 +446,13 @@ static int allow_add(int argc, char **argv)
 	now = time(NULL);
 	g.level = level;
 	g.added = now;
-	if (level == GRANT_ONCE)
-		g.expires = now + (time_t)ttl;
+	if (level == GRANT_ONCE) {
+		struct timespec ts;
+
+		/* expiry is kept in whole seconds: round up, so a grant never lasts less than its ttl */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		g.expires = ts.tv_sec + (ts.tv_nsec > 0 ? 1 : 0) + (time_t)ttl;
+	}
 	if (level == GRANT_SESSION && run_id_read(c, g.run) == -1) {
 		if (errno == ENOENT)
 			fprintf(stderr,

@@ -562,6 +562,7 @@ static void test_print_defaults(void **state)
 			       "log-rotate-bytes 16777216\n"
 			       "log-keep 5\n"
 			       "max-connections 4096\n"
+			       "max-body-bytes 0\n"
 			       "head-timeout 10\n"
 			       "connect-timeout 10\n"
 			       "response-timeout 60\n"
