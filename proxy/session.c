@@ -48,6 +48,8 @@ void session_format_addr(const struct sockaddr_storage *ss, char *out, size_t si
 	}
 }
 
+/* --- the log row ------------------------------------------------------- */
+
 void session_log(struct session *s)
 {
 	struct request *r = &s->r;
@@ -84,6 +86,8 @@ void session_log(struct session *s)
 	if (s->px->netlog != NULL)
 		netlog_write(s->px->netlog, &row);
 }
+
+/* --- closing ----------------------------------------------------------- */
 
 /* Payload bytes of a tunnel: our own 200 reply went through to_cli first. */
 static void tunnel_count(struct session *s)
@@ -153,6 +157,8 @@ void session_abort(struct session *s, const char *why)
 	session_close(s, why);
 }
 
+/* --- refusing and states ----------------------------------------------- */
+
 /* Drop the upstream and finish: flush, shut, linger, close. */
 void session_enter_drain(struct session *s)
 {
@@ -217,6 +223,8 @@ int session_flush_client(struct session *s)
 	return 0;
 }
 
+/* --- tunnel and drain steps -------------------------------------------- */
+
 static void step_tunnel(struct session *s)
 {
 	uint64_t before = s->to_up.bytes + s->to_cli.bytes;
@@ -266,6 +274,8 @@ static void step_drain(struct session *s)
 		return;
 	}
 }
+
+/* --- readiness --------------------------------------------------------- */
 
 /* Whether the current state reads from the client now. */
 static bool want_client_in(const struct session *s)
@@ -434,6 +444,8 @@ void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
 	session_pump(s);
 }
 
+/* --- timers ------------------------------------------------------------ */
+
 /* The deadline that applies in the current state, in loop milliseconds. */
 static uint64_t deadline(const struct session *s)
 {
@@ -530,6 +542,8 @@ void session_arm_timer(struct session *s)
 		return;
 	loop_timer_set(l, &s->timer, due > now ? due - now : 0, on_timer, s);
 }
+
+/* --- accept and re-judge ----------------------------------------------- */
 
 static void refuse_busy(struct proxy *px, int fd, const struct sockaddr_storage *peer)
 {
