@@ -24,8 +24,8 @@ Q := $(if $(filter 1,$(V)),,@)
 say = $(if $(filter 1,$(V)),,@printf '  %-6s %s\n' $(1) $(2);)
 
 PKG_LIB   := libidn2
-PKG_PROXY := libcares libidn2
-PKG_CLI   := libidn2 jansson
+PKG_PROXY := libcares libidn2 libcrypto
+PKG_CLI   := libidn2 jansson libcrypto
 PKG_TEST  := cmocka
 
 pkgcflags = $(shell pkg-config --cflags $(1) 2>/dev/null)

@@ -53,4 +53,7 @@ int cmd_allow(int argc, char **argv);
 /* log.c */
 int cmd_log(int argc, char **argv);
 
+/* key.c */
+int cmd_key(int argc, char **argv);
+
 #endif

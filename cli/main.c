@@ -31,6 +31,10 @@ static const struct verb verbs[] = {
 	  "allow list [--json]\n" },
 	{ "log", cmd_log, "read the network log: who used each host, who was refused",
 	  "log [--json] [--host HOST] [--decision allow|refuse|observe] [-n N] [-f]\n" },
+	{ "key", cmd_key, "create, rotate or list the stamp keys in STATE/stamp.key",
+	  "key init\n"
+	  "key rotate [--grace SECONDS]\n"
+	  "key list\n" },
 };
 
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))

@@ -274,6 +274,18 @@ int netlog_write(struct netlog *l, const struct netlog_row *r)
 	put_num(&o, "req", r->req);
 	put_cstr(&o, "run", r->run);
 	put_cstr(&o, "who", r->who);
+	if (r->stamp != NULL) {
+		put_cstr(&o, "src", r->stamp->src);
+		put_cstr(&o, "net", r->stamp->net);
+		put_cstr(&o, "boot", r->stamp->boot);
+		put_num(&o, "seq", r->stamp->seq);
+		put_num(&o, "kid", r->stamp->kid);
+	} else {
+		static const char none[] =
+			",\"src\":null,\"net\":null,\"boot\":null,\"seq\":null,\"kid\":null";
+
+		put_raw(&o, none, sizeof(none) - 1);
+	}
 	put_cstr(&o, "client", r->client);
 	put_cstr(&o, "kind", r->kind);
 	put_cstr(&o, "method", r->method);

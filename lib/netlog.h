@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stamp.h"
+
 struct netlog;
 
 /* A row; NULL strings and negative numbers are written as null. */
@@ -22,6 +24,7 @@ struct netlog_row {
 	uint64_t req;
 	const char *run;
 	const char *who;
+	const struct stamp *stamp; /* the connection's verified stamp, or NULL */
 	const char *client;
 	const char *kind; /* "http" or "tunnel" */
 	const char *method;

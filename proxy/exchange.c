@@ -13,7 +13,52 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
+
+static bool is_stamp_header(const struct http_header *h)
+{
+	return h->name_len == sizeof(STAMP_HEADER) - 1 &&
+	       strncasecmp(h->name, STAMP_HEADER, h->name_len) == 0;
+}
+
+/*
+ * The first head of a connection may carry sluice-forward's stamp: exactly
+ * one Sluice-Stamp header with a MAC under a live key. Then the connection
+ * is bound to it (every later request inherits it). None, several (client
+ * forgeries the forwarder would have stripped), a bad MAC or no keys: the
+ * connection is unattributed. A valid stamp seen before is a replay and is
+ * refused. Returns 0, or -1 when refused.
+ */
+static int stamp_first_head(struct session *s, const struct http_request *req)
+{
+	const struct http_header *h = NULL;
+	const char *err = NULL;
+	struct stamp st;
+	size_t n = 0;
+
+	for (size_t i = 0; i < req->nheaders; i++) {
+		if (is_stamp_header(&req->headers[i])) {
+			h = &req->headers[i];
+			n++;
+		}
+	}
+	if (n != 1 || s->px->nkeys == 0 ||
+	    stamp_parse(h->value, h->value_len, &st, &err) == -1 ||
+	    !stamp_verify(&st, h->value, s->px->keys, s->px->nkeys, time(NULL)))
+		return 0;
+	if (!stamp_replay_check(&s->px->replay, st.boot, st.seq)) {
+		session_refuse(s, 403, "stamp-replay", "http_request_denied",
+			       "stamp of boot %s sequence %llu was already used; a replayed stamp "
+			       "is refused",
+			       st.boot, (unsigned long long)st.seq);
+		return -1;
+	}
+	s->stamp = st;
+	s->stamped = true;
+	snprintf(s->who, sizeof(s->who), "%s@%s", st.src, st.net);
+	return 0;
+}
 
 /* The one line naming the grant that would allow this target. */
 static void grant_hint(const struct target *t, char *out, size_t size)
@@ -89,7 +134,9 @@ static int build_upstream_head(struct session *s, const struct http_request *req
 	    buf_printf(b, " HTTP/1.%d\r\n", req->minor) == -1)
 		return -1;
 	for (size_t i = 0; i < req->nheaders; i++) {
-		if (http_is_hop_header(req->headers, req->nheaders, i))
+		/* a stamp never leaves: not the forwarder's, not a client's */
+		if (http_is_hop_header(req->headers, req->nheaders, i) ||
+		    is_stamp_header(&req->headers[i]))
 			continue;
 		if (put_header(b, &req->headers[i]) == -1)
 			return -1;
@@ -132,6 +179,8 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	if (ua >= 0)
 		copy_capped(r->ua, sizeof(r->ua), &r->ua_len, req->headers[ua].value,
 			    req->headers[ua].value_len);
+	if (s->nreq == 1 && stamp_first_head(s, req) == -1)
+		return;
 
 	if (req->form != HTTP_FORM_ABSOLUTE && req->form != HTTP_FORM_AUTHORITY) {
 		session_refuse(s, 400, "malformed", "http_request_error",

@@ -25,6 +25,7 @@
 #include "loop.h"
 #include "netlog.h"
 #include "policy.h"
+#include "stamp.h"
 
 #define HEAD_MAX (32 * 1024)  /* a request head, all lines */
 #define HEADERS_MAX 100       /* header lines in one head */
@@ -65,6 +66,10 @@ struct proxy {
 	struct loop_timer watch_timer;
 	struct watched_file watch_config;
 	struct watched_file watch_store;
+	struct watched_file watch_keys;     /* STATE/stamp.key */
+	struct stamp_key keys[STAMP_KEYS_MAX];
+	size_t nkeys;                       /* 0: no stamp verifies */
+	struct stamp_replay replay;         /* boot ids and sequences seen */
 	void *resolver; /* resolve.c's state */
 };
 

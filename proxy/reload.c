@@ -158,6 +158,34 @@ static size_t own_addresses(struct ipnet *own, size_t max)
 	return n;
 }
 
+/*
+ * The stamp keys (STATE/stamp.key, written by `sluice key`). Missing: no
+ * stamp verifies and every connection is unattributed. Damaged: the same,
+ * said loudly; attribution never fails open into a wrong name.
+ */
+static void load_keys(struct proxy *px)
+{
+	const char *path = px->watch_keys.path;
+	size_t len, line = 0;
+	const char *err = NULL;
+	char *buf = read_file(path, 64 * 1024, &len);
+
+	px->nkeys = 0;
+	if (buf == NULL) {
+		if (errno != ENOENT)
+			fprintf(stderr, "sluice-proxy: ERROR: stamp keys %s unreadable: %s; every "
+					"connection is unattributed\n", path, strerror(errno));
+		return;
+	}
+	if (stamp_keys_parse(buf, len, px->keys, STAMP_KEYS_MAX, &px->nkeys, &line, &err) == -1) {
+		fprintf(stderr, "sluice-proxy: ERROR: stamp keys %s:%zu: %s; every connection is "
+				"unattributed\n", path, line, err);
+		px->nkeys = 0;
+	}
+	explicit_bzero(buf, len);
+	free(buf);
+}
+
 static int rebuild(struct proxy *px)
 {
 	struct ipnet own[OWN_MAX];
@@ -165,6 +193,8 @@ static int rebuild(struct proxy *px)
 	struct grant *store;
 	size_t nstore;
 	bool damaged = load_store(px, &store, &nstore) == -1;
+
+	load_keys(px);
 	time_t now = time(NULL);
 	struct policy *p;
 
@@ -229,9 +259,11 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 	struct proxy *px = t->arg;
 	bool cfg_changed = px->config_path[0] != '\0' && file_changed(&px->watch_config);
 	bool store_changed = file_changed(&px->watch_store);
+	bool keys_changed = file_changed(&px->watch_keys);
 
-	if (cfg_changed || store_changed) {
-		reload_now(px, cfg_changed ? "config changed" : "grant store changed");
+	if (cfg_changed || store_changed || keys_changed) {
+		reload_now(px, cfg_changed ? "config changed"
+			       : store_changed ? "grant store changed" : "stamp keys changed");
 	} else if (next_expiry != 0 && time(NULL) >= next_expiry) {
 		rebuild(px); /* an expired once grant: no re-judging, see above */
 	}
@@ -271,6 +303,9 @@ int reload_init(struct proxy *px)
 	snprintf(px->watch_config.path, sizeof(px->watch_config.path), "%s", px->config_path);
 	snprintf(px->watch_store.path, sizeof(px->watch_store.path), "%s/grants",
 		 px->config->state_dir);
+	snprintf(px->watch_keys.path, sizeof(px->watch_keys.path), "%s/stamp.key",
+		 px->config->state_dir);
+	file_changed(&px->watch_keys);
 	if (px->config_path[0] != '\0')
 		file_changed(&px->watch_config);
 	file_changed(&px->watch_store);

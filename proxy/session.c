@@ -62,7 +62,8 @@ void session_log(struct session *s)
 	row.conn = s->id;
 	row.req = s->nreq;
 	row.run = s->px->run_id;
-	row.who = "unattributed";
+	row.who = s->who;
+	row.stamp = s->stamped ? &s->stamp : NULL;
 	row.client = s->client;
 	row.kind = r->method == HTTP_CONNECT ? "tunnel" : "http";
 	row.method = r->method != HTTP_UNKNOWN ? http_method_name(r->method) : NULL;
@@ -605,6 +606,7 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 	buf_init(&s->uout, IOBUF_MAX);
 	buf_init(&s->replay, HEAD_MAX + 1024);
 	session_format_addr(peer, s->client, sizeof(s->client));
+	snprintf(s->who, sizeof(s->who), "unattributed");
 	s->accepted_ms = s->active_ms = loop_now(px->loop);
 	if (loop_io_add(px->loop, &s->cio, fd, EPOLLIN, on_client, s) == -1) {
 		close(fd);

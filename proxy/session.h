@@ -105,6 +105,10 @@ struct session {
 
 	struct request r;
 	struct relay_dir to_up, to_cli;
+
+	struct stamp stamp; /* verified on the first head; every request inherits it */
+	bool stamped;
+	char who[STAMP_NET_MAX + 48]; /* "src@net" or "unattributed" */
 };
 
 static inline const struct config *session_config(const struct session *s)
