@@ -1,6 +1,6 @@
 # sluice: hand-written GNU Makefile.
 #
-#   make            build bin: build/sluice-proxy, build/sluice
+#   make            build build/sluice-proxy, build/sluice-forward, build/sluice
 #   make check      unit + integration tests and a short fuzz run, all built
 #                   with AddressSanitizer and UndefinedBehaviorSanitizer
 #   make unit       unit tests only (sanitized)
@@ -26,6 +26,7 @@ say = $(if $(filter 1,$(V)),,@printf '  %-6s %s\n' $(1) $(2);)
 PKG_LIB   := libidn2
 PKG_PROXY := libcares libidn2 libcrypto
 PKG_CLI   := libidn2 jansson libcrypto
+PKG_FWD   := libidn2 libcrypto
 PKG_TEST  := cmocka
 
 pkgcflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
@@ -50,6 +51,7 @@ ALL_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 LIB_SRCS   := $(sort $(wildcard lib/*.c))
 PROXY_SRCS := $(sort $(wildcard proxy/*.c))
 CLI_SRCS   := $(sort $(wildcard cli/*.c))
+FWD_SRCS   := $(sort $(wildcard forward/*.c))
 UNIT_SRCS  := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRCS  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
@@ -59,6 +61,7 @@ LIB_OBJS := $(call obj,$(LIB_SRCS))
 LIB      := $(BUILD)/libsluice.a
 PROXY    := $(BUILD)/sluice-proxy
 CLI      := $(BUILD)/sluice
+FWD      := $(BUILD)/sluice-forward
 UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
@@ -66,7 +69,7 @@ BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 .DEFAULT_GOAL := all
 .SECONDARY:
 
-all: $(PROXY) $(CLI)
+all: $(PROXY) $(FWD) $(CLI)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -80,6 +83,10 @@ $(LIB): $(LIB_OBJS)
 $(PROXY): $(call obj,$(PROXY_SRCS)) $(LIB)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(PKG_PROXY))
+
+$(FWD): $(call obj,$(FWD_SRCS)) $(LIB)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(PKG_FWD))
 
 $(CLI): $(call obj,$(CLI_SRCS)) $(LIB)
 	$(call say,LD,$@)

@@ -5,7 +5,6 @@
  * session.c  one client connection: lifecycle, readiness, timers, close
  * exchange.c one HTTP request and its response (session.h)
  * dial.c     a session's upstream: judge every answer, connect (session.h)
- * relay.c    tunnel relaying (splice, or a copy where splice cannot help)
  * resolve.c  c-ares driven by the loop; never a blocking lookup
  * reload.c   the grant store and config: watched, reloaded, re-judged
  * refuse.c   refusal responses: status, Proxy-Status, a one-line body
@@ -25,6 +24,7 @@
 #include "loop.h"
 #include "netlog.h"
 #include "policy.h"
+#include "relay.h"
 #include "stamp.h"
 
 #define HEAD_MAX (32 * 1024)  /* a request head, all lines */
@@ -81,33 +81,6 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 void session_close(struct session *s, const char *why);
 void session_free_dead(struct proxy *px);
 void session_rejudge_all(struct proxy *px);
-
-/* relay.c: the tunnel half of a session, working on struct relay */
-struct relay_dir {
-	int src, dst;
-	struct buf *buf;      /* copy path: bytes read from src not yet written */
-	int pipe[2];          /* splice path: -1 while copying */
-	bool no_pipe;         /* a pipe could not be had: copy to the end */
-	bool fresh;           /* not read from yet: the first pump waits for epoll */
-	bool src_hup;         /* src hung up and left epoll: read it to the end */
-	size_t inpipe;        /* bytes sitting in the pipe */
-	bool eof;             /* src reached end of stream */
-	bool shut;            /* dst has been shut for writing */
-	bool want_read;       /* src read would block */
-	bool want_write;      /* dst write would block */
-	uint64_t bytes;       /* moved src -> dst */
-};
-/* Set up a direction: copying through b first, splicing once it carries bulk. */
-void relay_dir_init(struct relay_dir *d, int src, int dst, struct buf *b);
-void relay_dir_release(struct relay_dir *d);
-/*
- * Move what can move now. last: the other direction is done, so the caller
- * closes both sockets as soon as this one is (no shutdown needed). Returns
- * 0, or -1 on a fatal error (errno).
- */
-int relay_dir_pump(struct relay_dir *d, bool last);
-/* Whether the direction has finished: eof seen, drained, dst shut. */
-bool relay_dir_done(const struct relay_dir *d);
 
 /* resolve.c */
 typedef void (*resolve_fn)(void *arg, int status, const struct sockaddr_storage *addrs,

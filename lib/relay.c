@@ -10,7 +10,7 @@
  * has been written: half-close both ways. It does not know about epoll:
  * the session asks want_read / want_write.
  */
-#include "proxy.h"
+#include "relay.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,0 +1,433 @@
+/*
+ * conn.c: one connection through sluice-forward.
+ *
+ * Reads the first request head and refuses (400, close) one that the
+ * strict parser (http.c) refuses: CRLF line ends, single spaces, an
+ * upper-case known method, no obs-fold, bounded size. Removes every
+ * Sluice-Stamp header the client wrote, adds one signed stamp naming the
+ * client's address, passes everything else (Proxy-Authorization included)
+ * untouched, then relays bytes both ways and parses nothing more.
+ *
+ * An upstream connect unanswered in 2 s is re-dialled on a new socket, at
+ * most 8 times. When the upstream closes first and has acknowledged every
+ * byte, the client side is closed with an RST (user-mode network stacks
+ * stall on a FIN'd connection's TIME_WAIT reuse); a client that closes
+ * first gets a FIN.
+ */
+#include "forward.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/sockios.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "http.h"
+#include "relay.h"
+
+#define CONN_IO_MAX (64 * 1024)
+
+enum conn_state {
+	C_HEAD,     /* reading the first head */
+	C_DIAL,     /* connecting upstream */
+	C_RELAY,    /* relaying both ways */
+	C_RST_WAIT, /* upstream closed first: waiting for the client's acks */
+};
+
+struct conn {
+	struct forwarder *fw;
+	struct fwd_listener *ln;
+	struct conn *next; /* dead list */
+	enum conn_state state;
+	bool closed;
+	int cfd, ufd;
+	struct loop_io cio, uio;
+	struct loop_timer timer;
+	struct buf in;  /* the head, then client -> upstream */
+	struct buf out; /* upstream -> client */
+	struct relay_dir up, down;
+	char src[INET6_ADDRSTRLEN];
+	unsigned tries;
+	uint64_t rst_since;
+};
+
+static void conn_pump(struct conn *c);
+static void on_upstream(struct loop *l, struct loop_io *io, uint32_t events);
+
+static void conn_close(struct conn *c, bool rst)
+{
+	struct forwarder *fw = c->fw;
+
+	if (c->closed)
+		return;
+	c->closed = true;
+	if (rst) {
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+		setsockopt(c->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	loop_timer_cancel(fw->loop, &c->timer);
+	relay_dir_release(&c->up);
+	relay_dir_release(&c->down);
+	if (c->cio.fd >= 0)
+		loop_io_close(fw->loop, &c->cio);
+	else
+		close(c->cfd);
+	if (c->ufd >= 0) {
+		if (c->uio.fd >= 0)
+			loop_io_close(fw->loop, &c->uio);
+		else
+			close(c->ufd);
+	}
+	buf_release(&c->in);
+	buf_release(&c->out);
+	fw->nconns--;
+	c->next = fw->dead;
+	fw->dead = c;
+}
+
+void conn_free_dead(struct forwarder *fw)
+{
+	while (fw->dead != NULL) {
+		struct conn *c = fw->dead;
+
+		fw->dead = c->next;
+		free(c);
+	}
+}
+
+static void refuse(struct conn *c, const char *why)
+{
+	char msg[256];
+	int n = snprintf(msg, sizeof(msg),
+			 "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+			 "Content-Length: %zu\r\nConnection: close\r\n\r\nsluice-forward: %s\n",
+			 strlen(why) + 17, why);
+
+	if (n > 0)
+		(void)!write(c->cfd, msg, (size_t)n);
+	shutdown(c->cfd, SHUT_WR);
+	conn_close(c, false);
+}
+
+static bool is_stamp(const struct http_header *h)
+{
+	return h->name_len == sizeof(STAMP_HEADER) - 1 &&
+	       strncasecmp(h->name, STAMP_HEADER, h->name_len) == 0;
+}
+
+/* Rebuild the head without client stamps and with ours; the bytes after it follow. */
+static int stamp_head(struct conn *c, const struct http_request *req, size_t headlen)
+{
+	struct forwarder *fw = c->fw;
+	const char *line_end = memchr(c->in.data + c->in.start, '\n', headlen);
+	struct stamp st;
+	char value[STAMP_VALUE_MAX];
+	struct buf b;
+
+	memset(&st, 0, sizeof(st));
+	st.version = 1;
+	st.kid = fw->key.kid;
+	memcpy(st.src, c->src, sizeof(c->src));
+	memcpy(st.net, fw->net, sizeof(st.net));
+	memcpy(st.boot, fw->boot, sizeof(st.boot));
+	st.seq = ++fw->seq;
+	if (line_end == NULL || stamp_format(&st, &fw->key, value, sizeof(value)) < 0)
+		return -1;
+	buf_init(&b, CONN_IO_MAX);
+	if (buf_append(&b, buf_head(&c->in), (size_t)(line_end + 1 - buf_head(&c->in))) == -1)
+		goto fail;
+	for (size_t i = 0; i < req->nheaders; i++) {
+		const struct http_header *h = &req->headers[i];
+
+		if (is_stamp(h))
+			continue;
+		if (buf_append(&b, h->name, h->name_len) == -1 || buf_append(&b, ": ", 2) == -1 ||
+		    buf_append(&b, h->value, h->value_len) == -1 || buf_append(&b, "\r\n", 2) == -1)
+			goto fail;
+	}
+	if (buf_printf(&b, "%s: %s\r\n\r\n", STAMP_HEADER, value) == -1 ||
+	    buf_append(&b, buf_head(&c->in) + headlen, buf_len(&c->in) - headlen) == -1)
+		goto fail;
+	buf_release(&c->in);
+	c->in = b;
+	return 0;
+fail:
+	buf_release(&b);
+	return -1;
+}
+
+static void on_timer(struct loop *l, struct loop_timer *t);
+
+static void dial(struct conn *c)
+{
+	const struct sockaddr_storage *ss = &c->ln->upstream;
+	socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
+						 : sizeof(struct sockaddr_in6);
+	int one = 1;
+	int fd;
+
+	if (c->ufd >= 0) {
+		loop_io_close(c->fw->loop, &c->uio);
+		c->ufd = -1;
+	}
+	if (c->tries++ == FWD_DIAL_TRIES) {
+		conn_close(c, true); /* the client's connection fails, loudly */
+		return;
+	}
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd == -1) {
+		conn_close(c, true);
+		return;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if ((connect(fd, (const struct sockaddr *)ss, len) == -1 && errno != EINPROGRESS) ||
+	    loop_io_add(c->fw->loop, &c->uio, fd, EPOLLOUT, on_upstream, c) == -1) {
+		close(fd);
+		conn_close(c, true); /* refused: answered, so not re-dialled */
+		return;
+	}
+	c->ufd = fd;
+	c->state = C_DIAL;
+	loop_timer_set(c->fw->loop, &c->timer, FWD_DIAL_TIMEOUT_MS, on_timer, c);
+}
+
+static void step_head(struct conn *c)
+{
+	struct http_header hdrs[100];
+	struct http_request req;
+	bool drained = false;
+
+	for (;;) {
+		ssize_t n;
+
+		if (buf_len(&c->in) > 0) {
+			n = http_parse_request(buf_head(&c->in), buf_len(&c->in), &req, hdrs, 100);
+			if (n == -1) {
+				refuse(c, "the first request head is not canonical HTTP/1.1");
+				return;
+			}
+			if (n > 0) {
+				if (stamp_head(c, &req, (size_t)n) == -1) {
+					refuse(c, "the first request head is too large");
+					return;
+				}
+				dial(c);
+				return;
+			}
+			if (buf_len(&c->in) >= FWD_HEAD_MAX) {
+				refuse(c, "the first request head is too large");
+				return;
+			}
+		}
+		if (drained)
+			return;
+		n = buf_read_fd(&c->in, c->cfd, FWD_HEAD_MAX - buf_len(&c->in), &drained);
+		if (n > 0)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			return;
+		conn_close(c, false);
+		return;
+	}
+}
+
+static void dial_done(struct conn *c, uint32_t events)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (events & (EPOLLERR | EPOLLHUP)) {
+		getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &len);
+		conn_close(c, true);
+		return;
+	}
+	loop_timer_cancel(c->fw->loop, &c->timer);
+	relay_dir_init(&c->up, c->cfd, c->ufd, &c->in);
+	relay_dir_init(&c->down, c->ufd, c->cfd, &c->out);
+	c->up.fresh = false; /* the stamped head is waiting in the buffer */
+	c->state = C_RELAY;
+}
+
+static int outq(int fd)
+{
+	int n = 0;
+
+	return ioctl(fd, SIOCOUTQ, &n) == -1 ? -1 : n;
+}
+
+static void step_relay(struct conn *c)
+{
+	/* the client-bound direction never shuts by itself: see below */
+	if (relay_dir_pump(&c->up, relay_dir_done(&c->down)) == -1 ||
+	    relay_dir_pump(&c->down, true) == -1) {
+		conn_close(c, true);
+		return;
+	}
+	if (!relay_dir_done(&c->down))
+		return;
+	if (relay_dir_done(&c->up)) {
+		conn_close(c, false); /* the client closed first: it gets a FIN */
+		return;
+	}
+	/* the upstream closed first: an RST, once every byte is acknowledged */
+	c->state = C_RST_WAIT;
+	c->rst_since = loop_now(c->fw->loop);
+	loop_timer_set(c->fw->loop, &c->timer, 0, on_timer, c);
+}
+
+static void update_interest(struct conn *c)
+{
+	uint32_t ci = 0, ui = 0;
+
+	switch (c->state) {
+	case C_HEAD:
+		ci = EPOLLIN;
+		break;
+	case C_DIAL:
+		ui = EPOLLOUT;
+		break;
+	case C_RELAY:
+		ci = (c->up.want_read ? EPOLLIN : 0) | (c->down.want_write ? EPOLLOUT : 0);
+		ui = (c->down.want_read ? EPOLLIN : 0) | (c->up.want_write ? EPOLLOUT : 0);
+		break;
+	case C_RST_WAIT:
+		break;
+	}
+	loop_io_set(c->fw->loop, &c->cio, ci);
+	if (c->ufd >= 0)
+		loop_io_set(c->fw->loop, &c->uio, ui);
+}
+
+static void conn_pump(struct conn *c)
+{
+	if (c->state == C_HEAD)
+		step_head(c);
+	if (!c->closed && c->state == C_RELAY)
+		step_relay(c);
+	if (!c->closed)
+		update_interest(c);
+}
+
+static void on_timer(struct loop *l, struct loop_timer *t)
+{
+	struct conn *c = t->arg;
+
+	switch (c->state) {
+	case C_HEAD:
+		conn_close(c, false);
+		return;
+	case C_DIAL:
+		dial(c); /* unanswered: a new socket */
+		break;
+	case C_RELAY:
+		return;
+	case C_RST_WAIT:
+		if (outq(c->ufd) == 0 && outq(c->cfd) == 0) {
+			conn_close(c, true);
+			return;
+		}
+		if (loop_now(l) - c->rst_since >= FWD_RST_WAIT_MS) {
+			conn_close(c, false); /* never acknowledged: a plain close */
+			return;
+		}
+		loop_timer_set(l, t, 10, on_timer, c);
+		return;
+	}
+	if (!c->closed)
+		update_interest(c);
+}
+
+static void hung_up(struct conn *c, struct loop_io *io, struct relay_dir *d)
+{
+	loop_io_del(c->fw->loop, io);
+	d->src_hup = true;
+	conn_pump(c);
+}
+
+static void on_client(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct conn *c = io->arg;
+
+	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
+		if (c->state == C_RELAY && !(events & EPOLLERR)) {
+			hung_up(c, io, &c->up);
+			return;
+		}
+		conn_close(c, false);
+		return;
+	}
+	conn_pump(c);
+}
+
+static void on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct conn *c = io->arg;
+
+	if (c->state == C_DIAL) {
+		dial_done(c, events);
+		if (!c->closed)
+			conn_pump(c);
+		return;
+	}
+	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
+		if (c->state == C_RELAY && !(events & EPOLLERR)) {
+			hung_up(c, io, &c->down);
+			return;
+		}
+		conn_close(c, true);
+		return;
+	}
+	conn_pump(c);
+}
+
+/* The client's address as the stamp names it: IPv4-mapped becomes IPv4. */
+static void client_addr(const struct sockaddr_storage *ss, char *out, size_t size)
+{
+	if (ss->ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)ss)->sin_addr, out,
+			  (socklen_t)size);
+		return;
+	}
+	const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
+
+	if (IN6_IS_ADDR_V4MAPPED(a))
+		inet_ntop(AF_INET, &a->s6_addr[12], out, (socklen_t)size);
+	else
+		inet_ntop(AF_INET6, a, out, (socklen_t)size);
+}
+
+void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,
+		 const struct sockaddr_storage *peer)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (c == NULL) {
+		close(fd);
+		return;
+	}
+	c->fw = fw;
+	c->ln = ln;
+	c->cfd = fd;
+	c->ufd = -1;
+	c->cio.fd = c->uio.fd = -1;
+	c->up.pipe[0] = c->up.pipe[1] = c->down.pipe[0] = c->down.pipe[1] = -1;
+	buf_init(&c->in, CONN_IO_MAX);
+	buf_init(&c->out, CONN_IO_MAX);
+	client_addr(peer, c->src, sizeof(c->src));
+	if (loop_io_add(fw->loop, &c->cio, fd, EPOLLIN, on_client, c) == -1) {
+		close(fd);
+		free(c);
+		return;
+	}
+	fw->nconns++;
+	loop_timer_set(fw->loop, &c->timer, FWD_HEAD_TIMEOUT_MS, on_timer, c);
+	conn_pump(c);
+}

@@ -1,0 +1,95 @@
+#!/bin/bash
+# sluice-forward in front of sluice-proxy (same namespace for now; the vm
+# namespace lab with containers is issue 3's): it stamps every connection
+# with the client's address, strips every stamp a client wrote, refuses a
+# non-canonical first head, resets the client when the origin closed first,
+# and when it is dead clients are refused at once, never sent unstamped.
+source "$(dirname "$0")/lab.sh"
+lab_up
+lab_write_conf "allow good.test" "allow good.test:9002"
+sl key init >/dev/null 2>&1
+lab_run_proxy
+FWD_PORT=3129
+FWD_URL=http://127.0.0.1:$FWD_PORT
+ip netns exec "$HNS" "$SLUICE_BUILD/sluice-forward" --key "$STATE/stamp.key" --net lab \
+	"127.0.0.1:$FWD_PORT=$PROXY_ADDR:$PROXY_PORT" >>"$LAB_DIR/forward.err" 2>&1 &
+FPID=$!
+LAB_PIDS+=($FPID)
+wait_until 5 hx bash -c "</dev/tcp/127.0.0.1/$FWD_PORT" || lab_bail "sluice-forward did not start" "$(cat "$LAB_DIR/forward.err")"
+
+fcurl() { hx curl -sS --max-time 10 -x "$FWD_URL" "$@"; }
+
+out=$(fcurl -o /dev/null -w '%{http_code}' http://good.test/f1 2>&1)
+expect_eq "a request through the forwarder is served" 200 "$out"
+expect_eq "... and its row is attributed to the client's address and the forwarder's net" \
+	"127.0.0.1@lab 127.0.0.1 lab" \
+	"$(logq path=/f1 --field who) $(logq path=/f1 --field src) $(logq path=/f1 --field net)"
+fcurl -o /dev/null http://good.test/f2
+expect_eq "each connection gets the next sequence number" \
+	"$(( $(logq path=/f1 --field seq) + 1 ))" "$(logq path=/f2 --field seq)"
+
+# client-written stamps: several, odd case, one even well formed
+fake="v=1; kid=1; src=10.9.9.9; net=evil; boot=0000000000000000; seq=1; mac=$(printf '0%.0s' $(seq 64))"
+out=$(fcurl -H "Sluice-Stamp: $fake" -H "sluice-stamp: x" -H "SLUICE-STAMP: y" http://good.test/echo?f3)
+expect_eq "forged stamps (three, odd case) do not reach the origin" 0 \
+	"$(printf '%s' "$out" | grep -ci 'sluice-stamp')"
+expect_eq "... and the row carries the forwarder's stamp, not a forged one" 127.0.0.1@lab \
+	"$(logq 'path~f3' --field who)"
+
+# a tunnel through the forwarder
+out=$(fcurl -p -o /dev/null -w '%{http_code}' http://good.test:9002/ 2>&1; true)
+wait_log 3 kind=tunnel port=9002
+expect_eq "a CONNECT through the forwarder is attributed" 127.0.0.1@lab \
+	"$(logq kind=tunnel port=9002 --field who)"
+
+# a non-canonical first head never reaches the proxy
+rows=$(logq)
+out=$(hx "$PY" "$INTEG_DIR/raw.py" --addr 127.0.0.1 --port $FWD_PORT --meta \
+	'get http://good.test/f4 HTTP/1.1\r\nHost: good.test\r\n\r\n')
+expect_eq "a lower-case method is refused by the forwarder (400)" 400 "$(meta_status "$out")"
+out=$(hx "$PY" "$INTEG_DIR/raw.py" --addr 127.0.0.1 --port $FWD_PORT --meta \
+	'GET http://good.test/f5 HTTP/1.1\nHost: good.test\n\n')
+expect_eq "bare LF line ends are refused by the forwarder (400)" 400 "$(meta_status "$out")"
+out=$(hx "$PY" "$INTEG_DIR/raw.py" --addr 127.0.0.1 --port $FWD_PORT --meta \
+	'GET http://good.test/f6 HTTP/1.1\r\nHost: good.test\r\nX-A: 1\r\n  folded\r\n\r\n')
+expect_eq "obs-fold is refused by the forwarder (400)" 400 "$(meta_status "$out")"
+sleep 0.3
+expect_eq "... none of them reached the proxy (no new row)" "$rows" "$(logq)"
+
+# the origin closes first: the client sees an RST, not a FIN
+out=$(hx "$PY" - 127.0.0.1 $FWD_PORT <<'PYEOF' 2>&1
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+s.sendall(b"CONNECT good.test:9002 HTTP/1.1\r\nHost: good.test:9002\r\n\r\n")
+got = b""
+end = "timeout"
+t0 = time.monotonic()
+while time.monotonic() - t0 < 5:
+    try:
+        d = s.recv(4096)
+    except ConnectionResetError:
+        end = "rst"
+        break
+    except socket.timeout:
+        break
+    if not d:
+        end = "fin"
+        break
+    got += d
+print(end, b"banner" in got)
+PYEOF
+)
+expect_eq "origin closed first (it sent a banner and shut): the client got the banner, then an RST" \
+	"rst True" "$out"
+
+# a dead forwarder: refused at once, nothing goes out unstamped
+rows=$(logq)
+kill "$FPID"
+wait "$FPID" 2>/dev/null
+t0=$(date +%s.%N)
+code=$(hx curl -s -o /dev/null -w '%{http_code} %{exitcode}' --max-time 5 -x "$FWD_URL" http://good.test/f7 2>&1; true)
+el=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')
+expect_eq "with the forwarder dead the client is refused (connection refused)" "000 7" "$code"
+expect_lt "... at once" 1.0 "$el"
+expect_eq "... and nothing reached the proxy" "$rows" "$(logq)"
+lab_done
