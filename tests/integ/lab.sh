@@ -245,6 +245,9 @@ NGX
 	lab_bg "$INS" nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log"
 }
 
+# Extra namespaces a test adds (ip netns add) are listed here and deleted at teardown.
+LAB_EXTRA_NS=()
+
 lab_teardown() {
 	local rc=$?
 	trap - EXIT
@@ -270,6 +273,9 @@ lab_teardown() {
 	done
 	[ -n "$HNS" ] && ip netns del "$HNS" 2>/dev/null
 	[ -n "$INS" ] && ip netns del "$INS" 2>/dev/null
+	for ns in "${LAB_EXTRA_NS[@]}"; do
+		ip netns del "$ns" 2>/dev/null
+	done
 	[ -n "$HNS" ] && rm -rf "/etc/netns/$HNS"
 	[ -n "$INS" ] && rm -rf "/etc/netns/$INS"
 	if [ -n "$LAB_DIR" ] && [ -d "$LAB_DIR" ]; then

@@ -82,6 +82,47 @@ PYEOF
 expect_eq "origin closed first (it sent a banner and shut): the client got the banner, then an RST" \
 	"rst True" "$out"
 
+# an unanswered connect is re-dialled every 2 s: SYNs to the proxy dropped for
+# 4.5 s (a rule in this test's own namespace). A fresh socket dialled at 4 s
+# gets through by its own retransmission at about 5 s; one socket left to the
+# kernel's SYN retransmissions (1, 3, 7 s) would need about 7 s.
+hx nft -f - <<'NFT'
+table inet slfwdtest {
+	chain in {
+		type filter hook input priority 0;
+		tcp dport 3128 tcp flags & (syn | ack) == syn drop
+	}
+}
+NFT
+( sleep 4.5; hx nft delete table inet slfwdtest ) &
+dropper=$!
+t0=$(date +%s.%N)
+code=$(hx curl -s -o /dev/null -w '%{http_code}' --max-time 15 -x "$FWD_URL" http://good.test/redial 2>&1; true)
+el=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')
+wait "$dropper"
+expect_eq "with the proxy's first SYNs dropped, the forwarder re-dials and the request is served" 200 "$code"
+expect_ge "... not before the SYNs were let through (${el} s)" 4.4 "$el"
+expect_lt "... sooner than the first socket's own retransmissions could (${el} s)" 6.5 "$el"
+expect_eq "... attributed as usual" 127.0.0.1@lab "$(logq path=/redial --field who)"
+
+# --netns: listening inside another namespace (a container's), dialling from its own
+CNS=slctr$$
+ip netns add "$CNS"
+LAB_EXTRA_NS+=("$CNS")
+ip -n "$CNS" link set lo up
+ip -n "$CNS" addr add 10.88.0.1/32 dev lo
+ip -n "$CNS" addr add 10.88.0.5/32 dev lo
+ip netns exec "$HNS" "$SLUICE_BUILD/sluice-forward" --key "$STATE/stamp.key" --net podman \
+	--netns "/run/netns/$CNS" "10.88.0.1:3128=$PROXY_ADDR:$PROXY_PORT" >>"$LAB_DIR/forward2.err" 2>&1 &
+LAB_PIDS+=($!)
+wait_until 5 ip netns exec "$CNS" bash -c '</dev/tcp/10.88.0.1/3128' ||
+	not_ok "sluice-forward listens inside --netns" "$(cat "$LAB_DIR/forward2.err")"
+code=$(ip netns exec "$CNS" curl -s -o /dev/null -w '%{http_code}' --max-time 10 \
+	--interface 10.88.0.5 -x http://10.88.0.1:3128 http://good.test/ctr 2>&1; true)
+expect_eq "a client in another namespace, through --netns, is served" 200 "$code"
+expect_eq "... and attributed to its own address and the forwarder's net" "10.88.0.5@podman" \
+	"$(logq path=/ctr --field who)"
+
 # a dead forwarder: refused at once, nothing goes out unstamped
 rows=$(logq)
 kill "$FPID"
