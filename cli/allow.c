@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "file.h"
 
 #define STORE_NAME "grants"
 #define LOCK_NAME "grants.lock"
@@ -56,63 +57,6 @@ static void put_errno(const char *what, const char *path, int e)
 }
 
 /*
- * Read a whole file of at most max bytes into a NUL-terminated heap
- * buffer. Returns 0, or -1 with errno (ENOENT: no such file, EFBIG: over
- * max).
- */
-static int read_all(const char *path, size_t max, char **out, size_t *len)
-{
-	char *buf = NULL;
-	size_t cap = 0, n = 0;
-	int fd, e;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd == -1)
-		return -1;
-	for (;;) {
-		ssize_t r;
-
-		if (n + 1 >= cap) {
-			size_t ncap = cap == 0 ? 4096 : cap * 2;
-			char *grown;
-
-			if (ncap > max + 2)
-				ncap = max + 2;
-			if (n + 1 >= ncap) {
-				errno = EFBIG;
-				goto out_fail;
-			}
-			grown = realloc(buf, ncap);
-			if (grown == NULL)
-				goto out_fail;
-			buf = grown;
-			cap = ncap;
-		}
-		r = read(fd, buf + n, cap - n - 1);
-		if (r == -1 && errno == EINTR)
-			continue;
-		if (r == -1)
-			goto out_fail;
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	if (buf == NULL && (buf = malloc(1)) == NULL)
-		goto out_fail;
-	close(fd);
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
-	return 0;
-out_fail:
-	e = errno;
-	free(buf);
-	close(fd);
-	errno = e;
-	return -1;
-}
-
-/*
  * Load the store. A missing file is an empty store. Returns 0, or -1 after
  * printing why (unreadable, or damaged: then nothing may rewrite it).
  */
@@ -127,7 +71,7 @@ static int store_load(const struct config *c, struct store *s)
 	s->n = 0;
 	if (state_file(c, STORE_NAME, path, sizeof(path)) == -1)
 		return -1;
-	if (read_all(path, STORE_MAX_BYTES, &buf, &len) == -1) {
+	if (file_read(path, STORE_MAX_BYTES, &buf, &len) == -1) {
 		if (errno == ENOENT)
 			return 0;
 		put_errno("read", path, errno);
@@ -273,7 +217,7 @@ static int run_id_read(const struct config *c, char *run)
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	if (read_all(path, 64, &buf, &len) == -1)
+	if (file_read(path, 64, &buf, &len) == -1)
 		return -1;
 	if (len == GRANT_RUN_ID_LEN + 1 && buf[GRANT_RUN_ID_LEN] == '\n') {
 		ret = 0;

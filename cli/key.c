@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "file.h"
 #include "stamp.h"
 
 #define KEY_NAME "stamp.key"
@@ -37,35 +38,28 @@ static void put_errno(const char *what, const char *path, int e)
 /* Read STATE/stamp.key into keys. Returns 0 (missing: *n 0, *missing), or -1 after printing. */
 static int keys_load(const char *path, struct stamp_key *keys, size_t *n, bool *missing)
 {
-	char buf[8192];
 	size_t len = 0, line = 0;
 	const char *err = NULL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t k;
+	char *buf;
+	int ret = 0;
 
 	*n = 0;
-	*missing = fd == -1 && errno == ENOENT;
-	if (fd == -1) {
+	*missing = false;
+	if (file_read(path, 8192, &buf, &len) == -1) {
+		*missing = errno == ENOENT;
 		if (*missing)
 			return 0;
-		put_errno("open", path, errno);
-		return -1;
-	}
-	while ((k = read(fd, buf + len, sizeof(buf) - len)) > 0)
-		len += (size_t)k;
-	close(fd);
-	if (k == -1 || len == sizeof(buf)) {
-		fprintf(stderr, "key: %s: unreadable or too large\n", path);
+		put_errno("read", path, errno);
 		return -1;
 	}
 	if (stamp_keys_parse(buf, len, keys, STAMP_KEYS_MAX, n, &line, &err) == -1) {
 		fprintf(stderr, "key: %s:%zu: %s; repair or delete it (then: sluice key init)\n",
 			path, line, err);
-		explicit_bzero(buf, sizeof(buf));
-		return -1;
+		ret = -1;
 	}
-	explicit_bzero(buf, sizeof(buf));
-	return 0;
+	explicit_bzero(buf, len);
+	free(buf);
+	return ret;
 }
 
 /* Replace the key file with keys[0..n), 0600. Returns 0 or -1 after printing. */

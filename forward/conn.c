@@ -241,12 +241,8 @@ static void step_head(struct conn *c)
 
 static void dial_done(struct conn *c, uint32_t events)
 {
-	int err = 0;
-	socklen_t len = sizeof(err);
-
 	if (events & (EPOLLERR | EPOLLHUP)) {
-		getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &err, &len);
-		conn_close(c, true);
+		conn_close(c, true); /* refused: answered, so not re-dialled */
 		return;
 	}
 	loop_timer_cancel(c->fw->loop, &c->timer);

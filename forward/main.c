@@ -22,6 +22,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "forward.h"
 
 static const char *key_path;
@@ -79,24 +80,17 @@ static int parse_addr(const char *s, struct sockaddr_storage *ss)
 static int load_key(struct forwarder *fw)
 {
 	struct stamp_key keys[STAMP_KEYS_MAX];
-	char buf[8192];
 	size_t len = 0, n = 0, line = 0;
 	const char *err = NULL;
-	int fd = open(key_path, O_RDONLY | O_CLOEXEC);
-	ssize_t k;
+	char *buf;
 	int ret = -1;
 
-	if (fd == -1) {
+	if (file_read(key_path, 8192, &buf, &len) == -1) {
 		fprintf(stderr, "sluice-forward: key %s: %s\n", key_path, strerror(errno));
 		return -1;
 	}
-	while ((k = read(fd, buf + len, sizeof(buf) - len)) > 0)
-		len += (size_t)k;
-	close(fd);
-	if (k == -1 || len == sizeof(buf) ||
-	    stamp_keys_parse(buf, len, keys, STAMP_KEYS_MAX, &n, &line, &err) == -1) {
-		fprintf(stderr, "sluice-forward: key %s:%zu: %s\n", key_path, line,
-			err ? err : "unreadable");
+	if (stamp_keys_parse(buf, len, keys, STAMP_KEYS_MAX, &n, &line, &err) == -1) {
+		fprintf(stderr, "sluice-forward: key %s:%zu: %s\n", key_path, line, err);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -108,7 +102,8 @@ static int load_key(struct forwarder *fw)
 	if (ret == -1)
 		fprintf(stderr, "sluice-forward: key %s: no current key\n", key_path);
 out:
-	explicit_bzero(buf, sizeof(buf));
+	explicit_bzero(buf, len);
+	free(buf);
 	explicit_bzero(keys, sizeof(keys));
 	return ret;
 }

@@ -11,6 +11,7 @@
  * connections it already let through: expiry is not an operator narrowing.
  */
 #include "proxy.h"
+#include "file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,51 +47,6 @@ static bool file_changed(struct watched_file *w)
 	return false;
 }
 
-/* Read the whole file into a new NUL-terminated buffer. Returns NULL with errno. */
-static char *read_file(const char *path, size_t max, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	char *buf = NULL;
-	size_t n = 0;
-
-	if (fd == -1)
-		return NULL;
-	buf = malloc(max + 1);
-	if (buf == NULL)
-		goto out_close;
-	for (;;) {
-		ssize_t k = read(fd, buf + n, max + 1 - n);
-
-		if (k == 0)
-			break;
-		if (k == -1) {
-			if (errno == EINTR)
-				continue;
-			goto out_free;
-		}
-		n += (size_t)k;
-		if (n > max) {
-			errno = EFBIG;
-			goto out_free;
-		}
-	}
-	buf[n] = '\0';
-	*len = n;
-	close(fd);
-	return buf;
-
-out_free:
-	free(buf);
-	buf = NULL;
-out_close:
-	{
-		int e = errno;
-		close(fd);
-		errno = e;
-	}
-	return NULL;
-}
-
 /*
  * Load the store. Returns the number of grants in *out (allocated), or -1
  * when the store is damaged (reported on stderr). A missing store is empty.
@@ -105,8 +61,7 @@ static int load_store(struct proxy *px, struct grant **out, size_t *n)
 
 	*out = NULL;
 	*n = 0;
-	buf = read_file(path, STORE_MAX_BYTES, &len);
-	if (buf == NULL) {
+	if (file_read(path, STORE_MAX_BYTES, &buf, &len) == -1) {
 		if (errno == ENOENT)
 			return 0;
 		fprintf(stderr,
@@ -168,10 +123,10 @@ static void load_keys(struct proxy *px)
 	const char *path = px->watch_keys.path;
 	size_t len, line = 0;
 	const char *err = NULL;
-	char *buf = read_file(path, 64 * 1024, &len);
+	char *buf;
 
 	px->nkeys = 0;
-	if (buf == NULL) {
+	if (file_read(path, 64 * 1024, &buf, &len) == -1) {
 		if (errno != ENOENT)
 			fprintf(stderr, "sluice-proxy: ERROR: stamp keys %s unreadable: %s; every "
 					"connection is unattributed\n", path, strerror(errno));
