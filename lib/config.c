@@ -211,25 +211,6 @@ static bool sockaddr_same(const struct sockaddr_storage *a, const struct sockadd
 	       memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
 }
 
-/* "127.0.0.1:3128" or "[::1]:3128" into buf (at least 56 bytes). */
-static char *sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t size)
-{
-	char a[INET6_ADDRSTRLEN];
-
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *sin = (const struct sockaddr_in *)ss;
-
-		inet_ntop(AF_INET, &sin->sin_addr, a, sizeof(a));
-		snprintf(buf, size, "%s:%u", a, ntohs(sin->sin_port));
-	} else {
-		const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6 *)ss;
-
-		inet_ntop(AF_INET6, &sin6->sin6_addr, a, sizeof(a));
-		snprintf(buf, size, "[%s]:%u", a, ntohs(sin6->sin6_port));
-	}
-	return buf;
-}
-
 static void d_listen(struct parser *p, char **w, size_t nw)
 {
 	struct config *c = p->c;

@@ -176,3 +176,23 @@ char *ipaddr_format(int family, const void *addr, char *buf, size_t size)
 		snprintf(buf, size, "?");
 	return buf;
 }
+
+char *sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t size)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)ss;
+
+		inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
+		snprintf(buf, size, "%s:%u", a, ntohs(in->sin_port));
+	} else if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)ss;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
+		snprintf(buf, size, "[%s]:%u", a, ntohs(in6->sin6_port));
+	} else {
+		snprintf(buf, size, "?");
+	}
+	return buf;
+}

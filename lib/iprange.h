@@ -43,6 +43,10 @@ bool ipnet_contains(const struct ipnet *n, int family, const void *addr);
  */
 const char *iprange_denied(int family, const void *addr, struct ipnet *out);
 
+/* "127.0.0.1:3128" or "[::1]:3128" ("?" for another family); buf at least 56 bytes. Returns buf. */
+struct sockaddr_storage;
+char *sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t size);
+
 /* Format an address (4 or 16 bytes) as text; buf at least 46 bytes. */
 char *ipaddr_format(int family, const void *addr, char *buf, size_t size);
 

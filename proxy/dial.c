@@ -95,7 +95,7 @@ void dial_next(struct session *s)
 			break;
 		}
 		s->ufd = fd;
-		session_format_addr(ss, s->up_addr, sizeof(s->up_addr));
+		sockaddr_format(ss, s->up_addr, sizeof(s->up_addr));
 		memcpy(s->r.dialed, s->up_addr, sizeof(s->r.dialed));
 		s->t_phase = proxy_now_ms();
 		s->phase_ms = loop_now(px->loop);

@@ -81,19 +81,11 @@ static int listen_on(struct proxy *px, const struct sockaddr_storage *ss)
 	struct listener *ln = &px->listeners[px->nlisteners];
 	socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
 						 : sizeof(struct sockaddr_in6);
-	char name[INET6_ADDRSTRLEN + 8], a[INET6_ADDRSTRLEN];
+	char name[INET6_ADDRSTRLEN + 16];
 	int one = 1;
 	int fd;
 
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)ss;
-		snprintf(name, sizeof(name), "%s:%u", inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a)),
-			 ntohs(in->sin_port));
-	} else {
-		const struct sockaddr_in6 *in6 = (const void *)ss;
-		snprintf(name, sizeof(name), "[%s]:%u",
-			 inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a)), ntohs(in6->sin6_port));
-	}
+	sockaddr_format(ss, name, sizeof(name));
 	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1)
 		goto fail;

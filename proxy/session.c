@@ -29,25 +29,6 @@ static const char tunnel_ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 static void on_timer(struct loop *l, struct loop_timer *t);
 
-void session_format_addr(const struct sockaddr_storage *ss, char *out, size_t size)
-{
-	char a[INET6_ADDRSTRLEN];
-
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)ss;
-
-		inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
-		snprintf(out, size, "%s:%u", a, ntohs(in->sin_port));
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const void *)ss;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
-		snprintf(out, size, "[%s]:%u", a, ntohs(in6->sin6_port));
-	} else {
-		snprintf(out, size, "?");
-	}
-}
-
 /* --- the log row ------------------------------------------------------- */
 
 void session_log(struct session *s)
@@ -561,7 +542,7 @@ static void refuse_busy(struct proxy *px, int fd, const struct sockaddr_storage 
 	if (refuse_write(&b, &ref) == 0)
 		(void)!write(fd, buf_head(&b), buf_len(&b));
 	buf_release(&b);
-	session_format_addr(peer, client, sizeof(client));
+	sockaddr_format(peer, client, sizeof(client));
 	memset(&row, 0, sizeof(row));
 	row.conn = ++px->next_conn_id;
 	row.req = 0;
@@ -605,7 +586,7 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 	buf_init(&s->uin, RESP_HEAD_MAX);
 	buf_init(&s->uout, IOBUF_MAX);
 	buf_init(&s->replay, HEAD_MAX + 1024);
-	session_format_addr(peer, s->client, sizeof(s->client));
+	sockaddr_format(peer, s->client, sizeof(s->client));
 	snprintf(s->who, sizeof(s->who), "unattributed");
 	s->accepted_ms = s->active_ms = loop_now(px->loop);
 	if (loop_io_add(px->loop, &s->cio, fd, EPOLLIN, on_client, s) == -1) {

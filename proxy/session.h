@@ -128,7 +128,6 @@ static inline bool session_would_block(void)
 }
 
 /* session.c */
-void session_format_addr(const struct sockaddr_storage *ss, char *out, size_t size);
 void session_log(struct session *s);
 void session_abort(struct session *s, const char *why);
 void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
