@@ -26,8 +26,10 @@ expect_eq "the first row names the stamp: who, src, net, boot, seq, kid" \
 	"$(for f in who src net boot seq kid; do logq 'path~s1' --field $f; done | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "the keep-alive request inherits it" "10.88.0.5@podman 1" \
 	"$(logq 'path~s2' --field who) $(logq 'path~s2' --field seq)"
-expect_eq "no stamp header reached the origin (the stamp nor a later forgery)" 0 \
-	"$(inetq ev=req 'line~/echo?s' --json | grep -ci 'sluice-stamp')"
+# every request row the origin recorded, not just the last (inetq --json shows one)
+stamps_seen() { grep '/echo?s' "$LAB_DIR/inet.jsonl" | grep -ci 'sluice-stamp'; }
+expect_eq "the origin recorded both requests" 2 "$(inetq ev=req 'line~/echo?s')"
+expect_eq "no stamp header reached the origin (the stamp nor a later forgery)" 0 "$(stamps_seen)"
 
 # replay: the same boot and sequence on a new connection
 out=$(raw "GET http://good.test/echo?s3 HTTP/1.1\r\n${H}Sluice-Stamp: $st\r\nConnection: close\r\n\r\n")
@@ -47,8 +49,7 @@ expect_eq "two stamp headers (valid ones even): unattributed" "200 unattributed"
 	"$(meta_status "$out") $(logq 'path~s5' --field who)"
 out=$(raw "GET http://good.test/echo?s6 HTTP/1.1\r\n${H}Connection: close\r\n\r\n")
 expect_eq "no stamp: unattributed" "200 unattributed" "$(meta_status "$out") $(logq 'path~s6' --field who)"
-expect_eq "no stamp header of any of these reached the origin" 0 \
-	"$(inetq ev=req 'line~/echo?s' --json | grep -ci 'sluice-stamp')"
+expect_eq "no stamp header of any of these reached the origin" 0 "$(stamps_seen)"
 
 # a CONNECT tunnel's row carries the stamp too
 st7=$(stamp 10.88.0.9 podman "$BOOT" 7)
