@@ -47,7 +47,7 @@ static int stamp_first_head(struct session *s, const struct http_request *req)
 	    stamp_parse(h->value, h->value_len, &st, &err) == -1 ||
 	    !stamp_verify(&st, h->value, s->px->keys, s->px->nkeys, time(NULL)))
 		return 0;
-	if (!stamp_replay_check(&s->px->replay, st.boot, st.seq)) {
+	if (!stamp_replay_check(s->px->replay, st.boot, st.seq)) {
 		session_refuse(s, 403, "stamp-replay", "http_request_denied",
 			       "stamp of boot %s sequence %llu was already used; a replayed stamp "
 			       "is refused",

@@ -69,12 +69,16 @@ struct proxy {
 	struct watched_file watch_keys;     /* STATE/stamp.key */
 	struct stamp_key keys[STAMP_KEYS_MAX];
 	size_t nkeys;                       /* 0: no stamp verifies */
-	struct stamp_replay replay;         /* boot ids and sequences seen */
+	struct stamp_replay *replay;        /* boot ids and sequences seen: STATE/stamp.seen, mapped */
 	void *resolver; /* resolve.c's state */
 };
 
 /* main.c */
 double proxy_now_ms(void);
+
+/* replay.c */
+int replay_open(struct proxy *px);
+void replay_close(struct proxy *px);
 
 /* session.c */
 void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *peer);

@@ -2,7 +2,7 @@
 # Stamps, the proxy's side: a valid Sluice-Stamp on a connection's first head
 # binds the connection (every later request inherits it, and each row names
 # it); a bad MAC, several stamps or none leave it unattributed; a replayed
-# stamp is refused; no stamp header ever reaches an origin; keys rotate with
+# stamp is refused, also after a proxy restart; no stamp header ever reaches an origin; keys rotate with
 # a grace period. (sluice-forward, which writes stamps, is the next step.)
 source "$(dirname "$0")/lab.sh"
 lab_up
@@ -35,6 +35,18 @@ expect_eq "no stamp header reached the origin (the stamp nor a later forgery)" 0
 out=$(raw "GET http://good.test/echo?s3 HTTP/1.1\r\n${H}Sluice-Stamp: $st\r\nConnection: close\r\n\r\n")
 expect_refusal "a replayed stamp (same boot and sequence)" "$out" 403 stamp-replay
 expect_eq "... and the origin never saw it" 0 "$(inetq 'line~s3')"
+# the window outlives the proxy: killed with -9 and started again, it still refuses
+kill -9 "$PROXY_PID"
+wait "$PROXY_PID" 2>/dev/null
+PROXY_PID=
+lab_run_proxy
+out=$(raw "GET http://good.test/echo?s3b HTTP/1.1\r\n${H}Sluice-Stamp: $st\r\nConnection: close\r\n\r\n")
+expect_refusal "a stamp replayed after the proxy was killed and restarted" "$out" 403 stamp-replay
+expect_eq "... STATE/stamp.seen is root-only (0600)" 600 "$(stat -c %a "$STATE/stamp.seen")"
+st3c=$(stamp 10.88.0.5 podman "$BOOT" 100)
+out=$(raw "GET http://good.test/echo?s3c HTTP/1.1\r\n${H}Sluice-Stamp: $st3c\r\nConnection: close\r\n\r\n")
+expect_eq "... while a fresh sequence of the same boot is served" "200 10.88.0.5@podman" \
+	"$(meta_status "$out") $(logq 'path~s3c' --field who)"
 
 # a bad MAC, or two stamps: unattributed, still served (behaviour unchanged)
 bad=$(stamp 10.88.0.6 podman "$BOOT" 2 --tamper)
