@@ -8,6 +8,7 @@
  * resolve.c  c-ares driven by the loop; never a blocking lookup
  * reload.c   the grant store and config: watched, reloaded, re-judged
  * refuse.c   refusal responses: status, Proxy-Status, a one-line body
+ * replay.c   the stamp replay window, mapped from STATE/stamp.seen
  */
 #ifndef SLUICE_PROXY_H
 #define SLUICE_PROXY_H
