@@ -252,6 +252,7 @@ lab_teardown() {
 	local rc=$?
 	trap - EXIT
 	lab_stop_proxy
+	lab_ctrs_remove
 	local p
 	for p in "${LAB_PIDS[@]}"; do
 		kill "$p" 2>/dev/null
@@ -418,4 +419,70 @@ expect_refusal() {
 		return 1
 	fi
 	ok "$desc: status $st${reason:+ ($reason)}"
+}
+
+# ---------------------------------------------------------------- containers
+#
+# Real podman containers (notes: rootful podman with runc, cgroupfs, no
+# image pulls). The image localhost/sluice-lab is a minimal root built here
+# (passwd, group, links into /usr); containers mount the machine's /usr
+# read-only, so curl, python3, git and node are the machine's own.
+LAB_IMAGE=localhost/sluice-lab
+LAB_CTRS=()
+
+# lab_image: build $LAB_IMAGE once per machine (cheap when it exists).
+lab_image() {
+	podman image exists "$LAB_IMAGE" 2>/dev/null && return 0
+	local r
+	r=$(mktemp -d /tmp/sluice-lab-root.XXXXXX)
+	mkdir -p "$r/usr" "$r/etc" "$r/tmp" "$r/proc" "$r/sys" "$r/dev" "$r/root" "$r/run"
+	ln -s usr/bin "$r/bin"
+	ln -s usr/sbin "$r/sbin"
+	ln -s usr/lib "$r/lib"
+	ln -s usr/lib64 "$r/lib64"
+	chmod 1777 "$r/tmp"
+	echo 'root:x:0:0:root:/root:/bin/sh' >"$r/etc/passwd"
+	echo 'root:x:0:' >"$r/etc/group"
+	tar -C "$r" -cf "$r.tar" . && podman import -q "$r.tar" "$LAB_IMAGE" >/dev/null
+	local rc=$?
+	rm -rf "$r" "$r.tar"
+	[ $rc -eq 0 ] || lab_bail "podman import $LAB_IMAGE"
+}
+
+# lab_podman NS ARGS...: podman with its engine inside namespace NS
+# (nsenter keeps the cgroup mounts that ip netns exec would hide); the
+# bridge podman0 (10.88.0.0/16, gateway 10.88.0.1) is created in NS.
+lab_podman() {
+	local ns=$1
+	shift
+	nsenter --net="/run/netns/$ns" podman --runtime runc "$@"
+}
+
+# lab_run_ctr NS NAME [podman run options...] -- CMD...: start a detached
+# container NAME (remembered for teardown) with /usr mounted from the machine.
+lab_run_ctr() {
+	local ns=$1 name=$2
+	shift 2
+	local opts=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	[ "${1-}" == -- ] && shift
+	LAB_CTRS+=("$name")
+	lab_podman "$ns" run -d --name "$name" --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+		-v /usr:/usr:ro "${opts[@]}" "$LAB_IMAGE" "$@"
+}
+
+# lab_ctr_addr NAME: the container's first IPv4 address on its networks.
+lab_ctr_addr() {
+	podman inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$1" | awk '{print $1}'
+}
+
+lab_ctrs_remove() {
+	local c
+	for c in "${LAB_CTRS[@]}"; do
+		podman rm -f -t 0 "$c" >/dev/null 2>&1
+	done
+	LAB_CTRS=()
 }
