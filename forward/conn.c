@@ -5,8 +5,10 @@
  * strict parser (http.c) refuses: CRLF line ends, single spaces, an
  * upper-case known method, no obs-fold, bounded size. Removes every
  * Sluice-Stamp header the client wrote, adds one signed stamp naming the
- * client's address, passes everything else (Proxy-Authorization included)
- * untouched, then relays bytes both ways and parses nothing more.
+ * client's address (and, from an --own listener, its principal: as=),
+ * passes everything else (Proxy-Authorization included) untouched, then
+ * relays bytes both ways and parses nothing more. Upstream sockets carry
+ * --mark's SO_MARK; one that cannot fails its dial.
  *
  * An upstream connect unanswered in 2 s is re-dialled on a new socket, at
  * most 8 times. When the upstream closes first and has acknowledged every
@@ -54,6 +56,7 @@ struct conn {
 	struct buf out; /* upstream -> client */
 	struct relay_dir up, down;
 	char src[INET6_ADDRSTRLEN];
+	char as[STAMP_AS_MAX + 1]; /* the principal (--own), "" for none */
 	unsigned tries;
 	uint64_t rst_since;
 };
@@ -137,6 +140,7 @@ static int stamp_head(struct conn *c, const struct http_request *req, size_t hea
 	st.kid = fw->key.kid;
 	memcpy(st.src, c->src, sizeof(c->src));
 	memcpy(st.net, fw->net, sizeof(st.net));
+	memcpy(st.as, c->as, sizeof(st.as));
 	memcpy(st.boot, fw->boot, sizeof(st.boot));
 	st.seq = ++fw->seq;
 	if (line_end == NULL || stamp_format(&st, &fw->key, value, sizeof(value)) < 0)
@@ -188,6 +192,14 @@ static void dial(struct conn *c)
 		return;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (c->fw->mark != 0 &&
+	    setsockopt(fd, SOL_SOCKET, SO_MARK, &c->fw->mark, sizeof(c->fw->mark)) == -1) {
+		fprintf(stderr, "sluice-forward: dial for client %s: SO_MARK 0x%x: %s: reset\n",
+			c->src, (unsigned)c->fw->mark, strerror(errno));
+		close(fd);
+		conn_close(c, true);
+		return;
+	}
 	if ((connect(fd, (const struct sockaddr *)ss, len) == -1 && errno != EINPROGRESS) ||
 	    loop_io_add(c->fw->loop, &c->uio, fd, EPOLLOUT, on_upstream, c) == -1) {
 		close(fd);
@@ -401,7 +413,7 @@ static void client_addr(const struct sockaddr_storage *ss, char *out, size_t siz
 }
 
 void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,
-		 const struct sockaddr_storage *peer)
+		 const struct sockaddr_storage *peer, const char *as)
 {
 	struct conn *c = calloc(1, sizeof(*c));
 
@@ -418,6 +430,8 @@ void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,
 	buf_init(&c->in, CONN_IO_MAX);
 	buf_init(&c->out, CONN_IO_MAX);
 	client_addr(peer, c->src, sizeof(c->src));
+	if (as != NULL)
+		snprintf(c->as, sizeof(c->as), "%s", as);
 	if (loop_io_add(fw->loop, &c->cio, fd, EPOLLIN, on_client, c) == -1) {
 		close(fd);
 		free(c);

@@ -1,20 +1,28 @@
 /*
  * forward.h: sluice-forward's table of contents.
  *
- * main.c  arguments, key, listeners (optionally inside another network
- *         namespace), signals, the loop
- * conn.c  one client connection: read the first head, refuse it unless
- *         canonical, strip every client stamp, add ours, then relay bytes
+ * main.c    arguments, key, listeners, signals, the loop; --wait hands over
+ *           to wait.c
+ * listen.c  the listeners: inside --netns (followed when the namespace
+ *           there is re-created) and in our own namespace (--own)
+ * conn.c    one client connection: read the first head, refuse it unless
+ *           canonical, strip every client stamp, add ours, then relay bytes
+ * cgroup.c  who is behind a connection on an --own listener: the client
+ *           socket's cgroup (sock_diag), classified into a principal
+ * wait.c    --wait: until something listens on ADDR:PORT in a namespace
  *
  * Runs inside the sandbox as root, at the last point where a container
  * still has its own address. Parses nothing after the first head.
+ * Upstream sockets are always made in our own namespace.
  */
 #ifndef SLUICE_FORWARD_H
 #define SLUICE_FORWARD_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "loop.h"
 #include "stamp.h"
@@ -25,12 +33,27 @@
 #define FWD_DIAL_TIMEOUT_MS 2000   /* an unanswered connect is re-dialled */
 #define FWD_DIAL_TRIES 8
 #define FWD_RST_WAIT_MS 2000       /* waiting for the client to ack before an RST */
+#define FWD_FOLLOW_MS 100          /* how often --netns PATH is looked at */
 
 struct fwd_listener {
 	struct loop_io io;
 	struct sockaddr_storage addr;
 	struct sockaddr_storage upstream;
 	struct forwarder *fw;
+	bool own; /* --own: in our own namespace, attributed by cgroup */
+};
+
+#define CGROUP_CACHE 8
+
+/* The cgroup2 hierarchy and the last few cgroup id -> principal answers. */
+struct cgroup_map {
+	char root[PATH_MAX]; /* where cgroup2 is mounted */
+	struct {
+		uint64_t id;
+		uint64_t until_ms; /* loop time; 0: empty */
+		char principal[STAMP_AS_MAX + 1];
+	} cache[CGROUP_CACHE];
+	size_t next; /* the slot written next */
 };
 
 struct forwarder {
@@ -41,13 +64,56 @@ struct forwarder {
 	char net[STAMP_NET_MAX + 1];
 	char boot[17];        /* random per start */
 	uint64_t seq;         /* per boot, one per connection */
+	uint32_t mark;        /* --mark: SO_MARK on upstream sockets; 0 none */
 	struct conn *dead;    /* closed, freed before the loop sleeps */
 	unsigned nconns;
+	bool failed;          /* stopped by an error, not a signal */
+
+	/* --netns */
+	const char *netns;    /* PATH, or NULL: every listener in our own namespace */
+	int self_ns;          /* our own namespace; -1 without --netns */
+	dev_t ns_dev;         /* the namespace the --netns listeners are in */
+	ino_t ns_ino;
+	dev_t bad_dev;        /* a namespace listening in failed (said once) */
+	ino_t bad_ino;
+	struct loop_timer follow;
+
+	/* --own */
+	int diag;             /* NETLINK_SOCK_DIAG socket in our own namespace; -1 */
+	struct cgroup_map cgroups;
 };
 
+/* main.c */
+/* Numeric ADDR:PORT or [V6]:PORT into ss. Returns 0 or -1. */
+int fwd_parse_addr(const char *s, struct sockaddr_storage *ss);
+
+/* listen.c */
+/*
+ * Open every listener: --own ones here, the others inside fw->netns (then
+ * followed every FWD_FOLLOW_MS) or here. Returns 0, or -1 after printing.
+ */
+int listen_start(struct forwarder *fw);
+void listen_stop(struct forwarder *fw);
+
 /* conn.c */
+/* Take the accepted fd; as is the principal for the stamp, or NULL for none. */
 void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,
-		 const struct sockaddr_storage *peer);
+		 const struct sockaddr_storage *peer, const char *as);
 void conn_free_dead(struct forwarder *fw);
+
+/* cgroup.c */
+/* Find the cgroup2 mount. Returns 0, or -1 with *err. */
+int cgroup_map_init(struct cgroup_map *m, const char **err);
+/*
+ * The principal of the client of fd, accepted on an --own listener from
+ * peer, into out. Returns 0, or -1 after printing one line (the caller
+ * resets the client).
+ */
+int cgroup_attribute(struct forwarder *fw, int fd, const struct sockaddr_storage *peer,
+		     char out[STAMP_AS_MAX + 1]);
+
+/* wait.c */
+/* `--wait NETNS_PATH ADDR:PORT [--timeout S]` (argv[0] is "--wait"). Returns the exit code. */
+int wait_main(int argc, char **argv);
 
 #endif

@@ -3,16 +3,15 @@
  *
  * Reads like a script: arguments, key, listeners (inside --netns when
  * given, so a sandbox's containers reach it at their own gateway while its
- * upstream connections leave from this namespace), signals, the loop.
+ * upstream connections leave from this namespace; --own ones here, each
+ * connection attributed by its client's cgroup), signals, the loop.
  * SIGHUP re-reads the key file (after `sluice key rotate`); SIGINT and
- * SIGTERM stop it. Not yet: following a namespace that is re-created, and
- * attribution by cgroup on a second listener (issue 3).
+ * SIGTERM stop it. `--wait` is a separate mode (wait.c): no key, no loop.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,7 @@
 
 #include "file.h"
 #include "forward.h"
+#include "sockdiag.h"
 
 static const char *key_path;
 static struct loop_io sig_io = { .fd = -1 };
@@ -31,15 +31,28 @@ static struct loop_io sig_io = { .fd = -1 };
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: sluice-forward --key FILE --net NAME [--netns PATH] LISTEN=UPSTREAM...\n"
+		"usage: sluice-forward --key FILE --net NAME [--netns PATH] [--own LISTEN=UPSTREAM]...\n"
+		"                      [--mark N] [LISTEN=UPSTREAM]...\n"
+		"       sluice-forward --wait NETNS_PATH ADDR:PORT [--timeout SECONDS]\n"
 		"  LISTEN, UPSTREAM  numeric ADDR:PORT or [V6]:PORT\n"
 		"  --key FILE        the stamp keys (STATE/stamp.key from `sluice key init`)\n"
 		"  --net NAME        the network name every stamp carries\n"
-		"  --netns PATH      listen inside this network namespace (e.g. /run/netns/vm)\n"
-		"exit: 0 stopped by a signal, 1 could not start, 2 usage\n");
+		"  --netns PATH      LISTEN=UPSTREAM pairs listen inside this network namespace\n"
+		"                    (e.g. /run/netns/vm), followed when it is re-created\n"
+		"  --own LISTEN=UPSTREAM  listen in our own namespace; each client is found by\n"
+		"                    its socket's cgroup and stamped as=container:ID, build:SCOPE\n"
+		"                    or user (a client not found is reset); repeatable\n"
+		"  --mark N          SO_MARK N (decimal or 0x hex) on every upstream socket\n"
+		"  --wait            exit 0 once a TCP socket listens on ADDR:PORT (or the\n"
+		"                    wildcard address and PORT) in the namespace at NETNS_PATH,\n"
+		"                    which may not exist yet; 1 after --timeout (default 10,\n"
+		"                    at most 120). Connects to nothing; usable as an OCI\n"
+		"                    prestart hook (the state on stdin is ignored)\n"
+		"exit: 0 stopped by a signal (--wait: listening), 1 could not start or failed\n"
+		"      (--wait: timed out), 2 usage\n");
 }
 
-static int parse_addr(const char *s, struct sockaddr_storage *ss)
+int fwd_parse_addr(const char *s, struct sockaddr_storage *ss)
 {
 	char host[64];
 	const char *colon = strrchr(s, ':');
@@ -108,38 +121,53 @@ out:
 	return ret;
 }
 
-static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
+/* "LISTEN=UPSTREAM" into a new listener. Returns 0, or -1 after printing. */
+static int add_pair(struct forwarder *fw, char *pair, bool own)
 {
-	struct fwd_listener *ln = io->arg;
+	struct fwd_listener *ln;
+	char *eq = strchr(pair, '=');
 
-	for (int i = 0; i < 64; i++) {
-		struct sockaddr_storage peer;
-		socklen_t len = sizeof(peer);
-		int fd = accept4(io->fd, (struct sockaddr *)&peer, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (fd == -1)
-			return;
-		conn_accept(ln->fw, ln, fd, &peer);
+	if (fw->nlisteners == FWD_LISTEN_MAX) {
+		fprintf(stderr, "sluice-forward: at most %d listeners\n", FWD_LISTEN_MAX);
+		return -1;
 	}
+	ln = &fw->listeners[fw->nlisteners];
+	ln->fw = fw;
+	ln->io.fd = -1;
+	ln->own = own;
+	if (eq != NULL) {
+		*eq = '\0';
+		if (fwd_parse_addr(pair, &ln->addr) == 0 && fwd_parse_addr(eq + 1, &ln->upstream) == 0) {
+			fw->nlisteners++;
+			return 0;
+		}
+		*eq = '=';
+	}
+	fprintf(stderr, "sluice-forward: bad LISTEN=UPSTREAM \"%s\"\n", pair);
+	return -1;
 }
 
-static int listen_on(struct forwarder *fw, struct fwd_listener *ln)
+/* --mark: decimal or 0x hex, nonzero, 32 bits. Returns 0 or -1. */
+static int parse_mark(const char *s, uint32_t *mark)
 {
-	socklen_t len = ln->addr.ss_family == AF_INET ? sizeof(struct sockaddr_in)
-						      : sizeof(struct sockaddr_in6);
-	int one = 1;
-	int fd = socket(ln->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	static const char digits[] = "0123456789abcdef";
+	bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+	unsigned base = hex ? 16 : 10;
+	const char *d = hex ? s + 2 : s;
+	uint64_t v = 0;
 
-	if (fd == -1)
+	if (*d == '\0' || strlen(d) > 10)
 		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (const struct sockaddr *)&ln->addr, len) == -1 || listen(fd, 1024) == -1 ||
-	    loop_io_add(fw->loop, &ln->io, fd, EPOLLIN, on_accept, ln) == -1) {
-		int e = errno;
-		close(fd);
-		errno = e;
-		return -1;
+	for (; *d != '\0'; d++) {
+		const char *p = memchr(digits, tolower((unsigned char)*d), base);
+
+		if (p == NULL)
+			return -1;
+		v = v * base + (uint64_t)(p - digits);
 	}
+	if (v == 0 || v > UINT32_MAX)
+		return -1;
+	*mark = (uint32_t)v;
 	return 0;
 }
 
@@ -169,46 +197,50 @@ int main(int argc, char **argv)
 		{ "key", required_argument, NULL, 'k' },
 		{ "net", required_argument, NULL, 'n' },
 		{ "netns", required_argument, NULL, 's' },
+		{ "own", required_argument, NULL, 'o' },
+		{ "mark", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct forwarder fw;
-	const char *netns = NULL, *net = NULL;
+	const char *net = NULL, *err = NULL;
 	unsigned char raw[8];
-	int opt, self_ns = -1, ret = 1;
+	size_t nown = 0;
+	int opt, ret = 1;
 	sigset_t set;
 
+	if (argc >= 2 && strcmp(argv[1], "--wait") == 0)
+		return wait_main(argc - 1, argv + 1);
 	memset(&fw, 0, sizeof(fw));
+	fw.self_ns = fw.diag = -1;
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'k': key_path = optarg; break;
 		case 'n': net = optarg; break;
-		case 's': netns = optarg; break;
+		case 's': fw.netns = optarg; break;
+		case 'o':
+			if (add_pair(&fw, optarg, true) == -1)
+				return 2;
+			nown++;
+			break;
+		case 'm':
+			if (parse_mark(optarg, &fw.mark) == -1) {
+				fprintf(stderr, "sluice-forward: bad --mark \"%s\"\n", optarg);
+				return 2;
+			}
+			break;
 		default: usage(); return 2;
 		}
 	}
-	if (key_path == NULL || net == NULL || optind == argc || argc - optind > FWD_LISTEN_MAX ||
+	if (key_path == NULL || net == NULL || (optind == argc && nown == 0) ||
 	    strlen(net) > STAMP_NET_MAX) {
 		usage();
 		return 2;
 	}
 	snprintf(fw.net, sizeof(fw.net), "%s", net);
-	for (int i = optind; i < argc; i++) {
-		struct fwd_listener *ln = &fw.listeners[fw.nlisteners++];
-		char *eq = strchr(argv[i], '=');
-
-		ln->fw = &fw;
-		ln->io.fd = -1;
-		if (eq == NULL)
-			goto bad_pair;
-		*eq = '\0';
-		if (parse_addr(argv[i], &ln->addr) == -1 || parse_addr(eq + 1, &ln->upstream) == -1)
-			goto bad_pair;
-		continue;
-bad_pair:
-		fprintf(stderr, "sluice-forward: bad LISTEN=UPSTREAM \"%s\"\n", argv[i]);
-		return 2;
-	}
+	for (int i = optind; i < argc; i++)
+		if (add_pair(&fw, argv[i], false) == -1)
+			return 2;
 	if (load_key(&fw) == -1)
 		return 1;
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
@@ -219,27 +251,20 @@ bad_pair:
 	fw.loop = loop_new();
 	if (fw.loop == NULL)
 		return 1;
-	if (netns != NULL) {
-		int fd = open(netns, O_RDONLY | O_CLOEXEC);
-
-		self_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-		if (fd == -1 || self_ns == -1 || setns(fd, CLONE_NEWNET) == -1) {
-			fprintf(stderr, "sluice-forward: netns %s: %s\n", netns, strerror(errno));
+	/* --own: the socket table and cgroup2 of our own namespace, asked inline */
+	if (nown > 0) {
+		fw.diag = sockdiag_open();
+		if (fw.diag == -1) {
+			fprintf(stderr, "sluice-forward: sock_diag: %s\n", strerror(errno));
 			goto out;
 		}
-		close(fd);
-	}
-	for (size_t i = 0; i < fw.nlisteners; i++) {
-		if (listen_on(&fw, &fw.listeners[i]) == -1) {
-			fprintf(stderr, "sluice-forward: listen: %s\n", strerror(errno));
+		if (cgroup_map_init(&fw.cgroups, &err) == -1) {
+			fprintf(stderr, "sluice-forward: --own: %s\n", err);
 			goto out;
 		}
 	}
-	/* upstream connections leave from our own namespace */
-	if (self_ns != -1 && setns(self_ns, CLONE_NEWNET) == -1) {
-		fprintf(stderr, "sluice-forward: back to own netns: %s\n", strerror(errno));
+	if (listen_start(&fw) == -1)
 		goto out;
-	}
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGHUP);
@@ -250,13 +275,16 @@ bad_pair:
 			on_signal, &fw) == -1)
 		goto out;
 	loop_set_hook(fw.loop, before_sleep, &fw);
-	fprintf(stderr, "sluice-forward: running: net %s, boot %s, key %u, %zu listeners\n",
-		fw.net, fw.boot, fw.key.kid, fw.nlisteners);
-	ret = loop_run(fw.loop) == 0 ? 0 : 1;
+	fprintf(stderr, "sluice-forward: running: net %s, boot %s, key %u, %zu listeners (%zu own)\n",
+		fw.net, fw.boot, fw.key.kid, fw.nlisteners, nown);
+	ret = loop_run(fw.loop) == 0 && !fw.failed ? 0 : 1;
 out:
 	explicit_bzero(&fw.key, sizeof(fw.key));
-	if (self_ns != -1)
-		close(self_ns);
+	listen_stop(&fw);
+	if (sig_io.fd >= 0)
+		loop_io_close(fw.loop, &sig_io);
+	if (fw.diag != -1)
+		close(fw.diag);
 	conn_free_dead(&fw);
 	loop_free(fw.loop);
 	return ret;

@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ROW_MAX 24576 /* 13 strings at TEXT_CAP plus path and ua, every byte escaped */
+#define ROW_MAX 26624 /* 14 strings at TEXT_CAP plus as, path and ua, every byte escaped */
 #define PATH_CAP 200
 #define UA_CAP 120
 #define TEXT_CAP 256
@@ -277,12 +277,15 @@ int netlog_write(struct netlog *l, const struct netlog_row *r)
 	if (r->stamp != NULL) {
 		put_cstr(&o, "src", r->stamp->src);
 		put_cstr(&o, "net", r->stamp->net);
+		put_str(&o, "as", r->stamp->as[0] != '\0' ? r->stamp->as : NULL,
+			strnlen(r->stamp->as, sizeof(r->stamp->as)), STAMP_AS_MAX);
 		put_cstr(&o, "boot", r->stamp->boot);
 		put_num(&o, "seq", r->stamp->seq);
 		put_num(&o, "kid", r->stamp->kid);
 	} else {
 		static const char none[] =
-			",\"src\":null,\"net\":null,\"boot\":null,\"seq\":null,\"kid\":null";
+			",\"src\":null,\"net\":null,\"as\":null,\"boot\":null,\"seq\":null,"
+			"\"kid\":null";
 
 		put_raw(&o, none, sizeof(none) - 1);
 	}

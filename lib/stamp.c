@@ -150,6 +150,23 @@ static bool net_valid(const char *s, size_t n)
 	return true;
 }
 
+/* The principal: 1-100 bytes of [A-Za-z0-9._:-]. */
+static bool as_valid(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > STAMP_AS_MAX)
+		return false;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-' || c == ':'))
+			return false;
+	}
+	return true;
+}
+
 static bool boot_valid(const char *s, size_t n)
 {
 	return n == BOOT_LEN && is_hex_lower(s, n);
@@ -208,6 +225,16 @@ int stamp_parse(const char *v, size_t len, struct stamp *st, const char **err)
 	}
 	memcpy(st->net, f, n);
 	st->net[n] = '\0';
+
+	if (cur_lit(&c, "; as=")) {
+		n = cur_field(&c, &f);
+		if (!as_valid(f, n)) {
+			*err = "bad as";
+			return -1;
+		}
+		memcpy(st->as, f, n);
+		st->as[n] = '\0';
+	}
 
 	if (!cur_lit(&c, "; boot=")) {
 		*err = "expected boot=";
@@ -269,6 +296,7 @@ int stamp_format(const struct stamp *st, const struct stamp_key *key, char *out,
 {
 	size_t srclen = strnlen(st->src, sizeof(st->src));
 	size_t netlen = strnlen(st->net, sizeof(st->net));
+	size_t aslen = strnlen(st->as, sizeof(st->as));
 	size_t bootlen = strnlen(st->boot, sizeof(st->boot));
 	uint8_t mac[32];
 	char hex[MAC_HEX + 1];
@@ -276,11 +304,11 @@ int stamp_format(const struct stamp *st, const struct stamp_key *key, char *out,
 
 	if (st->version != 1 || st->kid == 0 || key->kid != st->kid || st->seq >= SEQ_LIMIT ||
 	    !src_canonical(st->src, srclen) || !net_valid(st->net, netlen) ||
-	    !boot_valid(st->boot, bootlen))
+	    (aslen != 0 && !as_valid(st->as, aslen)) || !boot_valid(st->boot, bootlen))
 		return -1;
-	n = snprintf(out, size, "v=1; kid=%lu; src=%s; net=%s; boot=%s; seq=%llu",
-		     (unsigned long)st->kid, st->src, st->net, st->boot,
-		     (unsigned long long)st->seq);
+	n = snprintf(out, size, "v=1; kid=%lu; src=%s; net=%s%s%s; boot=%s; seq=%llu",
+		     (unsigned long)st->kid, st->src, st->net, aslen != 0 ? "; as=" : "",
+		     aslen != 0 ? st->as : "", st->boot, (unsigned long long)st->seq);
 	if (n < 0 || (size_t)n >= size)
 		return -1;
 	if (!stamp_hmac(key, out, (size_t)n, mac))

@@ -3,6 +3,7 @@
  * request head of a connection and verified by sluice-proxy.
  *
  *   Sluice-Stamp: v=1; kid=3; src=10.88.0.5; net=podman; boot=9f2c...; seq=42; mac=<64 hex>
+ *   Sluice-Stamp: v=1; kid=3; src=127.0.0.1; net=vm; as=container:<64 hex>; boot=...; seq=...; mac=...
  *
  * Fields in exactly that order, separated by "; ". The MAC is
  * HMAC-SHA256 under key kid over the header value up to (not including)
@@ -10,6 +11,11 @@
  * IPv6 address (RFC 5952), net a name of 1-64 bytes of [A-Za-z0-9._-],
  * boot 16 lowercase hex digits (a per-boot random id), seq a decimal
  * sequence number below 2^63, kid a decimal key id 1-4294967295.
+ *
+ * as is optional and, when present, comes right after net: the principal
+ * the forwarder found by the client socket's cgroup (container:<id>,
+ * build:<scope>, user), 1-100 bytes of [A-Za-z0-9._:-]. Stamps from a
+ * forwarder's namespace listeners carry none.
  *
  * The key file (STATE/stamp.key, 0600, root) holds one key per line:
  *
@@ -32,7 +38,8 @@
 
 #define STAMP_HEADER "Sluice-Stamp"
 #define STAMP_NET_MAX 64
-#define STAMP_VALUE_MAX 320 /* longest header value stamp_format writes */
+#define STAMP_AS_MAX 100
+#define STAMP_VALUE_MAX 400 /* longest header value stamp_format writes (363) */
 #define STAMP_KEY_BYTES 32
 #define STAMP_KEYS_MAX 16
 
@@ -41,6 +48,7 @@ struct stamp {
 	uint32_t kid;
 	char src[46];                  /* canonical address text */
 	char net[STAMP_NET_MAX + 1];
+	char as[STAMP_AS_MAX + 1];     /* the principal; "" when absent */
 	char boot[17];                 /* 16 hex + NUL */
 	uint64_t seq;
 	uint8_t mac[32];
@@ -55,15 +63,17 @@ struct stamp_key {
 
 /*
  * Parse a header value v[0..len) (leading/trailing blanks already trimmed).
- * Strict: exact field order, names and separators; src must be canonical.
+ * Strict: exact field order, names and separators; src must be canonical;
+ * as, when present, only right after net.
  * Returns 0, or -1 with *err a static message. Does not check the MAC.
  */
 int stamp_parse(const char *v, size_t len, struct stamp *st, const char **err);
 
 /*
  * Write the header value for st (its mac ignored) signed with key into
- * out (size at least STAMP_VALUE_MAX). Returns the length, or -1 if a
- * field is invalid (the same rules stamp_parse enforces).
+ * out (size at least STAMP_VALUE_MAX). st->as empty writes no as= field.
+ * Returns the length, or -1 if a field is invalid (the same rules
+ * stamp_parse enforces).
  */
 int stamp_format(const struct stamp *st, const struct stamp_key *key, char *out, size_t size);
 

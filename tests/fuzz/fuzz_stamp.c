@@ -38,7 +38,8 @@ static void check_stamp(const char *v, size_t len)
 	if (again.signed_len != st.signed_len || memcmp(out, v, st.signed_len) != 0)
 		abort();
 	if (again.kid != st.kid || again.seq != st.seq || strcmp(again.src, st.src) != 0 ||
-	    strcmp(again.net, st.net) != 0 || strcmp(again.boot, st.boot) != 0)
+	    strcmp(again.net, st.net) != 0 || strcmp(again.as, st.as) != 0 ||
+	    strcmp(again.boot, st.boot) != 0)
 		abort();
 	if (!stamp_verify(&again, out, &key, 1, 1))
 		abort();

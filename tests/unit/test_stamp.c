@@ -34,6 +34,18 @@
 #define KAT6_MAC "908f3fdb005c7a1b3eb2ed4900badcc32f5a835ff63c5cd785324d25afc38435"
 #define KAT6_VALUE KAT6_SIGNED "; mac=" KAT6_MAC
 
+/* with the optional as= field (same key as the first) */
+#define CTR_ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define KATA_SIGNED                                                                      \
+	"v=1; kid=3; src=127.0.0.1; net=vm; as=container:" CTR_ID "; boot=" KAT_BOOT "; seq=43"
+#define KATA_MAC "3e27c854f69fe3eccf4de2b0d4426c0d2575bd104bdec832aa04daaf383797d9"
+#define KATA_VALUE KATA_SIGNED "; mac=" KATA_MAC
+#define KATB_SIGNED                                                                       \
+	"v=1; kid=3; src=10.88.0.5; net=podman; as=build:crun-buildah-buildah7; boot=" KAT_BOOT \
+	"; seq=42"
+#define KATB_MAC "34c0594d91f0a4e39285d97484ed2862bb741b0b9df9af7752e95db5609989b4"
+#define KATB_VALUE KATB_SIGNED "; mac=" KATB_MAC
+
 #define HEX_AA "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define HEX_BB "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
@@ -49,6 +61,7 @@
 #define T_NET "; boot=" KAT_BOOT "; seq=42; mac=" KAT_MAC
 #define T_BOOT "; seq=42; mac=" KAT_MAC
 #define T_SEQ "; mac=" KAT_MAC
+#define P_AS P_NET "podman; as="
 
 static struct stamp_key kat_key(void)
 {
@@ -130,6 +143,27 @@ static void test_known_answer(void **state)
 	assert_int_equal(stamp_format(&st, &k6, out, sizeof(out)), (int)strlen(KAT6_VALUE));
 	assert_string_equal(out, KAT6_VALUE);
 
+	/* with as=: parsed, verified, formatted back byte for byte */
+	assert_int_equal(parse_n(KATA_VALUE, 0, &st, &err), 0);
+	assert_string_equal(st.src, "127.0.0.1");
+	assert_string_equal(st.net, "vm");
+	assert_string_equal(st.as, "container:" CTR_ID);
+	assert_string_equal(st.boot, KAT_BOOT);
+	assert_int_equal(st.seq, 43);
+	assert_int_equal(st.signed_len, strlen(KATA_SIGNED));
+	assert_true(parse_verify(KATA_VALUE, &k, 1, 1000));
+	memset(st.mac, 0, sizeof(st.mac));
+	assert_int_equal(stamp_format(&st, &k, out, sizeof(out)), (int)strlen(KATA_VALUE));
+	assert_string_equal(out, KATA_VALUE);
+	assert_int_equal(parse_n(KATB_VALUE, 0, &st, &err), 0);
+	assert_string_equal(st.as, "build:crun-buildah-buildah7");
+	assert_true(parse_verify(KATB_VALUE, &k, 1, 1000));
+	assert_int_equal(stamp_format(&st, &k, out, sizeof(out)), (int)strlen(KATB_VALUE));
+	assert_string_equal(out, KATB_VALUE);
+	/* without as= the field is empty */
+	assert_int_equal(parse_n(KAT_VALUE, 0, &st, &err), 0);
+	assert_string_equal(st.as, "");
+
 	/* the key file spelling of the KAT key decodes to the same bytes */
 	{
 		static const char file[] = "3 " KAT_KEY_HEX "\n";
@@ -144,7 +178,8 @@ static void test_known_answer(void **state)
 	}
 }
 
-static void round_trip(const char *src, const char *net, uint32_t kid, uint64_t seq)
+static void round_trip(const char *src, const char *net, const char *as, uint32_t kid,
+		       uint64_t seq)
 {
 	struct stamp st = { .version = 1, .kid = kid, .seq = seq }, back;
 	struct stamp_key k = aa_key(kid);
@@ -154,6 +189,7 @@ static void round_trip(const char *src, const char *net, uint32_t kid, uint64_t 
 
 	snprintf(st.src, sizeof(st.src), "%s", src);
 	snprintf(st.net, sizeof(st.net), "%s", net);
+	snprintf(st.as, sizeof(st.as), "%s", as);
 	snprintf(st.boot, sizeof(st.boot), "%s", "00ff00ff00ff00ff");
 	n = stamp_format(&st, &k, out, sizeof(out));
 	assert_true(n > 0 && n < STAMP_VALUE_MAX);
@@ -162,6 +198,8 @@ static void round_trip(const char *src, const char *net, uint32_t kid, uint64_t 
 	assert_int_equal(back.kid, kid);
 	assert_string_equal(back.src, src);
 	assert_string_equal(back.net, net);
+	assert_string_equal(back.as, as);
+	assert_true((strstr(out, "; as=") != NULL) == (as[0] != '\0'));
 	assert_string_equal(back.boot, st.boot);
 	assert_true(back.seq == seq);
 	assert_true(parse_verify(out, &k, 1, 1));
@@ -172,16 +210,28 @@ static void test_round_trip(void **state)
 	static const char net64[] =
 		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._";
 
-	round_trip("10.88.0.5", "podman", 3, 42);
-	round_trip("0.0.0.0", "a", 1, 0);
-	round_trip("255.255.255.255", "x-y_z.w", 4294967295u, 9223372036854775807ull);
-	round_trip("2001:db8::1", "podman", 7, 1);
-	round_trip("::1", "n", 2, 18);
-	round_trip("::", "n", 2, 18);
-	round_trip("::ffff:1.2.3.4", "n", 2, 18);
-	round_trip("fe80::1:2", "n", 2, 18);
-	/* longest value: longest inet_ntop text, 64-byte net, largest kid and seq */
-	round_trip("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", net64, 4294967295u,
+	static const char as100[] =
+		"build:abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-:"
+		"0123456789012345678901234567";
+
+	assert_int_equal(strlen(as100), STAMP_AS_MAX);
+	round_trip("10.88.0.5", "podman", "", 3, 42);
+	round_trip("0.0.0.0", "a", "", 1, 0);
+	round_trip("255.255.255.255", "x-y_z.w", "", 4294967295u, 9223372036854775807ull);
+	round_trip("2001:db8::1", "podman", "", 7, 1);
+	round_trip("::1", "n", "", 2, 18);
+	round_trip("::", "n", "", 2, 18);
+	round_trip("::ffff:1.2.3.4", "n", "", 2, 18);
+	round_trip("fe80::1:2", "n", "", 2, 18);
+	round_trip("127.0.0.1", "vm", "container:" CTR_ID, 3, 1);
+	round_trip("127.0.0.1", "vm", "build:crun-buildah-buildah7", 3, 2);
+	round_trip("::1", "vm", "user", 3, 3);
+	round_trip("::1", "vm", "a", 3, 3);
+	round_trip("::1", "vm", ":", 3, 3);
+	/* longest value: longest inet_ntop text, 64-byte net, 100-byte as, largest kid and seq */
+	round_trip("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", net64, "", 4294967295u,
+		   9223372036854775807ull);
+	round_trip("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", net64, as100, 4294967295u,
 		   9223372036854775807ull);
 }
 
@@ -239,6 +289,26 @@ static const struct bad_case bad_cases[] = {
 	  "bad net" },
 	{ P_NET "podman; foo=1" T_NET, 0, "expected boot=" },
 	{ P_NET "podman; net=podman" T_NET, 0, "expected boot=" },
+	/* as: optional, right after net, 1-100 bytes of [A-Za-z0-9._:-] */
+	{ P_AS "" T_NET, 0, "bad as" },
+	{ P_AS "us er" T_NET, 0, "bad as" },
+	{ P_AS "user " T_NET, 0, "bad as" },
+	{ P_AS "a/b" T_NET, 0, "bad as" },
+	{ P_AS "a=b" T_NET, 0, "bad as" },
+	{ P_AS "a,b" T_NET, 0, "bad as" },
+	{ P_AS "a@b" T_NET, 0, "bad as" },
+	{ P_AS "p\xc3\xb6" T_NET, 0, "bad as" },
+	{ P_AS "a\tb" T_NET, 0, "bad as" },
+	{ P_AS "us\0er" T_NET, sizeof(P_AS "us\0er" T_NET) - 1, "bad as" },
+	{ P_AS "container:" CTR_ID "0123456789abcdef01234567890" T_NET, 0, "bad as" },
+	{ P_AS "user; as=user" T_NET, 0, "expected boot=" },
+	{ P_NET "podman; AS=user" T_NET, 0, "expected boot=" },
+	{ P_NET "podman;as=user" T_NET, 0, "expected boot=" },
+	{ P_NET "podman;  as=user" T_NET, 0, "expected boot=" },
+	{ P_SRC "10.88.0.5; as=user; net=podman" T_NET, 0, "expected net=" },
+	{ P_BOOT KAT_BOOT "; as=user; seq=42" T_SEQ, 0, "expected seq=" },
+	{ P_SEQ "42; as=user" T_SEQ, 0, "expected mac=" },
+	{ P_MAC KAT_MAC "; as=user", 0, "trailing bytes after mac" },
 	/* boot */
 	{ P_BOOT "9f2c4e6a8b0d1f3" T_BOOT, 0, "bad boot" },
 	{ P_BOOT "9f2c4e6a8b0d1f370" T_BOOT, 0, "bad boot" },
@@ -300,6 +370,13 @@ static void test_malformed(void **state)
 		}
 		if (parse_n(KAT_VALUE, i, &st, &err) != -1)
 			fail_msg("prefix of %zu bytes accepted", i);
+	}
+	for (i = 1; i < strlen(KATA_VALUE); i++) {
+		struct stamp st;
+		const char *err = NULL;
+
+		if (parse_n(KATA_VALUE, i, &st, &err) != -1)
+			fail_msg("prefix of %zu bytes (with as=) accepted", i);
 	}
 }
 
@@ -365,6 +442,18 @@ static void test_verify_fails(void **state)
 	keys[2] = k;
 	assert_true(parse_verify(KAT_VALUE, keys, 3, 1000));
 
+	/* the MAC covers as=: dropped, added or changed, it no longer verifies */
+	keys[0] = k;
+	assert_true(parse_verify(KATB_VALUE, keys, 1, 1000));
+	assert_false(parse_verify(KAT_SIGNED "; mac=" KATB_MAC, keys, 1, 1000));
+	assert_false(parse_verify(KATB_SIGNED "; mac=" KAT_MAC, keys, 1, 1000));
+	assert_false(parse_verify("v=1; kid=3; src=10.88.0.5; net=podman; as=build:crun-buildah-"
+				  "buildah8; boot=" KAT_BOOT "; seq=42; mac=" KATB_MAC,
+				  keys, 1, 1000));
+	assert_false(parse_verify("v=1; kid=3; src=10.88.0.5; net=podman; as=user; boot=" KAT_BOOT
+				  "; seq=42; mac=" KAT_MAC,
+				  keys, 1, 1000));
+
 	/* any single changed byte: refused by the parser or by the MAC */
 	g = guard_copy(KAT_VALUE, len);
 	for (i = 0; i < len; i++) {
@@ -380,6 +469,18 @@ static void test_verify_fails(void **state)
 				fail_msg("tampered byte %zu (^0x%02x) verified", i, flips[f]);
 			g[i] = (char)(g[i] ^ flips[f]);
 		}
+	}
+	guard_free(g, len);
+	len = strlen(KATA_VALUE);
+	g = guard_copy(KATA_VALUE, len);
+	for (i = 0; i < len; i++) {
+		struct stamp st;
+		const char *err = NULL;
+
+		g[i] = (char)(g[i] ^ 0x01);
+		if (stamp_parse(g, len, &st, &err) == 0 && stamp_verify(&st, g, &k, 1, 1))
+			fail_msg("tampered byte %zu of the as= stamp verified", i);
+		g[i] = (char)(g[i] ^ 0x01);
 	}
 	guard_free(g, len);
 }
@@ -427,6 +528,19 @@ static void test_format_invalid(void **state)
 	st = good;
 	memset(st.net, 'n', sizeof(st.net)); /* no NUL */
 	assert_int_equal(stamp_format(&st, &k, out, sizeof(out)), -1);
+	st = good;
+	strcpy(st.as, "us er");
+	assert_int_equal(stamp_format(&st, &k, out, sizeof(out)), -1);
+	st = good;
+	strcpy(st.as, "a;b");
+	assert_int_equal(stamp_format(&st, &k, out, sizeof(out)), -1);
+	st = good;
+	memset(st.as, 'a', sizeof(st.as)); /* no NUL */
+	assert_int_equal(stamp_format(&st, &k, out, sizeof(out)), -1);
+	st = good;
+	memset(st.as, 'a', STAMP_AS_MAX); /* exactly the longest */
+	st.as[STAMP_AS_MAX] = '\0';
+	assert_true(stamp_format(&st, &k, out, sizeof(out)) > 0);
 	st = good;
 	strcpy(st.boot, "9F2C4E6A8B0D1F37");
 	assert_int_equal(stamp_format(&st, &k, out, sizeof(out)), -1);
