@@ -97,6 +97,9 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(PKG_TEST) $(PKG_PROXY) $(PKG_CLI))
 
+# unit tests of CLI modules also link those modules
+$(BUILD)/tests/test_resolve: $(call obj,cli/resolve.c cli/snapshot.c)
+
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)

@@ -98,35 +98,13 @@ static int store_load(const struct config *c, struct store *s)
 	return 0;
 }
 
-/* mkdir -p, creating what is missing with mode 0700. Returns 0 or -1 with errno. */
-static int mkdir_state(const char *dir)
-{
-	char p[PATH_MAX];
-	size_t len = strlen(dir);
-
-	if (len == 0 || len >= sizeof(p)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memcpy(p, dir, len + 1);
-	for (size_t i = 1; i <= len; i++) {
-		if (p[i] != '/' && p[i] != '\0')
-			continue;
-		p[i] = '\0';
-		if (mkdir(p, 0700) == -1 && errno != EEXIST)
-			return -1;
-		p[i] = dir[i];
-	}
-	return 0;
-}
-
 /* Create STATE if needed and take the store lock. Returns the lock fd or -1 after printing. */
 static int store_lock(const struct config *c)
 {
 	char path[PATH_MAX];
 	int fd;
 
-	if (mkdir_state(c->state_dir) == -1) {
+	if (file_mkdir_p(c->state_dir, 0700) == -1) {
 		put_errno("mkdir", c->state_dir, errno);
 		return -1;
 	}

@@ -9,9 +9,12 @@
 #ifndef SLUICE_CLI_H
 #define SLUICE_CLI_H
 
+#include <jansson.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "config.h"
+#include "resolve.h" /* snapshot.c and resolve.c: engine snapshots, naming principals */
 
 /* Exit statuses, as usage() documents them. */
 #define EXIT_OK 0
@@ -52,6 +55,73 @@ int cmd_allow(int argc, char **argv);
 
 /* log.c */
 int cmd_log(int argc, char **argv);
+
+/*
+ * One table cell: control bytes shown as '?', cut to width with "..." at
+ * the end, padded and followed by two spaces (last: a newline instead).
+ */
+void log_put_cell(const char *s, int width, bool last);
+
+/* "11-30 04:01:02" in local time from a log ts, in buf; else ts itself. */
+const char *log_time_cell(const char *ts, char *buf, size_t size);
+
+/* p as the "principal" object of --json output (a new reference), or NULL. */
+json_t *log_principal_json(const struct principal *p);
+
+/* logview.c: the views that group rows instead of listing them */
+enum logview_kind {
+	LOGVIEW_BY_HOST, /* per host, per principal: allowed / refused / observed, last time */
+	LOGVIEW_REFUSED, /* per principal, per host: count, last reason and time, grant hint */
+};
+
+/* A new empty view (logview_free frees it), or NULL when out of memory. */
+struct logview *logview_new(enum logview_kind kind);
+
+/* Count one row (an object) whose principal is p. Returns 0 or -1 (out of memory). */
+int logview_add(struct logview *v, json_t *row, const struct principal *p);
+
+/* Print the view, sorted, as a table or as JSON lines. */
+void logview_print(const struct logview *v, bool json);
+
+void logview_free(struct logview *v);
+
+/* engine.c */
+int cmd_engine(int argc, char **argv);
+
+/* podman.c: running the container engine's command, bounded */
+#define PODMAN_ARGS_MAX 32
+
+struct podman {
+	const char *text;                /* the command as given, for messages */
+	char *buf;                       /* owned copy of text, split in place */
+	char *argv[PODMAN_ARGS_MAX + 1]; /* its words, NULL-ended */
+	size_t argc;
+};
+
+/*
+ * Split cmd on blanks (no shell) into pm; pm keeps pointing at cmd. Returns
+ * 0, or -1 (no words, more than PODMAN_ARGS_MAX, out of memory); release
+ * pm with podman_release either way.
+ */
+int podman_init(struct podman *pm, const char *cmd);
+void podman_release(struct podman *pm);
+
+/*
+ * Start the command with args appended: stdin /dev/null, stdout into a new
+ * *out_fd, stderr into a new *err_fd (err_fd NULL: ours), the default
+ * signal mask, SIGKILL when we die. Returns its pid (the caller reaps it),
+ * or -1 after printing why.
+ */
+pid_t podman_spawn(const struct podman *pm, const char *const *args, size_t nargs, int *out_fd,
+		   int *err_fd);
+
+/*
+ * The engine's running (or paused) containers now, as a snapshot of net
+ * stamped with the current time, into s (the caller releases it). Each run
+ * is killed after 20 s and its output capped at 16 MiB. Returns 0, or -1
+ * after printing why.
+ */
+int podman_snapshot(const struct podman *pm, const char *net, struct snapshot *s);
 
 /* key.c */
 int cmd_key(int argc, char **argv);

@@ -1,12 +1,17 @@
 /*
  * log.c: `sluice log`: read the network log (docs/network-log.md).
  *
- * Reads the live log file named by the config's `log`, filters rows by
- * host and decision, and prints them as a table or as the raw JSON lines.
- * With -f it keeps polling (every 200 ms) and follows the file across
- * rotation (a new inode at the path) and truncation. A row that does not
- * parse is reported with its line number and skipped. It does not read
- * rotated files (FILE.1 ...) and never writes to the log.
+ * Reads the live log file named by the config's `log`, names each row's
+ * principal from the engine snapshots in STATE/engine.jsonl (resolve.c:
+ * at read time, so a better resolution or a later snapshot names old rows
+ * too), filters rows by host, decision and principal, and prints them as a
+ * table, as the JSON lines with a "principal" object added, or grouped
+ * (--by-host, --refused: logview.c). With -f it keeps polling (every
+ * 200 ms), follows the file across rotation (a new inode at the path) and
+ * truncation, and re-reads the snapshots when they change. A row or a
+ * snapshot that does not parse is reported with its line number and
+ * skipped. It does not read rotated files (FILE.1 ...) and never writes to
+ * the log or the snapshots.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,12 +29,15 @@
 #define ROW_MAX (1024 * 1024) /* a longer line is not a row the proxy wrote */
 #define TAIL_MAX 10000000
 #define POLL_NS (200 * 1000 * 1000L)
+#define ENGINE_FILE "engine.jsonl"
+#define WHO_MAX 300 /* a principal's label */
 
 struct filter {
 	struct host host; /* exact host, or the suffix when host_suffix */
 	bool has_host;
 	bool host_suffix;     /* "*.suffix": subdomains only */
 	const char *decision; /* NULL: any */
+	const char *who;      /* --who: resolve_who_matches; NULL: any */
 };
 
 /* The last n matching raw rows, oldest first from head. */
@@ -53,13 +61,40 @@ struct reader {
 	bool skipping;  /* inside an over-long line: drop bytes to its newline */
 };
 
+/* The engine snapshots and what their file looked like when read. */
+struct snaps {
+	char path[PATH_MAX];
+	struct snapshots all;
+	struct stat st; /* ino, size, mtime when read; st_ino 0: no file */
+};
+
 struct view {
 	const struct filter *f;
-	struct tail *tail; /* not NULL: collect instead of printing */
+	struct tail *tail;      /* not NULL: collect instead of printing */
+	struct logview *group;  /* not NULL: count into it, print at the end */
+	struct snaps *snaps;
 	bool json;
 };
 
-static bool row_matches(const struct filter *f, json_t *row)
+/* A row's principal, from the snapshots. Its strings live as long as row and v->snaps. */
+static void row_principal(const struct view *v, json_t *row, struct principal *p)
+{
+	struct resolve_row r;
+	const char *ts = json_string_value(json_object_get(row, "ts"));
+	const char *who = json_string_value(json_object_get(row, "who"));
+
+	memset(&r, 0, sizeof(r));
+	r.has_t = ts != NULL && snapshot_ts_parse(ts, &r.t_ms) == 0;
+	/* an unattributed row has no verified stamp, whatever else it carries */
+	if (who == NULL || strcmp(who, "unattributed") != 0) {
+		r.src = json_string_value(json_object_get(row, "src"));
+		r.net = json_string_value(json_object_get(row, "net"));
+		r.as = json_string_value(json_object_get(row, "as"));
+	}
+	resolve_row(&v->snaps->all, &r, p);
+}
+
+static bool row_matches(const struct filter *f, json_t *row, const struct principal *p)
 {
 	if (f->has_host) {
 		const char *h = json_string_value(json_object_get(row, "host"));
@@ -80,14 +115,11 @@ static bool row_matches(const struct filter *f, json_t *row)
 		if (d == NULL || strcmp(d, f->decision) != 0)
 			return false;
 	}
-	return true;
+	return f->who == NULL || resolve_who_matches(f->who, p);
 }
 
-/*
- * One table cell: control bytes shown as '?' (a row must not drive the
- * terminal), cut to width with "..." at the end. last: no padding.
- */
-static void put_cell(const char *s, int width, bool last)
+/* a row must not drive the terminal: control bytes are shown as '?' */
+void log_put_cell(const char *s, int width, bool last)
 {
 	size_t len = strlen(s), n = len;
 	int pad;
@@ -120,8 +152,7 @@ static const char *str_or_dash(json_t *row, const char *key)
 	return s != NULL ? s : "-";
 }
 
-/* "11-30 04:01:02" in local time from "2026-11-30T03:01:02.123Z"; else the text as is. */
-static const char *time_cell(const char *ts, char *buf, size_t size)
+const char *log_time_cell(const char *ts, char *buf, size_t size)
 {
 	struct tm tm;
 	const char *rest;
@@ -150,13 +181,13 @@ static void number_cell(json_t *v, char *buf, size_t size)
 
 static void table_header(void)
 {
-	printf("%-14s  %-12s  %-8s  %-6s  %-7s  %-32s  %-24s  %-16s  %s\n", "TIME", "WHO",
+	printf("%-14s  %-20s  %-8s  %-6s  %-7s  %-32s  %-24s  %-16s  %s\n", "TIME", "WHO",
 	       "DECISION", "STATUS", "METHOD", "HOST:PORT", "PATH", "REASON", "GRANT");
 }
 
-static void table_row(json_t *row)
+static void table_row(json_t *row, const struct principal *p)
 {
-	char tbuf[32], status[32], port[32], hostport[HOST_NAME_MAX_LEN + 48];
+	char tbuf[32], status[32], port[32], hostport[HOST_NAME_MAX_LEN + 48], who[WHO_MAX];
 	const char *ts = str_or_dash(row, "ts");
 	const char *host = str_or_dash(row, "host");
 
@@ -164,25 +195,85 @@ static void table_row(json_t *row)
 	number_cell(json_object_get(row, "port"), port, sizeof(port));
 	snprintf(hostport, sizeof(hostport), strchr(host, ':') != NULL ? "[%s]:%s" : "%s:%s",
 		 host, port);
-	put_cell(time_cell(ts, tbuf, sizeof(tbuf)), 14, false);
-	put_cell(str_or_dash(row, "who"), 12, false);
-	put_cell(str_or_dash(row, "decision"), 8, false);
-	put_cell(status, 6, false);
-	put_cell(str_or_dash(row, "method"), 7, false);
-	put_cell(hostport, 32, false);
-	put_cell(str_or_dash(row, "path"), 24, false);
-	put_cell(str_or_dash(row, "reason"), 16, false);
-	put_cell(str_or_dash(row, "grant"), 60, true);
+	resolve_label(p, who, sizeof(who));
+	log_put_cell(log_time_cell(ts, tbuf, sizeof(tbuf)), 14, false);
+	log_put_cell(who, 20, false);
+	log_put_cell(str_or_dash(row, "decision"), 8, false);
+	log_put_cell(status, 6, false);
+	log_put_cell(str_or_dash(row, "method"), 7, false);
+	log_put_cell(hostport, 32, false);
+	log_put_cell(str_or_dash(row, "path"), 24, false);
+	log_put_cell(str_or_dash(row, "reason"), 16, false);
+	log_put_cell(str_or_dash(row, "grant"), 60, true);
 }
 
-/* Print one raw row that is known to parse and match. */
-static void emit(const struct view *v, const char *s, size_t len, json_t *row)
+json_t *log_principal_json(const struct principal *p)
 {
-	if (v->json) {
-		fwrite(s, 1, len, stdout);
-		putchar('\n');
+	json_t *o = json_object();
+	const char *name = p->name;
+	char addr[WHO_MAX];
+
+	if (p->kind == PRINCIPAL_ADDRESS) {
+		resolve_label(p, addr, sizeof(addr));
+		name = addr;
+	} else if (p->kind == PRINCIPAL_USER) {
+		name = "user";
+	}
+	if (o == NULL ||
+	    json_object_set_new(o, "kind", json_string(resolve_kind_name(p->kind))) == -1 ||
+	    json_object_set_new(o, "name", name != NULL ? json_string(name) : json_null()) == -1 ||
+	    json_object_set_new(o, "id", p->id != NULL ? json_string(p->id) : json_null()) == -1 ||
+	    json_object_set_new(o, "project",
+				p->project != NULL ? json_string(p->project) : json_null()) == -1 ||
+	    json_object_set_new(o, "snapshot",
+				p->snap != NULL ? json_string(p->snap->t) : json_null()) == -1) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static bool is_json_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+/*
+ * The raw row with ,"principal":{...} added before its closing brace: the
+ * row's own bytes are kept as the proxy wrote them.
+ */
+static void put_json_row(const char *s, size_t len, const struct principal *p)
+{
+	json_t *o = log_principal_json(p);
+	char *text = o != NULL ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	size_t end = len, before;
+
+	while (end > 0 && is_json_space(s[end - 1]))
+		end--;
+	if (text == NULL || end == 0 || s[end - 1] != '}') {
+		fwrite(s, 1, len, stdout); /* out of memory: the row as it is */
 	} else {
-		table_row(row);
+		for (before = end - 1; before > 0 && is_json_space(s[before - 1]); before--)
+			;
+		fwrite(s, 1, end - 1, stdout);
+		printf("%s\"principal\":%s}", before > 0 && s[before - 1] == '{' ? "" : ",", text);
+	}
+	putchar('\n');
+	free(text);
+	json_decref(o);
+}
+
+/* Print (or count) one raw row that is known to parse and match. */
+static void emit(const struct view *v, const char *s, size_t len, json_t *row,
+		 const struct principal *p)
+{
+	if (v->group != NULL) {
+		if (logview_add(v->group, row, p) == -1)
+			fprintf(stderr, "log: out of memory; a row left out\n");
+	} else if (v->json) {
+		put_json_row(s, len, p);
+	} else {
+		table_row(row, p);
 	}
 }
 
@@ -214,6 +305,7 @@ static void row_handle(const struct view *v, const struct reader *r, const char 
 {
 	json_t *row;
 	json_error_t jerr;
+	struct principal p;
 
 	if (len > 0 && s[len - 1] == '\r')
 		len--;
@@ -225,11 +317,12 @@ static void row_handle(const struct view *v, const struct reader *r, const char 
 		json_decref(row);
 		return;
 	}
-	if (row_matches(v->f, row)) {
+	row_principal(v, row, &p);
+	if (row_matches(v->f, row, &p)) {
 		if (v->tail != NULL)
 			tail_push(v->tail, s, len);
 		else
-			emit(v, s, len, row);
+			emit(v, s, len, row, &p);
 	}
 	json_decref(row);
 }
@@ -242,9 +335,12 @@ static void tail_flush(struct view *v)
 	for (size_t i = 0; i < t->count; i++) {
 		size_t slot = (t->head + i) % t->n;
 		json_t *row = json_loads(t->rows[slot], 0, NULL);
+		struct principal p;
 
-		if (row != NULL)
-			emit(v, t->rows[slot], strlen(t->rows[slot]), row);
+		if (row != NULL) {
+			row_principal(v, row, &p);
+			emit(v, t->rows[slot], strlen(t->rows[slot]), row, &p);
+		}
 		json_decref(row);
 		free(t->rows[slot]);
 		t->rows[slot] = NULL;
@@ -342,6 +438,29 @@ static void reader_finish(const struct view *v, struct reader *r)
 	r->skipping = false;
 }
 
+/* (Re)read the snapshots; a damaged line is reported and skipped, a failure leaves none. */
+static void snaps_load(struct snaps *sn)
+{
+	if (stat(sn->path, &sn->st) == -1)
+		memset(&sn->st, 0, sizeof(sn->st));
+	if (snapshot_load(sn->path, "log", &sn->all, stderr) == -1)
+		snapshots_release(&sn->all);
+}
+
+/* -f: read the snapshots again if their file changed since. */
+static void snaps_refresh(struct snaps *sn)
+{
+	struct stat st;
+
+	if (stat(sn->path, &st) == -1)
+		memset(&st, 0, sizeof(st));
+	if (st.st_ino == sn->st.st_ino && st.st_dev == sn->st.st_dev &&
+	    st.st_size == sn->st.st_size && st.st_mtim.tv_sec == sn->st.st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == sn->st.st_mtim.tv_nsec)
+		return;
+	snaps_load(sn);
+}
+
 static void put_read_error(const char *path, int e)
 {
 	fprintf(stderr, "log: read %s: ", path);
@@ -356,6 +475,7 @@ static int follow(const struct view *v, struct reader *r)
 	struct stat st;
 
 	for (;;) {
+		snaps_refresh(v->snaps);
 		if (r->fd != -1 && reader_drain(v, r) == -1) {
 			put_read_error(r->path, errno);
 			return EXIT_ERROR;
@@ -427,12 +547,29 @@ static int host_filter(const char *arg, struct filter *f)
 	return 0;
 }
 
+/* --who: a principal as resolve_who_matches reads it; "build:" needs its scope. */
+static bool who_arg_ok(const char *w)
+{
+	size_t n = strlen(w);
+
+	if (n == 0 || n > WHO_MAX || strcmp(w, "build:") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned char)w[i] < 0x20 || w[i] == 0x7f)
+			return false;
+	}
+	return true;
+}
+
 int cmd_log(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "host", required_argument, NULL, 'H' },
 		{ "decision", required_argument, NULL, 'd' },
+		{ "who", required_argument, NULL, 'w' },
+		{ "by-host", no_argument, NULL, 'B' },
+		{ "refused", no_argument, NULL, 'R' },
 		{ "follow", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -441,15 +578,18 @@ int cmd_log(int argc, char **argv)
 	struct tail t;
 	struct view v;
 	struct reader r;
+	struct snaps sn;
 	struct config *c;
-	bool do_follow = false, has_tail = false;
-	int opt, ret = EXIT_ERROR;
+	bool do_follow = false, has_tail = false, by_host = false, refused = false;
+	int opt, n, ret = EXIT_ERROR;
 
 	memset(&f, 0, sizeof(f));
 	memset(&t, 0, sizeof(t));
 	memset(&v, 0, sizeof(v));
 	memset(&r, 0, sizeof(r));
+	memset(&sn, 0, sizeof(sn));
 	v.f = &f;
+	v.snaps = &sn;
 	while ((opt = getopt_long(argc, argv, "n:fh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'j':
@@ -465,16 +605,27 @@ int cmd_log(int argc, char **argv)
 				return usage_error("bad decision (allow, refuse or observe)", optarg);
 			f.decision = optarg;
 			break;
+		case 'w':
+			if (!who_arg_ok(optarg))
+				return usage_error("bad principal", optarg);
+			f.who = optarg;
+			break;
+		case 'B':
+			by_host = true;
+			break;
+		case 'R':
+			refused = true;
+			break;
 		case 'n': {
 			char *end;
-			long long n;
+			long long cnt;
 
 			errno = 0;
-			n = strtoll(optarg, &end, 10);
+			cnt = strtoll(optarg, &end, 10);
 			if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno != 0 ||
-			    n > TAIL_MAX)
+			    cnt > TAIL_MAX)
 				return usage_error("bad row count", optarg);
-			t.n = (size_t)n;
+			t.n = (size_t)cnt;
 			has_tail = true;
 			break;
 		}
@@ -491,27 +642,48 @@ int cmd_log(int argc, char **argv)
 	}
 	if (optind != argc)
 		return usage_error("unexpected argument", argv[optind]);
+	if (by_host && refused)
+		return usage_error("conflicting options", "--by-host --refused");
+	if (do_follow && (by_host || refused)) /* a view counts rows up to the end */
+		return usage_error("conflicting options", by_host ? "-f --by-host" : "-f --refused");
+	if (refused && f.decision == NULL)
+		f.decision = "refuse";
+	if (refused && strcmp(f.decision, "allow") == 0)
+		return usage_error("conflicting options", "--refused --decision allow");
 
 	c = cli_config_load();
 	if (c == NULL)
 		return EXIT_ERROR;
+	n = snprintf(sn.path, sizeof(sn.path), "%s/%s", c->state_dir, ENGINE_FILE);
+	if (n < 0 || (size_t)n >= sizeof(sn.path)) {
+		fprintf(stderr, "log: %s/%s: path too long\n", c->state_dir, ENGINE_FILE);
+		goto out_config;
+	}
+	snaps_load(&sn);
 	r.path = c->log_path;
 	r.fd = -1;
 	if (reader_open(&r) == -1 && !(do_follow && errno == ENOENT)) {
 		fprintf(stderr, "log: open %s: ", r.path);
 		cli_put_strerror(stderr, errno);
 		fputc('\n', stderr);
-		goto out_config;
+		goto out_snaps;
+	}
+	if (by_host || refused) {
+		v.group = logview_new(by_host ? LOGVIEW_BY_HOST : LOGVIEW_REFUSED);
+		if (v.group == NULL) {
+			fprintf(stderr, "log: out of memory\n");
+			goto out_close;
+		}
 	}
 	if (has_tail) {
 		t.rows = calloc(t.n + 1, sizeof(*t.rows));
 		if (t.rows == NULL) {
 			fprintf(stderr, "log: out of memory\n");
-			goto out_close;
+			goto out_group;
 		}
 		v.tail = &t;
 	}
-	if (!v.json)
+	if (!v.json && v.group == NULL)
 		table_header();
 	if (r.fd != -1 && reader_drain(&v, &r) == -1) {
 		put_read_error(r.path, errno);
@@ -521,6 +693,8 @@ int cmd_log(int argc, char **argv)
 		reader_finish(&v, &r);
 	if (has_tail)
 		tail_flush(&v);
+	if (v.group != NULL)
+		logview_print(v.group, v.json);
 	ret = do_follow ? follow(&v, &r) : EXIT_OK;
 	if (fflush(stdout) == EOF) {
 		fprintf(stderr, "log: write stdout failed\n");
@@ -530,10 +704,14 @@ out_tail:
 	for (size_t i = 0; i < t.count; i++)
 		free(t.rows[(t.head + i) % t.n]);
 	free(t.rows);
+out_group:
+	logview_free(v.group);
 out_close:
 	if (r.fd != -1)
 		close(r.fd);
 	free(r.buf);
+out_snaps:
+	snapshots_release(&sn.all);
 out_config:
 	config_free(c);
 	return ret;

@@ -30,11 +30,16 @@ static const struct verb verbs[] = {
 	  "allow rm GRANT\n"
 	  "allow list [--json]\n" },
 	{ "log", cmd_log, "read the network log: who used each host, who was refused",
-	  "log [--json] [--host HOST] [--decision allow|refuse|observe] [-n N] [-f]\n" },
+	  "log [--json] [--host HOST] [--decision allow|refuse|observe] [--who WHO] [-n N] [-f]\n"
+	  "log --by-host [--json] [--host HOST] [--decision D] [--who WHO] [-n N]\n"
+	  "log --refused [--json] [--host HOST] [--decision refuse|observe] [--who WHO] [-n N]\n" },
 	{ "key", cmd_key, "create, rotate or list the stamp keys in STATE/stamp.key",
 	  "key init\n"
 	  "key rotate [--grace SECONDS]\n"
 	  "key list\n" },
+	{ "engine", cmd_engine, "record the engine's containers in STATE/engine.jsonl for log",
+	  "engine snapshot [--net NAME] [--podman CMD]\n"
+	  "engine watch [--net NAME] [--podman CMD]\n" },
 };
 
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
@@ -114,7 +119,8 @@ void cli_usage(FILE *f, const char *verb)
 		   "\nexit status:\n"
 		   "  0  success\n"
 		   "  1  error: a bad config, a damaged grant store, a file that cannot be\n"
-		   "     read or written, a refused grant pattern\n"
+		   "     read or written, a refused grant pattern, a container engine that\n"
+		   "     failed or did not answer in time\n"
 		   "  2  usage: an unknown verb or option, a missing or malformed argument\n");
 }
 

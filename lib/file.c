@@ -1,11 +1,15 @@
 /*
- * file.c: reading a small file whole, for the CLI and the daemons alike.
+ * file.c: reading a small file whole and making directories, for the CLI and
+ * the daemons alike.
  */
 #include "file.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int file_read(const char *path, size_t max, char **out, size_t *len)
@@ -58,4 +62,25 @@ out_fail:
 	close(fd);
 	errno = e;
 	return -1;
+}
+
+int file_mkdir_p(const char *dir, mode_t mode)
+{
+	char p[PATH_MAX];
+	size_t len = strlen(dir);
+
+	if (len == 0 || len >= sizeof(p)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(p, dir, len + 1);
+	for (size_t i = 1; i <= len; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		p[i] = '\0';
+		if (mkdir(p, mode) == -1 && errno != EEXIST)
+			return -1;
+		p[i] = dir[i];
+	}
+	return 0;
 }

@@ -165,8 +165,9 @@ t "log prints a table of every row" eval 'run 0 $C log && [ "$(wc -l <"$T/out")"
 	has "example.com:443" "$T/out" && has "/v1/items" "$T/out" && has "example.com (permanent)" "$T/out"'
 t "log warns about the unreadable row and goes on" eval 'run 0 $C log &&
 	[ "$(cat "$T/err")" = "log: $log:3: unreadable row" ]'
-t "log --json prints matching lines unchanged" eval 'run 0 $C log --json &&
-	grep -v truncated "$log" | cmp -s - "$T/out"'
+t "log --json prints matching lines unchanged, a principal appended" eval 'run 0 $C log --json &&
+	sed "s/,\"principal\":{[^}]*}}\$/}/" "$T/out" | cmp -s - <(grep -v truncated "$log") &&
+	[ "$(grep -c ",\"principal\":{\"kind\":" "$T/out")" = "$(wc -l <"$T/out")" ]'
 t "log --host exact" eval 'run 0 $C log --json --host EXAMPLE.com. &&
 	[ "$(wc -l <"$T/out")" = 1 ] && has "\"conn\":1," "$T/out"'
 t "log --host *.suffix covers subdomains only" eval 'run 0 $C log --json --host "*.example.org" &&

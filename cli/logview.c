@@ -1,0 +1,260 @@
+/*
+ * logview.c: `sluice log --by-host` and `--refused`: rows grouped.
+ *
+ * --by-host: for each host (sorted), one line per principal with the rows
+ * allowed, refused and observed and the time of the last one. --refused:
+ * for each principal, one line per host (as a grant names it: a bare name
+ * for http on 80 and CONNECT on 443, else name:port) with the count, the
+ * last reason and time, and the exact `sluice allow add` command the
+ * proxy's refusal named when the host was not granted. log.c filters and
+ * resolves the rows; this file only counts what it is given, in memory
+ * (one entry per group, not per row), and prints it at the end.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define LABEL_MAX 300
+#define TARGET_MAX (HOST_NAME_MAX_LEN + 16)
+
+struct group {
+	char *who;         /* the principal's label (resolve_label) */
+	char *host;        /* the row's host, "-" when it had none */
+	char *target;      /* --refused: the host as a grant names it; else NULL */
+	json_t *principal; /* the first row's principal, for --json */
+	unsigned long allowed, refused, observed;
+	char *last_ts;     /* the last row's ts, or NULL */
+	char *last_reason; /* the last row's reason, or NULL */
+	bool grantable;    /* --refused: some row was not-granted */
+};
+
+struct logview {
+	enum logview_kind kind;
+	struct group *g; /* sorted: by (host, who), or (who, target) for --refused */
+	size_t n, cap;
+};
+
+struct logview *logview_new(enum logview_kind kind)
+{
+	struct logview *v = calloc(1, sizeof(*v));
+
+	if (v != NULL)
+		v->kind = kind;
+	return v;
+}
+
+void logview_free(struct logview *v)
+{
+	if (v == NULL)
+		return;
+	for (size_t i = 0; i < v->n; i++) {
+		struct group *g = &v->g[i];
+
+		free(g->who);
+		free(g->host);
+		free(g->target);
+		json_decref(g->principal);
+		free(g->last_ts);
+		free(g->last_reason);
+	}
+	free(v->g);
+	free(v);
+}
+
+/* The host as `sluice allow add` takes it, the way the proxy's refusal body names it. */
+static void grant_target(json_t *row, const char *host, char *out, size_t size)
+{
+	const char *kind = json_string_value(json_object_get(row, "kind"));
+	json_t *pv = json_object_get(row, "port");
+	long long port = json_is_integer(pv) ? (long long)json_integer_value(pv) : -1;
+	bool v6 = strchr(host, ':') != NULL;
+	bool bare = kind != NULL && ((strcmp(kind, "tunnel") == 0 && port == 443) ||
+				     (strcmp(kind, "http") == 0 && port == 80));
+
+	if (bare || port < 0)
+		snprintf(out, size, v6 ? "[%s]" : "%s", host);
+	else
+		snprintf(out, size, v6 ? "[%s]:%lld" : "%s:%lld", host, port);
+}
+
+static int group_cmp(const struct logview *v, const struct group *g, const char *who,
+		     const char *host, const char *target)
+{
+	int c;
+
+	if (v->kind == LOGVIEW_BY_HOST) {
+		c = strcmp(g->host, host);
+		return c != 0 ? c : strcmp(g->who, who);
+	}
+	c = strcmp(g->who, who);
+	return c != 0 ? c : strcmp(g->target, target);
+}
+
+/* The group for (who, host, target), created in its sorted place if new; NULL: no memory. */
+static struct group *group_get(struct logview *v, const char *who, const char *host,
+			       const char *target, const struct principal *p)
+{
+	size_t lo = 0, hi = v->n;
+	struct group *g;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = group_cmp(v, &v->g[mid], who, host, target);
+
+		if (c == 0)
+			return &v->g[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (v->n == v->cap) {
+		size_t ncap = v->cap != 0 ? v->cap * 2 : 64;
+		struct group *grown = realloc(v->g, ncap * sizeof(*grown));
+
+		if (grown == NULL)
+			return NULL;
+		v->g = grown;
+		v->cap = ncap;
+	}
+	g = &v->g[lo];
+	memmove(&v->g[lo + 1], &v->g[lo], (v->n - lo) * sizeof(*g));
+	memset(g, 0, sizeof(*g));
+	v->n++;
+	g->who = strdup(who);
+	g->host = strdup(host);
+	g->target = target != NULL ? strdup(target) : NULL;
+	g->principal = log_principal_json(p);
+	if (g->who == NULL || g->host == NULL || (target != NULL && g->target == NULL) ||
+	    g->principal == NULL) {
+		free(g->who);
+		free(g->host);
+		free(g->target);
+		json_decref(g->principal);
+		v->n--;
+		memmove(&v->g[lo], &v->g[lo + 1], (v->n - lo) * sizeof(*g));
+		return NULL;
+	}
+	return g;
+}
+
+/* Replace *slot with a copy of s (NULL stays NULL). Returns 0 or -1. */
+static int set_copy(char **slot, const char *s)
+{
+	char *copy = NULL;
+
+	if (s != NULL) {
+		copy = strdup(s);
+		if (copy == NULL)
+			return -1;
+	}
+	free(*slot);
+	*slot = copy;
+	return 0;
+}
+
+int logview_add(struct logview *v, json_t *row, const struct principal *p)
+{
+	const char *host = json_string_value(json_object_get(row, "host"));
+	const char *decision = json_string_value(json_object_get(row, "decision"));
+	const char *reason = json_string_value(json_object_get(row, "reason"));
+	char who[LABEL_MAX], target[TARGET_MAX];
+	struct group *g;
+
+	if (host == NULL)
+		host = "-";
+	resolve_label(p, who, sizeof(who));
+	if (v->kind == LOGVIEW_REFUSED)
+		grant_target(row, host, target, sizeof(target));
+	g = group_get(v, who, host, v->kind == LOGVIEW_REFUSED ? target : NULL, p);
+	if (g == NULL)
+		return -1;
+	if (decision != NULL && strcmp(decision, "allow") == 0)
+		g->allowed++;
+	else if (decision != NULL && strcmp(decision, "observe") == 0)
+		g->observed++;
+	else
+		g->refused++;
+	if (reason != NULL && strcmp(reason, "not-granted") == 0)
+		g->grantable = true;
+	/* rows come in the order the proxy wrote them: the last one read is the last */
+	if (set_copy(&g->last_ts, json_string_value(json_object_get(row, "ts"))) == -1 ||
+	    set_copy(&g->last_reason, reason) == -1)
+		return -1;
+	return 0;
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s != NULL ? json_string(s) : json_null();
+}
+
+static void print_json(const struct logview *v, const struct group *g)
+{
+	json_t *o = json_object();
+	char *text, grant[TARGET_MAX + 32];
+
+	if (o == NULL)
+		return;
+	if (v->kind == LOGVIEW_BY_HOST) {
+		json_object_set_new(o, "host", json_string(g->host));
+		json_object_set_new(o, "who", json_string(g->who));
+		json_object_set(o, "principal", g->principal);
+		json_object_set_new(o, "allowed", json_integer((json_int_t)g->allowed));
+		json_object_set_new(o, "refused", json_integer((json_int_t)g->refused));
+		json_object_set_new(o, "observed", json_integer((json_int_t)g->observed));
+		json_object_set_new(o, "last", str_or_null(g->last_ts));
+	} else {
+		snprintf(grant, sizeof(grant), "sluice allow add %s", g->target);
+		json_object_set_new(o, "who", json_string(g->who));
+		json_object_set(o, "principal", g->principal);
+		json_object_set_new(o, "host", json_string(g->host));
+		json_object_set_new(o, "target", json_string(g->target));
+		json_object_set_new(o, "count",
+				    json_integer((json_int_t)(g->refused + g->observed + g->allowed)));
+		json_object_set_new(o, "last", str_or_null(g->last_ts));
+		json_object_set_new(o, "reason", str_or_null(g->last_reason));
+		json_object_set_new(o, "grant", g->grantable ? json_string(grant) : json_null());
+	}
+	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (text != NULL)
+		puts(text);
+	free(text);
+	json_decref(o);
+}
+
+void logview_print(const struct logview *v, bool json)
+{
+	char tbuf[32], count[32], grant[TARGET_MAX + 32];
+
+	if (!json && v->kind == LOGVIEW_BY_HOST)
+		printf("%-32s  %-28s  %7s  %7s  %8s  %s\n", "HOST", "WHO", "ALLOWED", "REFUSED",
+		       "OBSERVED", "LAST");
+	else if (!json)
+		printf("%-28s  %-32s  %5s  %-14s  %-16s  %s\n", "WHO", "HOST", "COUNT", "LAST",
+		       "REASON", "TO GRANT");
+	for (size_t i = 0; i < v->n; i++) {
+		const struct group *g = &v->g[i];
+		const char *last = g->last_ts != NULL ? log_time_cell(g->last_ts, tbuf, sizeof(tbuf))
+						      : "-";
+
+		if (json) {
+			print_json(v, g);
+		} else if (v->kind == LOGVIEW_BY_HOST) {
+			log_put_cell(g->host, 32, false);
+			log_put_cell(g->who, 28, false);
+			printf("%7lu  %7lu  %8lu  ", g->allowed, g->refused, g->observed);
+			log_put_cell(last, 14, true);
+		} else {
+			snprintf(count, sizeof(count), "%lu", g->refused + g->observed + g->allowed);
+			snprintf(grant, sizeof(grant), "sluice allow add %s", g->target);
+			log_put_cell(g->who, 28, false);
+			log_put_cell(g->target, 32, false);
+			printf("%5s  ", count);
+			log_put_cell(last, 14, false);
+			log_put_cell(g->last_reason != NULL ? g->last_reason : "-", 16, false);
+			log_put_cell(g->grantable ? grant : "-", 300, true);
+		}
+	}
+}
