@@ -486,3 +486,92 @@ lab_ctrs_remove() {
 	done
 	LAB_CTRS=()
 }
+
+# ---------------------------------------------------------------- the sandbox
+#
+# lab_sandbox_up, after lab_up: a "vm" namespace $VNS joined to the host
+# namespace by a veth pair (vm 192.168.5.15, host 192.168.5.2), running the
+# podman engine (bridge podman0, 10.88.0.0/16, gateway 10.88.0.1) and
+# sluice-forward:
+#   10.88.0.1:3128  containers on the bridge; stamped with their own address, net "podman"
+#   127.0.0.1:3130  the vm's own processes and --network host containers;
+#                   attributed by the client socket's cgroup (as=...)
+# both to the proxy at 192.168.5.2:3128 (the proxy must listen there: use
+# lab_write_conf "listen $SBX_PROXY" ...). The forwarder marks its upstream
+# packets $SBX_MARK; the test-local table "sluice_lab" in $VNS (the walls
+# issue makes this a product feature) lets only marked packets reach the
+# proxy's port, and lets bridged containers reach nothing but the forwarder.
+SBX_PROXY=192.168.5.2:3128
+SBX_FWD=10.88.0.1:3128
+SBX_OWN=127.0.0.1:3130
+SBX_MARK=0x5c1
+VNS=
+FWD_PID=
+
+vx() { ip netns exec "$VNS" "$@"; }
+
+lab_sandbox_up() {
+	local s=${HNS#slh}
+	VNS=slv$s
+	ip netns add "$VNS" || lab_bail "ip netns add $VNS"
+	LAB_EXTRA_NS+=("$VNS")
+	ip link add name svv$s netns "$VNS" type veth peer name svg$s netns "$HNS" ||
+		lab_bail "vm veth pair"
+	vx ip link set lo up
+	vx ip addr add 192.168.5.15/24 dev svv$s
+	vx ip link set svv$s up
+	hx ip addr add 192.168.5.2/24 dev svg$s
+	hx ip link set svg$s up
+	# the way back to bridged containers, so that without the table a
+	# container could reach the proxy directly (the bypass test's control)
+	hx ip route add 10.88.0.0/16 via 192.168.5.15
+	lab_image
+}
+
+# lab_sandbox_wall: load the test-local table into $VNS.
+lab_sandbox_wall() {
+	vx nft -f - <<NFT || lab_bail "nft table in the vm namespace"
+table inet sluice_lab {
+	chain input {
+		type filter hook input priority 0; policy accept;
+		iifname "podman0" ct state established,related accept
+		iifname "podman0" ip daddr 10.88.0.1 tcp dport 3128 accept
+		iifname "podman0" reject with icmpx admin-prohibited
+	}
+	chain forward {
+		type filter hook forward priority 0; policy accept;
+		iifname "podman0" reject with icmpx admin-prohibited
+	}
+	chain output {
+		type filter hook output priority 0; policy accept;
+		ip daddr 192.168.5.2 tcp dport 3128 meta mark != $SBX_MARK reject with tcp reset
+	}
+}
+NFT
+}
+
+# lab_sandbox_forward: start sluice-forward in $VNS (nsenter, not ip netns
+# exec: it needs the cgroup mounts to attribute by cgroup).
+lab_sandbox_forward() {
+	nsenter --net="/run/netns/$VNS" "$SLUICE_BUILD/sluice-forward" --key "$STATE/stamp.key" \
+		--net podman --mark "$SBX_MARK" --own "$SBX_OWN=$SBX_PROXY" "$SBX_FWD=$SBX_PROXY" \
+		>>"$LAB_DIR/forward.err" 2>&1 &
+	FWD_PID=$!
+	LAB_PIDS+=($FWD_PID)
+	wait_until 5 vx bash -c "</dev/tcp/${SBX_OWN%:*}/${SBX_OWN#*:}" ||
+		lab_bail "sluice-forward starts in the vm" "$(tail -5 "$LAB_DIR/forward.err")"
+}
+
+# sbx_ctr NAME [podman run options...] -- CMD...: a container in the vm,
+# on the bridge unless the options say otherwise.
+sbx_ctr() {
+	local name=$1
+	shift
+	lab_run_ctr "$VNS" "$name" "$@"
+}
+# sbx_exec NAME CMD...: run CMD in the running container NAME.
+sbx_exec() {
+	local name=$1
+	shift
+	lab_podman "$VNS" exec "$name" "$@"
+}
