@@ -140,6 +140,12 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS)
 	$(call say,FUZZ,$@)
 	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(call pkglibs,$(PKG_PROXY))
 
+# the engine snapshot parser lives in the CLI and reads JSON with jansson
+$(FUZZ_BUILD)/fuzz_snapshot: tests/fuzz/fuzz_snapshot.c $(FUZZ_LIB_OBJS) \
+		$(FUZZ_BUILD)/obj/cli/snapshot.o $(FUZZ_BUILD)/obj/cli/resolve.o
+	$(call say,FUZZ,$@)
+	$(Q)clang $(FUZZ_CFLAGS) -Icli -fsanitize=fuzzer -o $@ $^ $(call pkglibs,$(PKG_PROXY) $(PKG_CLI))
+
 fuzz-build: $(FUZZERS)
 
 fuzz: fuzz-build
