@@ -126,4 +126,7 @@ int podman_snapshot(const struct podman *pm, const char *net, struct snapshot *s
 /* key.c */
 int cmd_key(int argc, char **argv);
 
+/* ca.c */
+int cmd_ca(int argc, char **argv);
+
 #endif

@@ -37,6 +37,9 @@ static const struct verb verbs[] = {
 	  "key init\n"
 	  "key rotate [--grace SECONDS]\n"
 	  "key list\n" },
+	{ "ca", cmd_ca, "create or show the TLS interception CA in STATE/ca.crt",
+	  "ca init\n"
+	  "ca show [--json]\n" },
 	{ "engine", cmd_engine, "record the engine's containers in STATE/engine.jsonl for log",
 	  "engine snapshot [--net NAME] [--podman CMD]\n"
 	  "engine watch [--net NAME] [--podman CMD]\n" },
@@ -120,7 +123,8 @@ void cli_usage(FILE *f, const char *verb)
 		   "  0  success\n"
 		   "  1  error: a bad config, a damaged grant store, a file that cannot be\n"
 		   "     read or written, a refused grant pattern, a container engine that\n"
-		   "     failed or did not answer in time\n"
+		   "     failed or did not answer in time, a CA that exists (init) or is\n"
+		   "     missing (show)\n"
 		   "  2  usage: an unknown verb or option, a missing or malformed argument\n");
 }
 
