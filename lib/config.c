@@ -1,12 +1,14 @@
 /*
  * config.c: read the directive file described in config.h.
  *
- * One pass over the buffer, one line at a time: cut the comment, split the
- * words, look the first word up in a table that fixes its argument count
- * and whether it may repeat, and hand the rest to that directive's parser.
- * Every error is reported and counted; a line with an error changes
- * nothing else. It does not touch the network, resolve names, or check
- * that paths exist: the programs that use a path report on it.
+ * One pass over the buffer, one line at a time: split the words (up to a
+ * '#' outside quotes; a key="..." word unquoted here), look the first word
+ * up in a table that fixes its argument count and whether it may repeat,
+ * and hand the rest to that directive's parser (the interception and
+ * injection directives live in config_tls.c). Every error is reported and
+ * counted; a line with an error changes nothing else. It does not touch
+ * the network, resolve names, or check that paths exist: the programs that
+ * use a path report on it.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -19,9 +21,9 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "config_parser.h"
 
-#define LINE_MAX_BYTES 4096
-#define MAX_WORDS 8
+#define MAX_WORDS 32
 #define LOG_DEFAULT_NAME "network.log"
 
 #define DEFAULT_LISTEN_ADDR "127.0.0.1"
@@ -32,28 +34,28 @@
 #define DEFAULT_MAX_CONNS 4096
 #define NAMESERVER_PORT 53
 
-struct parser;
-
 /* Parses the arguments w[1..nw) of one directive; reports its own errors. */
 typedef void (*directive_fn)(struct parser *p, char **w, size_t nw);
 
 struct directive {
 	const char *name;
-	size_t nargs;    /* exact argument count, the name not included */
+	size_t nargs;    /* argument count, the name not included */
+	bool variadic;   /* nargs is the least; quoted words allowed */
 	bool repeatable; /* false: a second occurrence is an error */
 	directive_fn fn;
 };
 
-struct parser {
-	struct config *c;
-	const char *file;
-	FILE *errs;
-	size_t line; /* 1-based line being read */
-	int nerr;
-	bool listen_given; /* the first listen replaces the default */
-	size_t state_line; /* 0: state not given */
-	size_t first_seen[32]; /* per directive index: line first seen, 0 if not */
-};
+static void vperr(struct parser *p, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+static void vperr(struct parser *p, const char *fmt, va_list ap)
+{
+	p->nerr++;
+	if (p->errs == NULL)
+		return;
+	fprintf(p->errs, "%s:%zu: ", p->file, p->line);
+	vfprintf(p->errs, fmt, ap);
+	fputc('\n', p->errs);
+}
 
 static void perr(struct parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -61,14 +63,18 @@ static void perr(struct parser *p, const char *fmt, ...)
 {
 	va_list ap;
 
-	p->nerr++;
-	if (p->errs == NULL)
-		return;
-	fprintf(p->errs, "%s:%zu: ", p->file, p->line);
 	va_start(ap, fmt);
-	vfprintf(p->errs, fmt, ap);
+	vperr(p, fmt, ap);
 	va_end(ap);
-	fputc('\n', p->errs);
+}
+
+void config_error(struct parser *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vperr(p, fmt, ap);
+	va_end(ap);
 }
 
 /* Decimal digits only, no sign, no blanks. Returns 0 or -1. */
@@ -89,8 +95,7 @@ static int parse_u64(const char *s, uint64_t *out)
 	return 0;
 }
 
-/* A number within lo..hi, or an error naming the directive. Returns 0 or -1. */
-static int number_arg(struct parser *p, const char *dir, const char *s, uint64_t lo,
+int config_number_arg(struct parser *p, const char *dir, const char *s, uint64_t lo,
 		      uint64_t hi, uint64_t *out)
 {
 	if (parse_u64(s, out) == -1) {
@@ -325,8 +330,7 @@ static void d_mode(struct parser *p, char **w, size_t nw)
 		perr(p, "mode: unknown mode \"%s\": expected enforce or observe", w[1]);
 }
 
-/* Copy a path argument into dst (PATH_MAX). Returns 0 or -1 after an error. */
-static int path_arg(struct parser *p, const char *dir, const char *s, char *dst)
+int config_path_arg(struct parser *p, const char *dir, const char *s, char *dst)
 {
 	size_t len = strlen(s);
 
@@ -346,20 +350,20 @@ static void d_state(struct parser *p, char **w, size_t nw)
 	/* "state/" and "state" are one directory; keep the log default tidy */
 	while (len > 1 && s[len - 1] == '/')
 		s[--len] = '\0';
-	if (path_arg(p, "state", s, p->c->state_dir) == 0)
+	if (config_path_arg(p, "state", s, p->c->state_dir) == 0)
 		p->state_line = p->line;
 }
 
 static void d_log(struct parser *p, char **w, size_t nw)
 {
-	path_arg(p, "log", w[1], p->c->log_path);
+	config_path_arg(p, "log", w[1], p->c->log_path);
 }
 
 static void d_log_rotate_bytes(struct parser *p, char **w, size_t nw)
 {
 	uint64_t v;
 
-	if (number_arg(p, "log-rotate-bytes", w[1], 4096, (uint64_t)1 << 40, &v) == 0)
+	if (config_number_arg(p, "log-rotate-bytes", w[1], 4096, (uint64_t)1 << 40, &v) == 0)
 		p->c->log_rotate_bytes = v;
 }
 
@@ -367,7 +371,7 @@ static void d_log_keep(struct parser *p, char **w, size_t nw)
 {
 	uint64_t v;
 
-	if (number_arg(p, "log-keep", w[1], 0, 100, &v) == 0)
+	if (config_number_arg(p, "log-keep", w[1], 0, 100, &v) == 0)
 		p->c->log_keep = (unsigned)v;
 }
 
@@ -375,7 +379,7 @@ static void d_max_body_bytes(struct parser *p, char **w, size_t nw)
 {
 	uint64_t v;
 
-	if (number_arg(p, "max-body-bytes", w[1], 0, (uint64_t)1 << 50, &v) == 0)
+	if (config_number_arg(p, "max-body-bytes", w[1], 0, (uint64_t)1 << 50, &v) == 0)
 		p->c->max_body_bytes = v;
 }
 
@@ -383,7 +387,7 @@ static void d_max_connections(struct parser *p, char **w, size_t nw)
 {
 	uint64_t v;
 
-	if (number_arg(p, "max-connections", w[1], 1, 1000000, &v) == 0)
+	if (config_number_arg(p, "max-connections", w[1], 1, 1000000, &v) == 0)
 		p->c->max_conns = (unsigned)v;
 }
 
@@ -392,7 +396,7 @@ static void timeout_arg(struct parser *p, const char *dir, const char *s, unsign
 {
 	uint64_t v;
 
-	if (number_arg(p, dir, s, 1, 86400, &v) == 0)
+	if (config_number_arg(p, dir, s, 1, 86400, &v) == 0)
 		*ms_out = (unsigned)v * 1000;
 }
 
@@ -417,21 +421,26 @@ static void d_idle_timeout(struct parser *p, char **w, size_t nw)
 }
 
 static const struct directive directives[] = {
-	{ "listen", 1, true, d_listen },
-	{ "allow", 1, true, d_allow },
-	{ "allow-private", 2, true, d_allow_private },
-	{ "mode", 1, false, d_mode },
-	{ "state", 1, false, d_state },
-	{ "log", 1, false, d_log },
-	{ "log-rotate-bytes", 1, false, d_log_rotate_bytes },
-	{ "log-keep", 1, false, d_log_keep },
-	{ "max-connections", 1, false, d_max_connections },
-	{ "max-body-bytes", 1, false, d_max_body_bytes },
-	{ "head-timeout", 1, false, d_head_timeout },
-	{ "connect-timeout", 1, false, d_connect_timeout },
-	{ "response-timeout", 1, false, d_response_timeout },
-	{ "idle-timeout", 1, false, d_idle_timeout },
-	{ "nameserver", 1, true, d_nameserver },
+	{ "listen", 1, false, true, d_listen },
+	{ "allow", 1, false, true, d_allow },
+	{ "allow-private", 2, false, true, d_allow_private },
+	{ "mode", 1, false, false, d_mode },
+	{ "state", 1, false, false, d_state },
+	{ "log", 1, false, false, d_log },
+	{ "log-rotate-bytes", 1, false, false, d_log_rotate_bytes },
+	{ "log-keep", 1, false, false, d_log_keep },
+	{ "max-connections", 1, false, false, d_max_connections },
+	{ "max-body-bytes", 1, false, false, d_max_body_bytes },
+	{ "head-timeout", 1, false, false, d_head_timeout },
+	{ "connect-timeout", 1, false, false, d_connect_timeout },
+	{ "response-timeout", 1, false, false, d_response_timeout },
+	{ "idle-timeout", 1, false, false, d_idle_timeout },
+	{ "nameserver", 1, false, true, d_nameserver },
+	{ "intercept", 1, false, false, config_tls_intercept },
+	{ "passthrough", 1, false, true, config_tls_passthrough },
+	{ "upstream-ca", 2, false, true, config_tls_upstream_ca },
+	{ "body-limit", 2, false, true, config_tls_body_limit },
+	{ "inject", 2, true, true, config_tls_inject },
 };
 
 #define NDIRECTIVES (sizeof(directives) / sizeof(directives[0]))
@@ -441,57 +450,139 @@ static bool is_blank(char ch)
 	return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\v' || ch == '\f';
 }
 
+/*
+ * The quoted part of a word, s[*i] being the opening quote: copied
+ * unescaped to out[*o...]. Returns 0, or -1 after an error.
+ */
+static int quoted_value(struct parser *p, const char *s, size_t len, size_t *i, char *out,
+			size_t *o)
+{
+	for ((*i)++; *i < len; (*i)++) {
+		unsigned char ch = (unsigned char)s[*i];
+
+		if (ch == '"') {
+			(*i)++;
+			if (*i < len && !is_blank(s[*i]) && s[*i] != '#') {
+				perr(p, "text after a closing quote");
+				return -1;
+			}
+			return 0;
+		}
+		if (ch == '\\') {
+			if (*i + 1 < len && (s[*i + 1] == '"' || s[*i + 1] == '\\')) {
+				out[(*o)++] = s[++(*i)];
+				continue;
+			}
+			if (*i + 1 < len && !(*i + 2 == len && s[*i + 1] == '\r')) {
+				perr(p, "bad escape in quotes: only \\\" and \\\\");
+				return -1;
+			}
+			break;
+		}
+		if (ch == '\r' && *i + 1 == len)
+			break;
+		if (ch < 0x20 || ch == 0x7f) {
+			perr(p, "control character 0x%02x in quotes", ch);
+			return -1;
+		}
+		out[(*o)++] = (char)ch;
+	}
+	perr(p, "unterminated quote");
+	return -1;
+}
+
+/*
+ * Split s[0..len) into NUL-terminated words in line (CONFIG_LINE_MAX + 1),
+ * up to MAX_WORDS pointers in w; '#' outside quotes ends the line. A word
+ * whose first '=' is followed by '"' is quoted from there (*quoted set).
+ * Returns the number of words (may exceed MAX_WORDS), or -1 after an error.
+ */
+static long split_words(struct parser *p, const char *s, size_t len, char *line, char **w,
+			bool *quoted)
+{
+	size_t i = 0, o = 0;
+	long nwords = 0;
+
+	*quoted = false;
+	while (i < len) {
+		size_t eq = SIZE_MAX; /* where the word's first '=' went in line */
+
+		if (is_blank(s[i])) {
+			i++;
+			continue;
+		}
+		if (s[i] == '#')
+			break;
+		if (nwords < MAX_WORDS)
+			w[nwords] = &line[o];
+		nwords++;
+		while (i < len && !is_blank(s[i]) && s[i] != '#') {
+			unsigned char ch = (unsigned char)s[i];
+
+			if (ch < 0x20 || ch == 0x7f) {
+				perr(p, "control character 0x%02x in line", ch);
+				return -1;
+			}
+			if (ch == '"' && eq != SIZE_MAX && o == eq + 1) {
+				*quoted = true;
+				if (quoted_value(p, s, len, &i, line, &o) == -1)
+					return -1;
+				break;
+			}
+			if (ch == '=' && eq == SIZE_MAX)
+				eq = o;
+			line[o++] = (char)ch;
+			i++;
+		}
+		line[o++] = '\0';
+	}
+	return nwords;
+}
+
 /* One line, without its '\n'. */
 static void parse_line(struct parser *p, const char *s, size_t len)
 {
-	char line[LINE_MAX_BYTES + 1];
+	char line[CONFIG_LINE_MAX + 1];
 	char *w[MAX_WORDS];
-	size_t nw = 0, nwords = 0, i = 0;
-	const char *hash;
+	size_t nw;
+	long nwords;
+	bool quoted;
 
-	if (len > LINE_MAX_BYTES) {
-		perr(p, "line too long (over %d bytes)", LINE_MAX_BYTES);
+	if (len > CONFIG_LINE_MAX) {
+		perr(p, "line too long (over %d bytes)", CONFIG_LINE_MAX);
 		return;
 	}
 	if (memchr(s, '\0', len) != NULL) {
 		perr(p, "nul byte in line");
 		return;
 	}
-	hash = memchr(s, '#', len);
-	if (hash != NULL)
-		len = (size_t)(hash - s);
-	memcpy(line, s, len);
-	line[len] = '\0';
-
-	while (i < len) {
-		unsigned char ch = (unsigned char)line[i];
-
-		if (is_blank((char)ch)) {
-			line[i++] = '\0';
-			continue;
-		}
-		if (ch < 0x20 || ch == 0x7f) {
-			perr(p, "control character 0x%02x in line", ch);
-			return;
-		}
-		if (i == 0 || line[i - 1] == '\0') {
-			if (nw < MAX_WORDS)
-				w[nw++] = &line[i];
-			nwords++;
-		}
-		i++;
-	}
-	if (nwords == 0)
+	nwords = split_words(p, s, len, line, w, &quoted);
+	if (nwords <= 0)
 		return;
+	nw = nwords < MAX_WORDS ? (size_t)nwords : MAX_WORDS;
 
 	for (size_t d = 0; d < NDIRECTIVES; d++) {
 		const struct directive *dir = &directives[d];
+		size_t nargs = (size_t)nwords - 1;
 
 		if (strcmp(w[0], dir->name) != 0)
 			continue;
-		if (nwords - 1 != dir->nargs) {
+		if (dir->variadic && nargs < dir->nargs) {
+			perr(p, "%s: expects at least %zu arguments, got %zu", dir->name, dir->nargs,
+			     nargs);
+			return;
+		}
+		if (dir->variadic && (size_t)nwords > MAX_WORDS) {
+			perr(p, "%s: more than %d words", dir->name, MAX_WORDS);
+			return;
+		}
+		if (!dir->variadic && nargs != dir->nargs) {
 			perr(p, "%s: expects %zu argument%s, got %zu", dir->name, dir->nargs,
-			     dir->nargs == 1 ? "" : "s", nwords - 1);
+			     dir->nargs == 1 ? "" : "s", nargs);
+			return;
+		}
+		if (!dir->variadic && quoted) {
+			perr(p, "%s: quoted values are only for inject", dir->name);
 			return;
 		}
 		if (!dir->repeatable && p->first_seen[d] != 0) {
@@ -526,6 +617,7 @@ struct config *config_new(void)
 	c->connect_timeout_ms = 10 * 1000;
 	c->response_timeout_ms = 60 * 1000;
 	c->idle_timeout_ms = 300 * 1000;
+	c->intercept = true;
 	return c;
 }
 
@@ -537,6 +629,14 @@ void config_free(struct config *c)
 	c->grants = NULL;
 	free(c->exceptions);
 	c->exceptions = NULL;
+	free(c->passthrough);
+	c->passthrough = NULL;
+	free(c->upstream_cas);
+	c->upstream_cas = NULL;
+	free(c->body_limits);
+	c->body_limits = NULL;
+	free(c->rules);
+	c->rules = NULL;
 	free(c);
 }
 
@@ -676,4 +776,42 @@ void config_print(const struct config *c, FILE *out)
 	for (size_t i = 0; i < c->nnameservers; i++)
 		fprintf(out, "nameserver %s\n",
 			sockaddr_format(&c->nameservers[i], buf, sizeof(buf)));
+	config_tls_print(c, out);
+}
+
+bool config_passthrough(const struct config *c, const char *host)
+{
+	size_t hl = strlen(host);
+
+	for (size_t i = 0; i < c->npassthrough; i++) {
+		const struct config_pattern *pt = &c->passthrough[i];
+		size_t sl = strlen(pt->host);
+
+		if (!pt->wildcard && strcmp(pt->host, host) == 0)
+			return true;
+		/* a strict subdomain, as a wildcard grant (names only: an IP has no dot-suffix) */
+		if (pt->wildcard && hl > sl + 1 && host[hl - sl - 1] == '.' &&
+		    memcmp(host + hl - sl, pt->host, sl) == 0 && strchr(host, ':') == NULL)
+			return true;
+	}
+	return false;
+}
+
+const char *config_upstream_ca(const struct config *c, const char *host)
+{
+	for (size_t i = 0; i < c->nupstream_cas; i++)
+		if (strcmp(c->upstream_cas[i].host, host) == 0)
+			return c->upstream_cas[i].file;
+	return NULL;
+}
+
+uint64_t config_body_limit(const struct config *c, const char *host)
+{
+	uint64_t cap = c->max_body_bytes;
+
+	for (size_t i = 0; i < c->nbody_limits; i++)
+		if (strcmp(c->body_limits[i].host, host) == 0 &&
+		    (cap == 0 || c->body_limits[i].bytes < cap))
+			cap = c->body_limits[i].bytes;
+	return cap;
 }

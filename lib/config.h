@@ -22,6 +22,24 @@
  *   response-timeout SECONDS  upstream response head; default 60 (then 504)
  *   idle-timeout SECONDS      idle keep-alive or tunnel; default 300
  *   nameserver ADDR[:PORT]    repeatable; default: /etc/resolv.conf
+ *   intercept on|off          decrypt CONNECTs (but passthrough hosts); default on
+ *   passthrough PATTERN       host or *.suffix (as a grant, no port) whose
+ *                             CONNECTs are tunnelled untouched; repeatable
+ *   upstream-ca HOST FILE     extra PEM trust bundle for TLS to HOST (exact);
+ *                             repeatable, one per host
+ *   body-limit HOST BYTES     request body cap for HOST (exact), 1..2^50; the
+ *                             smaller of it and max-body-bytes applies
+ *   inject NAME KEY=VALUE...  a credential injection rule (inject.h); keys:
+ *                             host= (exact) path=/prefix header=NAME|query=NAME
+ *                             prefix= env=VAR|file=/abs|command=/abs args=
+ *                             require=PLACEHOLDER principal=P (repeatable)
+ *                             unattributed=yes|no; NAME unique, and two rules
+ *                             that could match one request refuse to load
+ *
+ * A word of the form key="..." is quoted: the value may hold blanks and
+ * '#', with \" and \\ as the only escapes; the closing quote ends the
+ * word. Only inject takes quoted words. The normalised form (config_print)
+ * quotes exactly the values that need it.
  */
 #ifndef SLUICE_CONFIG_H
 #define SLUICE_CONFIG_H
@@ -35,11 +53,13 @@
 
 #include "grant.h"
 #include "host.h"
+#include "inject.h"
 #include "iprange.h"
 
 #define CONFIG_MAX_LISTEN 16
 #define CONFIG_MAX_NAMESERVERS 8
 #define CONFIG_MAX_FILE (1024 * 1024)
+#define CONFIG_MAX_RULES 256
 
 enum policy_mode {
 	MODE_ENFORCE,
@@ -49,6 +69,22 @@ enum policy_mode {
 struct config_exception {
 	struct host host; /* canonical, exact (no wildcard) */
 	struct ipnet net;
+};
+
+/* A passthrough pattern: exact host, or with wildcard its strict subdomains. */
+struct config_pattern {
+	char host[HOST_NAME_MAX_LEN + 1]; /* canonical; for a wildcard the suffix without "*." */
+	bool wildcard;
+};
+
+struct config_upstream_ca {
+	char host[HOST_NAME_MAX_LEN + 1]; /* canonical, exact */
+	char file[PATH_MAX];              /* as written; the proxy opens it */
+};
+
+struct config_body_limit {
+	char host[HOST_NAME_MAX_LEN + 1]; /* canonical, exact */
+	uint64_t bytes;                   /* 1..2^50 */
 };
 
 struct config {
@@ -71,6 +107,15 @@ struct config {
 	unsigned idle_timeout_ms;
 	struct sockaddr_storage nameservers[CONFIG_MAX_NAMESERVERS];
 	size_t nnameservers;
+	bool intercept; /* decrypt CONNECTs to hosts no passthrough covers */
+	struct config_pattern *passthrough; /* owned */
+	size_t npassthrough;
+	struct config_upstream_ca *upstream_cas; /* owned; one per host */
+	size_t nupstream_cas;
+	struct config_body_limit *body_limits; /* owned; one per host */
+	size_t nbody_limits;
+	struct inject_rule *rules; /* owned; no two overlap (inject.h) */
+	size_t nrules;
 };
 
 /* A config holding every default. Returns NULL on allocation failure. */
@@ -90,5 +135,15 @@ int config_load(struct config *c, const char *path, FILE *errs);
 
 /* Print the normalised form: every directive, defaults included, one per line. */
 void config_print(const struct config *c, FILE *out);
+
+/* Whether a passthrough pattern covers the canonical host name. */
+bool config_passthrough(const struct config *c, const char *host);
+
+/* The upstream-ca file for the canonical host, or NULL. */
+const char *config_upstream_ca(const struct config *c, const char *host);
+
+/* The request body cap for the canonical host: the smaller of its
+ * body-limit and max-body-bytes, 0 when neither caps it. */
+uint64_t config_body_limit(const struct config *c, const char *host);
 
 #endif

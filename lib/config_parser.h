@@ -1,0 +1,55 @@
+/*
+ * config_parser.h: private to config.c and config_tls.c, the state of one
+ * config_parse run and the helpers the directive parsers share.
+ *
+ * A directive parser gets the words of its line (the directive's name in
+ * w[0]), reports every problem through config_error and leaves the config
+ * untouched when it reports one.
+ */
+#ifndef SLUICE_CONFIG_PARSER_H
+#define SLUICE_CONFIG_PARSER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+
+#define CONFIG_LINE_MAX 4096 /* bytes of one line, its '\n' not counted */
+
+struct parser {
+	struct config *c;
+	const char *file;
+	FILE *errs;
+	size_t line; /* 1-based line being read */
+	int nerr;
+	bool listen_given; /* the first listen replaces the default */
+	size_t state_line; /* 0: state not given */
+	size_t first_seen[32]; /* per directive index: line first seen, 0 if not */
+};
+
+/* config.c */
+
+/* Count an error and write "file:line: message\n" to the error stream. */
+void config_error(struct parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* A number within lo..hi, or an error naming the directive. Returns 0 or -1. */
+int config_number_arg(struct parser *p, const char *dir, const char *s, uint64_t lo,
+		      uint64_t hi, uint64_t *out);
+
+/* Copy a path argument into dst (PATH_MAX). Returns 0 or -1 after an error. */
+int config_path_arg(struct parser *p, const char *dir, const char *s, char *dst);
+
+/* config_tls.c: intercept, passthrough, upstream-ca, body-limit, inject */
+
+void config_tls_intercept(struct parser *p, char **w, size_t nw);
+void config_tls_passthrough(struct parser *p, char **w, size_t nw);
+void config_tls_upstream_ca(struct parser *p, char **w, size_t nw);
+void config_tls_body_limit(struct parser *p, char **w, size_t nw);
+void config_tls_inject(struct parser *p, char **w, size_t nw);
+
+/* Their lines of the normalised form, in that order. */
+void config_tls_print(const struct config *c, FILE *out);
+
+#endif
