@@ -24,7 +24,7 @@ Q := $(if $(filter 1,$(V)),,@)
 say = $(if $(filter 1,$(V)),,@printf '  %-6s %s\n' $(1) $(2);)
 
 PKG_LIB   := libidn2
-PKG_PROXY := libcares libidn2 libcrypto
+PKG_PROXY := libcares libidn2 libssl libcrypto
 PKG_CLI   := libidn2 jansson libcrypto
 PKG_FWD   := libidn2 libcrypto
 PKG_TEST  := cmocka
@@ -103,7 +103,7 @@ $(BUILD)/tests/test_resolve: $(call obj,cli/resolve.c cli/snapshot.c)
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ -lm
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,libssl libcrypto) -lm
 
 # --- tests -----------------------------------------------------------------
 
@@ -168,7 +168,8 @@ deps:
 
 run: deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)mkdir -p state && exec $(PROXY) -c etc/sluice.conf
+	$(Q)test -e state/ca.crt || $(BUILD)/sluice -c etc/sluice.conf ca init
+	$(Q)exec $(PROXY) -c etc/sluice.conf
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory check

@@ -99,7 +99,7 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 	return buf_append(b, tmp, (size_t)n);
 }
 
-ssize_t buf_read_fd(struct buf *b, int fd, size_t limit, bool *drained)
+ssize_t buf_read_via(struct buf *b, size_t limit, bool *drained, buf_reader fn, void *arg)
 {
 	size_t want = buf_room(b);
 	ssize_t n;
@@ -116,11 +116,21 @@ ssize_t buf_read_fd(struct buf *b, int fd, size_t limit, bool *drained)
 	want = b->cap - b->end;
 	if (limit > 0 && want > limit)
 		want = limit;
-	n = read(fd, b->data + b->end, want);
+	n = fn(arg, b->data + b->end, want);
 	if (n > 0)
 		b->end += (size_t)n;
 	*drained = (n > 0 && (size_t)n < want) || (n == -1 && errno == EAGAIN);
 	return n;
+}
+
+static ssize_t read_fd(void *arg, void *p, size_t n)
+{
+	return read(*(int *)arg, p, n);
+}
+
+ssize_t buf_read_fd(struct buf *b, int fd, size_t limit, bool *drained)
+{
+	return buf_read_via(b, limit, drained, read_fd, &fd);
 }
 
 ssize_t buf_write_fd(struct buf *b, int fd)

@@ -51,8 +51,21 @@ int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf
  * again only to get EAGAIN.
  */
 ssize_t buf_read_fd(struct buf *b, int fd, size_t limit, bool *drained);
+/*
+ * buf_read_fd with fn in place of read(2) (a TLS read, say): fn(arg, dst, n)
+ * returns the bytes it put at dst, 0 at end of stream, or -1 with errno
+ * (EAGAIN: nothing now). Same sizing, limit and *drained.
+ */
+typedef ssize_t (*buf_reader)(void *arg, void *dst, size_t n);
+ssize_t buf_read_via(struct buf *b, size_t limit, bool *drained, buf_reader fn, void *arg);
 /* write(2) from the front; returns bytes written or -1 with errno. */
 ssize_t buf_write_fd(struct buf *b, int fd);
+/* Keep only the first len bytes (len <= buf_len). */
+static inline void buf_truncate(struct buf *b, size_t len)
+{
+	b->end = b->start + len;
+}
+
 /* Free the memory if the buffer is empty. */
 void buf_trim(struct buf *b);
 

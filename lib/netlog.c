@@ -304,6 +304,13 @@ int netlog_write(struct netlog *l, const struct netlog_row *r)
 	put_cstr(&o, "decision", r->decision);
 	put_cstr(&o, "reason", r->reason);
 	put_cstr(&o, "grant", r->grant);
+	put_cstr(&o, "inject", r->inject);
+	if (r->scrubbed < 0) {
+		put_key(&o, "scrubbed");
+		put_raw(&o, "null", 4);
+	} else {
+		put_num(&o, "scrubbed", (uint64_t)r->scrubbed);
+	}
 	put_cstr(&o, "dialed", r->dialed);
 	put_num(&o, "up", r->up);
 	put_num(&o, "down", r->down);

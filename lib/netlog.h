@@ -36,6 +36,8 @@ struct netlog_row {
 	const char *decision;
 	const char *reason;
 	const char *grant;
+	const char *inject; /* the injection rule applied, or NULL */
+	int64_t scrubbed;   /* reflected secrets masked in the response; < 0: null */
 	const char *dialed;
 	uint64_t up;
 	uint64_t down;

@@ -26,6 +26,7 @@ void dial_close_fd(struct session *s)
 			close(s->ufd); /* already out of epoll (hung_up) */
 		s->ufd = -1;
 	}
+	tls_upstream_free(s);
 	s->up_ready = false;
 	s->u_hup = false;
 }
@@ -264,6 +265,8 @@ void dial_connected(struct session *s, uint32_t events)
 	s->active_ms = session_now(s);
 	if (r->method == HTTP_CONNECT) {
 		session_tunnel_begin(s);
+	} else if (s->intercept) {
+		tls_connect_begin(s); /* then SS_HTTP, once verified */
 	} else {
 		r->sent_ms = session_now(s);
 		session_enter(s, SS_HTTP);

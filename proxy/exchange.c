@@ -123,24 +123,91 @@ static int put_header(struct buf *b, const struct http_header *h)
 	return 0;
 }
 
-/* The origin-form head sent upstream: hop-by-hop and Proxy-* removed. */
+static bool header_named(const struct http_header *h, const char *name)
+{
+	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
+}
+
+/*
+ * The request line with the rule's query parameter written (inject.c
+ * decided the rule and holds the secret). Returns 0, or -1 when it does
+ * not fit.
+ */
+static int put_target(struct session *s, const struct http_request *req)
+{
+	struct request *r = &s->r;
+	size_t size = req->path_len + 3 * (INJECT_PREFIX_MAX + r->secret_len) +
+		      sizeof(r->rule->field) + 8;
+	char *p;
+	int n;
+	bool injected = false;
+
+	if (r->rule == NULL || r->rule->target != INJECT_QUERY)
+		return put(&s->uout, req->path, req->path_len);
+	p = malloc(size);
+	if (p == NULL)
+		return -1;
+	n = inject_query_rewrite(r->rule, req->path, req->path_len, r->secret, r->secret_len, p,
+				 size, &injected);
+	r->injected = injected;
+	n = n < 0 ? -1 : put(&s->uout, p, (size_t)n);
+	explicit_bzero(p, size);
+	free(p);
+	return n;
+}
+
+/* A header rule's line (name: prefix+secret). Returns 0 or -1. */
+static int put_credential(struct session *s)
+{
+	struct request *r = &s->r;
+	size_t size = INJECT_PREFIX_MAX + r->secret_len + 1;
+	char *v = malloc(size);
+	int n;
+
+	if (v == NULL)
+		return -1;
+	n = inject_header_value(r->rule, r->secret, r->secret_len, v, size);
+	if (n >= 0)
+		n = put(&s->uout, r->rule->field, strlen(r->rule->field)) == -1 ||
+				    put(&s->uout, ": ", 2) == -1 || put(&s->uout, v, (size_t)n) == -1 ||
+				    put(&s->uout, "\r\n", 2) == -1
+			    ? -1
+			    : 0;
+	explicit_bzero(v, size);
+	free(v);
+	r->injected = n == 0;
+	return n;
+}
+
+/* The origin-form head sent upstream: hop-by-hop and Proxy-* removed, a credential added. */
 static int build_upstream_head(struct session *s, const struct http_request *req)
 {
 	struct buf *b = &s->uout;
 	const struct target *t = &s->r.t;
+	const struct inject_rule *rule = s->r.rule;
+	int plan = rule != NULL && rule->target == INJECT_HEADER ? inject_header_plan(s, req) : -2;
 
 	if (put(b, req->method_str, req->method_len) == -1 || put(b, " ", 1) == -1 ||
-	    put(b, req->path, req->path_len) == -1 ||
-	    buf_printf(b, " HTTP/1.%d\r\n", req->minor) == -1)
+	    put_target(s, req) == -1 || buf_printf(b, " HTTP/1.%d\r\n", req->minor) == -1)
 		return -1;
 	for (size_t i = 0; i < req->nheaders; i++) {
+		const struct http_header *h = &req->headers[i];
+
 		/* a stamp never leaves: not the forwarder's, not a client's */
-		if (http_is_hop_header(req->headers, req->nheaders, i) ||
-		    is_stamp_header(&req->headers[i]))
+		if (http_is_hop_header(req->headers, req->nheaders, i) || is_stamp_header(h))
 			continue;
-		if (put_header(b, &req->headers[i]) == -1)
+		/* a credential goes in one place, the rule's, and comes back unencoded to be scrubbed */
+		if (rule != NULL && plan != -2 && header_named(h, rule->field))
+			continue;
+		if (s->r.scrub != NULL && header_named(h, "Accept-Encoding"))
+			continue;
+		if (put_header(b, h) == -1)
 			return -1;
 	}
+	if (plan != -2 && put_credential(s) == -1)
+		return -1;
+	if (s->r.scrub != NULL && put(b, "Accept-Encoding: identity\r\n", 27) == -1)
+		return -1;
 	if (req->host_header < 0) {
 		const char *l = t->host.kind == HOST_IPV6 ? "[" : "";
 		const char *r = t->host.kind == HOST_IPV6 ? "]" : "";
@@ -152,6 +219,12 @@ static int build_upstream_head(struct session *s, const struct http_request *req
 	if (s->r.client_close && put(b, "Connection: close\r\n", 19) == -1)
 		return -1;
 	return put(b, "\r\n", 2);
+}
+
+/* Which directive set the request's body cap, for the refusal. */
+static const char *cap_name(const struct session *s)
+{
+	return s->r.body_cap == session_config(s)->max_body_bytes ? "max-body-bytes" : "body-limit";
 }
 
 /* Begin the request whose head is buf[0..len): judge it, then forward it. */
@@ -182,20 +255,35 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	if (s->nreq == 1 && stamp_first_head(s, req) == -1)
 		return;
 
-	if (req->form != HTTP_FORM_ABSOLUTE && req->form != HTTP_FORM_AUTHORITY) {
-		session_refuse(s, 400, "malformed", "http_request_error",
-			       "sluice-proxy is a forward proxy: send http://host/path or CONNECT "
-			       "host:port, not %.*s",
-			       (int)(req->target_len > 64 ? 64 : req->target_len), req->target);
-		return;
+	if (s->intercept) {
+		/* decrypted inside a CONNECT: the target is the tunnel's, Host must name it */
+		if (req->form != HTTP_FORM_ORIGIN || req->host_header < 0) {
+			session_refuse(s, 400, "malformed", "http_request_error",
+				       "inside a TLS tunnel send GET /path with a Host header, not "
+				       "%.*s",
+				       (int)(req->target_len > 64 ? 64 : req->target_len),
+				       req->target);
+			return;
+		}
+		r->t = s->tunnel;
+	} else {
+		if (req->form != HTTP_FORM_ABSOLUTE && req->form != HTTP_FORM_AUTHORITY) {
+			session_refuse(s, 400, "malformed", "http_request_error",
+				       "sluice-proxy is a forward proxy: send http://host/path or "
+				       "CONNECT host:port, not %.*s",
+				       (int)(req->target_len > 64 ? 64 : req->target_len),
+				       req->target);
+			return;
+		}
+		if (host_canon(req->host, req->host_len, &r->t.host, &err) == -1) {
+			session_refuse(s, 400, "malformed", "http_request_error",
+				       "bad host %.*s: %s",
+				       (int)(req->host_len > 64 ? 64 : req->host_len), req->host, err);
+			return;
+		}
+		r->t.port = req->port;
+		r->t.via = req->method == HTTP_CONNECT ? GRANT_VIA_CONNECT : GRANT_VIA_HTTP;
 	}
-	if (host_canon(req->host, req->host_len, &r->t.host, &err) == -1) {
-		session_refuse(s, 400, "malformed", "http_request_error", "bad host %.*s: %s",
-			       (int)(req->host_len > 64 ? 64 : req->host_len), req->host, err);
-		return;
-	}
-	r->t.port = req->port;
-	r->t.via = req->method == HTTP_CONNECT ? GRANT_VIA_CONNECT : GRANT_VIA_HTTP;
 	r->client_close = req->close || req->minor == 0;
 
 	memset(&pr, 0, sizeof(pr));
@@ -242,18 +330,23 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	if (req->method == HTTP_CONNECT) {
 		buf_consume(&s->cin, len);
 		dial_close(s);
-		dial_start(s);
+		if (tls_intercepts(s->px, &r->t.host))
+			session_intercept_begin(s);
+		else
+			dial_start(s);
 		return;
 	}
-	if (session_config(s)->max_body_bytes > 0 && req->body == HTTP_BODY_LENGTH &&
-	    req->content_length > session_config(s)->max_body_bytes) {
+	r->body_cap = config_body_limit(session_config(s), r->t.host.name);
+	if (r->body_cap > 0 && req->body == HTTP_BODY_LENGTH && req->content_length > r->body_cap) {
 		session_refuse(s, 413, "body-too-large", "http_request_error",
-			       "request body of %llu bytes is over max-body-bytes %llu; nothing "
-			       "was sent",
-			       (unsigned long long)req->content_length,
-			       (unsigned long long)session_config(s)->max_body_bytes);
+			       "request body of %llu bytes is over %s %llu; nothing was sent",
+			       (unsigned long long)req->content_length, cap_name(s),
+			       (unsigned long long)r->body_cap);
 		return;
 	}
+	/* a body over its cap is refused before any credential is fetched */
+	if (inject_begin(s, req) == -1)
+		return;
 	r->req_body = req->body;
 	r->req_left = req->content_length;
 	r->req_done = req->body == HTTP_BODY_NONE ||
@@ -265,6 +358,8 @@ static void start_request(struct session *s, const struct http_request *req, siz
 			       "request head too large to forward");
 		return;
 	}
+	if (!r->injected)
+		inject_end(s); /* require= without its placeholder: sent as it was */
 	buf_consume(&s->cin, len);
 	if (s->ufd >= 0) {
 		/*
@@ -363,7 +458,7 @@ void exchange_head(struct session *s)
 		}
 		if (drained)
 			return; /* the rest of the head has not arrived yet */
-		ssize_t n = buf_read_fd(&s->cin, s->cfd, 0, &drained);
+		ssize_t n = sio_read(s, false, &s->cin, 0, &drained);
 
 		if (n > 0) {
 			s->active_ms = session_now(s);
@@ -458,9 +553,18 @@ static int response_head(struct session *s)
 		r->resp_done = resp.body == HTTP_BODY_NONE ||
 			       (resp.body == HTTP_BODY_LENGTH && resp.content_length == 0);
 	}
+	size_t head_at = buf_len(&s->cout);
+
 	if (build_client_head(s, &resp) == -1) {
 		session_refuse(s, 502, "upstream-malformed", "http_response_header_section_size",
 			       "%s sent a response head too large", r->t.host.name);
+		return -1;
+	}
+	if (inject_scrub_head(s, head_at) == -1) {
+		buf_truncate(&s->cout, head_at); /* never the unscrubbed head */
+		session_refuse(s, 502, "upstream-malformed", "http_response_header_section_size",
+			       "%s sent a response head sluice-proxy could not scrub",
+			       r->t.host.name);
 		return -1;
 	}
 	r->resp_started = true;
@@ -511,13 +615,12 @@ void exchange_http(struct session *s)
 				return;
 			}
 			moved |= r->up != before || r->req_done;
-			if (session_config(s)->max_body_bytes > 0 &&
-			    r->up > session_config(s)->max_body_bytes) {
+			if (r->body_cap > 0 && r->up > r->body_cap) {
 				/* chunked: found out on the way; the origin gets a cut request */
 				session_refuse(s, 413, "body-too-large", "http_request_error",
-					       "chunked request body over max-body-bytes %llu; "
-					       "the request was cut off",
-					       (unsigned long long)session_config(s)->max_body_bytes);
+					       "chunked request body over %s %llu; the request "
+					       "was cut off",
+					       cap_name(s), (unsigned long long)r->body_cap);
 				return;
 			}
 			if (r->req_done) {
@@ -526,7 +629,7 @@ void exchange_http(struct session *s)
 			}
 		}
 		if (!r->req_done && buf_len(&s->cin) == 0 && !c_drained) {
-			n = buf_read_fd(&s->cin, s->cfd,
+			n = sio_read(s, false, &s->cin,
 					r->req_body == HTTP_BODY_LENGTH && r->req_left < IOBUF_MAX
 						? (size_t)r->req_left
 						: 0,
@@ -539,7 +642,7 @@ void exchange_http(struct session *s)
 			}
 		}
 		if (buf_len(&s->uout) > 0) {
-			n = buf_write_fd(&s->uout, s->ufd);
+			n = sio_write(s, true, &s->uout);
 			if (n > 0) {
 				moved = true;
 			} else if (n == -1 && !session_would_block()) {
@@ -568,7 +671,15 @@ void exchange_http(struct session *s)
 		}
 		/* the body right behind its head, so both leave in one write */
 		if (!r->resp_done && r->resp_head && buf_len(&s->uin) > 0) {
-			if (r->resp_body != HTTP_BODY_EOF) {
+			if (r->scrub != NULL) {
+				int k = inject_move_body(s);
+
+				if (k == -1) {
+					session_abort(s, "malformed chunked response body");
+					return;
+				}
+				moved |= k > 0;
+			} else if (r->resp_body != HTTP_BODY_EOF) {
 				uint64_t before = r->down;
 
 				if (move_body(&s->uin, &s->cout, r->resp_body, &r->resp_left,
@@ -593,11 +704,15 @@ void exchange_http(struct session *s)
 		/* read only once what was read is used up, so an EOF is never early */
 		if (!r->resp_done && buf_room(&s->uin) > 0 && buf_room(&s->cout) > 0 &&
 		    (buf_len(&s->uin) == 0 || head_short) && (!u_drained || s->u_hup)) {
-			n = buf_read_fd(&s->uin, s->ufd, 0, &u_drained);
+			n = sio_read(s, true, &s->uin, 0, &u_drained);
 			if (n > 0) {
 				moved = true;
 			} else if (n == 0 && r->resp_head && r->resp_body == HTTP_BODY_EOF &&
 				   buf_len(&s->uin) == 0) {
+				if (inject_body_eof(s) == -1) {
+					session_abort(s, "response too large to scrub");
+					return;
+				}
 				r->resp_done = true;
 				r->resp_close = true;
 				moved = true;

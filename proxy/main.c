@@ -206,7 +206,7 @@ int main(int argc, char **argv)
 			strerror(errno));
 		goto out;
 	}
-	if (replay_open(&px) == -1)
+	if (replay_open(&px) == -1 || tls_init(&px) == -1)
 		goto out;
 	px.netlog = netlog_open(px.config->log_path, px.config->log_rotate_bytes,
 				px.config->log_keep);
@@ -259,6 +259,7 @@ out_loop:
 out_log:
 	netlog_close(px.netlog);
 out:
+	tls_release(&px);
 	replay_close(&px);
 	config_free(px.config);
 	return ret;

@@ -9,6 +9,7 @@
  * reload.c   the grant store and config: watched, reloaded, re-judged
  * refuse.c   refusal responses: status, Proxy-Status, a one-line body
  * replay.c   the stamp replay window, mapped from STATE/stamp.seen
+ * tls.c      intercepting CONNECT: our CA's leaves, both handshakes
  */
 #ifndef SLUICE_PROXY_H
 #define SLUICE_PROXY_H
@@ -72,10 +73,16 @@ struct proxy {
 	size_t nkeys;                       /* 0: no stamp verifies */
 	struct stamp_replay *replay;        /* boot ids and sequences seen: STATE/stamp.seen, mapped */
 	void *resolver; /* resolve.c's state */
+	struct tls *tls; /* tls.c's state; NULL: intercept off */
 };
 
 /* main.c */
 double proxy_now_ms(void);
+
+/* tls.c */
+int tls_init(struct proxy *px);
+void tls_release(struct proxy *px);
+bool tls_intercepts(const struct proxy *px, const struct host *h);
 
 /* replay.c */
 int replay_open(struct proxy *px);

@@ -46,7 +46,7 @@ void session_log(struct session *s)
 	row.who = s->who;
 	row.stamp = s->stamped ? &s->stamp : NULL;
 	row.client = s->client;
-	row.kind = r->method == HTTP_CONNECT ? "tunnel" : "http";
+	row.kind = r->method == HTTP_CONNECT ? "tunnel" : s->intercept ? "https" : "http";
 	row.method = r->method != HTTP_UNKNOWN ? http_method_name(r->method) : NULL;
 	row.host = r->t.host.name[0] != '\0' ? r->t.host.name : NULL;
 	row.port = r->t.host.name[0] != '\0' ? r->t.port : -1;
@@ -56,6 +56,8 @@ void session_log(struct session *s)
 	row.decision = r->decision;
 	row.reason = r->reason;
 	row.grant = r->grant[0] != '\0' ? r->grant : NULL;
+	row.inject = r->injected ? r->rule->name : NULL;
+	row.scrubbed = r->injected && r->scrub != NULL ? (int64_t)scrub_count(r->scrub) : -1;
 	row.dialed = r->dialed[0] != '\0' ? r->dialed : NULL;
 	row.up = r->up;
 	row.down = r->down;
@@ -67,6 +69,7 @@ void session_log(struct session *s)
 	row.detail = r->detail[0] != '\0' ? r->detail : NULL;
 	if (s->px->netlog != NULL)
 		netlog_write(s->px->netlog, &row);
+	inject_end(s);
 }
 
 /* --- closing ----------------------------------------------------------- */
@@ -96,6 +99,7 @@ void session_close(struct session *s, const char *why)
 	dial_close(s);
 	relay_dir_release(&s->to_up);
 	relay_dir_release(&s->to_cli);
+	tls_session_free(s);
 	if (s->cio.fd >= 0)
 		loop_io_close(px->loop, &s->cio);
 	else
@@ -191,7 +195,7 @@ void session_enter(struct session *s, enum sess_state state)
 int session_flush_client(struct session *s)
 {
 	while (buf_len(&s->cout) > 0) {
-		ssize_t n = buf_write_fd(&s->cout, s->cfd);
+		ssize_t n = sio_write(s, false, &s->cout);
 
 		if (n > 0) {
 			s->active_ms = session_now(s);
@@ -239,6 +243,7 @@ static void step_drain(struct session *s)
 		 * the response in the client's buffers: shut our side, then read
 		 * and discard what the client still sends, for a bounded time.
 		 */
+		tls_shutdown_client(s);
 		shutdown(s->cfd, SHUT_WR);
 		s->lingering = true;
 		s->active_ms = session_now(s);
@@ -273,8 +278,11 @@ static bool want_client_in(const struct session *s)
 		return s->to_up.want_read;
 	case SS_DRAIN:
 		return buf_len(&s->cout) == 0;
+	case SS_TLS_ACCEPT:
+		return s->cssl != NULL && !s->c_tls_out;
 	case SS_RESOLVE:
 	case SS_CONNECT:
+	case SS_TLS_CONNECT:
 		break;
 	}
 	return false;
@@ -325,7 +333,19 @@ static void update_interest(struct session *s)
 		if (buf_len(&s->cout) > 0)
 			c |= EPOLLOUT;
 		break;
+	case SS_TLS_ACCEPT:
+		if (buf_len(&s->cout) > 0)
+			c |= EPOLLOUT;
+		break;
+	case SS_TLS_CONNECT:
+		u = s->u_tls_out ? EPOLLOUT : EPOLLIN;
+		break;
 	}
+	/* TLS that must write before it can read (or the reverse) */
+	if (s->cssl != NULL && s->c_tls_out)
+		c |= EPOLLOUT;
+	if (s->ussl != NULL && s->u_tls_out)
+		u |= EPOLLOUT;
 	if (loop_io_set(l, &s->cio, c) == -1 ||
 	    (s->ufd >= 0 && loop_io_set(l, &s->uio, u) == -1))
 		session_close(s, "epoll_ctl failed");
@@ -355,6 +375,12 @@ void session_pump(struct session *s)
 			break;
 		case SS_DRAIN:
 			step_drain(s);
+			break;
+		case SS_TLS_ACCEPT:
+			tls_step_accept(s);
+			break;
+		case SS_TLS_CONNECT:
+			tls_step_connect(s);
 			break;
 		}
 	} while (s->again && !s->closed);
@@ -408,6 +434,10 @@ void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
 		session_pump(s);
 		return;
 	}
+	if (s->state == SS_TLS_CONNECT) {
+		session_pump(s);
+		return;
+	}
 	if (s->state == SS_HEAD) {
 		/* an idle kept-alive upstream said something or closed: drop it */
 		dial_close(s);
@@ -442,7 +472,10 @@ static uint64_t deadline(const struct session *s)
 		return s->active_ms + c->idle_timeout_ms;
 	case SS_RESOLVE:
 	case SS_CONNECT:
+	case SS_TLS_CONNECT:
 		return s->phase_ms + c->connect_timeout_ms;
+	case SS_TLS_ACCEPT:
+		return s->active_ms + c->head_timeout_ms;
 	case SS_HTTP:
 		/* an upload in progress is judged by idleness, the wait after it by response-timeout */
 		if (!s->r.resp_head && s->r.req_done)
@@ -507,6 +540,18 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 		break;
 	case SS_DRAIN:
 		session_close(s, NULL);
+		break;
+	case SS_TLS_ACCEPT:
+		s->r.decision = "refuse";
+		s->r.reason = "client-tls-failed";
+		snprintf(s->r.detail, sizeof(s->r.detail),
+			 "client TLS handshake not complete within %u s", c->head_timeout_ms / 1000);
+		session_close(s, NULL);
+		break;
+	case SS_TLS_CONNECT:
+		session_refuse(s, 504, "connect-timeout", "connection_timeout",
+			       "TLS handshake with %s not complete within %u s", s->r.t.host.name,
+			       c->connect_timeout_ms / 1000);
 		break;
 	}
 	if (!s->closed)
@@ -644,6 +689,12 @@ void session_rejudge_all(struct proxy *px)
 			 v.detail[0] ? v.detail : v.reason);
 		session_close(s, NULL);
 	}
+}
+
+/* An allowed CONNECT to intercept: answer 200 (no dial yet), then TLS (tls.c). */
+void session_intercept_begin(struct session *s)
+{
+	tls_tunnel_begin(s, tunnel_ok, sizeof(tunnel_ok) - 1);
 }
 
 /* The upstream of a CONNECT is up: answer 200 and start relaying. */

@@ -8,13 +8,18 @@
  *             forward it, stream both bodies, keep or drop the upstream
  * dial.c      the upstream: resolve, judge every answer, connect exactly a
  *             checked address, close
+ * tls.c       an intercepted CONNECT: both handshakes, reads and writes
+ *             through TLS
  */
 #ifndef SLUICE_SESSION_H
 #define SLUICE_SESSION_H
 
 #include <errno.h>
+#include <openssl/ssl.h>
 
 #include "proxy.h"
+#include "inject.h"
+#include "scrub.h"
 
 enum sess_state {
 	SS_HEAD,    /* reading a request head */
@@ -22,6 +27,8 @@ enum sess_state {
 	SS_CONNECT, /* upstream TCP connect in progress */
 	SS_HTTP,    /* forwarding one request and its response */
 	SS_TUNNEL,  /* relaying a CONNECT tunnel */
+	SS_TLS_ACCEPT,  /* an intercepted CONNECT: our 200, then the client's handshake */
+	SS_TLS_CONNECT, /* the upstream's TLS handshake (inside an intercepted CONNECT) */
 	SS_DRAIN,   /* sending a last response, then lingering, then close */
 };
 
@@ -65,6 +72,15 @@ struct request {
 	bool resp_close;   /* upstream will close after this response */
 	bool resp_started; /* bytes of the response were queued for the client */
 	bool replayable;   /* may be re-sent once on a fresh connection (see try_replay) */
+	uint64_t body_cap; /* request body limit for this host; 0: none */
+
+	/* credential injection (inject.c), inside an intercepted CONNECT only */
+	const struct inject_rule *rule; /* the rule matching this request, or NULL */
+	bool injected;                  /* the credential went upstream */
+	char *secret;                   /* its value while the request lives; wiped */
+	size_t secret_len;
+	struct scrub *scrub;            /* masks it in the response */
+	bool scrub_final;               /* the response body ended: scrubber flushed */
 	uint64_t sent_ms;  /* when the request head was queued upstream */
 };
 
@@ -106,6 +122,15 @@ struct session {
 	struct request r;
 	struct relay_dir to_up, to_cli;
 
+	/* an intercepted CONNECT (tls.c): requests arrive decrypted */
+	SSL *cssl;            /* the client side, our leaf for tunnel.host */
+	SSL *ussl;            /* the upstream side, verified; lives with ufd */
+	bool intercept;       /* the handshake is done: heads come through cssl */
+	struct target tunnel; /* the CONNECT target every request must name */
+	bool c_tls_out, u_tls_out; /* TLS must write before it can go on */
+	bool sni_bad;
+	char tls_err[128];
+
 	struct stamp stamp; /* verified on the first head; every request inherits it */
 	bool stamped;
 	char who[STAMP_NET_MAX + 48]; /* "src@net" or "unattributed" */
@@ -138,11 +163,31 @@ void session_arm_timer(struct session *s);
 void session_pump(struct session *s);
 int session_flush_client(struct session *s);
 void session_tunnel_begin(struct session *s);
+void session_intercept_begin(struct session *s);
 void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events);
 
 /* exchange.c */
 void exchange_head(struct session *s);
 void exchange_http(struct session *s);
+
+/* inject.c */
+int inject_begin(struct session *s, const struct http_request *req);
+void inject_end(struct session *s);
+int inject_header_plan(const struct session *s, const struct http_request *req);
+int inject_scrub_head(struct session *s, size_t from);
+int inject_move_body(struct session *s);
+int inject_body_eof(struct session *s);
+
+/* tls.c */
+void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len);
+void tls_step_accept(struct session *s);
+int tls_connect_begin(struct session *s);
+void tls_step_connect(struct session *s);
+void tls_session_free(struct session *s);
+void tls_upstream_free(struct session *s);
+void tls_shutdown_client(struct session *s);
+ssize_t sio_read(struct session *s, bool up, struct buf *b, size_t limit, bool *drained);
+ssize_t sio_write(struct session *s, bool up, struct buf *b);
 
 /* dial.c */
 void dial_start(struct session *s);

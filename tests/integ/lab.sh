@@ -32,6 +32,8 @@ PROXY_ADDR=127.0.0.1
 PROXY_PORT=3128
 PROXY_URL=http://$PROXY_ADDR:$PROXY_PORT
 unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY no_proxy NO_PROXY
+# a machine's own trust settings would decide what a test's clients trust
+unset SSL_CERT_FILE SSL_CERT_DIR CURL_CA_BUNDLE REQUESTS_CA_BUNDLE NODE_EXTRA_CA_CERTS GIT_SSL_CAINFO
 
 T_PASS=0
 T_FAIL=0
@@ -135,9 +137,13 @@ fe80::5 ll6.test
 2001:0:cb00:7114::1 teredo.test
 203.0.113.10 mixed.test
 fd00::5 mixed.test
+203.0.113.13 tls.test
+203.0.113.13 pass.test
+203.0.113.13 badcert.test
+203.0.113.13 api.test
 '
 # Addresses inet holds (origins listen on all of them).
-LAB_INET_V4="203.0.113.10 203.0.113.11 203.0.113.12 203.0.113.20 10.20.0.5 192.168.7.7 100.64.1.1 169.254.169.254 172.16.3.3 198.18.0.9 192.0.0.170"
+LAB_INET_V4="203.0.113.10 203.0.113.11 203.0.113.12 203.0.113.13 203.0.113.20 10.20.0.5 192.168.7.7 100.64.1.1 169.254.169.254 172.16.3.3 198.18.0.9 192.0.0.170"
 LAB_INET_V6="2001:db8::10 fd00::5"
 
 lab_up() {
@@ -245,6 +251,60 @@ NGX
 	lab_bg "$INS" nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log"
 }
 
+# lab_tls_origin: an nginx with TLS on 203.0.113.13:8443 in inet, its
+# certificate (tls.test, pass.test, api.test; not badcert.test) signed by a
+# test CA at $LAB_DIR/tls/ca.crt that no system trusts. Routes: / "tls ok",
+# /echo the request's Host, Authorization and any Sluice-Stamp. Also
+# origin.py over TLS on 203.0.113.13:9443 (records in $LAB_DIR/tls9443.jsonl;
+# /api wants "Authorization: Bearer $LAB_TOKEN", /reflect echoes it back).
+LAB_TOKEN=lab-secret-0123456789abcdef
+lab_tls_origin() {
+	local d=$LAB_DIR/tls
+	mkdir -p "$d/www" "$d/tmp"
+	echo "tls ok" >"$d/www/index.html"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		-subj "/CN=sluice lab test CA" -keyout "$d/ca.key" -out "$d/ca.crt" \
+		-addext "basicConstraints=critical,CA:TRUE" >/dev/null 2>&1 || lab_bail "test CA"
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=tls.test" \
+		-keyout "$d/srv.key" -out "$d/srv.csr" >/dev/null 2>&1 || lab_bail "origin key"
+	printf 'subjectAltName=DNS:tls.test,DNS:pass.test,DNS:api.test\nextendedKeyUsage=serverAuth\n' >"$d/ext"
+	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+		-days 2 -extfile "$d/ext" -out "$d/srv.crt" >/dev/null 2>&1 || lab_bail "origin cert"
+	cat >"$d/nginx.conf" <<NGX
+daemon off;
+master_process on;
+worker_processes 1;
+user root;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 512; }
+http {
+	default_type text/plain;
+	log_format lab '\$ssl_server_name "\$request" \$status auth="\$http_authorization" stamp="\$http_sluice_stamp"';
+	access_log $d/access.log lab;
+	client_body_temp_path $d/tmp/body;
+	proxy_temp_path $d/tmp/proxy;
+	fastcgi_temp_path $d/tmp/fastcgi;
+	uwsgi_temp_path $d/tmp/uwsgi;
+	scgi_temp_path $d/tmp/scgi;
+	server {
+		listen 203.0.113.13:8443 ssl;
+		ssl_certificate $d/srv.crt;
+		ssl_certificate_key $d/srv.key;
+		root $d/www;
+		location = /echo { return 200 "host=\$host auth=\$http_authorization stamp=\$http_sluice_stamp\n"; }
+	}
+}
+NGX
+	lab_bg "$INS" nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log"
+	lab_bg "$INS" env ORIGIN_TOKEN="$LAB_TOKEN" "$PY" "$INTEG_DIR/origin.py" \
+		--log "$LAB_DIR/tls9443.jsonl" --tls "$d/srv.crt" "$d/srv.key" 203.0.113.13:9443
+	wait_until 10 ix bash -c '</dev/tcp/203.0.113.13/9443' || lab_bail "TLS origin.py did not start"
+	wait_until 10 ix bash -c '</dev/tcp/203.0.113.13/8443' ||
+		lab_bail "TLS nginx did not start" "$(cat "$d/error.log" 2>/dev/null)"
+	: >"$d/access.log"
+}
+
 # Extra namespaces a test adds (ip netns add) are listed here and deleted at teardown.
 LAB_EXTRA_NS=()
 
@@ -309,6 +369,8 @@ lab_write_conf() {
 		for l in "$@"; do
 			case $l in head-timeout*) have_ht=1 ;; connect-timeout*) have_ct=1 ;; response-timeout*) have_rt=1 ;; esac
 		done
+		# issue 2's tests tunnel CONNECTs to plain origins: interception only where asked
+		printf '%s\n' "$@" | grep -q '^intercept ' || echo "intercept off"
 		[ $have_ht = 1 ] || echo "head-timeout 5"
 		[ $have_ct = 1 ] || echo "connect-timeout 3"
 		[ $have_rt = 1 ] || echo "response-timeout 5"

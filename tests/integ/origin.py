@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Test origins for the sluice integration lab (runs inside a test namespace).
 
-  origin.py --log FILE [--mode http|halfclose|halfclose2|silent|drip|halfbig|oneshot] LISTEN...
+  origin.py --log FILE [--mode http|halfclose|halfclose2|silent|drip|halfbig|oneshot]
+            [--tls CERT KEY] LISTEN...
+
+With --tls every listener speaks TLS (the certificate and key given).
 
 LISTEN is ADDR:PORT or [V6]:PORT. Every accepted connection and every request
 head is appended to FILE as one JSON object per line, so a test can prove an
@@ -12,6 +15,10 @@ http mode routes (any method; HEAD gets headers only):
   /conn      the connection id (keep-alive reuse checks)
   /big?n=N   N bytes (default 4 MiB) with Content-Length
   /chunked   a chunked response
+  /reflect   the request's Authorization value reflected: in an X-Reflect
+             header and in the body, the body as ?mode=cl (Content-Length,
+             written in 3-byte pieces), chunked (3-byte chunks) or eof
+             (no length, closed at the end)
   /204 /304  bodiless responses
   /hop       a response carrying hop-by-hop headers
   /setcookie a response with Set-Cookie
@@ -195,6 +202,35 @@ def handle_http(s, cid, local, peer):
                     s.sendall(b"%x\r\n%s\r\n" % (len(c), c))
                     time.sleep(0.02)
                 s.sendall(b"0\r\n\r\n")
+        elif path == "/reflect":
+            auth = (hmap.get("authorization", [""])[0]).encode("latin-1")
+            b = b"you sent <" + auth + b"> and again:" + auth + b"\n"
+            mode = q.get("mode", ["cl"])[0]
+            if mode == "chunked":
+                send_resp(s, 200, [("X-Reflect", auth.decode("latin-1")),
+                                   ("Transfer-Encoding", "chunked")], b"", True)
+                for i in range(0, len(b), 3):
+                    c = b[i:i + 3]
+                    s.sendall(b"%x\r\n%s\r\n" % (len(c), c))
+                s.sendall(b"0\r\n\r\n")
+            elif mode == "eof":
+                send_resp(s, 200, [("X-Reflect", auth.decode("latin-1")),
+                                   ("Connection", "close")], b"", True)
+                for i in range(0, len(b), 3):
+                    s.sendall(b[i:i + 3])
+                    time.sleep(0.001)
+                return
+            else:
+                send_resp(s, 200, [("X-Reflect", auth.decode("latin-1")),
+                                   ("Content-Length", str(len(b)))], b"", True)
+                for i in range(0, len(b), 3):
+                    s.sendall(b[i:i + 3])
+                    time.sleep(0.001)
+        elif path == "/api":
+            auth = hmap.get("authorization", [""])[0]
+            ok = auth == "Bearer " + os.environ.get("ORIGIN_TOKEN", "\0")
+            b = (b"api ok\n" if ok else b"unauthorized\n")
+            send_resp(s, 200 if ok else 401, [("Content-Length", str(len(b)))], b, head_only)
         elif path == "/204":
             send_resp(s, 204, [("X-Origin", "204")], b"", True)
         elif path == "/304":
@@ -325,8 +361,18 @@ def handle_oneshot(s, cid, local, peer):
         send_resp(s, 200, [("Content-Length", str(len(body)))], body)
 
 
+TLS_CTX = None
+
+
 def serve_conn(s, local, peer):
     cid = next_conn()
+    if TLS_CTX is not None:
+        try:
+            s.settimeout(10)
+            s = TLS_CTX.wrap_socket(s, server_side=True)
+        except (OSError, ValueError):
+            s.close()
+            return
     rec({"ev": "accept", "conn": cid, "local": local, "peer": peer})
     s.settimeout(DEADLINE)
     try:
@@ -371,7 +417,7 @@ def listen(spec):
 
 
 def main():
-    global LOGF, MODE
+    global LOGF, MODE, TLS_CTX
     args = sys.argv[1:]
     specs = []
     while args:
@@ -380,6 +426,10 @@ def main():
             LOGF = args.pop(0)
         elif a == "--mode":
             MODE = args.pop(0)
+        elif a == "--tls":
+            import ssl
+            TLS_CTX = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            TLS_CTX.load_cert_chain(args.pop(0), args.pop(0))
         else:
             specs.append(a)
     open(LOGF, "a").close()

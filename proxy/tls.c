@@ -1,0 +1,450 @@
+/*
+ * tls.c: intercepting a CONNECT: TLS to the client with our leaf, TLS to
+ * the upstream verified, and the session's reads and writes through them.
+ *
+ * An allowed CONNECT to a host not on the passthrough list is answered 200
+ * without dialing; the client's handshake then meets a leaf for the
+ * CONNECT host, minted by lib/ca.c and cached. A server name the client
+ * sends must be that host. ALPN selects http/1.1 only when offered: never
+ * what is not served. Once the handshake is done the tunnel's row is
+ * written and the session reads requests through TLS like any other
+ * (exchange.c), each judged, dialed and logged on its own; dial.c hands a
+ * connected upstream here for its handshake, verified against the system
+ * trust store (or the host's upstream-ca bundle), with SNI and TLS 1.2 at
+ * least. An upstream that fails verification is a 502 saying why, never a
+ * fallback.
+ *
+ * sio_read and sio_write are buf_read_fd and buf_write_fd for a session
+ * side that may be TLS: "would block" is errno EAGAIN, and when TLS must
+ * write to read (or read to write) the side's tls_out flag asks the loop
+ * for the other readiness.
+ */
+#include "session.h"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ca.h"
+#include "tlsio.h"
+
+#define LEAVES_CACHED 1024 /* leaves kept; the rest minted again when asked */
+
+struct tls_extra {
+	struct host host;
+	SSL_CTX *ctx;
+};
+
+struct tls {
+	struct ca *ca;
+	struct leaf_cache *leaves;
+	SSL_CTX *server;
+	SSL_CTX *client; /* the system trust store */
+	struct tls_extra *extra; /* upstream-ca: per-host contexts */
+	size_t nextra;
+};
+
+static int sess_idx = -1; /* SSL ex_data slot: the session */
+
+static const char *tls_error_text(void)
+{
+	unsigned long e = ERR_peek_last_error();
+	const char *r = e != 0 ? ERR_reason_error_string(e) : NULL;
+
+	return r != NULL ? r : "connection closed during the handshake";
+}
+
+/* ALPN: http/1.1 when the client offers it; otherwise none (it then speaks HTTP/1.1). */
+static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+		       const unsigned char *in, unsigned int inlen, void *arg)
+{
+	for (unsigned i = 0; i < inlen;) {
+		unsigned n = in[i];
+
+		if (i + 1 + n > inlen)
+			break;
+		if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
+			*out = in + i + 1;
+			*outlen = 8;
+			return SSL_TLSEXT_ERR_OK;
+		}
+		i += 1 + n;
+	}
+	return SSL_TLSEXT_ERR_NOACK;
+}
+
+/* The server name the client asks for must be the CONNECT host. */
+static int servername(SSL *ssl, int *alert, void *arg)
+{
+	struct session *s = SSL_get_ex_data(ssl, sess_idx);
+	const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+	const char *err = NULL;
+	struct host h;
+
+	if (s == NULL || name == NULL)
+		return SSL_TLSEXT_ERR_OK;
+	if (host_canon(name, strlen(name), &h, &err) == 0 && host_equal(&h, &s->tunnel.host))
+		return SSL_TLSEXT_ERR_OK;
+	snprintf(s->tls_err, sizeof(s->tls_err), "%.100s", name);
+	s->sni_bad = true;
+	*alert = SSL_AD_UNRECOGNIZED_NAME;
+	return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+
+static SSL_CTX *ctx_common(const SSL_METHOD *m)
+{
+	SSL_CTX *ctx = SSL_CTX_new(m);
+
+	if (ctx == NULL)
+		return NULL;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
+	/* buffers move between retries (buf.c), writes may be partial */
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	return ctx;
+}
+
+static SSL_CTX *client_ctx(const char *extra_bundle)
+{
+	SSL_CTX *ctx = ctx_common(TLS_client_method());
+
+	if (ctx == NULL)
+		return NULL;
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if (SSL_CTX_set_default_verify_paths(ctx) != 1 ||
+	    (extra_bundle != NULL && SSL_CTX_load_verify_locations(ctx, extra_bundle, NULL) != 1) ||
+	    SSL_CTX_set_alpn_protos(ctx, (const unsigned char *)"\x08http/1.1", 9) != 0) {
+		SSL_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
+int tls_init(struct proxy *px)
+{
+	const struct config *c = px->config;
+	struct tls *t;
+	const char *err = NULL;
+
+	if (!c->intercept)
+		return 0;
+	if (sess_idx == -1)
+		sess_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return -1;
+	px->tls = t;
+	t->ca = ca_load(c->state_dir, &err);
+	if (t->ca == NULL) {
+		fprintf(stderr,
+			"sluice-proxy: intercept is on but the CA in %s cannot be used: %s; run "
+			"`sluice ca init` (or set `intercept off` to tunnel every CONNECT)\n",
+			c->state_dir, err);
+		return -1;
+	}
+	t->leaves = leaf_cache_new(t->ca, LEAVES_CACHED, &err);
+	t->server = ctx_common(TLS_server_method());
+	t->client = client_ctx(NULL);
+	if (t->leaves == NULL || t->server == NULL || t->client == NULL) {
+		fprintf(stderr, "sluice-proxy: TLS setup: %s\n",
+			t->leaves == NULL ? err : tls_error_text());
+		return -1;
+	}
+	SSL_CTX_set_alpn_select_cb(t->server, alpn_select, NULL);
+	SSL_CTX_set_tlsext_servername_callback(t->server, servername);
+	if (c->nupstream_cas > 0) {
+		t->extra = calloc(c->nupstream_cas, sizeof(*t->extra));
+		if (t->extra == NULL)
+			return -1;
+	}
+	for (size_t i = 0; i < c->nupstream_cas; i++) {
+		const struct config_upstream_ca *u = &c->upstream_cas[i];
+
+		if (host_canon(u->host, strlen(u->host), &t->extra[i].host, &err) == -1)
+			return -1; /* config.c canonicalised it already */
+		t->extra[i].ctx = client_ctx(u->file);
+		t->nextra++;
+		if (t->extra[i].ctx == NULL) {
+			fprintf(stderr, "sluice-proxy: upstream-ca %s %s: %s\n", u->host, u->file,
+				tls_error_text());
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void tls_release(struct proxy *px)
+{
+	struct tls *t = px->tls;
+
+	if (t == NULL)
+		return;
+	for (size_t i = 0; i < t->nextra; i++)
+		SSL_CTX_free(t->extra[i].ctx);
+	free(t->extra);
+	SSL_CTX_free(t->server);
+	SSL_CTX_free(t->client);
+	leaf_cache_free(t->leaves);
+	ca_free(t->ca);
+	free(t);
+	px->tls = NULL;
+}
+
+/* Every CONNECT but passthrough hosts; a host a rule injects for always. */
+bool tls_intercepts(const struct proxy *px, const struct host *h)
+{
+	const struct config *c = px->config;
+
+	if (px->tls == NULL)
+		return false;
+	for (size_t i = 0; i < c->nrules; i++)
+		if (strcmp(c->rules[i].host, h->name) == 0)
+			return true;
+	return !config_passthrough(c, h->name);
+}
+
+void tls_session_free(struct session *s)
+{
+	if (s->cssl != NULL) {
+		SSL_free(s->cssl);
+		s->cssl = NULL;
+	}
+}
+
+void tls_upstream_free(struct session *s)
+{
+	if (s->ussl != NULL) {
+		SSL_free(s->ussl);
+		s->ussl = NULL;
+	}
+	s->u_tls_out = false;
+}
+
+/* One handshake step: 1 done, 0 wants readiness (*out: writable), -1 failed. */
+static int handshake(SSL *ssl, bool *out)
+{
+	int rc, e;
+
+	ERR_clear_error();
+	rc = SSL_do_handshake(ssl);
+	if (rc == 1)
+		return 1;
+	e = SSL_get_error(ssl, rc);
+	*out = e == SSL_ERROR_WANT_WRITE;
+	return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
+}
+
+/*
+ * An allowed CONNECT to intercept: the 200 goes out in clear, then the
+ * client's handshake (tls_step_accept).
+ */
+void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len)
+{
+	s->tunnel = s->r.t;
+	s->r.status = 200;
+	s->r.resp_started = true;
+	buf_append(&s->cout, tunnel_ok, len);
+	session_enter(s, SS_TLS_ACCEPT);
+}
+
+/* The client's handshake did not complete: the tunnel's row says why, then close. */
+static void accept_failed(struct session *s, const char *reason, const char *detail)
+{
+	s->r.decision = "refuse";
+	s->r.reason = reason;
+	snprintf(s->r.detail, sizeof(s->r.detail), "%s", detail);
+	session_log(s);
+	session_close(s, NULL);
+}
+
+void tls_step_accept(struct session *s)
+{
+	struct tls *t = s->px->tls;
+	int rc;
+
+	if (s->cssl == NULL) {
+		X509 *cert;
+		EVP_PKEY *key;
+		bool minted;
+
+		if (session_flush_client(s) == -1) {
+			session_close(s, "client gone");
+			return;
+		}
+		if (buf_len(&s->cout) > 0)
+			return; /* the 200 first, in clear */
+		if (buf_len(&s->cin) > 0) {
+			accept_failed(s, "malformed", "bytes after CONNECT before our 200");
+			return;
+		}
+		if (leaf_get(t->leaves, s->tunnel.host.name, &cert, &key, &minted) == -1 ||
+		    (s->cssl = SSL_new(t->server)) == NULL ||
+		    SSL_set_ex_data(s->cssl, sess_idx, s) != 1 ||
+		    SSL_use_certificate(s->cssl, cert) != 1 || SSL_use_PrivateKey(s->cssl, key) != 1 ||
+		    SSL_set_fd(s->cssl, s->cfd) != 1) {
+			snprintf(s->tls_err, sizeof(s->tls_err), "no certificate for the client: %s",
+				 tls_error_text());
+			accept_failed(s, "tls-setup", s->tls_err);
+			return;
+		}
+		SSL_set_accept_state(s->cssl);
+	}
+	rc = handshake(s->cssl, &s->c_tls_out);
+	if (rc == 0)
+		return;
+	if (rc == -1) {
+		char why[256];
+
+		if (s->sni_bad)
+			snprintf(why, sizeof(why),
+				 "the client's TLS server name %s is not the CONNECT host", s->tls_err);
+		else
+			snprintf(why, sizeof(why),
+				 "client TLS handshake failed: %s (does the client trust the sluice "
+				 "CA? `sluice ca show`)",
+				 tls_error_text());
+		accept_failed(s, s->sni_bad ? "sni-mismatch" : "client-tls-failed", why);
+		return;
+	}
+	/* the tunnel's own row; each request inside gets one of its own */
+	{
+		const unsigned char *alpn = NULL;
+		unsigned alen = 0;
+
+		SSL_get0_alpn_selected(s->cssl, &alpn, &alen);
+		snprintf(s->r.detail, sizeof(s->r.detail), "intercepted: %s%s", SSL_get_version(s->cssl),
+			 alen > 0 ? ", ALPN http/1.1" : "");
+	}
+	session_log(s);
+	s->intercept = true;
+	s->c_tls_out = false;
+	s->head_ms = 0;
+	session_enter(s, SS_HEAD);
+}
+
+/* The upstream's TCP connection is up: its TLS handshake next. Returns 0 or -1 (refused). */
+int tls_connect_begin(struct session *s)
+{
+	struct tls *t = s->px->tls;
+	const struct host *h = &s->r.t.host;
+	SSL_CTX *ctx = t->client;
+	X509_VERIFY_PARAM *vp;
+
+	for (size_t i = 0; i < t->nextra; i++)
+		if (host_equal(&t->extra[i].host, h))
+			ctx = t->extra[i].ctx;
+	s->ussl = SSL_new(ctx);
+	if (s->ussl == NULL || SSL_set_fd(s->ussl, s->ufd) != 1)
+		goto fail;
+	vp = SSL_get0_param(s->ussl);
+	if (h->kind == HOST_NAME) {
+		if (SSL_set_tlsext_host_name(s->ussl, h->name) != 1 ||
+		    X509_VERIFY_PARAM_set1_host(vp, h->name, 0) != 1)
+			goto fail;
+		X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	} else if (X509_VERIFY_PARAM_set1_ip_asc(vp, h->name) != 1) {
+		goto fail;
+	}
+	SSL_set_connect_state(s->ussl);
+	s->t_phase = proxy_now_ms();
+	s->phase_ms = session_now(s);
+	session_enter(s, SS_TLS_CONNECT);
+	return 0;
+fail:
+	session_refuse(s, 502, "upstream-tls", "tls_protocol_error", "TLS to %s: %s", h->name,
+		       tls_error_text());
+	return -1;
+}
+
+void tls_step_connect(struct session *s)
+{
+	struct request *r = &s->r;
+	int rc = handshake(s->ussl, &s->u_tls_out);
+	long v;
+
+	if (rc == 0)
+		return;
+	if (rc == 1) {
+		s->u_tls_out = false;
+		r->connect_ms += proxy_now_ms() - s->t_phase;
+		r->sent_ms = session_now(s);
+		session_enter(s, SS_HTTP);
+		return;
+	}
+	v = SSL_get_verify_result(s->ussl);
+	if (v != X509_V_OK)
+		session_refuse(s, 502, "upstream-tls", "tls_certificate_error",
+			       "%s presented a certificate that does not verify: %s; nothing was "
+			       "sent",
+			       r->t.host.name, X509_verify_cert_error_string(v));
+	else
+		session_refuse(s, 502, "upstream-tls", "tls_protocol_error",
+			       "TLS handshake with %s failed: %s; nothing was sent", r->t.host.name,
+			       tls_error_text());
+}
+
+/* --- reads and writes -------------------------------------------------- */
+
+struct tls_read {
+	SSL *ssl;
+	bool *out;
+};
+
+static ssize_t tls_read(void *arg, void *dst, size_t n)
+{
+	struct tls_read *t = arg;
+	int rc;
+
+	ERR_clear_error();
+	rc = SSL_read(t->ssl, dst, n > INT_MAX ? INT_MAX : (int)n);
+	return tlsio_result(t->ssl, rc, t->out);
+}
+
+ssize_t sio_read(struct session *s, bool up, struct buf *b, size_t limit, bool *drained)
+{
+	struct tls_read t = { up ? s->ussl : s->cssl, up ? &s->u_tls_out : &s->c_tls_out };
+	ssize_t n;
+
+	if (t.ssl == NULL)
+		return buf_read_fd(b, up ? s->ufd : s->cfd, limit, drained);
+	n = buf_read_via(b, limit, drained, tls_read, &t);
+	/* records TLS already holds raise no readiness: not drained while any remain */
+	if (*drained && SSL_has_pending(t.ssl))
+		*drained = false;
+	return n;
+}
+
+ssize_t sio_write(struct session *s, bool up, struct buf *b)
+{
+	SSL *ssl = up ? s->ussl : s->cssl;
+	size_t len = buf_len(b);
+	int rc;
+
+	if (ssl == NULL)
+		return buf_write_fd(b, up ? s->ufd : s->cfd);
+	if (len == 0)
+		return 0;
+	if (len > INT_MAX)
+		len = INT_MAX;
+	ERR_clear_error();
+	rc = SSL_write(ssl, buf_head(b), (int)len);
+	if (rc > 0) {
+		buf_consume(b, (size_t)rc);
+		return rc;
+	}
+	return tlsio_result(ssl, rc, up ? &s->u_tls_out : &s->c_tls_out);
+}
+
+/* Before the client side closes: our close_notify (best effort, non-blocking). */
+void tls_shutdown_client(struct session *s)
+{
+	if (s->cssl != NULL && SSL_is_init_finished(s->cssl)) {
+		ERR_clear_error();
+		SSL_shutdown(s->cssl);
+	}
+}

@@ -1,0 +1,105 @@
+#!/bin/bash
+# Credential injection inside intercepted CONNECTs: the client never holds
+# the secret, the origin gets it, the log names the rule and never the
+# value; a reflected secret is masked in headers and bodies (Content-Length,
+# chunked, read to EOF, written in 3-byte pieces); require= leaves a
+# client's own credential alone; a rule serves unattributed clients only
+# when it says so; a secret that cannot be had refuses the request;
+# overlapping rules refuse to load; a body over its host's limit is refused
+# before anything is injected.
+source "$(dirname "$0")/lab.sh"
+lab_up
+lab_tls_origin
+O=$LAB_DIR/tls/ca.crt
+lab_write_conf "intercept on" "allow api.test:9443" "allow tls.test:9443" "allow pass.test:9443" \
+	"passthrough pass.test" "upstream-ca api.test $O" "upstream-ca tls.test $O" \
+	"upstream-ca pass.test $O" "body-limit api.test 100" \
+	'inject gh host=api.test path=/api header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
+	'inject refl host=api.test path=/reflect header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
+	'inject missing host=api.test path=/missing header=Authorization env=SLUICE_LAB_UNSET unattributed=yes' \
+	"inject qp host=api.test path=/q query=key env=SLUICE_LAB_TOKEN unattributed=yes" \
+	'inject ph host=tls.test header=Authorization prefix="Bearer " require=sandbox-placeholder env=SLUICE_LAB_TOKEN unattributed=yes' \
+	'inject stamped host=pass.test header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN'
+out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
+export SLUICE_LAB_TOKEN=$LAB_TOKEN
+lab_run_proxy
+unset SLUICE_LAB_TOKEN
+CA=$STATE/ca.crt
+icurl() { hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$CA" "$@"; }
+oq() { jq_ "$LAB_DIR/tls9443.jsonl" "$@"; }
+
+# the client sends no credential; the origin wants one
+out=$(icurl -w ' %{http_code}' https://api.test:9443/api 2>&1)
+expect_eq "a request without a credential reaches the origin with the injected one: 200" "api ok 200" "$(echo $out)"
+expect_eq "... the origin saw the real value" 1 "$(grep -c "Bearer $LAB_TOKEN" "$LAB_DIR/tls9443.jsonl")"
+expect_eq "... the row names the rule" "gh https 200" \
+	"$(logq path=/api --field inject) $(logq path=/api --field kind) $(logq path=/api --field status)"
+out=$(hx env REQUESTS_CA_BUNDLE="$CA" "$PY" -c '
+import requests, sys
+r = requests.get("https://api.test:9443/api", proxies={"https": sys.argv[1]}, timeout=10)
+print(r.status_code, r.text.strip())' "$PROXY_URL" 2>&1)
+expect_eq "python requests gets the credential injected" "200 api ok" "$out"
+out=$(hx env https_proxy="$PROXY_URL" wget -q -O - --ca-certificate="$CA" https://api.test:9443/api 2>&1)
+expect_eq "wget gets the credential injected" "api ok" "$out"
+
+# a query parameter rule
+out=$(icurl -o /dev/null -w '%{http_code}' 'https://api.test:9443/q?a=1&key=placeholder' 2>&1)
+expect_eq "a query rule: served" 200 "$out"
+expect_re "... the origin saw key= set to the secret, other parameters kept" \
+	"GET /q\\?a=1&key=$LAB_TOKEN HTTP" "$(oq 'line~/q?' --field line)"
+expect_eq "... the row keeps the client's path, not the secret" "/q?a=1&key=placeholder qp" \
+	"$(logq 'path~/q?' --field path) $(logq 'path~/q?' --field inject)"
+
+# reflection: every way the secret can come back is masked
+stars=$(printf "%${#LAB_TOKEN}s" | tr ' ' '*')
+for mode in cl chunked eof; do
+	out=$(icurl -D - "https://api.test:9443/reflect?mode=$mode" 2>&1 | tr -d '\r')
+	expect_eq "reflected secret ($mode body, 3-byte pieces): never in what the client gets" 0 \
+		"$(printf '%s' "$out" | grep -c "$LAB_TOKEN")"
+	expect_eq "... masked with as many '*' in the header and twice in the body" 3 \
+		"$(printf '%s' "$out" | grep -o "Bearer $stars" | wc -l)"
+	expect_eq "... the row counts three" 3 "$(logq "path=/reflect?mode=$mode" --field scrubbed)"
+done
+
+# require=: only the placeholder is replaced; a client's own credential is left alone
+out=$(icurl -w ' %{http_code}' -H 'Authorization: sandbox-placeholder' https://tls.test:9443/api 2>&1)
+expect_eq "require=: the placeholder is replaced with the credential" "api ok 200" "$(echo $out)"
+out=$(icurl -w ' %{http_code}' -H 'Authorization: Bearer mine' https://tls.test:9443/api?own 2>&1)
+expect_eq "require=: a client's own different credential is sent as it was (401 from the origin)" \
+	"unauthorized 401" "$(echo $out)"
+expect_eq "... the origin saw the client's value, no rule in the row" "1 null" \
+	"$(oq 'line~/api?own' | head -1; true) $(logq path=/api?own --field inject)"
+expect_eq "... and the client's value reached it unchanged" 1 \
+	"$(grep '/api?own' "$LAB_DIR/tls9443.jsonl" | grep -c 'Bearer mine')"
+
+# a rule without unattributed=yes does not serve an unattributed client, even on a passthrough host
+out=$(icurl -w ' %{http_code}' --cacert "$CA" https://pass.test:9443/api 2>&1)
+expect_eq "a host a rule injects for is decrypted although listed as passthrough" 1 \
+	"$(logq kind=https host=pass.test)"
+expect_eq "... and an unattributed client gets no credential from a rule that serves only stamped ones" \
+	"unauthorized 401 null" "$(echo $out) $(logq kind=https host=pass.test --field inject)"
+
+# a secret that cannot be had: the request is not sent
+out=$(icurl -w ' %{http_code}' https://api.test:9443/missing 2>&1)
+expect_re "a rule whose secret is missing: 502 naming the rule and why" \
+	"rule missing: the environment variable SLUICE_LAB_UNSET is not set.* 502$" "$(echo $out)"
+expect_eq "... nothing reached the origin" 0 "$(oq 'line~/missing')"
+
+# a body over its host's limit: 413 before any injection
+out=$(icurl -o /dev/null -w '%{http_code}' -d "$(head -c 200 /dev/zero | tr '\0' a)" \
+	https://api.test:9443/api?big 2>&1)
+expect_eq "a body over body-limit: 413" 413 "$out"
+expect_eq "... nothing reached the origin, no rule applied" "0 null" \
+	"$(oq 'line~/api?big') $(logq path=/api?big --field inject)"
+
+# the secret is never written anywhere
+expect_eq "the secret appears in no log row" 0 "$(grep -c "$LAB_TOKEN" "$NETLOG")"
+expect_eq "... nor in the proxy's stderr" 0 "$(grep -c "$LAB_TOKEN" "$LAB_DIR/proxy.err")"
+
+# overlapping rules refuse to load
+lab_write_conf "intercept on" 'inject a host=x.test path=/v1 header=X-A env=A' \
+	'inject b host=x.test path=/v1/deep header=X-B env=B'
+out=$(sl check "$CONF" 2>&1)
+expect_re "two rules that could match one request refuse to load, naming both" "\\b(a|b)\\b.*\\b(a|b)\\b" \
+	"$(printf '%s' "$out" | grep -i overlap)"
+lab_done
