@@ -10,8 +10,26 @@
  *   throughput  one connection per slot (CONNECT first with --proxy) carrying
  *               GETs of PATH back to back; body bytes per second is the figure
  *
+ * and the same over TLS, the target being a TLS server (with --proxy one
+ * that intercepts: the handshake meets the proxy's leaf):
+ *
+ *   tls-connect     new TCP connection, CONNECT (with --proxy), TLS
+ *                   handshake, GET PATH, close_notify, close; per operation
+ *   tls-keepalive   one CONNECT and handshake per client connection, then
+ *                   origin-form GETs inside it (the first operation on a
+ *                   connection includes its CONNECT and handshake)
+ *   tls-throughput  as throughput, inside TLS
+ *
+ * TLS verifies the server against --cafile FILE (required) and the name
+ * --sni NAME (default: the target's address). A host name is sent as SNI and
+ * checked against the certificate's DNS names; an IP address is checked
+ * against its IP addresses and, as curl and browsers do (RFC 6066 section 3
+ * has no literal addresses in SNI), not sent. ALPN offers http/1.1. Every
+ * handshake is a full one: sessions are never resumed.
+ *
  *   load MODE --target ADDR:PORT [--proxy ADDR:PORT] [-c CONCURRENCY]
  *        [-n MAX_OPS] [-t MAX_SECONDS] [--path PATH] [--op-timeout-ms MS]
+ *        [--cafile FILE] [--sni NAME]
  *
  * Prints one line of key=value figures on stdout (first errors go to stderr):
  *
@@ -46,6 +64,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "tlsio.h"
+
 #define LOAD_HEAD_MAX 8192              /* response head ceiling */
 #define LOAD_REQ_MAX 1024               /* a request head we send */
 #define LOAD_READ_CHUNK (256 * 1024)    /* bytes per read() */
@@ -66,6 +90,7 @@ enum slot_state {
 	SLOT_CONNECTING,   /* TCP handshake in flight */
 	SLOT_SEND_CONNECT, /* writing the CONNECT head */
 	SLOT_READ_CONNECT, /* reading the proxy's reply to CONNECT */
+	SLOT_TLS_HANDSHAKE, /* TLS modes: the client handshake in flight */
 	SLOT_SEND_REQUEST, /* writing the GET head */
 	SLOT_READ_HEAD,    /* reading the response head */
 	SLOT_READ_BODY,    /* reading the response body */
@@ -108,6 +133,7 @@ struct resp {
 
 struct slot {
 	int fd;                  /* -1 when SLOT_IDLE */
+	SSL *ssl;                /* TLS modes, once the handshake began; owned */
 	enum slot_state state;
 	const char *out;         /* head being written: not owned */
 	size_t outlen;
@@ -121,6 +147,9 @@ struct slot {
 struct load {
 	enum mode mode;
 	bool via_proxy;
+	SSL_CTX *tls;                /* TLS modes only; owned */
+	const char *sni;             /* TLS: the name verified (and sent if not an IP) */
+	bool sni_is_ip;
 	struct sockaddr_in dial;     /* the proxy with --proxy, else the target */
 	char connect_req[LOAD_REQ_MAX];
 	size_t connect_len;
@@ -399,6 +428,10 @@ static bool load_may_start(const struct load *l, uint64_t now)
 
 static void slot_close(struct slot *s)
 {
+	if (s->ssl) {
+		SSL_free(s->ssl);
+		s->ssl = NULL;
+	}
 	if (s->fd != -1)
 		close(s->fd); /* also leaves the epoll set */
 	s->fd = -1;
@@ -410,9 +443,16 @@ static int slot_fail(struct load *l, struct slot *s, const char *what,
 		     int err)
 {
 	l->errors++;
-	if (l->errors <= LOAD_REPORT_ERRORS)
-		fprintf(stderr, "load: %s%s%s\n", what, err ? ": " : "",
-			err ? strerror(err) : "");
+	if (l->errors <= LOAD_REPORT_ERRORS) {
+		unsigned long e = ERR_peek_last_error();
+		char tls[256] = "";
+
+		if (e)
+			ERR_error_string_n(e, tls, sizeof(tls));
+		fprintf(stderr, "load: %s%s%s%s%s\n", what, err ? ": " : "",
+			err ? strerror(err) : "", e ? ": " : "", tls);
+	}
+	ERR_clear_error();
 	if (l->errors == LOAD_REPORT_ERRORS)
 		fprintf(stderr, "load: further errors only counted\n");
 	slot_close(s);
@@ -445,6 +485,9 @@ static void slot_op_done(struct load *l, struct slot *s)
 		l->lat[l->nlat++] = us > UINT32_MAX ? UINT32_MAX : (uint32_t)us;
 	if (l->mode == MODE_CONNECT || s->resp.close ||
 	    !load_may_start(l, now)) {
+		/* a TLS client says goodbye as curl does; nothing waits for it */
+		if (s->ssl && l->mode == MODE_CONNECT)
+			SSL_shutdown(s->ssl);
 		slot_close(s);
 		return;
 	}
@@ -473,6 +516,43 @@ static void slot_retry(struct load *l, struct slot *s)
 	l->retries++;
 	slot_close(s);
 	slot_open(l, s);
+}
+
+static ssize_t slot_recv(struct slot *s, void *p, size_t n)
+{
+	if (!s->ssl)
+		return read(s->fd, p, n);
+	ERR_clear_error();
+	return tlsio_result(s->ssl, SSL_read(s->ssl, p, (int)n), NULL);
+}
+
+static ssize_t slot_xmit(struct slot *s, const void *p, size_t n)
+{
+	if (!s->ssl)
+		return send(s->fd, p, n, MSG_NOSIGNAL);
+	ERR_clear_error();
+	return tlsio_result(s->ssl, SSL_write(s->ssl, p, (int)n), NULL);
+}
+
+/* Start the client handshake on the slot's connection; 0, or -1 (failed). */
+static int slot_tls_begin(struct load *l, struct slot *s)
+{
+	X509_VERIFY_PARAM *vp;
+
+	s->ssl = SSL_new(l->tls);
+	if (!s->ssl || SSL_set_fd(s->ssl, s->fd) != 1)
+		return slot_fail(l, s, "tls setup", 0);
+	vp = SSL_get0_param(s->ssl);
+	if (l->sni_is_ip) {
+		if (X509_VERIFY_PARAM_set1_ip_asc(vp, l->sni) != 1)
+			return slot_fail(l, s, "tls setup", 0);
+	} else if (SSL_set_tlsext_host_name(s->ssl, l->sni) != 1 ||
+		   X509_VERIFY_PARAM_set1_host(vp, l->sni, 0) != 1) {
+		return slot_fail(l, s, "tls setup", 0);
+	}
+	SSL_set_connect_state(s->ssl);
+	s->state = SLOT_TLS_HANDSHAKE;
+	return 0;
 }
 
 /*
@@ -514,6 +594,8 @@ static int slot_consume(struct load *l, struct slot *s, const char *p,
 				if (n > 0)
 					return slot_fail(l, s,
 							 "bytes before the request", 0);
+				if (l->tls)
+					return slot_tls_begin(l, s);
 				slot_send_request(l, s);
 				return 0;
 			}
@@ -565,8 +647,8 @@ static int slot_consume(struct load *l, struct slot *s, const char *p,
 static int slot_write(struct slot *s)
 {
 	while (s->outoff < s->outlen) {
-		ssize_t n = send(s->fd, s->out + s->outoff,
-				 s->outlen - s->outoff, MSG_NOSIGNAL);
+		ssize_t n = slot_xmit(s, s->out + s->outoff,
+				      s->outlen - s->outoff);
 
 		if (n == -1) {
 			if (errno == EINTR)
@@ -603,12 +685,37 @@ static void slot_drive(struct load *l, struct slot *s, uint32_t events)
 				slot_fail(l, s, "connect", err);
 				return;
 			}
-			if (l->via_proxy && l->mode != MODE_KEEPALIVE)
+			if (l->via_proxy &&
+			    (l->mode != MODE_KEEPALIVE || l->tls))
 				slot_send(s, SLOT_SEND_CONNECT, l->connect_req,
 					  l->connect_len);
-			else
+			else if (l->tls) {
+				if (slot_tls_begin(l, s) == -1)
+					return;
+			} else
 				slot_send_request(l, s);
 			break;
+		case SLOT_TLS_HANDSHAKE:
+			ERR_clear_error();
+			if (tlsio_result(s->ssl, SSL_do_handshake(s->ssl), NULL) == -1 &&
+			    errno == EAGAIN)
+				return;
+			if (SSL_is_init_finished(s->ssl)) {
+				s->deadline = now_ns() + l->op_timeout;
+				slot_send_request(l, s);
+				break;
+			}
+			if (SSL_get_verify_result(s->ssl) != X509_V_OK) {
+				char what[160];
+
+				snprintf(what, sizeof(what), "tls verify: %s",
+					 X509_verify_cert_error_string(
+						 SSL_get_verify_result(s->ssl)));
+				slot_fail(l, s, what, 0);
+			} else {
+				slot_fail(l, s, "tls handshake", 0);
+			}
+			return;
 		case SLOT_SEND_CONNECT:
 		case SLOT_SEND_REQUEST:
 			rc = slot_write(s);
@@ -630,7 +737,7 @@ static void slot_drive(struct load *l, struct slot *s, uint32_t events)
 		case SLOT_READ_CONNECT:
 		case SLOT_READ_HEAD:
 		case SLOT_READ_BODY:
-			n = read(s->fd, scratch, sizeof(scratch));
+			n = slot_recv(s, scratch, sizeof(scratch));
 			if (n == -1) {
 				if (errno == EINTR)
 					continue;
@@ -817,7 +924,7 @@ static int load_format_requests(struct load *l, const char *target,
 	if (w < 0 || (size_t)w >= sizeof(l->connect_req))
 		return -1;
 	l->connect_len = (size_t)w;
-	if (l->via_proxy && l->mode == MODE_KEEPALIVE)
+	if (l->via_proxy && l->mode == MODE_KEEPALIVE && !l->tls)
 		w = snprintf(l->get_req, sizeof(l->get_req),
 			     "GET http://%s%s HTTP/1.1\r\nHost: %s\r\n\r\n",
 			     target, path, target);
@@ -830,12 +937,45 @@ static int load_format_requests(struct load *l, const char *target,
 	return 0;
 }
 
+/*
+ * The client context of the TLS modes: TLS 1.2 or later, the server
+ * verified against cafile, ALPN http/1.1, no session cache (every handshake
+ * a full one). NULL after a message.
+ */
+static SSL_CTX *load_tls_context(const char *cafile)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+
+	if (!ctx)
+		goto fail;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF |
+				 SSL_OP_NO_TICKET);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	/* fewer read(2)s for bulk bodies: whole socket buffers at a time */
+	SSL_CTX_set_read_ahead(ctx, 1);
+	SSL_CTX_set_default_read_buffer_len(ctx, 64 * 1024);
+	if (SSL_CTX_load_verify_locations(ctx, cafile, NULL) != 1 ||
+	    SSL_CTX_set_alpn_protos(ctx, (const unsigned char *)"\x08http/1.1",
+				    9) != 0)
+		goto fail;
+	return ctx;
+fail:
+	fprintf(stderr, "load: --cafile %s: %s\n", cafile,
+		ERR_reason_error_string(ERR_peek_last_error()) ?
+		ERR_reason_error_string(ERR_peek_last_error()) : "failed");
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: load connect|keepalive|throughput --target ADDR:PORT\n"
-		"            [--proxy ADDR:PORT] [-c CONCURRENCY] [-n MAX_OPS]\n"
-		"            [-t MAX_SECONDS] [--path PATH] [--op-timeout-ms MS]\n");
+		"usage: load [tls-]connect|[tls-]keepalive|[tls-]throughput\n"
+		"            --target ADDR:PORT [--proxy ADDR:PORT] [-c CONCURRENCY]\n"
+		"            [-n MAX_OPS] [-t MAX_SECONDS] [--path PATH]\n"
+		"            [--op-timeout-ms MS] [--cafile FILE] [--sni NAME]\n");
 }
 
 int main(int argc, char **argv)
@@ -845,12 +985,17 @@ int main(int argc, char **argv)
 		{ "proxy", required_argument, NULL, 'P' },
 		{ "path", required_argument, NULL, 'p' },
 		{ "op-timeout-ms", required_argument, NULL, 'o' },
+		{ "cafile", required_argument, NULL, 'A' },
+		{ "sni", required_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const char *const mode_names[] = { "connect", "keepalive",
 						  "throughput" };
 	static struct load l;
 	const char *target = NULL, *proxy = NULL, *path = NULL;
+	const char *cafile = NULL, *sni = NULL, *mode_arg;
+	char target_host[64];
+	struct in_addr ip;
 	uint64_t conc = 1, secs = 5, timeout_ms = 5000, elapsed;
 	struct sockaddr_in target_sin;
 	double dsecs;
@@ -862,11 +1007,14 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
-	if (strcmp(argv[1], "connect") == 0)
+	mode_arg = argv[1];
+	if (strncmp(mode_arg, "tls-", 4) == 0)
+		mode_arg += 4;
+	if (strcmp(mode_arg, "connect") == 0)
 		l.mode = MODE_CONNECT;
-	else if (strcmp(argv[1], "keepalive") == 0)
+	else if (strcmp(mode_arg, "keepalive") == 0)
 		l.mode = MODE_KEEPALIVE;
-	else if (strcmp(argv[1], "throughput") == 0)
+	else if (strcmp(mode_arg, "throughput") == 0)
 		l.mode = MODE_THROUGHPUT;
 	else {
 		usage();
@@ -883,6 +1031,12 @@ int main(int argc, char **argv)
 			break;
 		case 'p':
 			path = optarg;
+			break;
+		case 'A':
+			cafile = optarg;
+			break;
+		case 'S':
+			sni = optarg;
 			break;
 		case 'o':
 			if (parse_num("--op-timeout-ms", optarg, 1, 600000,
@@ -926,6 +1080,26 @@ int main(int argc, char **argv)
 	if (!proxy)
 		l.dial = target_sin;
 	l.via_proxy = proxy != NULL;
+	if (mode_arg != argv[1]) {
+		if (!cafile) {
+			fprintf(stderr, "load: %s: --cafile is required\n",
+				argv[1]);
+			return 2;
+		}
+		if (!sni) {
+			/* parse_addr accepted it: ADDR:PORT, ADDR short */
+			size_t hl = (size_t)(strrchr(target, ':') - target);
+
+			memcpy(target_host, target, hl);
+			target_host[hl] = '\0';
+			sni = target_host;
+		}
+		l.sni = sni;
+		l.sni_is_ip = inet_pton(AF_INET, sni, &ip) == 1;
+		l.tls = load_tls_context(cafile);
+		if (!l.tls)
+			return 1;
+	}
 	if (load_format_requests(&l, target, path) == -1) {
 		fprintf(stderr, "load: --path: too long\n");
 		return 2;
@@ -938,7 +1112,7 @@ int main(int argc, char **argv)
 	l.lat = calloc(l.latcap, sizeof(*l.lat));
 	if (!l.lat) {
 		perror("load: latency array");
-		return 1;
+		goto out_free_tls;
 	}
 	l.slots = calloc((size_t)l.nslots, sizeof(*l.slots));
 	if (!l.slots) {
@@ -960,10 +1134,10 @@ int main(int argc, char **argv)
 
 	qsort(l.lat, l.nlat, sizeof(*l.lat), cmp_u32);
 	dsecs = (double)elapsed / 1e9;
-	printf("mode=%s c=%d ops=%" PRIu64 " secs=%.3f ops_per_s=%.1f "
+	printf("mode=%s%s c=%d ops=%" PRIu64 " secs=%.3f ops_per_s=%.1f "
 	       "p50_us=%" PRIu32 " p99_us=%" PRIu32 " bytes=%" PRIu64
 	       " bytes_per_s=%.0f errors=%" PRIu64 " retries=%" PRIu64 "\n",
-	       mode_names[l.mode], l.nslots, l.done, dsecs,
+	       l.tls ? "tls-" : "", mode_names[l.mode], l.nslots, l.done, dsecs,
 	       dsecs > 0 ? (double)l.done / dsecs : 0.0,
 	       percentile(l.lat, l.nlat, 50), percentile(l.lat, l.nlat, 99),
 	       l.bytes, dsecs > 0 ? (double)l.bytes / dsecs : 0.0, l.errors,
@@ -980,5 +1154,8 @@ out_free_slots:
 out_free_lat:
 	free(l.lat);
 	l.lat = NULL;
+out_free_tls:
+	SSL_CTX_free(l.tls);
+	l.tls = NULL;
 	return ret;
 }

@@ -2,16 +2,21 @@
  * origin.c: the benchmark's origin server, one HTTP/1.1 responder on a
  * loopback port, fast enough that it is never the thing being measured.
  *
- *   origin 127.0.0.1:PORT
+ *   origin 127.0.0.1:PORT [--tls 127.0.0.1:TLSPORT CERT KEY]
  *
  *   GET /small            200, a 100-byte body, keep-alive
  *   GET /big?bytes=N      200, N bytes streamed from a static buffer
  *   anything else         404 (400 and close if the head is unreadable)
  *
+ * With --tls the same routes are also served over TLS (OpenSSL, TLS 1.2
+ * or later, CERT a PEM chain and KEY its PEM key) on a second port: the
+ * same loop, each connection's bytes going through its own SSL object.
+ *
  * Single-threaded, edge-triggered epoll. Requests on one connection are
  * served in order. It deliberately does not read request bodies, speak
- * chunked, time anything out or listen beyond 127.0.0.0/8: the load
- * generator bounds every run and the run script kills it by pid.
+ * chunked, time anything out, ask for client certificates or listen beyond
+ * 127.0.0.0/8: the load generator bounds every run and the run script kills
+ * it by pid.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,6 +35,11 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "tlsio.h"
+
 #define ORIGIN_HEAD_MAX 8192              /* request head ceiling */
 #define ORIGIN_OUT_MAX 512                /* response head (+ small body) */
 #define ORIGIN_BIG_CHUNK (1024 * 1024)    /* bytes per write of a big body */
@@ -37,8 +47,16 @@
 #define ORIGIN_SMALL_BODY 100
 #define ORIGIN_MAX_EVENTS 256
 
+/* A listening socket; ctx is NULL for plain HTTP. */
+struct listener {
+	int fd;
+	SSL_CTX *ctx; /* owned */
+};
+
 struct conn {
 	int fd;
+	SSL *ssl;                 /* TLS connections only; owned */
+	bool handshaken;          /* the TLS handshake is done */
 	char in[ORIGIN_HEAD_MAX]; /* unparsed request bytes */
 	size_t inlen;
 	char out[ORIGIN_OUT_MAX]; /* response head, and the whole /small body */
@@ -49,12 +67,38 @@ struct conn {
 };
 
 static char big_body[ORIGIN_BIG_CHUNK];
+static struct listener listeners[2]; /* plain, then TLS (fd -1 if none) */
 
 static void conn_close(int ep, struct conn *c)
 {
+	if (c->ssl) {
+		/* our own close (Connection: close) gets a close_notify */
+		if (c->handshaken && c->close_after)
+			SSL_shutdown(c->ssl);
+		SSL_free(c->ssl);
+		c->ssl = NULL;
+	}
 	epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	free(c);
+}
+
+static ssize_t conn_read(struct conn *c, void *p, size_t n)
+{
+	if (!c->ssl)
+		return read(c->fd, p, n);
+	ERR_clear_error();
+	return tlsio_result(c->ssl, SSL_read(c->ssl, p, (int)n), NULL);
+}
+
+/* Write the first non-empty iov (TLS) or all of them (plain). */
+static ssize_t conn_writev(struct conn *c, const struct iovec *iov, int niov)
+{
+	if (!c->ssl)
+		return writev(c->fd, iov, niov);
+	ERR_clear_error();
+	return tlsio_result(c->ssl, SSL_write(c->ssl, iov[0].iov_base, (int)iov[0].iov_len),
+			    NULL);
 }
 
 static bool conn_writing(const struct conn *c)
@@ -214,7 +258,7 @@ static int conn_flush(struct conn *c)
 					    (size_t)c->body_left : sizeof(big_body);
 			niov++;
 		}
-		n = writev(c->fd, iov, niov);
+		n = conn_writev(c, iov, niov);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
@@ -238,6 +282,16 @@ static int conn_flush(struct conn *c)
 /* Make all the progress the socket allows; returns -1 to close. */
 static int conn_drive(struct conn *c)
 {
+	if (c->ssl && !c->handshaken) {
+		int rc;
+
+		ERR_clear_error();
+		rc = SSL_accept(c->ssl);
+		if (rc != 1)
+			return tlsio_result(c->ssl, rc, NULL) == -1 && errno == EAGAIN ?
+			       0 : -1;
+		c->handshaken = true;
+	}
 	for (;;) {
 		char *end;
 		ssize_t n;
@@ -259,7 +313,7 @@ static int conn_drive(struct conn *c)
 		}
 		if (c->inlen == sizeof(c->in))
 			return -1;
-		n = read(c->fd, c->in + c->inlen, sizeof(c->in) - c->inlen);
+		n = conn_read(c, c->in + c->inlen, sizeof(c->in) - c->inlen);
 		if (n == 0)
 			return -1;
 		if (n == -1) {
@@ -271,7 +325,7 @@ static int conn_drive(struct conn *c)
 	}
 }
 
-static void accept_all(int ep, int lfd)
+static void accept_all(int ep, const struct listener *lis)
 {
 	for (;;) {
 		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT | EPOLLET };
@@ -279,7 +333,7 @@ static void accept_all(int ep, int lfd)
 		int one = 1;
 		int fd;
 
-		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		fd = accept4(lis->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
@@ -293,9 +347,20 @@ static void accept_all(int ep, int lfd)
 			continue;
 		}
 		c->fd = fd;
+		if (lis->ctx) {
+			c->ssl = SSL_new(lis->ctx);
+			if (!c->ssl || SSL_set_fd(c->ssl, fd) != 1) {
+				SSL_free(c->ssl);
+				close(fd);
+				free(c);
+				continue;
+			}
+			SSL_set_accept_state(c->ssl);
+		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		ev.data.ptr = c;
 		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == -1) {
+			SSL_free(c->ssl);
 			close(fd);
 			free(c);
 			continue;
@@ -342,30 +407,76 @@ bad:
 	return -1;
 }
 
+/* The TLS listener's context: CERT (PEM chain) and KEY; NULL after a message. */
+static SSL_CTX *tls_context(const char *cert, const char *key)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+	if (!ctx)
+		goto fail;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF |
+				 SSL_OP_NO_RENEGOTIATION);
+	/* a blocked write is retried from wherever the queue then starts */
+	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
+			      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 ||
+	    SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ||
+	    SSL_CTX_check_private_key(ctx) != 1)
+		goto fail;
+	return ctx;
+fail:
+	fprintf(stderr, "origin: TLS %s %s: %s\n", cert, key,
+		ERR_reason_error_string(ERR_peek_last_error()) ?
+		ERR_reason_error_string(ERR_peek_last_error()) : "failed");
+	SSL_CTX_free(ctx);
+	return NULL;
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: origin 127.0.0.1:PORT [--tls 127.0.0.1:PORT CERT KEY]\n");
+}
+
 int main(int argc, char **argv)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
 	struct epoll_event evs[ORIGIN_MAX_EVENTS];
-	int ep, lfd;
+	int ep;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: origin 127.0.0.1:PORT\n");
+	if (argc != 2 && (argc != 6 || strcmp(argv[2], "--tls") != 0)) {
+		usage();
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	memset(big_body, 'x', sizeof(big_body));
-	lfd = listen_on(argv[1]);
-	if (lfd == -1)
+	listeners[0].fd = listen_on(argv[1]);
+	listeners[1].fd = -1;
+	if (listeners[0].fd == -1)
 		return 1;
+	if (argc == 6) {
+		listeners[1].ctx = tls_context(argv[4], argv[5]);
+		if (!listeners[1].ctx)
+			return 1;
+		listeners[1].fd = listen_on(argv[3]);
+		if (listeners[1].fd == -1)
+			return 1;
+	}
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep == -1) {
 		perror("origin: epoll_create1");
 		return 1;
 	}
-	ev.data.ptr = NULL;
-	if (epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev) == -1) {
-		perror("origin: epoll_ctl");
-		return 1;
+	for (int i = 0; i < 2; i++) {
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
+
+		if (listeners[i].fd == -1)
+			continue;
+		ev.data.ptr = &listeners[i];
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, listeners[i].fd, &ev) == -1) {
+			perror("origin: epoll_ctl");
+			return 1;
+		}
 	}
 	for (;;) {
 		int n = epoll_wait(ep, evs, ORIGIN_MAX_EVENTS, -1);
@@ -377,12 +488,12 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		for (int i = 0; i < n; i++) {
-			struct conn *c = evs[i].data.ptr;
+			void *p = evs[i].data.ptr;
 
-			if (!c)
-				accept_all(ep, lfd);
-			else if (conn_drive(c) == -1)
-				conn_close(ep, c);
+			if (p == &listeners[0] || p == &listeners[1])
+				accept_all(ep, p);
+			else if (conn_drive(p) == -1)
+				conn_close(ep, p);
 		}
 	}
 }
