@@ -345,8 +345,28 @@ static void start_request(struct session *s, const struct http_request *req, siz
 		return;
 	}
 	/* a body over its cap is refused before any credential is fetched */
-	if (inject_begin(s, req) == -1)
+	switch (inject_begin(s, req)) {
+	case -1:
 		return;
+	case 1:
+		/* its token is being minted: this head is read again when it is */
+		r->active = false;
+		s->nreq--;
+		s->phase_ms = session_now(s);
+		session_enter(s, SS_TOKEN);
+		return;
+	}
+	if (s->reissued) {
+		s->reissued = false;
+		snprintf(r->detail, sizeof(r->detail), "re-issued once with a new token after a 401");
+	} else if (r->minted != NULL && req->body == HTTP_BODY_NONE) {
+		/* kept to re-issue once if the token is refused (401) */
+		r->rehead = malloc(len);
+		if (r->rehead != NULL) {
+			memcpy(r->rehead, buf_head(&s->cin), len);
+			r->rehead_len = len;
+		}
+	}
 	r->req_body = req->body;
 	r->req_left = req->content_length;
 	r->req_done = req->body == HTTP_BODY_NONE ||
@@ -358,8 +378,11 @@ static void start_request(struct session *s, const struct http_request *req, siz
 			       "request head too large to forward");
 		return;
 	}
-	if (!r->injected)
+	if (r->injected)
+		snprintf(r->inject_name, sizeof(r->inject_name), "%s", r->rule->name);
+	else
 		inject_end(s); /* require= without its placeholder: sent as it was */
+	r->rule = NULL;
 	buf_consume(&s->cin, len);
 	if (s->ufd >= 0) {
 		/*
@@ -526,6 +549,36 @@ static int build_client_head(struct session *s, const struct http_response *resp
 	return put(b, "\r\n", 2);
 }
 
+/*
+ * The upstream refused the minted token (401) of a bodiless request: mark
+ * the token stale, drop this upstream and its answer, and put the client's
+ * head back in front of what it sent since, to be judged and sent once
+ * more (a second 401 goes to the client). Returns true when re-issued.
+ */
+static bool reissue(struct session *s)
+{
+	struct request *r = &s->r;
+	struct buf b;
+
+	buf_init(&b, HEAD_MAX + buf_len(&s->cin));
+	if (buf_append(&b, r->rehead, r->rehead_len) == -1 ||
+	    buf_append(&b, buf_head(&s->cin), buf_len(&s->cin)) == -1) {
+		buf_release(&b);
+		return false;
+	}
+	token_stale(r->minted);
+	buf_release(&s->cin);
+	s->cin = b;
+	dial_close(s);
+	inject_end(s);
+	r->active = false; /* no row for the refused try; the re-issued one says so */
+	s->nreq--;
+	s->reissued = true;
+	s->head_ms = session_now(s);
+	session_enter(s, SS_HEAD);
+	return true;
+}
+
 /* Parse the response head in uin. Returns 1 progress, 0 need more, -1 refused. */
 static int response_head(struct session *s)
 {
@@ -542,6 +595,8 @@ static int response_head(struct session *s)
 			       "%s sent a response sluice-proxy cannot pass on", r->t.host.name);
 		return -1;
 	}
+	if (resp.status == 401 && r->rehead != NULL && r->injected && reissue(s))
+		return -1; /* the same request again, with a new token */
 	if (resp.status >= 200) {
 		r->resp_head = true;
 		r->status = resp.status;

@@ -18,8 +18,9 @@
  * so a secret split across chunks is found too (trailers are dropped).
  * The row names the rule and counts what was masked.
  *
- * Not yet: token commands (a rule with command= refuses with a 502 that
- * says so) and the re-mint on an upstream 401.
+ * A command rule's token comes from token.c: a request whose token is
+ * being minted waits (SS_TOKEN); a bodiless request answered 401 has its
+ * token minted again and is re-issued once (exchange.c keeps its head).
  */
 #include "session.h"
 
@@ -52,12 +53,17 @@ void inject_end(struct session *s)
 	secret_wipe(r);
 	scrub_free(r->scrub);
 	r->scrub = NULL;
+	free(r->rehead);
+	r->rehead = NULL;
+	r->rehead_len = 0;
 }
 
-/* The rule's secret into r->secret. Returns 0, or -1 with why[] filled. */
-static int secret_fetch(struct request *r, char *why, size_t size)
+/* The rule's secret into r->secret. Returns 0, 1 (a token is being minted), or -1 with why[]. */
+static int secret_fetch(struct session *s, char *why, size_t size)
 {
+	struct request *r = &s->r;
 	const struct inject_rule *rule = r->rule;
+	int k;
 	struct stat st;
 	char *buf = NULL;
 	size_t len = 0;
@@ -99,8 +105,10 @@ static int secret_fetch(struct request *r, char *why, size_t size)
 		buf[len] = '\0';
 		break;
 	case INJECT_COMMAND:
-		snprintf(why, size, "token commands are not supported yet");
-		return -1;
+		k = token_get(s, rule, &buf, &len, why, size);
+		if (k <= 0)
+			return k == 0 ? 1 : -1;
+		break;
 	}
 	if (len == 0 || len > INJECT_SECRET_MAX) {
 		snprintf(why, size, "the secret is empty or over %d bytes", INJECT_SECRET_MAX);
@@ -118,7 +126,9 @@ oom:
 
 /*
  * The request is allowed; find its rule and fetch the secret. Returns 0
- * (go on, with or without a credential) or -1 (refused: nothing is sent).
+ * (go on, with or without a credential), 1 (wait: its token is being
+ * minted; the request is asked again when it is) or -1 (refused: nothing
+ * is sent).
  */
 int inject_begin(struct session *s, const struct http_request *req)
 {
@@ -139,7 +149,10 @@ int inject_begin(struct session *s, const struct http_request *req)
 		r->rule = NULL;
 		return 0;
 	}
-	if (secret_fetch(r, why, sizeof(why)) == -1) {
+	switch (secret_fetch(s, why, sizeof(why))) {
+	case 1:
+		return 1;
+	case -1:
 		session_refuse(s, 502, "inject-failed", "http_request_error",
 			       "rule %s: %s; the request was not sent", r->rule->name, why);
 		return -1;

@@ -250,6 +250,7 @@ out_reload:
 out_resolve:
 	resolve_release(&px);
 out_loop:
+	token_release_all(&px);
 	for (size_t i = 0; i < px.nlisteners; i++) {
 		int fd = px.listeners[i].io.fd;
 		loop_io_del(px.loop, &px.listeners[i].io);

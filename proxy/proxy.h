@@ -10,6 +10,8 @@
  * refuse.c   refusal responses: status, Proxy-Status, a one-line body
  * replay.c   the stamp replay window, mapped from STATE/stamp.seen
  * tls.c      intercepting CONNECT: our CA's leaves, both handshakes
+ * inject.c   credentials onto decrypted requests; masking them in responses
+ * token.c    token commands: minted secrets, cached, run without blocking
  */
 #ifndef SLUICE_PROXY_H
 #define SLUICE_PROXY_H
@@ -74,10 +76,14 @@ struct proxy {
 	struct stamp_replay *replay;        /* boot ids and sequences seen: STATE/stamp.seen, mapped */
 	void *resolver; /* resolve.c's state */
 	struct tls *tls; /* tls.c's state; NULL: intercept off */
+	struct token *tokens; /* token.c: minted secrets, one per command source */
 };
 
 /* main.c */
 double proxy_now_ms(void);
+
+/* token.c */
+void token_release_all(struct proxy *px);
 
 /* tls.c */
 int tls_init(struct proxy *px);

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #define LINGER_MS 2000 /* reading and discarding after a refusal, at most */
+#define TOKEN_WAIT_MS 15000 /* a request waiting for its token, at most */
 
 static const char tunnel_ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
@@ -56,8 +57,8 @@ void session_log(struct session *s)
 	row.decision = r->decision;
 	row.reason = r->reason;
 	row.grant = r->grant[0] != '\0' ? r->grant : NULL;
-	row.inject = r->injected ? r->rule->name : NULL;
-	row.scrubbed = r->injected && r->scrub != NULL ? (int64_t)scrub_count(r->scrub) : -1;
+	row.inject = r->inject_name[0] != '\0' ? r->inject_name : NULL;
+	row.scrubbed = row.inject != NULL && r->scrub != NULL ? (int64_t)scrub_count(r->scrub) : -1;
 	row.dialed = r->dialed[0] != '\0' ? r->dialed : NULL;
 	row.up = r->up;
 	row.down = r->down;
@@ -283,6 +284,7 @@ static bool want_client_in(const struct session *s)
 	case SS_RESOLVE:
 	case SS_CONNECT:
 	case SS_TLS_CONNECT:
+	case SS_TOKEN:
 		break;
 	}
 	return false;
@@ -340,6 +342,8 @@ static void update_interest(struct session *s)
 	case SS_TLS_CONNECT:
 		u = s->u_tls_out ? EPOLLOUT : EPOLLIN;
 		break;
+	case SS_TOKEN:
+		break;
 	}
 	/* TLS that must write before it can read (or the reverse) */
 	if (s->cssl != NULL && s->c_tls_out)
@@ -382,6 +386,8 @@ void session_pump(struct session *s)
 		case SS_TLS_CONNECT:
 			tls_step_connect(s);
 			break;
+		case SS_TOKEN:
+			break; /* token.c wakes it */
 		}
 	} while (s->again && !s->closed);
 	s->pumping = false;
@@ -476,6 +482,8 @@ static uint64_t deadline(const struct session *s)
 		return s->phase_ms + c->connect_timeout_ms;
 	case SS_TLS_ACCEPT:
 		return s->active_ms + c->head_timeout_ms;
+	case SS_TOKEN:
+		return s->phase_ms + TOKEN_WAIT_MS;
 	case SS_HTTP:
 		/* an upload in progress is judged by idleness, the wait after it by response-timeout */
 		if (!s->r.resp_head && s->r.req_done)
@@ -547,6 +555,13 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 		snprintf(s->r.detail, sizeof(s->r.detail),
 			 "client TLS handshake not complete within %u s", c->head_timeout_ms / 1000);
 		session_close(s, NULL);
+		break;
+	case SS_TOKEN:
+		/* token.c fails the run first; this is the backstop */
+		s->token = NULL;
+		session_refuse(s, 504, "inject-failed", "http_request_error",
+			       "no token within %u s; the request was not sent",
+			       TOKEN_WAIT_MS / 1000);
 		break;
 	case SS_TLS_CONNECT:
 		session_refuse(s, 504, "connect-timeout", "connection_timeout",

@@ -10,6 +10,7 @@
  *             checked address, close
  * tls.c       an intercepted CONNECT: both handshakes, reads and writes
  *             through TLS
+ * inject.c    a request's credential and the scrubbing of its response
  */
 #ifndef SLUICE_SESSION_H
 #define SLUICE_SESSION_H
@@ -29,6 +30,7 @@ enum sess_state {
 	SS_TUNNEL,  /* relaying a CONNECT tunnel */
 	SS_TLS_ACCEPT,  /* an intercepted CONNECT: our 200, then the client's handshake */
 	SS_TLS_CONNECT, /* the upstream's TLS handshake (inside an intercepted CONNECT) */
+	SS_TOKEN,       /* a request waits for its rule's token command (token.c) */
 	SS_DRAIN,   /* sending a last response, then lingering, then close */
 };
 
@@ -75,8 +77,13 @@ struct request {
 	uint64_t body_cap; /* request body limit for this host; 0: none */
 
 	/* credential injection (inject.c), inside an intercepted CONNECT only */
-	const struct inject_rule *rule; /* the rule matching this request, or NULL */
+	const struct inject_rule *rule; /* the matching rule, only until the head is built (a
+					   reload frees the config it lives in) */
 	bool injected;                  /* the credential went upstream */
+	char inject_name[INJECT_NAME_MAX + 1]; /* the rule's name, for the row */
+	struct token *minted; /* the token command's cache the secret came from */
+	char *rehead;         /* a bodiless request's head, to re-issue once after a 401 */
+	size_t rehead_len;
 	char *secret;                   /* its value while the request lives; wiped */
 	size_t secret_len;
 	struct scrub *scrub;            /* masks it in the response */
@@ -130,6 +137,9 @@ struct session {
 	bool c_tls_out, u_tls_out; /* TLS must write before it can go on */
 	bool sni_bad;
 	char tls_err[128];
+	struct token *token; /* the token this session waits for (SS_TOKEN) */
+	bool token_waited;   /* woken from SS_TOKEN: a failed run fails this request */
+	bool reissued;       /* the request now being sent was re-issued after a 401 */
 
 	struct stamp stamp; /* verified on the first head; every request inherits it */
 	bool stamped;
@@ -169,6 +179,11 @@ void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events);
 /* exchange.c */
 void exchange_head(struct session *s);
 void exchange_http(struct session *s);
+
+/* token.c */
+int token_get(struct session *s, const struct inject_rule *r, char **val, size_t *len,
+	      char *why, size_t size);
+void token_stale(struct token *t);
 
 /* inject.c */
 int inject_begin(struct session *s, const struct http_request *req);

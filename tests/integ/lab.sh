@@ -141,6 +141,8 @@ fd00::5 mixed.test
 203.0.113.13 pass.test
 203.0.113.13 badcert.test
 203.0.113.13 api.test
+203.0.113.13 tok.test
+203.0.113.13 tokfail.test
 '
 # Addresses inet holds (origins listen on all of them).
 LAB_INET_V4="203.0.113.10 203.0.113.11 203.0.113.12 203.0.113.13 203.0.113.20 10.20.0.5 192.168.7.7 100.64.1.1 169.254.169.254 172.16.3.3 198.18.0.9 192.0.0.170"
@@ -254,7 +256,9 @@ NGX
 # lab_tls_origin: an nginx with TLS on 203.0.113.13:8443 in inet, its
 # certificate (tls.test, pass.test, api.test; not badcert.test) signed by a
 # test CA at $LAB_DIR/tls/ca.crt that no system trusts. Routes: / "tls ok",
-# /echo the request's Host, Authorization and any Sluice-Stamp. Also
+# /echo the request's Host, Authorization and any Sluice-Stamp, /git/ the
+# repositories under $LAB_DIR/tls/git through git-http-backend (fcgiwrap),
+# for "Authorization: Bearer $LAB_TOKEN" only. Also
 # origin.py over TLS on 203.0.113.13:9443 (records in $LAB_DIR/tls9443.jsonl;
 # /api wants "Authorization: Bearer $LAB_TOKEN", /reflect echoes it back).
 LAB_TOKEN=lab-secret-0123456789abcdef
@@ -267,7 +271,7 @@ lab_tls_origin() {
 		-addext "basicConstraints=critical,CA:TRUE" >/dev/null 2>&1 || lab_bail "test CA"
 	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=tls.test" \
 		-keyout "$d/srv.key" -out "$d/srv.csr" >/dev/null 2>&1 || lab_bail "origin key"
-	printf 'subjectAltName=DNS:tls.test,DNS:pass.test,DNS:api.test\nextendedKeyUsage=serverAuth\n' >"$d/ext"
+	printf 'subjectAltName=DNS:tls.test,DNS:pass.test,DNS:api.test,DNS:tok.test,DNS:tokfail.test\nextendedKeyUsage=serverAuth\n' >"$d/ext"
 	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
 		-days 2 -extfile "$d/ext" -out "$d/srv.crt" >/dev/null 2>&1 || lab_bail "origin cert"
 	cat >"$d/nginx.conf" <<NGX
@@ -293,9 +297,20 @@ http {
 		ssl_certificate_key $d/srv.key;
 		root $d/www;
 		location = /echo { return 200 "host=\$host auth=\$http_authorization stamp=\$http_sluice_stamp\n"; }
+		location ~ ^/git(/.*) {
+			if (\$http_authorization != "Bearer $LAB_TOKEN") { return 401; }
+			include /etc/nginx/fastcgi_params;
+			fastcgi_pass unix:$d/fcgi.sock;
+			fastcgi_param SCRIPT_FILENAME /usr/lib/git-core/git-http-backend;
+			fastcgi_param GIT_PROJECT_ROOT $d/git;
+			fastcgi_param GIT_HTTP_EXPORT_ALL "";
+			fastcgi_param PATH_INFO \$1;
+		}
 	}
 }
 NGX
+	mkdir -p "$d/git"
+	lab_bg "$INS" fcgiwrap -s "unix:$d/fcgi.sock"
 	lab_bg "$INS" nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log"
 	lab_bg "$INS" env ORIGIN_TOKEN="$LAB_TOKEN" "$PY" "$INTEG_DIR/origin.py" \
 		--log "$LAB_DIR/tls9443.jsonl" --tls "$d/srv.crt" "$d/srv.key" 203.0.113.13:9443

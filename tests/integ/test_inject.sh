@@ -4,7 +4,9 @@
 # value; a reflected secret is masked in headers and bodies (Content-Length,
 # chunked, read to EOF, written in 3-byte pieces); require= leaves a
 # client's own credential alone; a rule serves unattributed clients only
-# when it says so; a secret that cannot be had refuses the request;
+# when it says so; a secret that cannot be had refuses the request; a
+# token command's token is cached, minted again and the request re-issued
+# once after a 401, and a failing command refuses the request;
 # overlapping rules refuse to load; a body over its host's limit is refused
 # before anything is injected.
 source "$(dirname "$0")/lab.sh"
@@ -13,14 +15,28 @@ lab_tls_origin
 O=$LAB_DIR/tls/ca.crt
 lab_write_conf "intercept on" "allow api.test:9443" "allow tls.test:9443" "allow pass.test:9443" \
 	"passthrough pass.test" "upstream-ca api.test $O" "upstream-ca tls.test $O" \
-	"upstream-ca pass.test $O" "body-limit api.test 100" \
+	"upstream-ca pass.test $O" "body-limit api.test 1000" \
 	'inject gh host=api.test path=/api header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
 	'inject refl host=api.test path=/reflect header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
 	'inject missing host=api.test path=/missing header=Authorization env=SLUICE_LAB_UNSET unattributed=yes' \
 	"inject qp host=api.test path=/q query=key env=SLUICE_LAB_TOKEN unattributed=yes" \
 	'inject ph host=tls.test header=Authorization prefix="Bearer " require=sandbox-placeholder env=SLUICE_LAB_TOKEN unattributed=yes' \
-	'inject stamped host=pass.test header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN'
+	'inject stamped host=pass.test header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN' \
+	"allow api.test:8443" 'inject git host=api.test path=/git header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
+	"allow tok.test:9443" "allow tokfail.test:9443" "upstream-ca tok.test $O" "upstream-ca tokfail.test $O" \
+	"inject tok host=tok.test header=Authorization prefix=\"Bearer \" command=$LAB_DIR/mint.sh unattributed=yes" \
+	"inject tokfail host=tokfail.test header=Authorization command=$LAB_DIR/fail.sh unattributed=yes"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
+# the token command: counts its runs; its first token is one the origin refuses
+cat >"$LAB_DIR/mint.sh" <<SH
+#!/bin/sh
+n=\$(cat "$LAB_DIR/mint.count" 2>/dev/null || echo 0)
+echo \$((n + 1)) >"$LAB_DIR/mint.count"
+if [ "\$n" = 0 ]; then echo stale-token-value; else echo "$LAB_TOKEN"; fi
+echo 60
+SH
+printf '#!/bin/sh\necho oops >&2\nexit 3\n' >"$LAB_DIR/fail.sh"
+chmod 700 "$LAB_DIR/mint.sh" "$LAB_DIR/fail.sh"
 export SLUICE_LAB_TOKEN=$LAB_TOKEN
 lab_run_proxy
 unset SLUICE_LAB_TOKEN
@@ -41,6 +57,18 @@ print(r.status_code, r.text.strip())' "$PROXY_URL" 2>&1)
 expect_eq "python requests gets the credential injected" "200 api ok" "$out"
 out=$(hx env https_proxy="$PROXY_URL" wget -q -O - --ca-certificate="$CA" https://api.test:9443/api 2>&1)
 expect_eq "wget gets the credential injected" "api ok" "$out"
+
+# git clone over https from a server that wants the credential (git-http-backend)
+repo=$LAB_DIR/tls/git/repo.git
+git init -q --bare -b main "$repo" && git -C "$LAB_DIR" init -q src &&
+	git -C "$LAB_DIR/src" -c user.email=t@t -c user.name=t commit -q --allow-empty -m injected &&
+	git -C "$LAB_DIR/src" push -q "$repo" HEAD:refs/heads/main 2>/dev/null || not_ok "a test repository"
+out=$(hx git -c http.sslCAInfo="$O" clone -q https://api.test:8443/git/repo.git "$LAB_DIR/c0" 2>&1)
+expect_re "control: git clone straight to the server, without the credential, is refused" "401|Authentication|could not read" "$out"
+out=$(hx git -c http.proxy="$PROXY_URL" -c http.sslCAInfo="$CA" clone -q \
+	https://api.test:8443/git/repo.git "$LAB_DIR/c1" 2>&1 && git -C "$LAB_DIR/c1" log --format=%s)
+expect_eq "git clone through sluice: the credential is injected, the clone works" injected "$out"
+expect_ge "... every git request's row names the rule" 2 "$(logq host=api.test inject=git)"
 
 # a query parameter rule
 out=$(icurl -o /dev/null -w '%{http_code}' 'https://api.test:9443/q?a=1&key=placeholder' 2>&1)
@@ -79,6 +107,23 @@ expect_eq "a host a rule injects for is decrypted although listed as passthrough
 expect_eq "... and an unattributed client gets no credential from a rule that serves only stamped ones" \
 	"unauthorized 401 null" "$(echo $out) $(logq kind=https host=pass.test --field inject)"
 
+# a token command: minted on first use; the origin refuses the first token
+# (401), so it is minted again and the request re-issued once
+out=$(icurl -w ' %{http_code}' https://tok.test:9443/api 2>&1)
+expect_eq "a token command's credential: the 401 made it mint again and re-issue, the client sees 200" \
+	"api ok 200" "$(echo $out)"
+expect_eq "... the command ran twice" 2 "$(cat "$LAB_DIR/mint.count")"
+expect_eq "... one row, naming the rule and the re-issue" \
+	"1 tok re-issued once with a new token after a 401" \
+	"$(logq host=tok.test kind=https) $(logq host=tok.test kind=https --field inject) $(logq host=tok.test kind=https --field detail)"
+out=$(icurl -w ' %{http_code}' https://tok.test:9443/api?again 2>&1)
+expect_eq "... the next request uses the cached token (200, no new run)" "api ok 200 2" \
+	"$(echo $out) $(cat "$LAB_DIR/mint.count")"
+out=$(icurl -w ' %{http_code}' https://tokfail.test:9443/api 2>&1)
+expect_re "a failing token command: 502 naming the rule and why, nothing sent" \
+	"rule tokfail: the token command failed; the request was not sent.* 502$" "$(echo $out)"
+expect_eq "... the origin saw nothing from it" 0 "$(grep -c tokfail "$LAB_DIR/tls9443.jsonl")"
+
 # a secret that cannot be had: the request is not sent
 out=$(icurl -w ' %{http_code}' https://api.test:9443/missing 2>&1)
 expect_re "a rule whose secret is missing: 502 naming the rule and why" \
@@ -86,7 +131,7 @@ expect_re "a rule whose secret is missing: 502 naming the rule and why" \
 expect_eq "... nothing reached the origin" 0 "$(oq 'line~/missing')"
 
 # a body over its host's limit: 413 before any injection
-out=$(icurl -o /dev/null -w '%{http_code}' -d "$(head -c 200 /dev/zero | tr '\0' a)" \
+out=$(icurl -o /dev/null -w '%{http_code}' -d "$(head -c 2000 /dev/zero | tr '\0' a)" \
 	https://api.test:9443/api?big 2>&1)
 expect_eq "a body over body-limit: 413" 413 "$out"
 expect_eq "... nothing reached the origin, no rule applied" "0 null" \
