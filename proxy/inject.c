@@ -34,7 +34,6 @@
 
 #include "file.h"
 
-#define SCRUB_PIECE 8192 /* body bytes fed to the scrubber at a time */
 
 static void secret_wipe(struct request *r)
 {
@@ -229,7 +228,7 @@ int inject_scrub_head(struct session *s, size_t from)
 static int emit(struct session *s, const char *in, size_t n, bool chunk, bool end)
 {
 	struct scrub *sc = s->r.scrub;
-	char out[SCRUB_PIECE + SCRUB_MAX_LEN];
+	char out[INJECT_SCRUB_PIECE + SCRUB_MAX_LEN];
 	size_t used = 0, w = 0;
 
 	if (n > 0)
@@ -255,10 +254,9 @@ static int emit(struct session *s, const char *in, size_t n, bool chunk, bool en
 int inject_move_body(struct session *s)
 {
 	struct request *r = &s->r;
-	const size_t worst = SCRUB_PIECE + SCRUB_MAX_LEN + 32;
 	bool moved = false;
 
-	while (buf_len(&s->uin) > 0 && !r->resp_done && buf_room(&s->cout) >= worst) {
+	while (buf_len(&s->uin) > 0 && !r->resp_done && buf_room(&s->cout) >= INJECT_SCRUB_ROOM) {
 		const char *p = buf_head(&s->uin);
 		size_t n = buf_len(&s->uin);
 
@@ -270,8 +268,8 @@ int inject_move_body(struct session *s)
 
 				if (k > ch->remaining)
 					k = (size_t)ch->remaining;
-				if (k > SCRUB_PIECE)
-					k = SCRUB_PIECE;
+				if (k > INJECT_SCRUB_PIECE)
+					k = INJECT_SCRUB_PIECE;
 				if (http_chunked_scan(ch, p, k) != (ssize_t)k || emit(s, p, k, true, false))
 					return -1;
 				buf_consume(&s->uin, k);
@@ -291,8 +289,8 @@ int inject_move_body(struct session *s)
 		} else {
 			if (r->resp_body == HTTP_BODY_LENGTH && n > r->resp_left)
 				n = (size_t)r->resp_left;
-			if (n > SCRUB_PIECE)
-				n = SCRUB_PIECE;
+			if (n > INJECT_SCRUB_PIECE)
+				n = INJECT_SCRUB_PIECE;
 			if (r->resp_body == HTTP_BODY_LENGTH) {
 				r->resp_left -= n;
 				r->resp_done = r->resp_left == 0;

@@ -324,7 +324,9 @@ static void update_interest(struct session *s)
 			c |= EPOLLOUT;
 		if (buf_len(&s->uout) > 0)
 			u |= EPOLLOUT;
-		if (!r->resp_done && buf_room(&s->uin) > 0 && buf_room(&s->cout) > 0)
+		/* a scrubbed body moves only with room for a whole piece: wait for the client */
+		if (!r->resp_done && buf_room(&s->uin) > 0 &&
+		    buf_room(&s->cout) >= (r->scrub != NULL ? INJECT_SCRUB_ROOM : 1))
 			u |= EPOLLIN;
 		break;
 	case SS_TUNNEL:

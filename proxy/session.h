@@ -137,6 +137,7 @@ struct session {
 	bool c_tls_out, u_tls_out; /* TLS must write before it can go on */
 	bool sni_bad;
 	char tls_err[128];
+	char resume_key[HOST_NAME_MAX_LEN + 8]; /* "host:port" of the upstream TLS session */
 	struct token *token; /* the token this session waits for (SS_TOKEN) */
 	bool token_waited;   /* woken from SS_TOKEN: a failed run fails this request */
 	bool reissued;       /* the request now being sent was re-issued after a 401 */
@@ -186,6 +187,9 @@ int token_get(struct session *s, const struct inject_rule *r, char **val, size_t
 void token_stale(struct token *t);
 
 /* inject.c */
+#define INJECT_SCRUB_PIECE 8192 /* response body bytes scrubbed at a time */
+/* room in cout a scrubbed piece may need: itself, what the scrubber held, chunk framing */
+#define INJECT_SCRUB_ROOM (INJECT_SCRUB_PIECE + SCRUB_MAX_LEN + 32)
 int inject_begin(struct session *s, const struct http_request *req);
 void inject_end(struct session *s);
 int inject_header_plan(const struct session *s, const struct http_request *req);

@@ -40,7 +40,20 @@ struct tls_extra {
 	SSL_CTX *ctx;
 };
 
+/*
+ * Upstream sessions to resume, one per host and port (the last one the
+ * server gave us, after a verified handshake): a resumed handshake skips
+ * the certificate chain and the server's signature.
+ */
+#define RESUME_SLOTS 256
+
+struct resume {
+	char key[HOST_NAME_MAX_LEN + 8];
+	SSL_SESSION *sess;
+};
+
 struct tls {
+	struct resume resume[RESUME_SLOTS];
 	struct ca *ca;
 	struct leaf_cache *leaves;
 	SSL_CTX *server;
@@ -109,6 +122,35 @@ static SSL_CTX *ctx_common(const SSL_METHOD *m)
 	return ctx;
 }
 
+static int ssl_idx_key = -1; /* SSL ex_data slot: the upstream's resume key */
+
+static struct resume *resume_slot(struct tls *t, const char *key)
+{
+	uint32_t h = 2166136261u;
+
+	for (const char *p = key; *p != '\0'; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	return &t->resume[h % RESUME_SLOTS];
+}
+
+static struct tls *the_tls; /* for the new-session callback */
+
+/* A server gave us a session (a ticket): keep it for the next connection to that host. */
+static int new_session(SSL *ssl, SSL_SESSION *sess)
+{
+	const char *key = SSL_get_ex_data(ssl, ssl_idx_key);
+	struct resume *r;
+
+	if (key == NULL || the_tls == NULL || !SSL_SESSION_is_resumable(sess))
+		return 0;
+	r = resume_slot(the_tls, key);
+	if (r->sess != NULL)
+		SSL_SESSION_free(r->sess);
+	snprintf(r->key, sizeof(r->key), "%s", key);
+	r->sess = sess;
+	return 1; /* we keep the reference */
+}
+
 static SSL_CTX *client_ctx(const char *extra_bundle)
 {
 	SSL_CTX *ctx = ctx_common(TLS_client_method());
@@ -116,6 +158,8 @@ static SSL_CTX *client_ctx(const char *extra_bundle)
 	if (ctx == NULL)
 		return NULL;
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+	SSL_CTX_sess_set_new_cb(ctx, new_session);
 	if (SSL_CTX_set_default_verify_paths(ctx) != 1 ||
 	    (extra_bundle != NULL && SSL_CTX_load_verify_locations(ctx, extra_bundle, NULL) != 1) ||
 	    SSL_CTX_set_alpn_protos(ctx, (const unsigned char *)"\x08http/1.1", 9) != 0) {
@@ -133,12 +177,15 @@ int tls_init(struct proxy *px)
 
 	if (!c->intercept)
 		return 0;
-	if (sess_idx == -1)
+	if (sess_idx == -1) {
 		sess_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+		ssl_idx_key = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+	}
 	t = calloc(1, sizeof(*t));
 	if (t == NULL)
 		return -1;
 	px->tls = t;
+	the_tls = t;
 	t->ca = ca_load(c->state_dir, &err);
 	if (t->ca == NULL) {
 		fprintf(stderr,
@@ -156,6 +203,8 @@ int tls_init(struct proxy *px)
 		return -1;
 	}
 	SSL_CTX_set_alpn_select_cb(t->server, alpn_select, NULL);
+	SSL_CTX_set_session_cache_mode(t->server, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_num_tickets(t->server, 0);
 	SSL_CTX_set_tlsext_servername_callback(t->server, servername);
 	if (c->nupstream_cas > 0) {
 		t->extra = calloc(c->nupstream_cas, sizeof(*t->extra));
@@ -187,6 +236,10 @@ void tls_release(struct proxy *px)
 	for (size_t i = 0; i < t->nextra; i++)
 		SSL_CTX_free(t->extra[i].ctx);
 	free(t->extra);
+	for (size_t i = 0; i < RESUME_SLOTS; i++)
+		if (t->resume[i].sess != NULL)
+			SSL_SESSION_free(t->resume[i].sess);
+	the_tls = NULL;
 	SSL_CTX_free(t->server);
 	SSL_CTX_free(t->client);
 	leaf_cache_free(t->leaves);
@@ -219,6 +272,12 @@ void tls_session_free(struct session *s)
 void tls_upstream_free(struct session *s)
 {
 	if (s->ussl != NULL) {
+		/*
+		 * Freed without a close_notify, OpenSSL would mark the session
+		 * unresumable; one whose handshake was verified stays usable.
+		 */
+		if (SSL_is_init_finished(s->ussl))
+			SSL_set_shutdown(s->ussl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
 		SSL_free(s->ussl);
 		s->ussl = NULL;
 	}
@@ -349,6 +408,16 @@ int tls_connect_begin(struct session *s)
 		X509_VERIFY_PARAM_set_hostflags(vp, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
 	} else if (X509_VERIFY_PARAM_set1_ip_asc(vp, h->name) != 1) {
 		goto fail;
+	}
+	/* resume the last verified session with this host and port, if any */
+	snprintf(s->resume_key, sizeof(s->resume_key), "%s:%u", h->name, s->r.t.port);
+	if (SSL_set_ex_data(s->ussl, ssl_idx_key, s->resume_key) != 1)
+		goto fail;
+	{
+		struct resume *r = resume_slot(t, s->resume_key);
+
+		if (r->sess != NULL && strcmp(r->key, s->resume_key) == 0)
+			SSL_set_session(s->ussl, r->sess);
 	}
 	SSL_set_connect_state(s->ussl);
 	s->t_phase = proxy_now_ms();

@@ -284,7 +284,7 @@ error_log $d/error.log;
 events { worker_connections 512; }
 http {
 	default_type text/plain;
-	log_format lab '\$ssl_server_name "\$request" \$status auth="\$http_authorization" stamp="\$http_sluice_stamp"';
+	log_format lab '\$ssl_server_name "\$request" \$status auth="\$http_authorization" stamp="\$http_sluice_stamp" reused=\$ssl_session_reused';
 	access_log $d/access.log lab;
 	client_body_temp_path $d/tmp/body;
 	proxy_temp_path $d/tmp/proxy;

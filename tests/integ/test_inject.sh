@@ -27,6 +27,7 @@ lab_write_conf "intercept on" "allow api.test:9443" "allow tls.test:9443" "allow
 	"inject tok host=tok.test header=Authorization prefix=\"Bearer \" command=$LAB_DIR/mint.sh unattributed=yes" \
 	"inject tokfail host=tokfail.test header=Authorization command=$LAB_DIR/fail.sh unattributed=yes"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
+sl key init >/dev/null 2>&1 || lab_bail "sluice key init"
 # the token command: counts its runs; its first token is one the origin refuses
 cat >"$LAB_DIR/mint.sh" <<SH
 #!/bin/sh
@@ -123,6 +124,14 @@ out=$(icurl -w ' %{http_code}' https://tokfail.test:9443/api 2>&1)
 expect_re "a failing token command: 502 naming the rule and why, nothing sent" \
 	"rule tokfail: the token command failed; the request was not sent.* 502$" "$(echo $out)"
 expect_eq "... the origin saw nothing from it" 0 "$(grep -c tokfail "$LAB_DIR/tls9443.jsonl")"
+
+# ... while a stamped connection (the CONNECT carries a valid stamp) gets it
+st=$("$PY" "$INTEG_DIR/stamp.py" "$STATE/stamp.key" 10.88.0.7 podman 0011223344556677 1)
+out=$(icurl -w ' %{http_code}' --proxy-header "Sluice-Stamp: $st" https://pass.test:9443/api?stamped 2>&1)
+expect_eq "a stamped connection is served by a rule for attributed clients: 200" "api ok 200" "$(echo $out)"
+expect_eq "... its row names the rule and the stamp" "stamped 10.88.0.7@podman" \
+	"$(logq path=/api?stamped --field inject) $(logq path=/api?stamped --field who)"
+expect_eq "... and the origin saw no stamp" 0 "$(grep '/api?stamped' "$LAB_DIR/tls9443.jsonl" | grep -ci sluice-stamp)"
 
 # a secret that cannot be had: the request is not sent
 out=$(icurl -w ' %{http_code}' https://api.test:9443/missing 2>&1)

@@ -58,6 +58,11 @@ out=$(hx git -c http.proxy="$PROXY_URL" -c http.sslCAInfo="$CA" clone -q \
 expect_eq "git clone https through interception" "lab" "$out"
 expect_ge "... every one of git's requests has a row" 3 "$(logq kind=https 'path~/repo.git/')"
 
+# the upstream session is resumed on the next connection to the same host and port
+tcurl -o /dev/null https://tls.test:8443/resume1 && tcurl -o /dev/null https://tls.test:8443/resume2
+expect_eq "a second connection to the same upstream resumes its TLS session" "reused=r" \
+	"$(grep '/resume2' "$LAB_DIR/tls/access.log" | grep -o 'reused=.*')"
+
 # keep-alive inside one tunnel: three requests, three rows, one upstream connection
 out=$(tcurl -o /dev/null -o /dev/null -o /dev/null -w '%{http_code} ' https://tls.test:8443/echo?k1 https://tls.test:8443/echo?k2 \
 	https://tls.test:8443/echo?k3 2>&1)
