@@ -215,8 +215,13 @@ int session_flush_client(struct session *s)
 static void step_tunnel(struct session *s)
 {
 	uint64_t before = s->to_up.bytes + s->to_cli.bytes;
+	int wait_sni = s->sni_pending ? tls_peek_sni(s) : 0;
 
-	if (relay_dir_pump(&s->to_up, relay_dir_done(&s->to_cli)) == -1 ||
+	if (wait_sni == -1)
+		return;
+	if (wait_sni == 1)
+		s->to_up.want_read = true; /* wake when the client sends its ClientHello */
+	if ((wait_sni == 0 && relay_dir_pump(&s->to_up, relay_dir_done(&s->to_cli)) == -1) ||
 	    relay_dir_pump(&s->to_cli, relay_dir_done(&s->to_up)) == -1) {
 		session_close(s, "tunnel error");
 		return;
@@ -723,5 +728,6 @@ void session_tunnel_begin(struct session *s)
 	/* bytes the client sent after its CONNECT head go first, then splice */
 	relay_dir_init(&s->to_up, s->cfd, s->ufd, &s->cin);
 	relay_dir_init(&s->to_cli, s->ufd, s->cfd, &s->cout);
+	s->sni_pending = s->px->tls != NULL; /* a passthrough host: read its server name */
 	session_enter(s, SS_TUNNEL);
 }

@@ -138,6 +138,7 @@ struct session {
 	bool sni_bad;
 	char tls_err[128];
 	char resume_key[HOST_NAME_MAX_LEN + 8]; /* "host:port" of the upstream TLS session */
+	bool sni_pending; /* a passthrough tunnel whose ClientHello is not read yet */
 	struct token *token; /* the token this session waits for (SS_TOKEN) */
 	bool token_waited;   /* woken from SS_TOKEN: a failed run fails this request */
 	bool reissued;       /* the request now being sent was re-issued after a 401 */
@@ -205,6 +206,7 @@ void tls_step_connect(struct session *s);
 void tls_session_free(struct session *s);
 void tls_upstream_free(struct session *s);
 void tls_shutdown_client(struct session *s);
+int tls_peek_sni(struct session *s);
 ssize_t sio_read(struct session *s, bool up, struct buf *b, size_t limit, bool *drained);
 ssize_t sio_write(struct session *s, bool up, struct buf *b);
 

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "ca.h"
+#include "tls_hello.h"
 #include "tlsio.h"
 
 #define LEAVES_CACHED 1024 /* leaves kept; the rest minted again when asked */
@@ -507,6 +508,56 @@ ssize_t sio_write(struct session *s, bool up, struct buf *b)
 		return rc;
 	}
 	return tlsio_result(ssl, rc, up ? &s->u_tls_out : &s->c_tls_out);
+}
+
+/*
+ * A passthrough tunnel's first client bytes: the ClientHello's server name
+ * goes into the row, and one that is not the CONNECT host closes the
+ * tunnel (sni-mismatch) before a byte goes upstream. Peeks, consuming
+ * nothing. Returns 1 (nothing yet: keep the client's bytes where they are),
+ * 0 (go on relaying) or -1 (closed).
+ */
+int tls_peek_sni(struct session *s)
+{
+	char buf[4096], name[TLS_HELLO_NAME_MAX + 1];
+	const char *p = buf;
+	ssize_t n;
+	struct host h;
+	const char *err = NULL;
+	int r;
+
+	if (buf_len(&s->cin) > 0) {
+		p = buf_head(&s->cin);
+		n = (ssize_t)buf_len(&s->cin);
+	} else {
+		n = recv(s->cfd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			return 1;
+		if (n <= 0) {
+			s->sni_pending = false;
+			return 0;
+		}
+	}
+	s->sni_pending = false;
+	r = tls_hello_sni(p, (size_t)n, name, sizeof(name));
+	if (r == TLS_HELLO_FOUND) {
+		if (host_canon(name, strlen(name), &h, &err) == -1 ||
+		    !host_equal(&h, &s->r.t.host)) {
+			s->r.decision = "refuse";
+			s->r.reason = "sni-mismatch";
+			snprintf(s->r.detail, sizeof(s->r.detail),
+				 "passthrough: the TLS server name %s is not the CONNECT host", name);
+			session_abort(s, NULL);
+			return -1;
+		}
+		snprintf(s->r.detail, sizeof(s->r.detail), "passthrough; TLS server name %s", name);
+	} else {
+		snprintf(s->r.detail, sizeof(s->r.detail), "passthrough; %s",
+			 r == TLS_HELLO_NONE ? "no TLS server name"
+			 : r == TLS_HELLO_MORE ? "ClientHello split, server name not read"
+					       : "not a TLS ClientHello");
+	}
+	return 0;
 }
 
 /* Before the client side closes: our close_notify (best effort, non-blocking). */

@@ -112,4 +112,12 @@ out=$(hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$LAB_DIR/tls/ca.crt" -
 expect_eq "a passthrough host is tunnelled: the client verifies the origin's own certificate" "tls ok 200" "$(echo $out)"
 expect_eq "... one tunnel row, no decrypted rows" "1 0" \
 	"$(logq kind=tunnel host=pass.test) $(logq kind=https host=pass.test)"
+expect_eq "... the row names the TLS server name the client asked for" \
+	"passthrough; TLS server name pass.test" "$(logq kind=tunnel host=pass.test --field detail)"
+lines=$(wc -l <"$LAB_DIR/tls/access.log")
+out=$(hx bash -c "openssl s_client -proxy $PROXY_ADDR:$PROXY_PORT -connect pass.test:8443 -servername tls.test </dev/null 2>&1"; true)
+wait_log 3 host=pass.test reason=sni-mismatch
+expect_eq "a passthrough tunnel whose ClientHello names another host is closed: sni-mismatch" "refuse" \
+	"$(logq host=pass.test reason=sni-mismatch --field decision)"
+expect_eq "... and the origin saw no request" "$lines" "$(wc -l <"$LAB_DIR/tls/access.log")"
 lab_done
