@@ -144,3 +144,10 @@ ssize_t buf_write_fd(struct buf *b, int fd)
 		buf_consume(b, (size_t)n);
 	return n;
 }
+
+void buf_wipe_consumed(struct buf *b)
+{
+	if (b->data == NULL)
+		return;
+	explicit_bzero(b->data, buf_len(b) == 0 ? b->cap : b->start);
+}

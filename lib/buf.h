@@ -66,6 +66,9 @@ static inline void buf_truncate(struct buf *b, size_t len)
 	b->end = b->start + len;
 }
 
+/* Overwrite with zeros every byte already consumed (all of it when empty): a secret passed through. */
+void buf_wipe_consumed(struct buf *b);
+
 /* Free the memory if the buffer is empty. */
 void buf_trim(struct buf *b);
 

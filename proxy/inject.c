@@ -49,6 +49,14 @@ void inject_end(struct session *s)
 {
 	struct request *r = &s->r;
 
+	/* the request head that carried the credential went through these */
+	if (r->secret != NULL) {
+		buf_wipe_consumed(&s->uout);
+		/* a copy of that head kept for a re-send: no longer needed */
+		buf_consume(&s->replay, buf_len(&s->replay));
+		buf_wipe_consumed(&s->replay);
+		buf_release(&s->replay);
+	}
 	secret_wipe(r);
 	scrub_free(r->scrub);
 	r->scrub = NULL;
