@@ -129,4 +129,10 @@ int cmd_key(int argc, char **argv);
 /* ca.c */
 int cmd_ca(int argc, char **argv);
 
+/* ports.c */
+int cmd_ports(int argc, char **argv);
+
+/* wall.c */
+int cmd_wall(int argc, char **argv);
+
 #endif

@@ -40,9 +40,20 @@ static const struct verb verbs[] = {
 	{ "ca", cmd_ca, "create or show the TLS interception CA in STATE/ca.crt",
 	  "ca init\n"
 	  "ca show [--json]\n" },
+	{ "ports", cmd_ports, "show, list or release each project's 200-port band",
+	  "ports [show] [--project NAME] [--json]\n"
+	  "ports list [--json]\n"
+	  "ports release [--project NAME]\n" },
 	{ "engine", cmd_engine, "record the engine's containers in STATE/engine.jsonl for log",
 	  "engine snapshot [--net NAME] [--podman CMD]\n"
 	  "engine watch [--net NAME] [--podman CMD]\n" },
+	{ "wall", cmd_wall, "render the nftables walls (apply, remove, status: not yet)",
+	  "wall render sandbox --user NAME --gateway ADDR... [--resolver ADDR]... [--bridge IF] "
+	  "[--forwarder ADDR:PORT] [--port-base N] [--subuid FILE]\n"
+	  "wall render guard --gateway ADDR... [--mark N] [--port-base N]\n"
+	  "wall render host --cgroup PATH [--resolver ADDR]... [--port-base N]\n"
+	  "wall render egress --user NAME [--resolver ADDR]... [--port-base N]\n"
+	  "wall apply|remove|status PROFILE\n" },
 };
 
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))

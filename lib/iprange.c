@@ -47,6 +47,11 @@ static const struct deny_range deny_list[] = {
 	{ { AF_INET6, { 0x20, 0x01, 0, 0 }, 32 }, "2001::/32" },
 };
 
+const struct ipnet *iprange_deny_list(size_t i)
+{
+	return i < sizeof(deny_list) / sizeof(deny_list[0]) ? &deny_list[i].net : NULL;
+}
+
 static size_t family_bytes(int family)
 {
 	return family == AF_INET ? 4 : 16;

@@ -43,6 +43,9 @@ bool ipnet_contains(const struct ipnet *n, int family, const void *addr);
  */
 const char *iprange_denied(int family, const void *addr, struct ipnet *out);
 
+/* The i-th range of the deny list (i from 0), or NULL past its end: walls render it too. */
+const struct ipnet *iprange_deny_list(size_t i);
+
 /* "127.0.0.1:3128" or "[::1]:3128" ("?" for another family); buf at least 56 bytes. Returns buf. */
 struct sockaddr_storage;
 char *sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t size);

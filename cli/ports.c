@@ -1,0 +1,356 @@
+/*
+ * ports.c: `sluice ports [show|list|release]`, each project's port band.
+ *
+ * The registry (default /var/lib/sluice/ports, or $SLUICE_PORTS_REGISTRY)
+ * is read and rewritten whole under an flock on "<registry>.lock", written
+ * to a temporary file in the same directory and renamed, so readers see
+ * the old registry or the new one. A registry that does not parse is
+ * refused with file:line and left exactly as it is. $SLUICE_PORT_BASE
+ * overrides show without touching the registry. The band arithmetic and
+ * the file format are lib/ports.c's; this file does the I/O.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "file.h"
+#include "ports.h"
+
+#define REGISTRY_DEFAULT "/var/lib/sluice/ports"
+
+enum ports_sub { SUB_SHOW, SUB_LIST, SUB_RELEASE };
+
+/* A registry read under its lock. */
+struct registry {
+	char path[PATH_MAX];
+	char dir[PATH_MAX];
+	int lockfd;     /* -1: not locked */
+	char *text;     /* the file's bytes (NULL: no file); r's projects point here */
+	struct ports r;
+};
+
+static void put_errno(const char *what, const char *path, int e)
+{
+	fprintf(stderr, "ports: %s %s: ", what, path);
+	cli_put_strerror(stderr, e);
+	fputc('\n', stderr);
+}
+
+/* Lock and read the registry into reg (create: make its directory). Returns 0 or -1 after printing. */
+static int registry_open(struct registry *reg, bool create)
+{
+	const char *env = getenv("SLUICE_PORTS_REGISTRY");
+	const char *path = env != NULL && env[0] != '\0' ? env : REGISTRY_DEFAULT;
+	char lock[PATH_MAX], tmp[PATH_MAX];
+	size_t len = 0, line;
+	const char *err;
+
+	reg->lockfd = -1;
+	reg->text = NULL;
+	reg->r.n = 0;
+	if (snprintf(reg->path, sizeof(reg->path), "%s", path) >= (int)sizeof(reg->path) ||
+	    snprintf(lock, sizeof(lock), "%s.lock", path) >= (int)sizeof(lock)) {
+		fprintf(stderr, "ports: %s: path too long\n", path);
+		return -1;
+	}
+	snprintf(tmp, sizeof(tmp), "%s", path);
+	snprintf(reg->dir, sizeof(reg->dir), "%s", dirname(tmp));
+	if (create && file_mkdir_p(reg->dir, 0755) == -1) {
+		put_errno("mkdir", reg->dir, errno);
+		return -1;
+	}
+	reg->lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (reg->lockfd == -1 && !create && errno == ENOENT)
+		return 0; /* no directory: no registry, nothing to lock */
+	if (reg->lockfd == -1 || flock(reg->lockfd, LOCK_EX) == -1) {
+		put_errno("lock", lock, errno);
+		return -1;
+	}
+	if (file_read(path, PORTS_TEXT_MAX, &reg->text, &len) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		put_errno("read", path, errno);
+		return -1;
+	}
+	if (ports_parse(reg->text, len, &reg->r, &line, &err) == -1) {
+		fprintf(stderr, "ports: %s:%zu: %s; registry left as it is: repair it by hand\n",
+			path, line, err);
+		return -1;
+	}
+	return 0;
+}
+
+static void registry_close(struct registry *reg)
+{
+	free(reg->text);
+	reg->text = NULL;
+	if (reg->lockfd != -1)
+		close(reg->lockfd); /* drops the flock */
+	reg->lockfd = -1;
+}
+
+/* Replace the registry file with reg->r (0644, temp + rename). Returns 0 or -1 after printing. */
+static int registry_save(const struct registry *reg)
+{
+	char tmp[PATH_MAX], *text;
+	size_t len = ports_format(&reg->r, NULL, 0);
+	int fd, ret = -1;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", reg->path) >= (int)sizeof(tmp)) {
+		fprintf(stderr, "ports: %s: path too long\n", reg->path);
+		return -1;
+	}
+	text = malloc(len + 1);
+	if (text == NULL) {
+		fprintf(stderr, "ports: out of memory\n");
+		return -1;
+	}
+	ports_format(&reg->r, text, len + 1);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd == -1) {
+		put_errno("create", tmp, errno);
+		goto out_free;
+	}
+	for (size_t off = 0; off < len;) {
+		ssize_t w = write(fd, text + off, len - off);
+
+		if (w == -1 && errno == EINTR)
+			continue;
+		if (w == -1) {
+			put_errno("write", tmp, errno);
+			goto out_unlink;
+		}
+		off += (size_t)w;
+	}
+	if (fchmod(fd, 0644) == -1 || fsync(fd) == -1) {
+		put_errno("write", tmp, errno);
+		goto out_unlink;
+	}
+	if (close(fd) == -1 || rename(tmp, reg->path) == -1) {
+		fd = -1;
+		put_errno("write", reg->path, errno);
+		goto out_unlink;
+	}
+	fd = -1;
+	ret = 0;
+	goto out_free;
+out_unlink:
+	if (fd != -1)
+		close(fd);
+	unlink(tmp);
+out_free:
+	free(text);
+	return ret;
+}
+
+static void put_band(const char *project, unsigned long base, bool json, bool from_env)
+{
+	if (json) {
+		json_t *o = json_pack("{s:o?,s:i,s:[i,i],s:[i,i],s:[i,i],s:s}", "project",
+				      json_string(project), "base", (json_int_t)base, "proxy",
+				      (json_int_t)(base + PORTS_PROXY_OFF),
+				      (json_int_t)(base + PORTS_PROXY_OFF + PORTS_PROXY_N - 1),
+				      "tokens", (json_int_t)(base + PORTS_TOKENS_OFF),
+				      (json_int_t)(base + PORTS_TOKENS_OFF + PORTS_TOKENS_N - 1),
+				      "band", (json_int_t)base, (json_int_t)(base + PORTS_BAND - 1),
+				      "source", from_env ? "SLUICE_PORT_BASE" : "registry");
+
+		if (o != NULL)
+			json_dumpf(o, stdout, JSON_COMPACT);
+		fputc('\n', stdout);
+		json_decref(o);
+		return;
+	}
+	printf("base %lu%s\n", base, from_env ? " (from SLUICE_PORT_BASE)" : "");
+	printf("proxy %lu-%lu\n", base + PORTS_PROXY_OFF,
+	       base + PORTS_PROXY_OFF + PORTS_PROXY_N - 1);
+	printf("tokens %lu-%lu\n", base + PORTS_TOKENS_OFF,
+	       base + PORTS_TOKENS_OFF + PORTS_TOKENS_N - 1);
+	printf("band %lu-%lu\n", base, base + PORTS_BAND - 1);
+}
+
+/* $SLUICE_PORT_BASE into *base. Returns 1 (set), 0 (unset), -1 (malformed, printed). */
+static int env_base(unsigned long *base)
+{
+	const char *v = getenv("SLUICE_PORT_BASE");
+	char *end;
+
+	if (v == NULL || v[0] == '\0')
+		return 0;
+	errno = 0;
+	*base = strtoul(v, &end, 10);
+	if (v[0] < '0' || v[0] > '9' || *end != '\0' || errno != 0 || !ports_override_ok(*base)) {
+		fprintf(stderr, "ports: bad SLUICE_PORT_BASE \"%s\": want 1024..65336\n", v);
+		return -1;
+	}
+	return 1;
+}
+
+static int ports_show(const char *project, bool json)
+{
+	struct registry reg;
+	unsigned long base;
+	long got;
+	int env = env_base(&base), ret = EXIT_ERROR;
+
+	if (env != 0) {
+		if (env == 1)
+			put_band(project, base, json, true);
+		return env == 1 ? EXIT_OK : EXIT_USAGE;
+	}
+	if (registry_open(&reg, true) == -1)
+		goto out_close;
+	if (ports_find(&reg.r, project, strlen(project)) == NULL) {
+		got = ports_alloc(&reg.r, project, strlen(project));
+		if (got == -1) {
+			fprintf(stderr, "ports: %s: all %d bands from %d are taken; release one\n",
+				reg.path, PORTS_BANDS_MAX, PORTS_FIRST);
+			goto out_close;
+		}
+		if (registry_save(&reg) == -1)
+			goto out_close;
+	}
+	put_band(project, ports_find(&reg.r, project, strlen(project))->base, json, false);
+	ret = EXIT_OK;
+out_close:
+	registry_close(&reg);
+	return ret;
+}
+
+static int ports_list(bool json)
+{
+	struct registry reg;
+	int ret = EXIT_ERROR;
+
+	if (registry_open(&reg, false) == -1)
+		goto out_close;
+	if (!json)
+		printf("BASE   BAND         PROJECT\n");
+	for (size_t i = 0; i < reg.r.n; i++) {
+		const struct ports_band *b = &reg.r.band[i];
+
+		if (json) {
+			json_t *o = json_pack("{s:s%,s:i,s:[i,i]}", "project", b->project, b->len,
+					      "base", (json_int_t)b->base, "band",
+					      (json_int_t)b->base,
+					      (json_int_t)(b->base + PORTS_BAND - 1));
+
+			if (o != NULL)
+				json_dumpf(o, stdout, JSON_COMPACT);
+			fputc('\n', stdout);
+			json_decref(o);
+		} else {
+			printf("%-6u %u-%u  %.*s\n", b->base, b->base, b->base + PORTS_BAND - 1,
+			       (int)b->len, b->project);
+		}
+	}
+	ret = EXIT_OK;
+out_close:
+	registry_close(&reg);
+	return ret;
+}
+
+static int ports_release(const char *project)
+{
+	struct registry reg;
+	int ret = EXIT_ERROR;
+
+	if (registry_open(&reg, false) == -1)
+		goto out_close;
+	if (ports_remove(&reg.r, project, strlen(project)) == -1) {
+		fprintf(stderr, "ports: %s has no band\n", project);
+		goto out_close;
+	}
+	if (registry_save(&reg) == -1)
+		goto out_close;
+	printf("released: %s\n", project);
+	ret = EXIT_OK;
+out_close:
+	registry_close(&reg);
+	return ret;
+}
+
+int cmd_ports(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "project", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum ports_sub sub = SUB_SHOW;
+	const char *project = NULL, *why;
+	char cwd[PATH_MAX];
+	bool json = false;
+	int opt;
+
+	if (argc > 1 && argv[1][0] != '-') {
+		if (strcmp(argv[1], "show") == 0)
+			sub = SUB_SHOW;
+		else if (strcmp(argv[1], "list") == 0)
+			sub = SUB_LIST;
+		else if (strcmp(argv[1], "release") == 0)
+			sub = SUB_RELEASE;
+		else {
+			fprintf(stderr, "ports: unknown command \"%s\"\n", argv[1]);
+			cli_usage(stderr, "ports");
+			return EXIT_USAGE;
+		}
+		argc--;
+		argv++;
+	}
+	while ((opt = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			project = optarg;
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			cli_usage(stdout, "ports");
+			return EXIT_OK;
+		default:
+			cli_usage(stderr, "ports");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc || (sub == SUB_LIST && project != NULL) ||
+	    (sub == SUB_RELEASE && json)) {
+		cli_usage(stderr, "ports");
+		return EXIT_USAGE;
+	}
+	if (sub == SUB_LIST)
+		return ports_list(json);
+	if (project != NULL) {
+		why = ports_project_check(project, strlen(project));
+		if (why != NULL) {
+			fprintf(stderr, "ports: bad project name: %s\n", why);
+			return EXIT_USAGE;
+		}
+	} else {
+		if (realpath(".", cwd) == NULL) {
+			fprintf(stderr, "ports: the current directory: ");
+			cli_put_strerror(stderr, errno);
+			fputc('\n', stderr);
+			return EXIT_ERROR;
+		}
+		why = ports_project_check(cwd, strlen(cwd));
+		if (why != NULL) {
+			fprintf(stderr, "ports: the current directory cannot name a project (%s); "
+					"use --project NAME\n", why);
+			return EXIT_ERROR;
+		}
+		project = cwd;
+	}
+	return sub == SUB_SHOW ? ports_show(project, json) : ports_release(project);
+}
