@@ -47,13 +47,14 @@ static const struct verb verbs[] = {
 	{ "engine", cmd_engine, "record the engine's containers in STATE/engine.jsonl for log",
 	  "engine snapshot [--net NAME] [--podman CMD]\n"
 	  "engine watch [--net NAME] [--podman CMD]\n" },
-	{ "wall", cmd_wall, "render the nftables walls (apply, remove, status: not yet)",
+	{ "wall", cmd_wall, "render, apply, remove or check the nftables walls (tables sluice owns)",
 	  "wall render sandbox --user NAME --gateway ADDR... [--resolver ADDR]... [--bridge IF] "
 	  "[--forwarder ADDR:PORT] [--port-base N] [--subuid FILE]\n"
 	  "wall render guard --gateway ADDR... [--mark N] [--port-base N]\n"
 	  "wall render host --cgroup PATH [--resolver ADDR]... [--port-base N]\n"
 	  "wall render egress --user NAME [--resolver ADDR]... [--port-base N]\n"
-	  "wall apply|remove|status PROFILE\n" },
+	  "wall apply|remove PROFILE [render options] --netns PATH | --i-mean-this-host\n"
+	  "wall status PROFILE [render options] [--netns PATH]\n" },
 };
 
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))

@@ -3,14 +3,34 @@
  *
  * render gathers the profile's parameters from the options (and the
  * sandbox user's ranges from /etc/subuid) and prints the nft script
- * lib/wall.c renders; it loads nothing. apply, remove and status are not
- * built yet and say so (exit 2) rather than pretend.
+ * lib/wall.c renders; it loads nothing.
+ *
+ * apply loads that script as one libnftables batch (the script replaces its
+ * own table and touches no other), then lists the table and records both in
+ * STATE/wall-PROFILE.nft (the script) and STATE/wall-PROFILE.live (nft's
+ * listing). remove deletes the profile's table and nothing else; an absent
+ * table is "not present", not an error. status lists the table again and
+ * compares it with the recorded listing (nft normalises what it is given,
+ * so its own listing is the only fair reference): exit 0 when they match,
+ * 1 naming the first difference (missing table, a rule missing, changed or
+ * added), and 1 too when the options now render a different script.
+ *
+ * --netns PATH (e.g. /run/netns/NAME) enters that network namespace before
+ * talking to nftables. Without it apply and remove act on this host's own
+ * ruleset, and refuse (exit 2) unless --i-mean-this-host says that is meant.
+ * Nothing here ever flushes the ruleset.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <nftables/libnftables.h>
 #include <pwd.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "iprange.h"
@@ -27,7 +47,13 @@ struct opts {
 	struct wall_uidrange subuids[WALL_RANGES_MAX];
 	const char *user;
 	const char *subuid_path;
+	const char *netns;   /* --netns PATH; NULL: this process's namespace */
+	bool this_host;      /* --i-mean-this-host */
 };
+
+enum wall_verb { VERB_RENDER, VERB_APPLY, VERB_REMOVE, VERB_STATUS };
+
+static const char *const verb_names[] = { "render", "apply", "remove", "status" };
 
 /* Parse "N" within [lo, hi] into *out. Returns 0 or -1. */
 static int num_parse(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
@@ -125,7 +151,13 @@ static int user_load(struct opts *o, struct wall_params *p)
 	return 0;
 }
 
-static int wall_render_cmd(int argc, char **argv)
+/*
+ * Parse argv (argv[0] is the sub-verb) into *o and *p, deny[] backing the
+ * egress profile's deny list. Returns -1 when parsed, else the exit status
+ * to return at once (usage printed).
+ */
+static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o,
+		      struct wall_params *p, struct ipnet *deny, size_t deny_max)
 {
 	static const struct option longopts[] = {
 		{ "user", required_argument, NULL, 'u' },
@@ -137,41 +169,42 @@ static int wall_render_cmd(int argc, char **argv)
 		{ "cgroup", required_argument, NULL, 'c' },
 		{ "port-base", required_argument, NULL, 'p' },
 		{ "subuid", required_argument, NULL, 's' },
+		{ "netns", required_argument, NULL, 'n' },
+		{ "i-mean-this-host", no_argument, NULL, 'H' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct opts o;
-	struct wall_params p = { .port_base = PORT_BASE_DEFAULT, .bridge = "podman0" };
-	struct ipnet deny[64];
+	const char *name = verb_names[verb];
 	size_t ndeny = 0;
-	const char *err;
-	char *script;
 	unsigned long v;
-	int opt, ret = EXIT_ERROR;
+	int opt;
 
-	memset(&o, 0, sizeof(o));
-	o.subuid_path = SUBUID_PATH;
-	p.resolvers = o.resolvers;
-	p.gateways = o.gateways;
-	/* argv[0] is "render"; the profile follows the options or precedes them */
+	memset(o, 0, sizeof(*o));
+	memset(p, 0, sizeof(*p));
+	p->port_base = PORT_BASE_DEFAULT;
+	p->bridge = "podman0";
+	o->subuid_path = SUBUID_PATH;
+	p->resolvers = o->resolvers;
+	p->gateways = o->gateways;
+	/* the profile follows the options or precedes them */
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'u':
-			o.user = optarg;
+			o->user = optarg;
 			break;
 		case 'r':
-			if (net_add("--resolver", optarg, o.resolvers, &p.nresolvers) == -1)
+			if (net_add("--resolver", optarg, o->resolvers, &p->nresolvers) == -1)
 				return EXIT_USAGE;
 			break;
 		case 'g':
-			if (net_add("--gateway", optarg, o.gateways, &p.ngateways) == -1)
+			if (net_add("--gateway", optarg, o->gateways, &p->ngateways) == -1)
 				return EXIT_USAGE;
 			break;
 		case 'b':
-			p.bridge = optarg;
+			p->bridge = optarg;
 			break;
 		case 'f':
-			if (forwarder_parse(optarg, &p) == -1)
+			if (forwarder_parse(optarg, p) == -1)
 				return EXIT_USAGE;
 			break;
 		case 'm':
@@ -179,10 +212,10 @@ static int wall_render_cmd(int argc, char **argv)
 				fprintf(stderr, "wall: bad --mark \"%s\"\n", optarg);
 				return EXIT_USAGE;
 			}
-			p.forwarder_mark = (uint32_t)v;
+			p->forwarder_mark = (uint32_t)v;
 			break;
 		case 'c':
-			p.cgroup = optarg;
+			p->cgroup = optarg;
 			break;
 		case 'p':
 			if (num_parse(optarg, 1, 65536 - WALL_BAND, &v) == -1) {
@@ -190,10 +223,16 @@ static int wall_render_cmd(int argc, char **argv)
 					65536 - WALL_BAND);
 				return EXIT_USAGE;
 			}
-			p.port_base = (unsigned)v;
+			p->port_base = (unsigned)v;
 			break;
 		case 's':
-			o.subuid_path = optarg;
+			o->subuid_path = optarg;
+			break;
+		case 'n':
+			o->netns = optarg;
+			break;
+		case 'H':
+			o->this_host = true;
 			break;
 		case 'h':
 			cli_usage(stdout, "wall");
@@ -203,42 +242,442 @@ static int wall_render_cmd(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (optind + 1 != argc || wall_profile_parse(argv[optind], &p.profile) == -1) {
+	if (optind + 1 != argc || wall_profile_parse(argv[optind], &p->profile) == -1) {
 		cli_usage(stderr, "wall");
 		return EXIT_USAGE;
 	}
-	p.ct_mark = wall_ct_mark(p.port_base);
-	if (p.profile == WALL_EGRESS) {
+	if (verb == VERB_RENDER && (o->netns != NULL || o->this_host)) {
+		fprintf(stderr, "wall: render loads nothing: --netns and --i-mean-this-host do not apply\n");
+		return EXIT_USAGE;
+	}
+	if ((verb == VERB_APPLY || verb == VERB_REMOVE) && o->netns == NULL && !o->this_host) {
+		fprintf(stderr, "wall: %s without --netns would change this host's ruleset: "
+				"refused (add --i-mean-this-host if that is meant)\n", name);
+		return EXIT_USAGE;
+	}
+	p->ct_mark = wall_ct_mark(p->port_base);
+	if (verb == VERB_REMOVE)
+		return -1; /* only the table's name matters */
+	if (p->profile == WALL_EGRESS) {
 		/* the proxy's own deny list, the one its resolve-and-check uses */
-		while (iprange_deny_list(ndeny) != NULL && ndeny < sizeof(deny) / sizeof(deny[0])) {
+		while (iprange_deny_list(ndeny) != NULL && ndeny < deny_max) {
 			deny[ndeny] = *iprange_deny_list(ndeny);
 			ndeny++;
 		}
-		p.deny = deny;
-		p.ndeny = ndeny;
-		if (o.user == NULL) {
-			fprintf(stderr, "wall: render egress: --user NAME (the proxy's user) is required\n");
-			return EXIT_USAGE;
-		}
+		p->deny = deny;
+		p->ndeny = ndeny;
 	}
-	if (p.profile == WALL_SANDBOX && o.user == NULL) {
-		fprintf(stderr, "wall: render sandbox: --user NAME is required\n");
+	if ((p->profile == WALL_EGRESS || p->profile == WALL_SANDBOX) && o->user == NULL) {
+		fprintf(stderr, "wall: %s %s: --user NAME%s is required\n", name,
+			wall_profile_name(p->profile),
+			p->profile == WALL_EGRESS ? " (the proxy's user)" : "");
 		return EXIT_USAGE;
 	}
-	if (o.user != NULL && user_load(&o, &p) == -1)
+	if (o->user != NULL && user_load(o, p) == -1)
 		return EXIT_ERROR;
-	script = malloc(SCRIPT_MAX);
+	return -1;
+}
+
+/* The rendered script in a new buffer (the caller frees it), or NULL after printing why. */
+static char *script_new(const struct wall_params *p)
+{
+	char *script = malloc(SCRIPT_MAX);
+	const char *err;
+
 	if (script == NULL) {
 		fprintf(stderr, "wall: out of memory\n");
-		return EXIT_ERROR;
+		return NULL;
 	}
-	if (wall_render(&p, script, SCRIPT_MAX, &err) == -1) {
-		fprintf(stderr, "wall: render %s: %s\n", wall_profile_name(p.profile), err);
+	if (wall_render(p, script, SCRIPT_MAX, &err) == -1) {
+		fprintf(stderr, "wall: render %s: %s\n", wall_profile_name(p->profile), err);
+		free(script);
+		script = NULL;
+	}
+	return script;
+}
+
+/* The profile's table name, as wall_render names it when p->table is NULL. */
+static void table_name(const struct wall_params *p, char *buf, size_t size)
+{
+	if (p->table != NULL)
+		snprintf(buf, size, "%s", p->table);
+	else
+		snprintf(buf, size, "sluice_%s_%u", wall_profile_name(p->profile), p->port_base);
+}
+
+/* Enter the network namespace at path. Returns 0, or -1 after printing why. */
+static int netns_enter(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd == -1 || setns(fd, CLONE_NEWNET) == -1) {
+		fprintf(stderr, "wall: --netns %s: ", path);
+		cli_put_strerror(stderr, errno);
+		fputc('\n', stderr);
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* A libnftables context with output and errors buffered, or NULL after printing why. */
+static struct nft_ctx *nft_open(void)
+{
+	struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
+
+	if (nft == NULL) {
+		fprintf(stderr, "wall: nft_ctx_new failed\n");
+		return NULL;
+	}
+	/* no counters or quotas in a listing: they would differ on every status */
+	nft_ctx_output_set_flags(nft, NFT_CTX_OUTPUT_STATELESS);
+	if (nft_ctx_buffer_output(nft) != 0 || nft_ctx_buffer_error(nft) != 0) {
+		fprintf(stderr, "wall: nft: cannot buffer output\n");
+		nft_ctx_free(nft);
+		return NULL;
+	}
+	return nft;
+}
+
+/*
+ * Run one nft command (or batch) from cmd. Returns 0 with *out (may be
+ * NULL) a copy of nft's output the caller frees; or -1 with *errtext a copy
+ * of nft's error text (caller frees; may be NULL when out of memory).
+ */
+static int nft_run(struct nft_ctx *nft, const char *cmd, char **out, char **errtext)
+{
+	int rc = nft_run_cmd_from_buffer(nft, cmd);
+	const char *o = nft_ctx_get_output_buffer(nft);
+	const char *e = nft_ctx_get_error_buffer(nft);
+
+	if (out != NULL)
+		*out = NULL;
+	if (errtext != NULL)
+		*errtext = NULL;
+	if (rc != 0) {
+		if (errtext != NULL)
+			*errtext = strdup(e != NULL ? e : "");
+		return -1;
+	}
+	if (out != NULL)
+		*out = strdup(o != NULL ? o : "");
+	return 0;
+}
+
+/* nft's multi-line error text, indented under our own diagnostic. */
+static void put_nft_error(const char *errtext)
+{
+	const char *s = errtext != NULL ? errtext : "";
+
+	while (*s != '\0') {
+		const char *nl = strchr(s, '\n');
+		size_t n = nl != NULL ? (size_t)(nl - s) : strlen(s);
+
+		if (n > 0)
+			fprintf(stderr, "  %.*s\n", (int)n, s);
+		s += n + (nl != NULL);
+	}
+}
+
+/* "list table inet NAME": 0 with *out, 1 when the table is absent, -1 after printing. */
+static int table_list(struct nft_ctx *nft, const char *table, char **out)
+{
+	char cmd[128], *errtext;
+
+	snprintf(cmd, sizeof(cmd), "list table inet %s", table);
+	if (nft_run(nft, cmd, out, &errtext) == 0) {
+		if (*out == NULL) {
+			fprintf(stderr, "wall: out of memory\n");
+			return -1;
+		}
+		return 0;
+	}
+	if (errtext != NULL && strstr(errtext, "No such file or directory") != NULL) {
+		free(errtext);
+		return 1;
+	}
+	fprintf(stderr, "wall: list table inet %s failed:\n", table);
+	put_nft_error(errtext);
+	free(errtext);
+	return -1;
+}
+
+static int state_path(const struct config *c, const struct wall_params *p, const char *ext,
+		      char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/wall-%s.%s", c->state_dir, wall_profile_name(p->profile), ext);
+
+	if (n < 0 || (size_t)n >= size) {
+		fprintf(stderr, "wall: %s: state path too long\n", c->state_dir);
+		return -1;
+	}
+	return 0;
+}
+
+/* Replace STATE/wall-PROFILE.EXT with text, mode 0600. Returns 0 or -1 after printing. */
+static int state_write(const struct config *c, const struct wall_params *p, const char *ext,
+		       const char *text)
+{
+	char path[PATH_MAX], tmp[PATH_MAX + 8];
+	size_t len = strlen(text);
+	int fd;
+
+	if (file_mkdir_p(c->state_dir, 0700) == -1) {
+		fprintf(stderr, "wall: mkdir %s: ", c->state_dir);
+		goto out_errno;
+	}
+	if (state_path(c, p, ext, path, sizeof(path)) == -1)
+		return -1;
+	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+	fd = mkostemp(tmp, O_CLOEXEC); /* 0600 */
+	if (fd == -1) {
+		fprintf(stderr, "wall: create %s: ", tmp);
+		goto out_errno;
+	}
+	if (write(fd, text, len) != (ssize_t)len || fsync(fd) == -1) {
+		fprintf(stderr, "wall: write %s: ", tmp);
+		close(fd);
+		unlink(tmp);
+		goto out_errno;
+	}
+	close(fd);
+	if (rename(tmp, path) == -1) {
+		fprintf(stderr, "wall: rename to %s: ", path);
+		unlink(tmp);
+		goto out_errno;
+	}
+	return 0;
+out_errno:
+	cli_put_strerror(stderr, errno);
+	fputc('\n', stderr);
+	return -1;
+}
+
+/*
+ * Split a listing into normalised lines in place: "# handle N" cut off,
+ * surrounding blanks trimmed, empty lines dropped. Returns the count (at
+ * most max; more lines are ignored).
+ */
+static size_t listing_lines(char *text, char **lines, size_t max)
+{
+	size_t n = 0;
+	char *s = text, *nl, *hash, *end;
+
+	while (s != NULL && *s != '\0' && n < max) {
+		nl = strchr(s, '\n');
+		if (nl != NULL)
+			*nl = '\0';
+		hash = strstr(s, "# handle ");
+		if (hash != NULL)
+			*hash = '\0';
+		while (*s == ' ' || *s == '\t')
+			s++;
+		end = s + strlen(s);
+		while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+			*--end = '\0';
+		if (*s != '\0')
+			lines[n++] = s;
+		s = nl != NULL ? nl + 1 : NULL;
+	}
+	return n;
+}
+
+#define LINES_MAX 4096
+
+/*
+ * Compare the recorded listing with the live one. Returns true when they
+ * match; else prints the first difference, named by its chain, and returns false.
+ */
+static bool listing_same(const char *table, char *want_text, char *live_text)
+{
+	static char *want[LINES_MAX], *live[LINES_MAX];
+	size_t nw = listing_lines(want_text, want, LINES_MAX);
+	size_t nl = listing_lines(live_text, live, LINES_MAX);
+	const char *chain = NULL;
+	size_t i, j;
+
+	for (i = 0; i < nw && i < nl && strcmp(want[i], live[i]) == 0; i++)
+		if (strncmp(want[i], "chain ", 6) == 0)
+			chain = want[i] + 6;
+	if (i == nw && i == nl)
+		return true;
+	fprintf(stderr, "wall: status: table inet %s differs from what apply loaded", table);
+	if (chain != NULL)
+		fprintf(stderr, " (in chain %.*s)", (int)strcspn(chain, " {"), chain);
+	fputs(":\n", stderr);
+	if (i < nw) {
+		for (j = i; j < nl && strcmp(want[i], live[j]) != 0; j++)
+			;
+		if (j == nl) {
+			fprintf(stderr, "  rule missing or changed: %s\n", want[i]);
+			if (i < nl)
+				fprintf(stderr, "  found instead: %s\n", live[i]);
+			return false;
+		}
+	}
+	fprintf(stderr, "  rule added: %s\n", live[i]);
+	return false;
+}
+
+static int wall_apply(const struct config *c, const struct wall_params *p, struct nft_ctx *nft)
+{
+	char table[80], *script, *errtext = NULL, *listing = NULL;
+	int rc, ret = EXIT_ERROR;
+
+	table_name(p, table, sizeof(table));
+	script = script_new(p);
+	if (script == NULL)
+		return EXIT_ERROR;
+	if (nft_run(nft, script, NULL, &errtext) == -1) {
+		fprintf(stderr, "wall: apply %s: nft refused the batch (nothing changed):\n",
+			wall_profile_name(p->profile));
+		put_nft_error(errtext);
 		goto out_free;
 	}
+	rc = table_list(nft, table, &listing);
+	if (rc == 1)
+		fprintf(stderr, "wall: apply: table inet %s is not there after loading\n", table);
+	if (rc != 0)
+		goto out_free;
+	if (state_write(c, p, "nft", script) == -1 || state_write(c, p, "live", listing) == -1)
+		goto out_free;
+	printf("applied table inet %s\n", table);
+	ret = EXIT_OK;
+out_free:
+	free(listing);
+	listing = NULL;
+	free(errtext);
+	errtext = NULL;
+	free(script);
+	script = NULL;
+	return ret;
+}
+
+static int wall_remove(const struct wall_params *p, struct nft_ctx *nft)
+{
+	char table[80], cmd[128], *listing = NULL, *errtext = NULL;
+	int rc;
+
+	table_name(p, table, sizeof(table));
+	rc = table_list(nft, table, &listing);
+	free(listing);
+	listing = NULL;
+	if (rc == -1)
+		return EXIT_ERROR;
+	if (rc == 1) {
+		printf("table inet %s: not present\n", table);
+		return EXIT_OK;
+	}
+	snprintf(cmd, sizeof(cmd), "delete table inet %s", table);
+	if (nft_run(nft, cmd, NULL, &errtext) == -1) {
+		fprintf(stderr, "wall: %s failed:\n", cmd);
+		put_nft_error(errtext);
+		free(errtext);
+		return EXIT_ERROR;
+	}
+	printf("removed table inet %s\n", table);
+	return EXIT_OK;
+}
+
+static int wall_status(const struct config *c, const struct wall_params *p, struct nft_ctx *nft)
+{
+	char table[80], path[PATH_MAX], *script, *live = NULL, *want = NULL, *applied = NULL;
+	size_t len;
+	int rc, ret = EXIT_ERROR;
+
+	table_name(p, table, sizeof(table));
+	script = script_new(p);
+	if (script == NULL)
+		return EXIT_ERROR;
+	rc = table_list(nft, table, &live);
+	if (rc == 1)
+		fprintf(stderr, "wall: status: missing table inet %s\n", table);
+	if (rc != 0)
+		goto out_free;
+	if (state_path(c, p, "live", path, sizeof(path)) == -1)
+		goto out_free;
+	if (file_read(path, 4 << 20, &want, &len) == -1) {
+		fprintf(stderr, "wall: status: table inet %s is present but no apply was recorded: %s: ",
+			table, path);
+		cli_put_strerror(stderr, errno);
+		fputc('\n', stderr);
+		goto out_free;
+	}
+	if (state_path(c, p, "nft", path, sizeof(path)) == -1)
+		goto out_free;
+	if (file_read(path, SCRIPT_MAX, &applied, &len) == 0 && strcmp(applied, script) != 0) {
+		fprintf(stderr, "wall: status: these options render a different script from the one "
+				"applied (%s): apply again\n", path);
+		goto out_free;
+	}
+	if (!listing_same(table, want, live))
+		goto out_free;
+	printf("table inet %s: as applied\n", table);
+	ret = EXIT_OK;
+out_free:
+	free(applied);
+	applied = NULL;
+	free(want);
+	want = NULL;
+	free(live);
+	live = NULL;
+	free(script);
+	script = NULL;
+	return ret;
+}
+
+/* apply, remove, status: options parsed; enter the namespace, then talk to nftables. */
+static int wall_load_cmd(enum wall_verb verb, const struct opts *o, const struct wall_params *p)
+{
+	struct config *c = NULL;
+	struct nft_ctx *nft;
+	int ret = EXIT_ERROR;
+
+	if (verb != VERB_REMOVE) {
+		c = cli_config_load();
+		if (c == NULL)
+			return EXIT_ERROR;
+	}
+	if (o->netns != NULL && netns_enter(o->netns) == -1)
+		goto out_config;
+	nft = nft_open();
+	if (nft == NULL)
+		goto out_config;
+	if (verb == VERB_APPLY)
+		ret = wall_apply(c, p, nft);
+	else if (verb == VERB_REMOVE)
+		ret = wall_remove(p, nft);
+	else
+		ret = wall_status(c, p, nft);
+	nft_ctx_free(nft);
+	nft = NULL;
+out_config:
+	if (c != NULL)
+		config_free(c);
+	c = NULL;
+	return ret;
+}
+
+static int wall_verb_cmd(enum wall_verb verb, int argc, char **argv)
+{
+	static struct opts o;
+	static struct ipnet deny[64];
+	struct wall_params p;
+	char *script;
+	int ret;
+
+	ret = args_parse(verb, argc, argv, &o, &p, deny, sizeof(deny) / sizeof(deny[0]));
+	if (ret != -1)
+		return ret;
+	if (verb != VERB_RENDER)
+		return wall_load_cmd(verb, &o, &p);
+	script = script_new(&p);
+	if (script == NULL)
+		return EXIT_ERROR;
 	fputs(script, stdout);
 	ret = fflush(stdout) == 0 ? EXIT_OK : EXIT_ERROR;
-out_free:
 	free(script);
 	script = NULL;
 	return ret;
@@ -252,12 +691,9 @@ int cmd_wall(int argc, char **argv)
 		cli_usage(sub == NULL ? stderr : stdout, "wall");
 		return sub == NULL ? EXIT_USAGE : EXIT_OK;
 	}
-	if (strcmp(sub, "render") == 0)
-		return wall_render_cmd(argc - 1, argv + 1);
-	if (strcmp(sub, "apply") == 0 || strcmp(sub, "remove") == 0 || strcmp(sub, "status") == 0) {
-		fprintf(stderr, "wall: %s: not implemented yet (only render is)\n", sub);
-		return EXIT_USAGE;
-	}
+	for (size_t i = 0; i < sizeof(verb_names) / sizeof(verb_names[0]); i++)
+		if (strcmp(sub, verb_names[i]) == 0)
+			return wall_verb_cmd((enum wall_verb)i, argc - 1, argv + 1);
 	cli_usage(stderr, "wall");
 	return EXIT_USAGE;
 }

@@ -58,6 +58,6 @@ else
 fi
 "$SLUICE_BUILD/sluice" wall apply sandbox 2>/dev/null
 rc=$?
-[ "$rc" = 2 ] && echo "ok - wall apply says not implemented (exit 2)" ||
-	{ echo "not ok - wall apply says not implemented (exit $rc)"; fail=1; }
+[ "$rc" = 2 ] && echo "ok - wall apply without --netns or --i-mean-this-host is refused (exit 2)" ||
+	{ echo "not ok - wall apply without --netns or --i-mean-this-host is refused (exit $rc)"; fail=1; }
 exit $fail

@@ -1,0 +1,87 @@
+#!/bin/bash
+# sluice wall apply, status and remove, loaded for real with libnftables,
+# but only ever inside a network namespace this test creates (--netns). The
+# host's own ruleset is only read (nft list tables, before and after) to
+# show that an apply without --netns is refused and changes nothing.
+cd "$(dirname "$0")/../.." || exit 2
+NS=slwa$$
+T=$(mktemp -d /tmp/sluice-wall-apply.XXXXXX)
+trap 'ip netns del "$NS" 2>/dev/null; rm -rf "$T"' EXIT
+ip netns add "$NS" || { echo "not ok - ip netns add $NS"; exit 1; }
+S="$SLUICE_BUILD/sluice -c $T/sluice.conf"
+NETNS=/run/netns/$NS
+TABLE=sluice_sandbox_41000
+printf 'state %s/state\n' "$T" >"$T/sluice.conf"
+printf 'agent:100000:65536\n' >"$T/subuid"
+# the same options every time: the sandbox profile for user nobody
+W=(sandbox --user nobody --subuid "$T/subuid" --gateway 192.168.5.2 --gateway fd00::2
+	--resolver 192.168.5.3 --forwarder 10.88.0.1:3128)
+fail=0
+ok() { echo "ok - $1"; }
+not_ok() { echo "not ok - $1"; sed 's/^/# /' "$T/err" 2>/dev/null; fail=1; }
+# run WANT NAME COMMAND...: the status must be WANT; stdout in $T/out, stderr in $T/err
+run() {
+	local want=$1 name=$2 got
+	shift 2
+	"$@" >"$T/out" 2>"$T/err"
+	got=$?
+	if [ "$got" = "$want" ]; then ok "$name"; else not_ok "$name (exit $got, want $want)"; fi
+}
+nsnft() { ip netns exec "$NS" nft "$@"; }
+
+host_before=$(nft list tables 2>&1)
+
+run 0 "apply sandbox inside $NS" $S wall apply "${W[@]}" --netns "$NETNS"
+[ "$(nsnft list tables)" = "table inet $TABLE" ] && ok "exactly the sluice table exists" ||
+	not_ok "exactly the sluice table exists: $(nsnft list tables | tr '\n' ' ')"
+st=$(stat -c %a "$T/state/wall-sandbox.nft" "$T/state/wall-sandbox.live" 2>/dev/null | tr '\n' ' ')
+[ "$st" = "600 600 " ] && ok "the state files are recorded, mode 0600" ||
+	not_ok "the state files are recorded, mode 0600 ($st)"
+
+run 0 "apply again" $S wall apply "${W[@]}" --netns "$NETNS"
+n=$(nsnft list tables | grep -c .)
+[ "$n" = 1 ] && ok "applying twice leaves one copy" || not_ok "applying twice leaves one copy ($n tables)"
+n=$(nsnft list table inet "$TABLE" | grep -c 'chain sandbox {')
+[ "$n" = 1 ] && ok "one sandbox chain after two applies" || not_ok "one sandbox chain ($n)"
+
+run 0 "status matches after apply" $S wall status "${W[@]}" --netns "$NETNS"
+
+run 1 "status with other options says the render differs" \
+	$S wall status "${W[@]}" --resolver 192.168.5.4 --netns "$NETNS"
+grep -q "render a different script" "$T/err" && ok "... and says why" || not_ok "... and says why"
+
+handle=$(nsnft -a list chain inet "$TABLE" sandbox | sed -n 's/.*udp dport 443 .*# handle \([0-9]*\)$/\1/p')
+if [ -n "$handle" ] && nsnft delete rule inet "$TABLE" sandbox handle "$handle"; then
+	ok "a rule deleted by hand (handle $handle)"
+else
+	not_ok "a rule deleted by hand"
+fi
+run 1 "status after the hand edit exits 1" $S wall status "${W[@]}" --netns "$NETNS"
+grep -q 'missing or changed: udp dport 443' "$T/err" && grep -q 'chain sandbox' "$T/err" &&
+	ok "... naming the missing rule and its chain" || not_ok "... naming the missing rule and its chain"
+
+run 0 "apply restores it" $S wall apply "${W[@]}" --netns "$NETNS"
+run 0 "status matches again" $S wall status "${W[@]}" --netns "$NETNS"
+
+nsnft add rule inet "$TABLE" sandbox tcp dport 9 accept
+run 1 "status after a rule added by hand exits 1" $S wall status "${W[@]}" --netns "$NETNS"
+grep -q 'rule added: tcp dport 9 accept' "$T/err" && ok "... naming the added rule" ||
+	not_ok "... naming the added rule"
+
+nsnft add table inet other
+run 0 "remove" $S wall remove sandbox --netns "$NETNS"
+[ "$(nsnft list tables)" = "table inet other" ] && ok "only the sluice table went; other stays" ||
+	not_ok "only the sluice table went: $(nsnft list tables | tr '\n' ' ')"
+run 0 "remove again" $S wall remove sandbox --netns "$NETNS"
+grep -q "not present" "$T/out" && ok "... says not present" || not_ok "... says not present"
+run 1 "status after remove exits 1" $S wall status "${W[@]}" --netns "$NETNS"
+grep -q "missing table inet $TABLE" "$T/err" && ok "... missing table" || not_ok "... missing table"
+
+run 2 "apply without --netns or --i-mean-this-host is refused" $S wall apply "${W[@]}"
+grep -q "i-mean-this-host" "$T/err" && ok "... and says how to mean it" || not_ok "... and says how to mean it"
+run 2 "remove without --netns or --i-mean-this-host is refused" $S wall remove sandbox
+run 1 "a --netns that does not exist fails" $S wall apply "${W[@]}" --netns "$T/nope"
+host_after=$(nft list tables 2>&1)
+[ "$host_before" = "$host_after" ] && ok "the host's ruleset was not touched" ||
+	not_ok "the host's ruleset was not touched"
+exit $fail
