@@ -135,4 +135,7 @@ int cmd_ports(int argc, char **argv);
 /* wall.c */
 int cmd_wall(int argc, char **argv);
 
+/* verify.c */
+int cmd_verify(int argc, char **argv);
+
 #endif

@@ -55,6 +55,9 @@ static const struct verb verbs[] = {
 	  "wall render egress --user NAME [--resolver ADDR]... [--port-base N]\n"
 	  "wall apply|remove PROFILE [render options] --netns PATH | --i-mean-this-host\n"
 	  "wall status PROFILE [render options] [--netns PATH]\n" },
+	{ "verify", cmd_verify, "prove the wall from inside the sandbox: proxy works, all else refused",
+	  "verify --target ADDR [--proxy ADDR:PORT] [--target6 ADDR] [--proxy-direct ADDR:PORT] "
+	  "[--timeout-ms N] [--json]\n" },
 };
 
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
@@ -137,7 +140,9 @@ void cli_usage(FILE *f, const char *verb)
 		   "     read or written, a refused grant pattern, a container engine that\n"
 		   "     failed or did not answer in time, a CA that exists (init) or is\n"
 		   "     missing (show)\n"
-		   "  2  usage: an unknown verb or option, a missing or malformed argument\n");
+		   "  2  usage: an unknown verb or option, a missing or malformed argument\n"
+		   "  verify exits 0 when the wall holds, 1 naming each probe that leaked\n"
+		   "  (open, answered, timeout), 2 unproven: the proxy did not answer\n");
 }
 
 int main(int argc, char **argv)
