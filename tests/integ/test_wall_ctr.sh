@@ -1,0 +1,79 @@
+#!/bin/bash
+# The sandbox uid wall against a real container: in the lab's vm namespace
+# (--netns), a --network host podman container running as subuid 100005 is
+# refused at once going directly to an origin, yet reaches the proxy on the
+# host gateway 192.168.5.2:3128 (inside the wall's port band 3000-3199); a
+# root --network host container (outside the wall) still goes straight out;
+# `sluice verify` run inside the subuid container exits 0.
+source "$(dirname "$0")/lab.sh"
+lab_up
+lab_sandbox_up
+lab_write_conf "listen $SBX_PROXY" "allow good.test"
+sl key init >/dev/null 2>&1 || lab_bail "sluice key init"
+lab_run_proxy
+lab_sandbox_forward
+
+# The vm routes the origins through the host namespace, which forwards them
+# to inet (and inet knows the way back), so that without the wall a vm
+# process reaches an origin directly.
+vx ip route add 203.0.113.0/24 via 192.168.5.2 || lab_bail "route to the origins in the vm"
+hx sysctl -qw net.ipv4.ip_forward=1 || lab_bail "forwarding in the host namespace"
+ix ip route add 192.168.5.0/24 via 192.0.2.1 || lab_bail "route back to the vm in inet"
+
+code=$(vx curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://203.0.113.10/)
+expect_eq "control: without the wall a vm process reaches the origin directly" 200 "$code"
+
+# The runner's snapshot dir is mode 0700: give the container a copy it can execute.
+mkdir -p "$LAB_DIR/bin"
+cp "$SLUICE_BUILD/sluice" "$LAB_DIR/bin/sluice" || lab_bail "copy sluice for the container"
+chmod 755 "$LAB_DIR/bin" "$LAB_DIR/bin/sluice"
+
+printf 'nobody:100000:65536\n' >"$LAB_DIR/subuid"
+chmod 644 "$LAB_DIR/subuid"
+"$SLUICE_BUILD/sluice" -c "$CONF" wall apply sandbox --user nobody --subuid "$LAB_DIR/subuid" \
+	--gateway 192.168.5.2 --port-base 3000 --bridge podman0 --forwarder "$SBX_FWD" \
+	--netns "/run/netns/$VNS" >"$LAB_DIR/wall.out" 2>&1 ||
+	lab_bail "sluice wall apply sandbox --netns (vm)" "$(cat "$LAB_DIR/wall.out")"
+expect_re "the sandbox table is in the vm namespace" 'table inet sluice_sandbox_3000' "$(vx nft list tables)"
+expect_not_re "... and not in the host namespace" 'sluice_sandbox_3000' "$(hx nft list tables)"
+
+cs=wctr-s-$$
+cr=wctr-r-$$
+# (not in $(...): sbx_ctr records the name for teardown in this shell)
+sbx_ctr "$cs" --network host --user 100005:100005 -v "$LAB_DIR/bin:/sbin2:ro" -- sleep 300 \
+	>/dev/null 2>"$LAB_DIR/ctr.err" ||
+	lab_bail "podman run --network host --user 100005:100005" "$(cat "$LAB_DIR/ctr.err")"
+sbx_ctr "$cr" --network host -- sleep 300 >/dev/null 2>"$LAB_DIR/ctr.err" ||
+	lab_bail "podman run --network host (root)" "$(cat "$LAB_DIR/ctr.err")"
+expect_eq "the subuid container runs as uid 100005" 100005 "$(sbx_exec "$cs" id -u 2>&1)"
+hpid=$(podman inspect -f '{{.State.Pid}}' "$cs" 2>/dev/null)
+expect_eq "... which is uid 100005 on the machine too (rootful, no user namespace)" 100005 \
+	"$(awk '/^Uid:/{print $2}' "/proc/$hpid/status" 2>/dev/null)"
+
+# cdirect CTR: curl http://203.0.113.10/ from inside CTR; prints "EXIT SECONDS CODE"
+# (seconds as curl measured them, so podman exec's own start-up is not counted)
+cdirect() {
+	local out rc
+	out=$(sbx_exec "$1" curl -s -o /dev/null -w '%{http_code} %{time_total}' --max-time 5 \
+		http://203.0.113.10/ 2>/dev/null)
+	rc=$?
+	set -- $out
+	echo "$rc ${2:-9} ${1:-none}"
+}
+
+set -- $(cdirect "$cs")
+expect_eq "subuid container: direct curl is refused (curl exit 7)" 7 "$1"
+expect_lt "... at once" 1 "$2"
+code=$(sbx_exec "$cs" curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
+	-x "http://$SBX_PROXY" http://good.test/ctr1 2>&1)
+expect_eq "subuid container: through the proxy on $SBX_PROXY, good.test answers 200" 200 "$code"
+expect_eq "... the proxy logged it" 1 "$(logq path=/ctr1 --count)"
+
+set -- $(cdirect "$cr")
+expect_eq "root container (not walled) still reaches the origin directly" "0 200" "$1 $3"
+
+out=$(sbx_exec "$cs" /sbin2/sluice verify --target 203.0.113.10 --proxy "$SBX_PROXY" 2>&1)
+rc=$?
+expect_eq "sluice verify inside the subuid container exits 0" 0 "$rc"
+[ "$rc" == 0 ] || echo "$out" | sed 's/^/# verify: /'
+lab_done
