@@ -296,15 +296,6 @@ static char *script_new(const struct wall_params *p)
 	return script;
 }
 
-/* The profile's table name, as wall_render names it when p->table is NULL. */
-static void table_name(const struct wall_params *p, char *buf, size_t size)
-{
-	if (p->table != NULL)
-		snprintf(buf, size, "%s", p->table);
-	else
-		snprintf(buf, size, "sluice_%s_%u", wall_profile_name(p->profile), p->port_base);
-}
-
 /* Enter the network namespace at path. Returns 0, or -1 after printing why. */
 static int netns_enter(const char *path)
 {
@@ -526,7 +517,7 @@ static int wall_apply(const struct config *c, const struct wall_params *p, struc
 	char table[80], *script, *errtext = NULL, *listing = NULL;
 	int rc, ret = EXIT_ERROR;
 
-	table_name(p, table, sizeof(table));
+	wall_table_name(p, table, sizeof(table));
 	script = script_new(p);
 	if (script == NULL)
 		return EXIT_ERROR;
@@ -560,7 +551,7 @@ static int wall_remove(const struct wall_params *p, struct nft_ctx *nft)
 	char table[80], cmd[128], *listing = NULL, *errtext = NULL;
 	int rc;
 
-	table_name(p, table, sizeof(table));
+	wall_table_name(p, table, sizeof(table));
 	rc = table_list(nft, table, &listing);
 	free(listing);
 	listing = NULL;
@@ -587,7 +578,7 @@ static int wall_status(const struct config *c, const struct wall_params *p, stru
 	size_t len;
 	int rc, ret = EXIT_ERROR;
 
-	table_name(p, table, sizeof(table));
+	wall_table_name(p, table, sizeof(table));
 	script = script_new(p);
 	if (script == NULL)
 		return EXIT_ERROR;

@@ -59,6 +59,14 @@ const char *wall_profile_name(enum wall_profile p)
 	return profile_names[p];
 }
 
+void wall_table_name(const struct wall_params *p, char *buf, size_t size)
+{
+	if (p->table != NULL)
+		snprintf(buf, size, "%s", p->table);
+	else
+		snprintf(buf, size, "sluice_%s_%u", wall_profile_name(p->profile), p->port_base);
+}
+
 int wall_profile_parse(const char *s, enum wall_profile *out)
 {
 	for (unsigned i = 0; i < sizeof(profile_names) / sizeof(profile_names[0]); i++) {
@@ -402,10 +410,7 @@ int wall_render(const struct wall_params *p, char *out, size_t size, const char 
 		return -1;
 	}
 	out[0] = '\0';
-	if (p->table != NULL)
-		snprintf(table, sizeof(table), "%s", p->table);
-	else
-		snprintf(table, sizeof(table), "sluice_%s_%u", wall_profile_name(p->profile), p->port_base);
+	wall_table_name(p, table, sizeof(table));
 	why = check(p, table);
 	if (why != NULL) {
 		*err = why;

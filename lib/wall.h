@@ -75,6 +75,9 @@ struct wall_params {
 /* "sandbox", "guard", "host", "egress". */
 const char *wall_profile_name(enum wall_profile p);
 
+/* The table p's script owns: p->table, else "sluice_<profile>_<port_base>". */
+void wall_table_name(const struct wall_params *p, char *buf, size_t size);
+
 /* The profile named s into *out. Returns 0, or -1 for an unknown name. */
 int wall_profile_parse(const char *s, enum wall_profile *out);
 
