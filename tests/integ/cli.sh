@@ -7,11 +7,6 @@
 # "not ok - name" per check and exits 1 if any failed.
 set -u
 
-here=$(cd "$(dirname "$0")/../.." && pwd)
-build=${SLUICE_BUILD:-build}
-case $build in /*) ;; *) build=$here/$build ;; esac
-S=$build/sluice
-[ -x "$S" ] || { echo "not ok - binary $S missing"; exit 1; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/sluice-cli.XXXXXX")
 follow_pid=
@@ -21,25 +16,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-failed=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; failed=1; }
-# t NAME COMMAND...: the command's status decides
-t() {
-	local name=$1
-	shift
-	if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
-# run EXPECTED_STATUS COMMAND...: stdout in $T/out, stderr in $T/err
-run() {
-	local want=$1 got
-	shift
-	"$@" >"$T/out" 2>"$T/err"
-	got=$?
-	[ "$got" -eq "$want" ] || { echo "# $*: status $got, expected $want" >&2; cat "$T/err" >&2; return 1; }
-}
-has() { grep -q -- "$1" "$2"; }
-hasnt() { ! grep -q -- "$1" "$2"; }
+source "$(dirname "$0")/clitest.sh"
 
 cd "$T" || exit 1
 cat >sluice.conf <<EOF

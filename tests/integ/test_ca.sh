@@ -10,11 +10,6 @@
 # and exits 1 if any failed.
 set -u
 
-here=$(cd "$(dirname "$0")/../.." && pwd)
-build=${SLUICE_BUILD:-build}
-case $build in /*) ;; *) build=$here/$build ;; esac
-S=$build/sluice
-[ -x "$S" ] || { echo "not ok - binary $S missing"; exit 1; }
 SYSROOTS=/etc/ssl/certs/ca-certificates.crt
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/sluice-ca.XXXXXX")
@@ -32,23 +27,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-failed=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1${2:+ ($2)}"; failed=1; }
-t() {
-	local name=$1
-	shift
-	if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
-# run EXPECTED_STATUS COMMAND...: stdout in $T/out, stderr in $T/err
-run() {
-	local want=$1 got
-	shift
-	"$@" >"$T/out" 2>"$T/err"
-	got=$?
-	[ "$got" -eq "$want" ] || { echo "# $*: status $got, expected $want" >&2; cat "$T/err" >&2; return 1; }
-}
-has() { grep -q -- "$1" "$2"; }
+source "$(dirname "$0")/clitest.sh"
 expect_eq() { if [ "$2" == "$3" ]; then ok "$1"; else not_ok "$1" "expected '$2', seen '$3'"; fi; }
 
 cd "$T" || exit 1

@@ -7,11 +7,6 @@
 # "not ok - name" per check and exits 1 if any failed.
 set -u
 
-here=$(cd "$(dirname "$0")/../.." && pwd)
-build=${SLUICE_BUILD:-build}
-case $build in /*) ;; *) build=$here/$build ;; esac
-S=$build/sluice
-[ -x "$S" ] || { echo "not ok - binary $S missing"; exit 1; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/sluice-ports.XXXXXX")
 trap 'rm -rf "$T"' EXIT
@@ -19,23 +14,7 @@ export SLUICE_PORTS_REGISTRY=$T/reg/ports
 unset SLUICE_PORT_BASE
 R=$SLUICE_PORTS_REGISTRY
 
-failed=0
-ok() { echo "ok - $1"; }
-not_ok() { echo "not ok - $1"; failed=1; }
-t() {
-	local name=$1
-	shift
-	if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
-# run EXPECTED_STATUS COMMAND...: stdout in $T/out, stderr in $T/err
-run() {
-	local want=$1 got
-	shift
-	"$@" >"$T/out" 2>"$T/err"
-	got=$?
-	[ "$got" -eq "$want" ] || { echo "# $*: status $got, expected $want" >&2; cat "$T/err" >&2; return 1; }
-}
-has() { grep -q -- "$1" "$2"; }
+source "$(dirname "$0")/clitest.sh"
 base_of() { "$S" ports --project "$1" | awk '$1 == "base" { print $2 }'; }
 
 # --- bands ---------------------------------------------------------------------
