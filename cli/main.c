@@ -49,12 +49,13 @@ static const struct verb verbs[] = {
 	  "engine watch [--net NAME] [--podman CMD]\n" },
 	{ "wall", cmd_wall, "render, apply, remove or check the nftables walls (tables sluice owns)",
 	  "wall render sandbox --user NAME --gateway ADDR... [--resolver ADDR]... [--bridge IF] "
-	  "[--forwarder ADDR:PORT] [--port-base N] [--subuid FILE]\n"
-	  "wall render guard --gateway ADDR... [--mark N] [--port-base N]\n"
-	  "wall render host --cgroup PATH [--resolver ADDR]... [--port-base N]\n"
-	  "wall render egress --user NAME [--resolver ADDR]... [--port-base N]\n"
+	  "[--forwarder ADDR:PORT] [--subuid FILE] [COMMON]\n"
+	  "wall render guard --gateway ADDR... [--mark N] [COMMON]\n"
+	  "wall render host --cgroup PATH [--resolver ADDR]... [COMMON]\n"
+	  "wall render egress --user NAME [--resolver ADDR]... [COMMON]\n"
 	  "wall apply|remove PROFILE [render options] --netns PATH | --i-mean-this-host\n"
-	  "wall status PROFILE [render options] [--netns PATH]\n" },
+	  "wall status PROFILE [render options] [--netns PATH]\n"
+	  "wall ... COMMON = [--port-base N | --project NAME] [--log-group N] (band: `sluice ports`)\n" },
 	{ "verify", cmd_verify, "prove the wall from inside the sandbox: proxy works, all else refused",
 	  "verify --target ADDR [--proxy ADDR:PORT] [--target6 ADDR] [--proxy-direct ADDR:PORT] "
 	  "[--timeout-ms N] [--json]\n" },

@@ -279,6 +279,68 @@ out_close:
 	return ret;
 }
 
+/*
+ * *project checked, or when NULL the current directory (its real path, in
+ * cwd) in its place. Returns 0, or -1 after printing why (prefixed by who).
+ */
+static int project_name(const char **project, char cwd[PATH_MAX], const char *who)
+{
+	const char *why;
+
+	if (*project != NULL) {
+		why = ports_project_check(*project, strlen(*project));
+		if (why != NULL) {
+			fprintf(stderr, "%s: bad project name: %s\n", who, why);
+			return -1;
+		}
+		return 0;
+	}
+	if (realpath(".", cwd) == NULL) {
+		fprintf(stderr, "%s: the current directory: ", who);
+		cli_put_strerror(stderr, errno);
+		fputc('\n', stderr);
+		return -1;
+	}
+	why = ports_project_check(cwd, strlen(cwd));
+	if (why != NULL) {
+		fprintf(stderr, "%s: the current directory cannot name a project (%s); "
+				"use --project NAME\n", who, why);
+		return -1;
+	}
+	*project = cwd;
+	return 0;
+}
+
+int ports_band_of(const char *project, unsigned *base)
+{
+	struct registry reg;
+	const struct ports_band *b;
+	char cwd[PATH_MAX];
+	unsigned long env;
+	int rc = env_base(&env), ret = -1;
+
+	if (rc != 0) {
+		*base = (unsigned)env;
+		return rc == 1 ? 0 : -1;
+	}
+	if (project_name(&project, cwd, "ports") == -1)
+		return -1;
+	if (registry_open(&reg, false) == -1)
+		goto out_close;
+	b = ports_find(&reg.r, project, strlen(project));
+	if (b == NULL) {
+		fprintf(stderr, "ports: %s has no port band in %s: run `sluice ports%s%s` first, "
+				"or give the base\n", project, reg.path, project == cwd ? "" : " --project ",
+			project == cwd ? "" : project);
+		goto out_close;
+	}
+	*base = b->base;
+	ret = 0;
+out_close:
+	registry_close(&reg);
+	return ret;
+}
+
 int cmd_ports(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -288,7 +350,7 @@ int cmd_ports(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	enum ports_sub sub = SUB_SHOW;
-	const char *project = NULL, *why;
+	const char *project = NULL;
 	char cwd[PATH_MAX];
 	bool json = false;
 	int opt;
@@ -331,26 +393,7 @@ int cmd_ports(int argc, char **argv)
 	}
 	if (sub == SUB_LIST)
 		return ports_list(json);
-	if (project != NULL) {
-		why = ports_project_check(project, strlen(project));
-		if (why != NULL) {
-			fprintf(stderr, "ports: bad project name: %s\n", why);
-			return EXIT_USAGE;
-		}
-	} else {
-		if (realpath(".", cwd) == NULL) {
-			fprintf(stderr, "ports: the current directory: ");
-			cli_put_strerror(stderr, errno);
-			fputc('\n', stderr);
-			return EXIT_ERROR;
-		}
-		why = ports_project_check(cwd, strlen(cwd));
-		if (why != NULL) {
-			fprintf(stderr, "ports: the current directory cannot name a project (%s); "
-					"use --project NAME\n", why);
-			return EXIT_ERROR;
-		}
-		project = cwd;
-	}
+	if (project_name(&project, cwd, "ports") == -1)
+		return project != NULL ? EXIT_USAGE : EXIT_ERROR;
 	return sub == SUB_SHOW ? ports_show(project, json) : ports_release(project);
 }

@@ -2,22 +2,30 @@
  * wall.c: `sluice wall render|apply|remove|status PROFILE`.
  *
  * render gathers the profile's parameters from the options (and the
- * sandbox user's ranges from /etc/subuid) and prints the nft script
- * lib/wall.c renders; it loads nothing.
+ * sandbox user's ranges from /etc/subuid, the egress profile's exceptions
+ * from the config's allow-private lines) and prints the nft script
+ * lib/wall.c renders; it loads nothing. The port band is --port-base, else
+ * $SLUICE_PORT_BASE, else the project's band in `sluice ports`' registry
+ * (--project, else the current directory); never a default, because a
+ * wall on someone else's band is worse than none.
  *
  * apply loads that script as one libnftables batch (the script replaces its
  * own table and touches no other), then lists the table and records both in
- * STATE/wall-PROFILE.nft (the script) and STATE/wall-PROFILE.live (nft's
- * listing). remove deletes the profile's table and nothing else; an absent
- * table is "not present", not an error. status lists the table again and
- * compares it with the recorded listing (nft normalises what it is given,
- * so its own listing is the only fair reference): exit 0 when they match,
- * 1 naming the first difference (missing table, a rule missing, changed or
- * added), and 1 too when the options now render a different script.
+ * STATE/wall-TABLE@NS.nft (the script) and STATE/wall-TABLE@NS.live (nft's
+ * listing), NS naming the namespace (state_path). remove deletes the
+ * profile's table and nothing else; an absent table is "not present", not
+ * an error. status lists the table again and compares it with the recorded
+ * listing (nft normalises what it is given, so its own listing is the only
+ * fair reference): exit 0 when they match, 1 naming the first difference
+ * (missing table, a rule missing, changed or added, a cgroup recreated
+ * under the rule), and 1 too when the options now render a different script.
  *
  * --netns PATH (e.g. /run/netns/NAME) enters that network namespace before
  * talking to nftables. Without it apply and remove act on this host's own
  * ruleset, and refuse (exit 2) unless --i-mean-this-host says that is meant.
+ * --log-group N logs refusals to NFLOG group N (read by `sluice wall
+ * denied`) instead of the kernel log, which is silent outside the initial
+ * network namespace.
  * Nothing here ever flushes the ruleset.
  */
 #include <errno.h>
@@ -37,7 +45,6 @@
 #include "file.h"
 #include "wall.h"
 
-#define PORT_BASE_DEFAULT 41000 /* until `sluice ports` allocates bands */
 #define SUBUID_PATH "/etc/subuid"
 #define SCRIPT_MAX (64 * 1024)
 
@@ -45,7 +52,10 @@ struct opts {
 	struct ipnet resolvers[WALL_RANGES_MAX];
 	struct ipnet gateways[WALL_RANGES_MAX];
 	struct wall_uidrange subuids[WALL_RANGES_MAX];
+	struct ipnet allow[WALL_RANGES_MAX]; /* egress: the config's allow-private ranges */
 	const char *user;
+	const char *project; /* --project; NULL: the current directory */
+	bool port_base_set;  /* --port-base given */
 	const char *subuid_path;
 	const char *netns;   /* --netns PATH; NULL: this process's namespace */
 	bool this_host;      /* --i-mean-this-host */
@@ -151,6 +161,29 @@ static int user_load(struct opts *o, struct wall_params *p)
 	return 0;
 }
 
+/* The egress profile's exceptions: the config's allow-private ranges. Returns 0 or -1 after printing. */
+static int allow_load(struct opts *o, struct wall_params *p)
+{
+	struct config *c = cli_config_load();
+	int ret = -1;
+
+	if (c == NULL)
+		return -1;
+	if (c->nexceptions > WALL_RANGES_MAX) {
+		fprintf(stderr, "wall: more than %d allow-private ranges\n", WALL_RANGES_MAX);
+		goto out_free;
+	}
+	for (size_t i = 0; i < c->nexceptions; i++)
+		o->allow[i] = c->exceptions[i].net;
+	p->allow = o->allow;
+	p->nallow = c->nexceptions;
+	ret = 0;
+out_free:
+	config_free(c);
+	c = NULL;
+	return ret;
+}
+
 /*
  * Parse argv (argv[0] is the sub-verb) into *o and *p, deny[] backing the
  * egress profile's deny list. Returns -1 when parsed, else the exit status
@@ -168,6 +201,8 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 		{ "mark", required_argument, NULL, 'm' },
 		{ "cgroup", required_argument, NULL, 'c' },
 		{ "port-base", required_argument, NULL, 'p' },
+		{ "project", required_argument, NULL, 'P' },
+		{ "log-group", required_argument, NULL, 'l' },
 		{ "subuid", required_argument, NULL, 's' },
 		{ "netns", required_argument, NULL, 'n' },
 		{ "i-mean-this-host", no_argument, NULL, 'H' },
@@ -181,7 +216,6 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 
 	memset(o, 0, sizeof(*o));
 	memset(p, 0, sizeof(*p));
-	p->port_base = PORT_BASE_DEFAULT;
 	p->bridge = "podman0";
 	o->subuid_path = SUBUID_PATH;
 	p->resolvers = o->resolvers;
@@ -224,6 +258,18 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 				return EXIT_USAGE;
 			}
 			p->port_base = (unsigned)v;
+			o->port_base_set = true;
+			break;
+		case 'P':
+			o->project = optarg;
+			break;
+		case 'l':
+			if (num_parse(optarg, 0, 65535, &v) == -1) {
+				fprintf(stderr, "wall: bad --log-group \"%s\": 0 to 65535\n", optarg);
+				return EXIT_USAGE;
+			}
+			p->nflog = true;
+			p->nflog_group = (uint16_t)v;
 			break;
 		case 's':
 			o->subuid_path = optarg;
@@ -255,9 +301,13 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 				"refused (add --i-mean-this-host if that is meant)\n", name);
 		return EXIT_USAGE;
 	}
+	if (!o->port_base_set && ports_band_of(o->project, &p->port_base) == -1)
+		return EXIT_ERROR;
 	p->ct_mark = wall_ct_mark(p->port_base);
 	if (verb == VERB_REMOVE)
 		return -1; /* only the table's name matters */
+	if (p->profile == WALL_EGRESS && allow_load(o, p) == -1)
+		return EXIT_ERROR;
 	if (p->profile == WALL_EGRESS) {
 		/* the proxy's own deny list, the one its resolve-and-check uses */
 		while (iprange_deny_list(ndeny) != NULL && ndeny < deny_max) {
@@ -395,10 +445,27 @@ static int table_list(struct nft_ctx *nft, const char *table, char **out)
 	return -1;
 }
 
-static int state_path(const struct config *c, const struct wall_params *p, const char *ext,
-		      char *buf, size_t size)
+/*
+ * STATE/wall-TABLE@NS.EXT: what apply loaded into one namespace. NS is the
+ * --netns path's last name (/run/netns/NAME gives NAME), bytes other than
+ * [A-Za-z0-9._-] as '_', or "host" without --netns.
+ */
+static int state_path(const struct config *c, const struct opts *o, const struct wall_params *p,
+		      const char *ext, char *buf, size_t size)
 {
-	int n = snprintf(buf, size, "%s/wall-%s.%s", c->state_dir, wall_profile_name(p->profile), ext);
+	char table[80], ns[64] = "host";
+	const char *base;
+	int n;
+
+	wall_table_name(p, table, sizeof(table));
+	if (o->netns != NULL) {
+		base = strrchr(o->netns, '/') != NULL ? strrchr(o->netns, '/') + 1 : o->netns;
+		snprintf(ns, sizeof(ns), "%s", base[0] != '\0' ? base : "_");
+		for (char *ch = ns; *ch != '\0'; ch++)
+			if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", *ch) == NULL)
+				*ch = '_';
+	}
+	n = snprintf(buf, size, "%s/wall-%s@%s.%s", c->state_dir, table, ns, ext);
 
 	if (n < 0 || (size_t)n >= size) {
 		fprintf(stderr, "wall: %s: state path too long\n", c->state_dir);
@@ -407,9 +474,9 @@ static int state_path(const struct config *c, const struct wall_params *p, const
 	return 0;
 }
 
-/* Replace STATE/wall-PROFILE.EXT with text, mode 0600. Returns 0 or -1 after printing. */
-static int state_write(const struct config *c, const struct wall_params *p, const char *ext,
-		       const char *text)
+/* Replace state_path's file with text, mode 0600. Returns 0 or -1 after printing. */
+static int state_write(const struct config *c, const struct opts *o, const struct wall_params *p,
+		       const char *ext, const char *text)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	size_t len = strlen(text);
@@ -419,7 +486,7 @@ static int state_write(const struct config *c, const struct wall_params *p, cons
 		fprintf(stderr, "wall: mkdir %s: ", c->state_dir);
 		goto out_errno;
 	}
-	if (state_path(c, p, ext, path, sizeof(path)) == -1)
+	if (state_path(c, o, p, ext, path, sizeof(path)) == -1)
 		return -1;
 	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
 	fd = mkostemp(tmp, O_CLOEXEC); /* 0600 */
@@ -478,6 +545,25 @@ static size_t listing_lines(char *text, char **lines, size_t max)
 #define LINES_MAX 4096
 
 /*
+ * Whether a listed rule's `socket cgroupv2` names a bare number: nft lists
+ * the path of the cgroup the rule was loaded with while it exists, and its
+ * id once it is gone (a cgroup made again at that path has a new id).
+ */
+static bool cgroup_gone(const char *line)
+{
+	const char *s = strstr(line, "socket cgroupv2 level ");
+
+	if (s == NULL)
+		return false;
+	s += strlen("socket cgroupv2 level ");
+	s += strspn(s, "0123456789");
+	if (*s++ != ' ' || strspn(s, "0123456789") == 0)
+		return false;
+	s += strspn(s, "0123456789");
+	return *s == ' ' || *s == '\0';
+}
+
+/*
  * Compare the recorded listing with the live one. Returns true when they
  * match; else prints the first difference, named by its chain, and returns false.
  */
@@ -505,6 +591,9 @@ static bool listing_same(const char *table, char *want_text, char *live_text)
 			fprintf(stderr, "  rule missing or changed: %s\n", want[i]);
 			if (i < nl)
 				fprintf(stderr, "  found instead: %s\n", live[i]);
+			if (i < nl && cgroup_gone(live[i]))
+				fprintf(stderr, "  the cgroup this rule names was removed or recreated since "
+						"apply: the rule matches nothing now (apply again)\n");
 			return false;
 		}
 	}
@@ -512,7 +601,8 @@ static bool listing_same(const char *table, char *want_text, char *live_text)
 	return false;
 }
 
-static int wall_apply(const struct config *c, const struct wall_params *p, struct nft_ctx *nft)
+static int wall_apply(const struct config *c, const struct opts *o, const struct wall_params *p,
+		      struct nft_ctx *nft)
 {
 	char table[80], *script, *errtext = NULL, *listing = NULL;
 	int rc, ret = EXIT_ERROR;
@@ -532,7 +622,7 @@ static int wall_apply(const struct config *c, const struct wall_params *p, struc
 		fprintf(stderr, "wall: apply: table inet %s is not there after loading\n", table);
 	if (rc != 0)
 		goto out_free;
-	if (state_write(c, p, "nft", script) == -1 || state_write(c, p, "live", listing) == -1)
+	if (state_write(c, o, p, "nft", script) == -1 || state_write(c, o, p, "live", listing) == -1)
 		goto out_free;
 	printf("applied table inet %s\n", table);
 	ret = EXIT_OK;
@@ -572,7 +662,8 @@ static int wall_remove(const struct wall_params *p, struct nft_ctx *nft)
 	return EXIT_OK;
 }
 
-static int wall_status(const struct config *c, const struct wall_params *p, struct nft_ctx *nft)
+static int wall_status(const struct config *c, const struct opts *o, const struct wall_params *p,
+		       struct nft_ctx *nft)
 {
 	char table[80], path[PATH_MAX], *script, *live = NULL, *want = NULL, *applied = NULL;
 	size_t len;
@@ -587,7 +678,7 @@ static int wall_status(const struct config *c, const struct wall_params *p, stru
 		fprintf(stderr, "wall: status: missing table inet %s\n", table);
 	if (rc != 0)
 		goto out_free;
-	if (state_path(c, p, "live", path, sizeof(path)) == -1)
+	if (state_path(c, o, p, "live", path, sizeof(path)) == -1)
 		goto out_free;
 	if (file_read(path, 4 << 20, &want, &len) == -1) {
 		fprintf(stderr, "wall: status: table inet %s is present but no apply was recorded: %s: ",
@@ -596,7 +687,7 @@ static int wall_status(const struct config *c, const struct wall_params *p, stru
 		fputc('\n', stderr);
 		goto out_free;
 	}
-	if (state_path(c, p, "nft", path, sizeof(path)) == -1)
+	if (state_path(c, o, p, "nft", path, sizeof(path)) == -1)
 		goto out_free;
 	if (file_read(path, SCRIPT_MAX, &applied, &len) == 0 && strcmp(applied, script) != 0) {
 		fprintf(stderr, "wall: status: these options render a different script from the one "
@@ -637,11 +728,11 @@ static int wall_load_cmd(enum wall_verb verb, const struct opts *o, const struct
 	if (nft == NULL)
 		goto out_config;
 	if (verb == VERB_APPLY)
-		ret = wall_apply(c, p, nft);
+		ret = wall_apply(c, o, p, nft);
 	else if (verb == VERB_REMOVE)
 		ret = wall_remove(p, nft);
 	else
-		ret = wall_status(c, p, nft);
+		ret = wall_status(c, o, p, nft);
 	nft_ctx_free(nft);
 	nft = NULL;
 out_config:

@@ -271,6 +271,8 @@ static const char *check(const struct wall_params *p, const char *table)
 	case WALL_EGRESS:
 		if (p->ndeny == 0 || !nets_valid(p->deny, p->ndeny, 256))
 			return "no denied ranges for the egress profile";
+		if (!nets_valid(p->allow, p->nallow, WALL_RANGES_MAX))
+			return "bad allowed range list";
 		return check_resolvers(p);
 	}
 	return "unknown profile";
@@ -283,18 +285,30 @@ static const struct ipnet local_resolvers[] = {
 	{ AF_INET6, { [15] = 1 }, 128 },
 };
 
-static void put_dns(struct out *o, const struct wall_params *p, const char *profile)
+/* "log [group N ]prefix \"sluice PROFILE REASON: \" goto refuse" into buf: every refusal's tail. */
+static const char *refusal(const struct wall_params *p, const char *reason, char *buf, size_t size)
+{
+	char group[24] = "";
+
+	if (p->nflog)
+		snprintf(group, sizeof(group), "group %u ", (unsigned)p->nflog_group);
+	snprintf(buf, size, "log %sprefix \"sluice %s %s: \" goto refuse", group,
+		 wall_profile_name(p->profile), reason);
+	return buf;
+}
+
+static void put_dns(struct out *o, const struct wall_params *p)
 {
 	const struct ipnet *r = p->resolvers;
 	size_t n = p->nresolvers;
+	char why[96];
 
 	if (n == 0) {
 		r = local_resolvers;
 		n = sizeof(local_resolvers) / sizeof(local_resolvers[0]);
 	}
 	put_daddr_rules(o, "", r, n, "meta l4proto { tcp, udp } th dport 53 accept");
-	put(o, "\t\tmeta l4proto { tcp, udp } th dport 53 log prefix \"sluice %s dns: \" goto refuse\n",
-	    profile);
+	put(o, "\t\tmeta l4proto { tcp, udp } th dport 53 %s\n", refusal(p, "dns", why, sizeof(why)));
 }
 
 static void put_hook(struct out *o, const char *name, const char *hook)
@@ -304,7 +318,7 @@ static void put_hook(struct out *o, const char *name, const char *hook)
 
 static void render_sandbox(struct out *o, const struct wall_params *p)
 {
-	char tail[128];
+	char tail[160], why[96];
 	unsigned top = p->port_base + WALL_BAND - 1;
 
 	put_hook(o, "output", "output");
@@ -321,12 +335,12 @@ static void render_sandbox(struct out *o, const struct wall_params *p)
 
 	put(o, "\tchain sandbox {\n"
 	       "\t\toifname \"lo\" accept\n"
-	       "\t\tct state established,related accept\n"
-	       "\t\tudp dport 443 log prefix \"sluice sandbox quic: \" goto refuse\n");
-	put_dns(o, p, "sandbox");
+	       "\t\tct state established,related accept\n");
+	put(o, "\t\tudp dport 443 %s\n", refusal(p, "quic", why, sizeof(why)));
+	put_dns(o, p);
 	snprintf(tail, sizeof(tail), "tcp dport %u-%u accept", p->port_base, top);
 	put_daddr_rules(o, "", p->gateways, p->ngateways, tail);
-	put(o, "\t\tlog prefix \"sluice sandbox egress: \" goto refuse\n\t}\n\n");
+	put(o, "\t\t%s\n\t}\n\n", refusal(p, "egress", why, sizeof(why)));
 
 	put_hook(o, "forward", "forward");
 	put(o, "\t\tiifname \"%s\" ct state established,related accept\n", p->bridge);
@@ -337,30 +351,28 @@ static void render_sandbox(struct out *o, const struct wall_params *p)
 		snprintf(tail, sizeof(tail), "tcp dport %u accept", p->forwarder_port);
 		put_daddr_rules(o, lead, &p->forwarder, 1, tail);
 	}
-	put(o, "\t\tiifname \"%s\" log prefix \"sluice sandbox bridge: \" goto refuse\n\t}\n", p->bridge);
+	put(o, "\t\tiifname \"%s\" %s\n\t}\n", p->bridge, refusal(p, "bridge", why, sizeof(why)));
 }
 
 static void render_guard(struct out *o, const struct wall_params *p)
 {
-	char tail[160];
+	char tail[192], why[96];
 	unsigned top = p->port_base + WALL_LISTENERS - 1;
 
 	put_hook(o, "output", "output");
 	if (p->forwarder_mark != 0)
-		snprintf(tail, sizeof(tail),
-			 "tcp dport %u-%u meta mark != 0x%08x log prefix \"sluice guard direct: \" goto refuse",
-			 p->port_base, top, (unsigned)p->forwarder_mark);
+		snprintf(tail, sizeof(tail), "tcp dport %u-%u meta mark != 0x%08x %s", p->port_base,
+			 top, (unsigned)p->forwarder_mark, refusal(p, "direct", why, sizeof(why)));
 	else
-		snprintf(tail, sizeof(tail),
-			 "tcp dport %u-%u meta skuid != %u log prefix \"sluice guard direct: \" goto refuse",
-			 p->port_base, top, (unsigned)p->forwarder_uid);
+		snprintf(tail, sizeof(tail), "tcp dport %u-%u meta skuid != %u %s", p->port_base, top,
+			 (unsigned)p->forwarder_uid, refusal(p, "direct", why, sizeof(why)));
 	put_daddr_rules(o, "", p->gateways, p->ngateways, tail);
 	put(o, "\t}\n\n");
 
 	/* a forwarded packet is never the forwarder's own */
 	put_hook(o, "forward", "forward");
-	snprintf(tail, sizeof(tail), "tcp dport %u-%u log prefix \"sluice guard forwarded: \" goto refuse",
-		 p->port_base, top);
+	snprintf(tail, sizeof(tail), "tcp dport %u-%u %s", p->port_base, top,
+		 refusal(p, "forwarded", why, sizeof(why)));
 	put_daddr_rules(o, "", p->gateways, p->ngateways, tail);
 	put(o, "\t}\n");
 }
@@ -368,26 +380,29 @@ static void render_guard(struct out *o, const struct wall_params *p)
 static void render_host(struct out *o, const struct wall_params *p)
 {
 	unsigned level = cgroup_level(p->cgroup), mark = (unsigned)p->ct_mark;
+	char why[96];
 
 	put_hook(o, "output", "output");
 	put(o, "\t\tsocket cgroupv2 level %u \"%s\" jump sandbox\n\t}\n\n", level, p->cgroup);
 	put(o, "\tchain sandbox {\n\t\tct state established,related accept\n");
-	put_dns(o, p, "host");
-	put(o, "\t\toifname \"lo\" ct mark set 0x%08x accept\n"
-	       "\t\tlog prefix \"sluice host egress: \" goto refuse\n\t}\n\n", mark);
+	put_dns(o, p);
+	put(o, "\t\toifname \"lo\" ct mark set 0x%08x accept\n", mark);
+	put(o, "\t\t%s\n\t}\n\n", refusal(p, "egress", why, sizeof(why)));
 
 	/* a loopback flow this table marked: to the sandbox's own listeners or this project's ports */
 	put_hook(o, "input", "input");
 	put(o, "\t\tiifname \"lo\" ct state new ct mark 0x%08x jump loopback\n\t}\n\n", mark);
 	put(o, "\tchain loopback {\n"
 	       "\t\tsocket cgroupv2 level %u \"%s\" accept\n"
-	       "\t\ttcp dport %u-%u accept\n"
-	       "\t\tlog prefix \"sluice host loopback: \" goto refuse\n\t}\n",
+	       "\t\ttcp dport %u-%u accept\n",
 	    level, p->cgroup, p->port_base, p->port_base + WALL_BAND - 1);
+	put(o, "\t\t%s\n\t}\n", refusal(p, "loopback", why, sizeof(why)));
 }
 
 static void render_egress(struct out *o, const struct wall_params *p)
 {
+	char why[96];
+
 	put_hook(o, "output", "output");
 	put(o, "\t\tmeta skuid %u jump proxy\n\t}\n\n", (unsigned)p->proxy_uid);
 	put(o, "\tchain proxy {\n"
@@ -395,7 +410,9 @@ static void render_egress(struct out *o, const struct wall_params *p)
 	       "\t\tct state established,related accept\n");
 	/* resolvers in private space the proxy must still reach; local ones are on lo */
 	put_daddr_rules(o, "", p->resolvers, p->nresolvers, "meta l4proto { tcp, udp } th dport 53 accept");
-	put_daddr_rules(o, "", p->deny, p->ndeny, "log prefix \"sluice egress denied-ip: \" goto refuse");
+	/* the config's allow-private ranges: the kernel sees no names, so the range opens for every host */
+	put_daddr_rules(o, "", p->allow, p->nallow, "accept");
+	put_daddr_rules(o, "", p->deny, p->ndeny, refusal(p, "denied-ip", why, sizeof(why)));
 	put(o, "\t}\n");
 }
 

@@ -8,8 +8,10 @@
  * files, no netlink, no allocation. Loading the script is someone else's
  * job (the CLI, through libnftables); nothing here loads anything.
  *
- * Every refusal is logged ("sluice PROFILE REASON: ") and rejected (a TCP
- * reset, else ICMP admin-prohibited for either family); nothing is dropped.
+ * Every refusal is logged ("sluice PROFILE REASON: ", to the kernel log or
+ * to an NFLOG group, which works in any network namespace; `sluice wall
+ * denied` reads it) and rejected (a TCP reset, else ICMP admin-prohibited
+ * for either family); nothing is dropped.
  */
 #ifndef SLUICE_WALL_H
 #define SLUICE_WALL_H
@@ -41,6 +43,8 @@ struct wall_params {
 	enum wall_profile profile;
 	unsigned port_base; /* 1 .. 65536 - WALL_BAND */
 	const char *table;  /* NULL: "sluice_<profile>_<port_base>"; else [a-z0-9_], < 64 bytes */
+	bool nflog;         /* log refusals to NFLOG group nflog_group, not the kernel log */
+	uint16_t nflog_group;
 
 	/* sandbox */
 	uint32_t sandbox_uid;
@@ -70,6 +74,8 @@ struct wall_params {
 	uint32_t proxy_uid;
 	const struct ipnet *deny; /* the ranges the proxy's own sockets may not reach */
 	size_t ndeny;
+	const struct ipnet *allow; /* inside those, what the config allows anyway (allow-private) */
+	size_t nallow;
 };
 
 /* "sandbox", "guard", "host", "egress". */

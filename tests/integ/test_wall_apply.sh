@@ -11,11 +11,15 @@ ip netns add "$NS" || { echo "not ok - ip netns add $NS"; exit 1; }
 S="$SLUICE_BUILD/sluice -c $T/sluice.conf"
 NETNS=/run/netns/$NS
 TABLE=sluice_sandbox_41000
-printf 'state %s/state\n' "$T" >"$T/sluice.conf"
+printf 'state %s/state\nallow-private db.internal 10.20.0.0/16\n' "$T" >"$T/sluice.conf"
 printf 'agent:100000:65536\n' >"$T/subuid"
-# the same options every time: the sandbox profile for user nobody
+# the port bands come from a registry of the test's own
+export SLUICE_PORTS_REGISTRY=$T/ports
+unset SLUICE_PORT_BASE
+# the same options every time: the sandbox profile for user nobody, project "demo"
 W=(sandbox --user nobody --subuid "$T/subuid" --gateway 192.168.5.2 --gateway fd00::2
-	--resolver 192.168.5.3 --forwarder 10.88.0.1:3128)
+	--resolver 192.168.5.3 --forwarder 10.88.0.1:3128 --project demo)
+REC=$T/state/wall-$TABLE@$NS
 fail=0
 ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1"; sed 's/^/# /' "$T/err" 2>/dev/null; fail=1; }
@@ -31,10 +35,16 @@ nsnft() { ip netns exec "$NS" nft "$@"; }
 
 host_before=$(nft list tables 2>&1)
 
+run 1 "apply for a project with no port band fails" $S wall apply "${W[@]}" --netns "$NETNS"
+grep -q 'demo has no port band' "$T/err" && ok "... and says so" || not_ok "... and says so"
+[ -z "$(nsnft list tables)" ] && ok "... and loads nothing" || not_ok "... and loads nothing"
+run 0 "sluice ports --project demo takes the first band" $S ports --project demo
+grep -q 41000 "$T/out" && ok "... 41000" || not_ok "... 41000: $(cat "$T/out")"
+
 run 0 "apply sandbox inside $NS" $S wall apply "${W[@]}" --netns "$NETNS"
 [ "$(nsnft list tables)" = "table inet $TABLE" ] && ok "exactly the sluice table exists" ||
 	not_ok "exactly the sluice table exists: $(nsnft list tables | tr '\n' ' ')"
-st=$(stat -c %a "$T/state/wall-sandbox.nft" "$T/state/wall-sandbox.live" 2>/dev/null | tr '\n' ' ')
+st=$(stat -c %a "$REC.nft" "$REC.live" 2>/dev/null | tr '\n' ' ')
 [ "$st" = "600 600 " ] && ok "the state files are recorded, mode 0600" ||
 	not_ok "the state files are recorded, mode 0600 ($st)"
 
@@ -63,23 +73,42 @@ grep -q 'missing or changed: udp dport 443' "$T/err" && grep -q 'chain sandbox' 
 run 0 "apply restores it" $S wall apply "${W[@]}" --netns "$NETNS"
 run 0 "status matches again" $S wall status "${W[@]}" --netns "$NETNS"
 
+run 0 "a second project gets the next band" $S ports --project other
+run 0 "its wall applies beside the first" $S wall apply "${W[@]}" --project other --netns "$NETNS"
+[ "$(nsnft list tables | sort | tr '\n' ' ')" = "table inet $TABLE table inet ${TABLE%_41000}_41200 " ] &&
+	ok "... as table ${TABLE%_41000}_41200" || not_ok "... two tables: $(nsnft list tables | tr '\n' ' ')"
+run 0 "status of the first is untouched by the second" $S wall status "${W[@]}" --netns "$NETNS"
+run 0 "remove the second project's wall (its band from the registry)" \
+	$S wall remove sandbox --project other --netns "$NETNS"
+[ "$(nsnft list tables)" = "table inet $TABLE" ] && ok "... the first project's table stays" ||
+	not_ok "... the first project's table stays: $(nsnft list tables | tr '\n' ' ')"
+
+run 0 "egress with --log-group applies" $S wall apply egress --user nobody --project demo \
+	--log-group 7 --netns "$NETNS"
+eg=$(nsnft list table inet sluice_egress_41000)
+grep -q 'ip daddr 10.20.0.0/16 accept' <<<"$eg" && ok "... the config's allow-private range is open" ||
+	not_ok "... the config's allow-private range is open"
+grep -q 'log prefix "sluice egress denied-ip: " group 7' <<<"$eg" &&
+	ok "... refusals log to nflog group 7" || not_ok "... refusals log to nflog group 7: $(grep log <<<"$eg")"
+run 0 "remove egress" $S wall remove egress --project demo --netns "$NETNS"
+
 nsnft add rule inet "$TABLE" sandbox tcp dport 9 accept
 run 1 "status after a rule added by hand exits 1" $S wall status "${W[@]}" --netns "$NETNS"
 grep -q 'rule added: tcp dport 9 accept' "$T/err" && ok "... naming the added rule" ||
 	not_ok "... naming the added rule"
 
 nsnft add table inet other
-run 0 "remove" $S wall remove sandbox --netns "$NETNS"
+run 0 "remove" $S wall remove sandbox --project demo --netns "$NETNS"
 [ "$(nsnft list tables)" = "table inet other" ] && ok "only the sluice table went; other stays" ||
 	not_ok "only the sluice table went: $(nsnft list tables | tr '\n' ' ')"
-run 0 "remove again" $S wall remove sandbox --netns "$NETNS"
+run 0 "remove again" $S wall remove sandbox --project demo --netns "$NETNS"
 grep -q "not present" "$T/out" && ok "... says not present" || not_ok "... says not present"
 run 1 "status after remove exits 1" $S wall status "${W[@]}" --netns "$NETNS"
 grep -q "missing table inet $TABLE" "$T/err" && ok "... missing table" || not_ok "... missing table"
 
 run 2 "apply without --netns or --i-mean-this-host is refused" $S wall apply "${W[@]}"
 grep -q "i-mean-this-host" "$T/err" && ok "... and says how to mean it" || not_ok "... and says how to mean it"
-run 2 "remove without --netns or --i-mean-this-host is refused" $S wall remove sandbox
+run 2 "remove without --netns or --i-mean-this-host is refused" $S wall remove sandbox --project demo
 run 1 "a --netns that does not exist fails" $S wall apply "${W[@]}" --netns "$T/nope"
 host_after=$(nft list tables 2>&1)
 [ "$host_before" = "$host_after" ] && ok "the host's ruleset was not touched" ||

@@ -33,7 +33,7 @@ static struct ipnet net(const char *s)
 	return n;
 }
 
-static struct ipnet gateways[2], resolvers[2], forwarder, deny[8];
+static struct ipnet gateways[2], resolvers[2], forwarder, deny[8], allow[1];
 static const struct wall_uidrange subuids[] = { { 100000, 65536 }, { 300000, 1 } };
 
 /* The fixed params every golden file is rendered from. */
@@ -77,6 +77,9 @@ static struct wall_params params(enum wall_profile profile)
 			deny[i] = net(d[i]);
 		p.resolvers = resolvers;
 		p.nresolvers = 1;
+		allow[0] = net("10.20.0.0/16"); /* an allow-private range */
+		p.allow = allow;
+		p.nallow = 1;
 	}
 	return p;
 }
@@ -164,6 +167,34 @@ static void test_table_replaced(void **state)
 	assert_int_equal(wall_render(&p, out, sizeof(out), &err), 0);
 	assert_non_null(strstr(out, "meta mark != 0x0000002a log"));
 	assert_null(strstr(out, "skuid"));
+}
+
+/* With nflog, every refusal goes to the NFLOG group, with the same prefix; nothing else changes. */
+static void test_nflog(void **state)
+{
+	static const enum wall_profile profiles[] = { WALL_SANDBOX, WALL_GUARD, WALL_HOST, WALL_EGRESS };
+	static char plain[32768], grouped[32768];
+	const char *err;
+
+	for (size_t i = 0; i < 4; i++) {
+		struct wall_params p = params(profiles[i]);
+		size_t logs = 0;
+
+		assert_int_equal(wall_render(&p, plain, sizeof(plain), &err), 0);
+		p.nflog = true;
+		p.nflog_group = 7;
+		assert_int_equal(wall_render(&p, grouped, sizeof(grouped), &err), 0);
+		assert_null(strstr(grouped, "log prefix"));
+		for (const char *c = plain; (c = strstr(c, "log prefix")) != NULL; c++)
+			logs++;
+		for (const char *c = grouped; (c = strstr(c, "log group 7 prefix \"sluice ")) != NULL; c++)
+			logs--;
+		assert_int_equal(logs, 0);
+		/* and without "group 7 " the two scripts are the same */
+		for (char *c; (c = strstr(grouped, "group 7 ")) != NULL;)
+			memmove(c, c + 8, strlen(c + 8) + 1);
+		assert_string_equal(grouped, plain);
+	}
 }
 
 /* No resolver given: local resolvers only; a single uid needs no set. */
@@ -381,6 +412,7 @@ int main(void)
 		cmocka_unit_test(test_golden_egress),
 		cmocka_unit_test(test_table_replaced),
 		cmocka_unit_test(test_sandbox_defaults),
+		cmocka_unit_test(test_nflog),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_cgroup_level),
 		cmocka_unit_test(test_profile_names),
