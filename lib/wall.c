@@ -342,7 +342,13 @@ static void render_sandbox(struct out *o, const struct wall_params *p)
 	put_daddr_rules(o, "", p->gateways, p->ngateways, tail);
 	put(o, "\t\t%s\n\t}\n\n", refusal(p, "egress", why, sizeof(why)));
 
-	put_hook(o, "forward", "forward");
+	/*
+	 * Bridged containers reach the sandbox machine itself (input) only at the
+	 * forwarder and at the engine's resolver on the bridge (aardvark-dns:
+	 * container names; it resolves the rest through the machine's own pinned
+	 * resolver), plus IPv6 neighbour discovery; and route nowhere (forward).
+	 */
+	put_hook(o, "input", "input");
 	put(o, "\t\tiifname \"%s\" ct state established,related accept\n", p->bridge);
 	if (p->forwarder.family != 0) {
 		char lead[64];
@@ -351,6 +357,13 @@ static void render_sandbox(struct out *o, const struct wall_params *p)
 		snprintf(tail, sizeof(tail), "tcp dport %u accept", p->forwarder_port);
 		put_daddr_rules(o, lead, &p->forwarder, 1, tail);
 	}
+	put(o, "\t\tiifname \"%s\" meta l4proto { tcp, udp } th dport 53 accept\n", p->bridge);
+	put(o, "\t\tiifname \"%s\" icmpv6 type { nd-router-solicit, nd-neighbor-solicit, "
+	       "nd-neighbor-advert } accept\n", p->bridge);
+	put(o, "\t\tiifname \"%s\" %s\n\t}\n\n", p->bridge, refusal(p, "bridge", why, sizeof(why)));
+
+	put_hook(o, "forward", "forward");
+	put(o, "\t\tiifname \"%s\" ct state established,related accept\n", p->bridge);
 	put(o, "\t\tiifname \"%s\" %s\n\t}\n", p->bridge, refusal(p, "bridge", why, sizeof(why)));
 }
 

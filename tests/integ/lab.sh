@@ -575,13 +575,14 @@ lab_ctrs_remove() {
 #                   attributed by the client socket's cgroup (as=...)
 # both to the proxy at 192.168.5.2:3128 (the proxy must listen there: use
 # lab_write_conf "listen $SBX_PROXY" ...). The forwarder marks its upstream
-# packets $SBX_MARK; the test-local table "sluice_lab" in $VNS (the walls
-# issue makes this a product feature) lets only marked packets reach the
-# proxy's port, and lets bridged containers reach nothing but the forwarder.
+# packets $SBX_MARK; lab_sandbox_wall's walls let only marked packets reach
+# the proxy's port, and bridged containers reach nothing but the forwarder.
 SBX_PROXY=192.168.5.2:3128
 SBX_FWD=10.88.0.1:3128
 SBX_OWN=127.0.0.1:3130
 SBX_MARK=0x5c1
+SBX_BASE=3100
+SBX_LOG=6
 VNS=
 FWD_PID=
 
@@ -605,26 +606,22 @@ lab_sandbox_up() {
 	lab_image
 }
 
-# lab_sandbox_wall: load the test-local table into $VNS.
+# lab_sandbox_wall: sluice's own walls in $VNS, in the port band $SBX_BASE
+# (which holds the proxy's 3128): the sandbox profile (user nobody and its
+# subuids default-deny; bridged containers reach only the forwarder) and the
+# guard profile (only packets carrying the forwarder's mark reach the
+# proxy's listeners). Refusals go to NFLOG group $SBX_LOG.
 lab_sandbox_wall() {
-	vx nft -f - <<NFT || lab_bail "nft table in the vm namespace"
-table inet sluice_lab {
-	chain input {
-		type filter hook input priority 0; policy accept;
-		iifname "podman0" ct state established,related accept
-		iifname "podman0" ip daddr 10.88.0.1 tcp dport 3128 accept
-		iifname "podman0" reject with icmpx admin-prohibited
-	}
-	chain forward {
-		type filter hook forward priority 0; policy accept;
-		iifname "podman0" reject with icmpx admin-prohibited
-	}
-	chain output {
-		type filter hook output priority 0; policy accept;
-		ip daddr 192.168.5.2 tcp dport 3128 meta mark != $SBX_MARK reject with tcp reset
-	}
-}
-NFT
+	local s="$SLUICE_BUILD/sluice -c $CONF"
+	local common=(--port-base "$SBX_BASE" --log-group "$SBX_LOG" --netns "/run/netns/$VNS")
+
+	printf 'nobody:100000:65536\n' >"$LAB_DIR/subuid"
+	chmod 644 "$LAB_DIR/subuid"
+	{ $s wall apply sandbox --user nobody --subuid "$LAB_DIR/subuid" --gateway 192.168.5.2 \
+		--bridge podman0 --forwarder "$SBX_FWD" "${common[@]}" &&
+		$s wall apply guard --gateway 192.168.5.2 --mark "$SBX_MARK" "${common[@]}"; } \
+		>"$LAB_DIR/wall.out" 2>&1 ||
+		lab_bail "sluice wall apply sandbox and guard in the vm namespace" "$(cat "$LAB_DIR/wall.out")"
 }
 
 # lab_sandbox_forward: start sluice-forward in $VNS (nsenter, not ip netns
