@@ -4,7 +4,11 @@
 # refused at once going directly to an origin, yet reaches the proxy on the
 # host gateway 192.168.5.2:3128 (inside the wall's port band 3000-3199); a
 # root --network host container (outside the wall) still goes straight out;
-# `sluice verify` run inside the subuid container exits 0.
+# `sluice verify` run inside the subuid container exits 0. A bridged
+# container, which reaches the origin and a vm service before the wall, is
+# refused both after it (forward and input chains) and is served only
+# through the forwarder. The band is exact: the subuid container is refused
+# the host gateway's port 80, outside it.
 source "$(dirname "$0")/lab.sh"
 lab_up
 lab_sandbox_up
@@ -22,6 +26,23 @@ ix ip route add 192.168.5.0/24 via 192.0.2.1 || lab_bail "route back to the vm i
 
 code=$(vx curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://203.0.113.10/)
 expect_eq "control: without the wall a vm process reaches the origin directly" 200 "$code"
+
+# a bridged container (its start makes the bridge, 10.88.0.1), and a
+# service of the vm's own on every address
+cb=wctr-b-$$
+sbx_ctr "$cb" -- sleep 300 >/dev/null 2>"$LAB_DIR/ctr.err" ||
+	lab_bail "podman run (bridged)" "$(cat "$LAB_DIR/ctr.err")"
+lab_bg "$VNS" "$PY" -m http.server --bind 0.0.0.0 8099
+wait_until 10 vx bash -c '</dev/tcp/10.88.0.1/8099' || lab_bail "a vm service on 10.88.0.1:8099"
+# bcurl URL [curl options]: from the bridged container; prints "EXIT CODE"
+bcurl() {
+	local out
+	out=$(sbx_exec "$cb" curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@" 2>/dev/null)
+	echo "$? $out"
+}
+expect_eq "control: without the wall a bridged container reaches the origin directly" "0 200" \
+	"$(bcurl http://203.0.113.10/)"
+expect_eq "control: ... and the vm's service on 10.88.0.1:8099" "0 200" "$(bcurl http://10.88.0.1:8099/)"
 
 # The runner's snapshot dir is mode 0700: give the container a copy it can execute.
 mkdir -p "$LAB_DIR/bin"
@@ -71,6 +92,20 @@ expect_eq "... the proxy logged it" 1 "$(logq path=/ctr1 --count)"
 
 set -- $(cdirect "$cr")
 expect_eq "root container (not walled) still reaches the origin directly" "0 200" "$1 $3"
+
+expect_eq "the bridged container going directly to the origin is refused (forward chain)" "7 000" \
+	"$(bcurl http://203.0.113.10/)"
+expect_eq "... and to the vm's own service (input chain)" "7 000" "$(bcurl http://10.88.0.1:8099/)"
+expect_eq "... and to the proxy" "7 000" "$(bcurl -x "http://$SBX_PROXY" http://good.test/ctr-b-direct)"
+expect_eq "... but is served through the forwarder" "0 200" \
+	"$(bcurl -x "http://$SBX_FWD" http://good.test/ctr-b-fwd)"
+expect_eq "... which stamped it" "$(lab_ctr_addr "$cb")@podman" "$(logq path=/ctr-b-fwd --field who)"
+expect_eq "... and the direct attempt never reached the proxy" 0 "$(logq path=/ctr-b-direct --count)"
+
+code=$(sbx_exec "$cs" curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://192.168.5.2:80/ 2>/dev/null)
+expect_eq "subuid container: the host gateway outside the band (port 80) is refused" "7 000" "$? $code"
+code=$(sbx_exec "$cr" curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://192.168.5.2:80/ 2>/dev/null)
+expect_eq "... which answers the root container (control)" "0 200" "$? $code"
 
 out=$(sbx_exec "$cs" /sbin2/sluice verify --target 203.0.113.10 --proxy "$SBX_PROXY" 2>&1)
 rc=$?

@@ -24,7 +24,12 @@ hx "${NOBODY[@]}" "$V" -h >/dev/null 2>&1 || lab_bail "nobody can execute $V"
 printf 'nobody:100000:65536\n' >"$LAB_DIR/subuid"
 chmod 644 "$LAB_DIR/subuid"
 WALL=(sandbox --user nobody --subuid "$LAB_DIR/subuid" --gateway 127.0.0.1 --gateway 192.0.2.1
-	--port-base 3000 --netns "/run/netns/$HNS")
+	--resolver 10.53.0.2 --port-base 3000 --netns "/run/netns/$HNS")
+# resolvers: the pinned one (10.53.0.2, in inet) and a public-looking one
+ix ip addr add 10.53.0.2/32 dev lo && hx ip route add 10.53.0.2/32 via 192.0.2.2 ||
+	lab_bail "the pinned resolver's address"
+lab_bg "$INS" "$PY" "$INTEG_DIR/dns.py" --log "$LAB_DIR/dns-pinned.jsonl" 10.53.0.2 53
+lab_bg "$INS" "$PY" "$INTEG_DIR/dns.py" --log "$LAB_DIR/dns-out.jsonl" 203.0.113.10 53
 S="$SLUICE_BUILD/sluice -c $CONF"
 
 # udp_probe ADDR PORT dns|quic: send one datagram on a connected socket;
@@ -84,6 +89,10 @@ expect_eq "subuid 100005: through the proxy too" 200 "$code"
 expect_re "nobody: UDP 443 is refused" '^refused ' "$(hx "${NOBODY[@]}" bash -c "$(declare -f udp_probe); PY=$PY udp_probe 203.0.113.10 443 quic")"
 expect_re "nobody: DNS over UDP to 203.0.113.10:53 is refused" '^refused ' \
 	"$(hx "${NOBODY[@]}" bash -c "$(declare -f udp_probe); PY=$PY udp_probe 203.0.113.10 53 dns")"
+expect_eq "... which answers root (control)" answered \
+	"$(hx bash -c "$(declare -f udp_probe); PY=$PY udp_probe 203.0.113.10 53 dns")"
+expect_eq "nobody: DNS to the pinned resolver 10.53.0.2 is answered" answered \
+	"$(hx "${NOBODY[@]}" bash -c "$(declare -f udp_probe); PY=$PY udp_probe 10.53.0.2 53 dns")"
 t0=$(now)
 hx "${NOBODY[@]}" timeout 3 bash -c '</dev/tcp/203.0.113.10/53' 2>/dev/null
 rc=$?
