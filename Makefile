@@ -25,7 +25,7 @@ say = $(if $(filter 1,$(V)),,@printf '  %-6s %s\n' $(1) $(2);)
 
 PKG_LIB   := libidn2
 PKG_PROXY := libcares libidn2 libssl libcrypto
-PKG_CLI   := libidn2 jansson libcrypto libnftables
+PKG_CLI   := libidn2 jansson libcrypto libnftables libnetfilter_log
 PKG_FWD   := libidn2 libcrypto
 PKG_TEST  := cmocka
 

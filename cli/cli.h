@@ -143,6 +143,12 @@ int ports_band_of(const char *project, unsigned *base);
 /* wall.c */
 int cmd_wall(int argc, char **argv);
 
+/* Enter the network namespace at path (--netns). Returns 0, or -1 after printing why. */
+int wall_netns_enter(const char *path);
+
+/* wall_denied.c: `wall denied`, argv[0] is "denied"; returns the exit status */
+int wall_denied_cmd(int argc, char **argv);
+
 /* verify.c */
 int cmd_verify(int argc, char **argv);
 

@@ -55,6 +55,7 @@ static const struct verb verbs[] = {
 	  "wall render egress --user NAME [--resolver ADDR]... [COMMON]\n"
 	  "wall apply|remove PROFILE [render options] --netns PATH | --i-mean-this-host\n"
 	  "wall status PROFILE [render options] [--netns PATH]\n"
+	  "wall denied --group N [--netns PATH] [--count K] [--timeout S] [--json]\n"
 	  "wall ... COMMON = [--port-base N | --project NAME] [--log-group N] (band: `sluice ports`)\n" },
 	{ "verify", cmd_verify, "prove the wall from inside the sandbox: proxy works, all else refused",
 	  "verify --target ADDR [--proxy ADDR:PORT] [--target6 ADDR] [--proxy-direct ADDR:PORT] "
@@ -143,7 +144,9 @@ void cli_usage(FILE *f, const char *verb)
 		   "     missing (show)\n"
 		   "  2  usage: an unknown verb or option, a missing or malformed argument\n"
 		   "  verify exits 0 when the wall holds, 1 naming each probe that leaked\n"
-		   "  (open, answered, timeout), 2 unproven: the proxy did not answer\n");
+		   "  (open, answered, timeout), 2 unproven: the proxy did not answer\n"
+		   "  wall denied exits 0 after --count lines or on SIGINT/SIGTERM, 1 when\n"
+		   "  --timeout passed first, 3 on a netlink or namespace error\n");
 }
 
 int main(int argc, char **argv)

@@ -346,8 +346,7 @@ static char *script_new(const struct wall_params *p)
 	return script;
 }
 
-/* Enter the network namespace at path. Returns 0, or -1 after printing why. */
-static int netns_enter(const char *path)
+int wall_netns_enter(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
@@ -722,7 +721,7 @@ static int wall_load_cmd(enum wall_verb verb, const struct opts *o, const struct
 		if (c == NULL)
 			return EXIT_ERROR;
 	}
-	if (o->netns != NULL && netns_enter(o->netns) == -1)
+	if (o->netns != NULL && wall_netns_enter(o->netns) == -1)
 		goto out_config;
 	nft = nft_open();
 	if (nft == NULL)
@@ -773,6 +772,8 @@ int cmd_wall(int argc, char **argv)
 		cli_usage(sub == NULL ? stderr : stdout, "wall");
 		return sub == NULL ? EXIT_USAGE : EXIT_OK;
 	}
+	if (strcmp(sub, "denied") == 0)
+		return wall_denied_cmd(argc - 1, argv + 1);
 	for (size_t i = 0; i < sizeof(verb_names) / sizeof(verb_names[0]); i++)
 		if (strcmp(sub, verb_names[i]) == 0)
 			return wall_verb_cmd((enum wall_verb)i, argc - 1, argv + 1);
