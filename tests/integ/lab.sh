@@ -364,6 +364,26 @@ lab_teardown() {
 	exit $rc
 }
 
+# lab_denied_start NS GROUP: `sluice wall denied --json` listening on NFLOG
+# group GROUP in namespace NS (a wall applied with --log-group GROUP logs its
+# refusals there), into $DENIED_LOG; lab_denied_stop ends it and prints the lines.
+DENIED_PID=
+DENIED_LOG=
+lab_denied_start() {
+	DENIED_LOG=$LAB_DIR/denied-$1-$2.jsonl
+	"$SLUICE_BUILD/sluice" wall denied --group "$2" --netns "/run/netns/$1" --json --timeout 120 \
+		>"$DENIED_LOG" 2>"$DENIED_LOG.err" &
+	DENIED_PID=$!
+	LAB_PIDS+=($DENIED_PID)
+	wait_until 5 grep -q listening "$DENIED_LOG.err" ||
+		lab_bail "sluice wall denied listens on nflog group $2 in $1" "$(cat "$DENIED_LOG.err")"
+}
+lab_denied_stop() {
+	kill "$DENIED_PID" 2>/dev/null
+	wait "$DENIED_PID" 2>/dev/null
+	cat "$DENIED_LOG"
+}
+
 # ---------------------------------------------------------------- the proxy
 
 STATE=

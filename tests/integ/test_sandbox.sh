@@ -5,7 +5,9 @@
 # container and a plain vm process are attributed by cgroup through the
 # second listener; forged stamps never reach an origin; a non-canonical head
 # is refused; a container or vm process bypassing the forwarder is refused by
-# the table; with the forwarder dead, nothing goes out.
+# sluice's own walls in the vm (the sandbox profile's bridge chains and the
+# guard profile, which admits only the forwarder's marked packets), and
+# each refusal is logged; with the forwarder dead, nothing goes out.
 source "$(dirname "$0")/lab.sh"
 lab_up
 lab_sandbox_up
@@ -93,15 +95,16 @@ expect_re "a bare-LF head from a container is refused by the forwarder (400)" '^
 sleep 0.3
 expect_eq "... and never reached the proxy" "$rows" "$(logq)"
 
-# bypassing the forwarder: refused by the table, at once
+# bypassing the forwarder: refused by the walls, at once, and logged
+lab_denied_start "$VNS" "$SBX_LOG"
 t0=$(now)
 out=$(sbx_exec "$c1" curl -s -o /dev/null -w '%{http_code} %{exitcode}' --max-time 5 \
 	-x "http://$SBX_PROXY" http://good.test/bypass1 2>&1; true)
-expect_eq "a bridged container going to the proxy directly is refused by the table" "000 7" "$out"
+expect_eq "a bridged container going to the proxy directly is refused by the walls" "000 7" "$out"
 expect_lt "... at once" 1.5 "$(elapsed "$t0")"
 out=$(vx curl -s -o /dev/null -w '%{http_code} %{exitcode}' --max-time 5 \
 	-x "http://$SBX_PROXY" http://good.test/bypass2 2>&1; true)
-expect_eq "a vm process going to the proxy directly is refused by the table" "000 7" "$out"
+expect_eq "a vm process going to the proxy directly is refused by the walls" "000 7" "$out"
 expect_eq "... neither reached the proxy" 0 "$(logq 'path~bypass[12]')"
 
 # the second listener: the vm's own processes and --network host containers, by cgroup
@@ -116,11 +119,19 @@ expect_eq "... attributed by its cgroup to that container" "container:$chid" \
 expect_re "... and sluice log --who names it" "/hostnet" "$(sl log --who "$ch")"
 out=$(sbx_exec "$ch" curl -s -o /dev/null -w '%{http_code} %{exitcode}' --max-time 5 \
 	-x "http://$SBX_PROXY" http://good.test/bypass3 2>&1; true)
-expect_eq "... going to the proxy directly it is refused by the table" "000 7" "$out"
+expect_eq "... going to the proxy directly it is refused by the walls" "000 7" "$out"
 out=$(vx curl -sS -o /dev/null -w '%{http_code}' --max-time 10 -x "http://$SBX_OWN" \
 	http://good.test/vmuser 2>&1)
 expect_eq "a plain vm process through the second listener: 200" 200 "$out"
 expect_eq "... attributed to the sandbox user" user "$(logq path=/vmuser --field as)"
+d=$(lab_denied_stop)
+px=${SBX_PROXY%:*}
+# (both walls' forward chains refuse it; whichever runs first logs it)
+expect_re "the bridged container's direct attempt is logged (guard forwarded or sandbox bridge)" \
+	"\"profile\":\"(guard|sandbox)\",\"reason\":\"(forwarded|bridge)\",.*\"src\":\"$a1\".*\"dst\":\"$px\",\"dport\":${SBX_PROXY#*:}" "$d"
+expect_re "the vm process's and host-network container's are logged (guard direct)" \
+	"\"profile\":\"guard\",\"reason\":\"direct\",\"uid\":0,.*\"dst\":\"$px\",\"dport\":${SBX_PROXY#*:}" "$d"
+expect_eq "... two of them" 2 "$(grep -c '"reason":"direct"' <<<"$d")"
 expect_eq "... bridged rows carry no cgroup principal" null "$(logq path=/a1 --field as)"
 
 # the forwarder killed: refused at once, nothing leaves unstamped

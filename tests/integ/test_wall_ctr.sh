@@ -53,10 +53,11 @@ printf 'nobody:100000:65536\n' >"$LAB_DIR/subuid"
 chmod 644 "$LAB_DIR/subuid"
 "$SLUICE_BUILD/sluice" -c "$CONF" wall apply sandbox --user nobody --subuid "$LAB_DIR/subuid" \
 	--gateway 192.168.5.2 --port-base 3000 --bridge podman0 --forwarder "$SBX_FWD" \
-	--netns "/run/netns/$VNS" >"$LAB_DIR/wall.out" 2>&1 ||
+	--log-group 8 --netns "/run/netns/$VNS" >"$LAB_DIR/wall.out" 2>&1 ||
 	lab_bail "sluice wall apply sandbox --netns (vm)" "$(cat "$LAB_DIR/wall.out")"
 expect_re "the sandbox table is in the vm namespace" 'table inet sluice_sandbox_3000' "$(vx nft list tables)"
 expect_not_re "... and not in the host namespace" 'sluice_sandbox_3000' "$(hx nft list tables)"
+lab_denied_start "$VNS" 8
 
 cs=wctr-s-$$
 cr=wctr-r-$$
@@ -106,6 +107,14 @@ code=$(sbx_exec "$cs" curl -s -o /dev/null -w '%{http_code}' --max-time 5 http:/
 expect_eq "subuid container: the host gateway outside the band (port 80) is refused" "7 000" "$? $code"
 code=$(sbx_exec "$cr" curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://192.168.5.2:80/ 2>/dev/null)
 expect_eq "... which answers the root container (control)" "0 200" "$? $code"
+
+d=$(lab_denied_stop)
+expect_re "the subuid container's direct curl is logged with its uid" \
+	'"profile":"sandbox","reason":"egress","uid":100005,"proto":"tcp",.*"dst":"203.0.113.10","dport":80' "$d"
+expect_re "... and its try at the gateway's port 80" \
+	'"reason":"egress","uid":100005,"proto":"tcp",.*"dst":"192.168.5.2","dport":80' "$d"
+expect_re "the bridged container's refusals are logged (bridge)" \
+	"\"reason\":\"bridge\",\"proto\":\"tcp\",\"src\":\"$(lab_ctr_addr "$cb")\".*\"dst\":\"10.88.0.1\",\"dport\":8099" "$d"
 
 out=$(sbx_exec "$cs" /sbin2/sluice verify --target 203.0.113.10 --proxy "$SBX_PROXY" 2>&1)
 rc=$?

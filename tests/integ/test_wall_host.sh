@@ -105,11 +105,7 @@ expect_eq "both tables are there" "table inet sluice_host_41000 table inet sluic
 expect_eq "status A: as applied" 0 "$(run_rc cgx $S wall status "${WA[@]}")"
 
 # the refusals' log: nflog group $GROUP, read in the lab's namespace
-$S wall denied --group "$GROUP" --netns "/run/netns/$HNS" --json --timeout 30 \
-	>"$LAB_DIR/denied.jsonl" 2>"$LAB_DIR/denied.err" &
-DENIED=$!
-LAB_PIDS+=($DENIED)
-wait_until 5 grep -q listening "$LAB_DIR/denied.err" || not_ok "sluice wall denied listens" "$(cat "$LAB_DIR/denied.err")"
+lab_denied_start "$HNS" "$GROUP"
 
 expect_rst "A: direct to the origin is refused at once" \
 	"$(code in_cg "$CGA" curl http://203.0.113.10/)"
@@ -141,9 +137,7 @@ expect_eq "the proxy logged A's and B's requests" "1 1" \
 expect_eq "... and neither cross-band request" "0 0" "$(logq path=/a-via-b) $(logq path=/b-via-a)"
 
 # the log of refusals
-kill "$DENIED" 2>/dev/null
-wait "$DENIED" 2>/dev/null
-d=$(cat "$LAB_DIR/denied.jsonl")
+d=$(lab_denied_stop)
 expect_re "the refusal of A's direct request is logged" \
 	'"profile":"host","reason":"egress".*"proto":"tcp".*"dst":"203.0.113.10","dport":80' "$d"
 expect_re "... and of the outside resolver" '"reason":"dns".*"proto":"udp".*"dst":"203.0.113.10","dport":53' "$d"

@@ -24,7 +24,7 @@ hx "${NOBODY[@]}" "$V" -h >/dev/null 2>&1 || lab_bail "nobody can execute $V"
 printf 'nobody:100000:65536\n' >"$LAB_DIR/subuid"
 chmod 644 "$LAB_DIR/subuid"
 WALL=(sandbox --user nobody --subuid "$LAB_DIR/subuid" --gateway 127.0.0.1 --gateway 192.0.2.1
-	--resolver 10.53.0.2 --port-base 3000 --netns "/run/netns/$HNS")
+	--resolver 10.53.0.2 --port-base 3000 --log-group 9 --netns "/run/netns/$HNS")
 # resolvers: the pinned one (10.53.0.2, in inet) and a public-looking one
 ix ip addr add 10.53.0.2/32 dev lo && hx ip route add 10.53.0.2/32 via 192.0.2.2 ||
 	lab_bail "the pinned resolver's address"
@@ -69,6 +69,7 @@ $S wall apply "${WALL[@]}" >"$LAB_DIR/wall.out" 2>&1 ||
 	lab_bail "sluice wall apply sandbox --netns" "$(cat "$LAB_DIR/wall.out")"
 expect_re "the sandbox table is in the host namespace" 'table inet sluice_sandbox_3000' \
 	"$(hx nft list tables)"
+lab_denied_start "$HNS" 9
 
 set -- $(direct "${NOBODY[@]}")
 expect_eq "nobody: direct curl is refused (curl exit 7)" 7 "$1"
@@ -98,6 +99,14 @@ hx "${NOBODY[@]}" timeout 3 bash -c '</dev/tcp/203.0.113.10/53' 2>/dev/null
 rc=$?
 expect_eq "nobody: DNS over TCP to 203.0.113.10:53 is refused" 1 "$rc"
 expect_lt "... at once" 1 "$(elapsed "$t0")"
+
+d=$(lab_denied_stop)
+expect_re "the refusal of nobody's direct curl is logged, with its uid" \
+	'"profile":"sandbox","reason":"egress","uid":65534,"proto":"tcp",.*"dst":"203.0.113.10","dport":80' "$d"
+expect_re "... and of subuid 100005's" '"reason":"egress","uid":100005,"proto":"tcp",.*"dport":80' "$d"
+expect_re "... and of UDP 443" '"reason":"quic","uid":65534,"proto":"udp",.*"dport":443' "$d"
+expect_re "... and of DNS to a public-looking address" '"reason":"dns","uid":65534,"proto":"udp",.*"dport":53' "$d"
+expect_not_re "... and none of root's" '"uid":0,' "$d"
 
 # sluice verify, as nobody, with the wall
 out=$(hx "${NOBODY[@]}" "$V" verify --proxy 192.0.2.1:3128 --target 203.0.113.10 --target6 2001:db8::10 \
