@@ -27,10 +27,15 @@ ix ip route add 192.168.5.0/24 via 192.0.2.1 || lab_bail "route back to the vm i
 code=$(vx curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://203.0.113.10/)
 expect_eq "control: without the wall a vm process reaches the origin directly" 200 "$code"
 
+# The runner's snapshot dir is mode 0700: give the container a copy it can execute.
+mkdir -p "$LAB_DIR/bin"
+cp "$SLUICE_BUILD/sluice" "$LAB_DIR/bin/sluice" || lab_bail "copy sluice for the container"
+chmod 755 "$LAB_DIR/bin" "$LAB_DIR/bin/sluice"
+
 # a bridged container (its start makes the bridge, 10.88.0.1), and a
 # service of the vm's own on every address
 cb=wctr-b-$$
-sbx_ctr "$cb" -- sleep 300 >/dev/null 2>"$LAB_DIR/ctr.err" ||
+sbx_ctr "$cb" -v "$LAB_DIR/bin:/sbin2:ro" -- sleep 300 >/dev/null 2>"$LAB_DIR/ctr.err" ||
 	lab_bail "podman run (bridged)" "$(cat "$LAB_DIR/ctr.err")"
 lab_bg "$VNS" "$PY" -m http.server --bind 0.0.0.0 8099
 wait_until 10 vx bash -c '</dev/tcp/10.88.0.1/8099' || lab_bail "a vm service on 10.88.0.1:8099"
@@ -44,10 +49,6 @@ expect_eq "control: without the wall a bridged container reaches the origin dire
 	"$(bcurl http://203.0.113.10/)"
 expect_eq "control: ... and the vm's service on 10.88.0.1:8099" "0 200" "$(bcurl http://10.88.0.1:8099/)"
 
-# The runner's snapshot dir is mode 0700: give the container a copy it can execute.
-mkdir -p "$LAB_DIR/bin"
-cp "$SLUICE_BUILD/sluice" "$LAB_DIR/bin/sluice" || lab_bail "copy sluice for the container"
-chmod 755 "$LAB_DIR/bin" "$LAB_DIR/bin/sluice"
 
 printf 'nobody:100000:65536\n' >"$LAB_DIR/subuid"
 chmod 644 "$LAB_DIR/subuid"
@@ -119,5 +120,10 @@ expect_re "the bridged container's refusals are logged (bridge)" \
 out=$(sbx_exec "$cs" /sbin2/sluice verify --target 203.0.113.10 --proxy "$SBX_PROXY" 2>&1)
 rc=$?
 expect_eq "sluice verify inside the subuid container exits 0" 0 "$rc"
+[ "$rc" == 0 ] || echo "$out" | sed 's/^/# verify: /'
+out=$(sbx_exec "$cb" /sbin2/sluice verify --target 203.0.113.10 --proxy "$SBX_FWD" \
+	--proxy-direct "$SBX_PROXY" 2>&1)
+rc=$?
+expect_eq "sluice verify in the bridged container (through the forwarder; the proxy direct refused) exits 0" 0 "$rc"
 [ "$rc" == 0 ] || echo "$out" | sed 's/^/# verify: /'
 lab_done
