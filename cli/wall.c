@@ -37,7 +37,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -46,6 +48,7 @@
 #include "wall.h"
 
 #define SUBUID_PATH "/etc/subuid"
+#define CGROUP2_PATH "/sys/fs/cgroup"
 #define SCRIPT_MAX (64 * 1024)
 
 struct opts {
@@ -709,6 +712,21 @@ out_free:
 	return ret;
 }
 
+/*
+ * Whether cgroup2 is mounted at /sys/fs/cgroup, where nft resolves `socket
+ * cgroupv2` paths (and lists them back); if not, prints why not.
+ */
+static bool cgroup2_at_sys(void)
+{
+	struct statfs sf;
+
+	if (statfs(CGROUP2_PATH, &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC)
+		return true;
+	fprintf(stderr, "wall: the host profile needs cgroup2 mounted at %s (nft resolves the "
+			"cgroup path there); it is not\n", CGROUP2_PATH);
+	return false;
+}
+
 /* apply, remove, status: options parsed; enter the namespace, then talk to nftables. */
 static int wall_load_cmd(enum wall_verb verb, const struct opts *o, const struct wall_params *p)
 {
@@ -722,6 +740,8 @@ static int wall_load_cmd(enum wall_verb verb, const struct opts *o, const struct
 			return EXIT_ERROR;
 	}
 	if (o->netns != NULL && wall_netns_enter(o->netns) == -1)
+		goto out_config;
+	if (verb != VERB_REMOVE && p->profile == WALL_HOST && !cgroup2_at_sys())
 		goto out_config;
 	nft = nft_open();
 	if (nft == NULL)

@@ -93,6 +93,11 @@ expect_eq "before the wall, a process in cgroup A reaches the origin directly" 2
 	"$(in_cg "$CGA" curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://203.0.113.10/)"
 
 run_rc() { "$@" >"$LAB_DIR/wall.out" 2>&1; echo $?; }
+if [ "$(stat -f -c %T /sys/fs/cgroup)" != cgroup2fs ]; then
+	expect_eq "apply host where /sys/fs/cgroup is not cgroup2 (this machine's own mounts) fails" 1 \
+		"$(run_rc $S wall apply "${WA[@]}")"
+	expect_re "... saying why" "needs cgroup2 mounted at /sys/fs/cgroup" "$(cat "$LAB_DIR/wall.out")"
+fi
 expect_eq "apply host for a cgroup that does not exist fails" 1 \
 	"$(run_rc cgx $S wall apply host --cgroup "$CGROOT/nope.slice" --port-base 41000 --netns "/run/netns/$HNS")"
 expect_re "... nft says why" "cgroup|No such file" "$(cat "$LAB_DIR/wall.out")"
