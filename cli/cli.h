@@ -133,9 +133,9 @@ int cmd_ca(int argc, char **argv);
 int cmd_ports(int argc, char **argv);
 
 /*
- * The port base of project (NULL: the current directory, as `sluice
- * ports` names it): $SLUICE_PORT_BASE when set, else the project's band in
- * the registry, which this never allocates. Returns 0 with *base, or -1
+ * The port base of project: its band in the registry, which this never
+ * allocates; for project NULL, $SLUICE_PORT_BASE when set, else the current
+ * directory's band (as `sluice ports` names it). Returns 0 with *base, or -1
  * after printing why (a bad override, no band, an unreadable registry).
  */
 int ports_band_of(const char *project, unsigned *base);

@@ -29,6 +29,9 @@
 
 enum ports_sub { SUB_SHOW, SUB_LIST, SUB_RELEASE };
 
+/* How a registry is opened: to read it, to change it, or to change it and make its directory. */
+enum reg_mode { REG_READ, REG_WRITE, REG_CREATE };
+
 /* A registry read under its lock. */
 struct registry {
 	char path[PATH_MAX];
@@ -45,8 +48,14 @@ static void put_errno(const char *what, const char *path, int e)
 	fputc('\n', stderr);
 }
 
-/* Lock and read the registry into reg (create: make its directory). Returns 0 or -1 after printing. */
-static int registry_open(struct registry *reg, bool create)
+/*
+ * Lock and read the registry into reg. REG_READ takes a shared lock when it
+ * may, and reads unlocked when the lock file is absent or not its to open
+ * (the registry is only ever replaced whole, by rename); the others take
+ * the exclusive lock, REG_CREATE making the directory first. Returns 0 or
+ * -1 after printing.
+ */
+static int registry_open(struct registry *reg, enum reg_mode mode)
 {
 	const char *env = getenv("SLUICE_PORTS_REGISTRY");
 	const char *path = env != NULL && env[0] != '\0' ? env : REGISTRY_DEFAULT;
@@ -64,14 +73,26 @@ static int registry_open(struct registry *reg, bool create)
 	}
 	snprintf(tmp, sizeof(tmp), "%s", path);
 	snprintf(reg->dir, sizeof(reg->dir), "%s", dirname(tmp));
-	if (create && file_mkdir_p(reg->dir, 0755) == -1) {
+	if (mode == REG_CREATE && file_mkdir_p(reg->dir, 0755) == -1) {
 		put_errno("mkdir", reg->dir, errno);
 		return -1;
 	}
-	reg->lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (reg->lockfd == -1 && !create && errno == ENOENT)
-		return 0; /* no directory: no registry, nothing to lock */
-	if (reg->lockfd == -1 || flock(reg->lockfd, LOCK_EX) == -1) {
+	if (mode == REG_READ) {
+		reg->lockfd = open(lock, O_RDONLY | O_CLOEXEC);
+		if (reg->lockfd == -1 && errno != ENOENT && errno != EACCES) {
+			put_errno("open", lock, errno);
+			return -1;
+		}
+	} else {
+		reg->lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		if (reg->lockfd == -1 && mode == REG_WRITE && errno == ENOENT)
+			return 0; /* no directory: no registry, nothing to lock */
+		if (reg->lockfd == -1) {
+			put_errno("lock", lock, errno);
+			return -1;
+		}
+	}
+	if (reg->lockfd != -1 && flock(reg->lockfd, mode == REG_READ ? LOCK_SH : LOCK_EX) == -1) {
 		put_errno("lock", lock, errno);
 		return -1;
 	}
@@ -207,7 +228,7 @@ static int ports_show(const char *project, bool json)
 			put_band(project, base, json, true);
 		return env == 1 ? EXIT_OK : EXIT_USAGE;
 	}
-	if (registry_open(&reg, true) == -1)
+	if (registry_open(&reg, REG_CREATE) == -1)
 		goto out_close;
 	if (ports_find(&reg.r, project, strlen(project)) == NULL) {
 		got = ports_alloc(&reg.r, project, strlen(project));
@@ -231,7 +252,7 @@ static int ports_list(bool json)
 	struct registry reg;
 	int ret = EXIT_ERROR;
 
-	if (registry_open(&reg, false) == -1)
+	if (registry_open(&reg, REG_READ) == -1)
 		goto out_close;
 	if (!json)
 		printf("BASE   BAND         PROJECT\n");
@@ -264,7 +285,7 @@ static int ports_release(const char *project)
 	struct registry reg;
 	int ret = EXIT_ERROR;
 
-	if (registry_open(&reg, false) == -1)
+	if (registry_open(&reg, REG_WRITE) == -1)
 		goto out_close;
 	if (ports_remove(&reg.r, project, strlen(project)) == -1) {
 		fprintf(stderr, "ports: %s has no band\n", project);
@@ -317,15 +338,19 @@ int ports_band_of(const char *project, unsigned *base)
 	const struct ports_band *b;
 	char cwd[PATH_MAX];
 	unsigned long env;
-	int rc = env_base(&env), ret = -1;
+	int rc, ret = -1;
 
-	if (rc != 0) {
-		*base = (unsigned)env;
-		return rc == 1 ? 0 : -1;
+	/* a project named on purpose wins over an override the environment carried in */
+	if (project == NULL) {
+		rc = env_base(&env);
+		if (rc != 0) {
+			*base = (unsigned)env;
+			return rc == 1 ? 0 : -1;
+		}
 	}
 	if (project_name(&project, cwd, "ports") == -1)
 		return -1;
-	if (registry_open(&reg, false) == -1)
+	if (registry_open(&reg, REG_READ) == -1)
 		goto out_close;
 	b = ports_find(&reg.r, project, strlen(project));
 	if (b == NULL) {

@@ -5,9 +5,9 @@
  * sandbox user's ranges from /etc/subuid, the egress profile's exceptions
  * from the config's allow-private lines) and prints the nft script
  * lib/wall.c renders; it loads nothing. The port band is --port-base, else
- * $SLUICE_PORT_BASE, else the project's band in `sluice ports`' registry
- * (--project, else the current directory); never a default, because a
- * wall on someone else's band is worse than none.
+ * --project's band in `sluice ports`' registry, else $SLUICE_PORT_BASE,
+ * else the current directory's band; never a default, because a wall on
+ * someone else's band is worse than none.
  *
  * apply loads that script as one libnftables batch (the script replaces its
  * own table and touches no other), then lists the table and records both in
@@ -56,6 +56,7 @@ struct opts {
 	struct ipnet gateways[WALL_RANGES_MAX];
 	struct wall_uidrange subuids[WALL_RANGES_MAX];
 	struct ipnet allow[WALL_RANGES_MAX]; /* egress: the config's allow-private ranges */
+	const char *bridges[WALL_RANGES_MAX];
 	const char *user;
 	const char *project; /* --project; NULL: the current directory */
 	bool port_base_set;  /* --port-base given */
@@ -68,18 +69,24 @@ enum wall_verb { VERB_RENDER, VERB_APPLY, VERB_REMOVE, VERB_STATUS };
 
 static const char *const verb_names[] = { "render", "apply", "remove", "status" };
 
-/* Parse "N" within [lo, hi] into *out. Returns 0 or -1. */
-static int num_parse(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+/* Parse decimal "N" (or with base 0, also 0xN) within [lo, hi] into *out. Returns 0 or -1. */
+static int num_parse_base(const char *s, int base, unsigned long lo, unsigned long hi,
+			  unsigned long *out)
 {
 	char *end;
 	unsigned long v;
 
 	errno = 0;
-	v = strtoul(s, &end, 0);
+	v = strtoul(s, &end, base);
 	if (s[0] == '\0' || s[0] == '-' || *end != '\0' || errno != 0 || v < lo || v > hi)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+static int num_parse(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
+{
+	return num_parse_base(s, 10, lo, hi, out);
 }
 
 /* One address or range into list[*n]. Returns 0, or -1 after printing why. */
@@ -112,6 +119,8 @@ static int forwarder_parse(const char *s, struct wall_params *p)
 	if (alen >= 2 && s[0] == '[' && s[alen - 1] == ']') {
 		a = s + 1;
 		alen -= 2;
+	} else if (memchr(s, ':', alen) != NULL) {
+		goto bad; /* fd00::1:3128 could be read two ways */
 	}
 	if (ipnet_parse(a, alen, &p->forwarder, &err) == -1 ||
 	    p->forwarder.prefix != (p->forwarder.family == AF_INET ? 32 : 128))
@@ -137,6 +146,12 @@ static int user_load(struct opts *o, struct wall_params *p)
 		uid = pw->pw_uid;
 	else if (num_parse(o->user, 0, UINT32_MAX - 1, &uid) == -1) {
 		fprintf(stderr, "wall: --user \"%s\": no such user\n", o->user);
+		return -1;
+	}
+	if (uid == 0) {
+		fprintf(stderr, "wall: --user %s is root: a wall on uid 0 would hold every root process "
+				"of this machine (and root can remove it); run the %s as a user of its own\n",
+			o->user, p->profile == WALL_EGRESS ? "proxy" : "sandbox");
 		return -1;
 	}
 	if (p->profile == WALL_EGRESS) {
@@ -219,7 +234,6 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 
 	memset(o, 0, sizeof(*o));
 	memset(p, 0, sizeof(*p));
-	p->bridge = "podman0";
 	o->subuid_path = SUBUID_PATH;
 	p->resolvers = o->resolvers;
 	p->gateways = o->gateways;
@@ -238,14 +252,18 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 				return EXIT_USAGE;
 			break;
 		case 'b':
-			p->bridge = optarg;
+			if (p->nbridges == WALL_RANGES_MAX) {
+				fprintf(stderr, "wall: more than %d --bridge\n", WALL_RANGES_MAX);
+				return EXIT_USAGE;
+			}
+			o->bridges[p->nbridges++] = optarg;
 			break;
 		case 'f':
 			if (forwarder_parse(optarg, p) == -1)
 				return EXIT_USAGE;
 			break;
 		case 'm':
-			if (num_parse(optarg, 1, UINT32_MAX, &v) == -1) {
+			if (num_parse_base(optarg, 0, 1, UINT32_MAX, &v) == -1) {
 				fprintf(stderr, "wall: bad --mark \"%s\"\n", optarg);
 				return EXIT_USAGE;
 			}
@@ -291,6 +309,11 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 			return EXIT_USAGE;
 		}
 	}
+	p->bridges = o->bridges;
+	if (p->nbridges == 0) {
+		o->bridges[0] = "podman*"; /* every podman network's bridge */
+		p->nbridges = 1;
+	}
 	if (optind + 1 != argc || wall_profile_parse(argv[optind], &p->profile) == -1) {
 		cli_usage(stderr, "wall");
 		return EXIT_USAGE;
@@ -313,7 +336,11 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 		return EXIT_ERROR;
 	if (p->profile == WALL_EGRESS) {
 		/* the proxy's own deny list, the one its resolve-and-check uses */
-		while (iprange_deny_list(ndeny) != NULL && ndeny < deny_max) {
+		while (iprange_deny_list(ndeny) != NULL) {
+			if (ndeny == deny_max) {
+				fprintf(stderr, "wall: the deny list has more than %zu ranges\n", deny_max);
+				return EXIT_ERROR;
+			}
 			deny[ndeny] = *iprange_deny_list(ndeny);
 			ndeny++;
 		}
@@ -449,22 +476,24 @@ static int table_list(struct nft_ctx *nft, const char *table, char **out)
 
 /*
  * STATE/wall-TABLE@NS.EXT: what apply loaded into one namespace. NS is the
- * --netns path's last name (/run/netns/NAME gives NAME), bytes other than
- * [A-Za-z0-9._-] as '_', or "host" without --netns.
+ * --netns path with bytes other than [A-Za-z0-9.-] as '_' (/run/netns/vm
+ * gives _run_netns_vm), or "host" without --netns.
  */
 static int state_path(const struct config *c, const struct opts *o, const struct wall_params *p,
 		      const char *ext, char *buf, size_t size)
 {
-	char table[80], ns[64] = "host";
-	const char *base;
+	char table[80], ns[NAME_MAX - 96] = "host";
 	int n;
 
 	wall_table_name(p, table, sizeof(table));
 	if (o->netns != NULL) {
-		base = strrchr(o->netns, '/') != NULL ? strrchr(o->netns, '/') + 1 : o->netns;
-		snprintf(ns, sizeof(ns), "%s", base[0] != '\0' ? base : "_");
+		if (strlen(o->netns) >= sizeof(ns)) {
+			fprintf(stderr, "wall: --netns %s: path too long\n", o->netns);
+			return -1;
+		}
+		snprintf(ns, sizeof(ns), "%s", o->netns);
 		for (char *ch = ns; *ch != '\0'; ch++)
-			if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-", *ch) == NULL)
+			if (strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-", *ch) == NULL)
 				*ch = '_';
 	}
 	n = snprintf(buf, size, "%s/wall-%s@%s.%s", c->state_dir, table, ns, ext);
@@ -624,8 +653,11 @@ static int wall_apply(const struct config *c, const struct opts *o, const struct
 		fprintf(stderr, "wall: apply: table inet %s is not there after loading\n", table);
 	if (rc != 0)
 		goto out_free;
-	if (state_write(c, o, p, "nft", script) == -1 || state_write(c, o, p, "live", listing) == -1)
+	if (state_write(c, o, p, "nft", script) == -1 || state_write(c, o, p, "live", listing) == -1) {
+		fprintf(stderr, "wall: table inet %s is applied but not recorded: status cannot check "
+				"it until an apply is\n", table);
 		goto out_free;
+	}
 	printf("applied table inet %s\n", table);
 	ret = EXIT_OK;
 out_free:
@@ -638,7 +670,23 @@ out_free:
 	return ret;
 }
 
-static int wall_remove(const struct wall_params *p, struct nft_ctx *nft)
+/* Delete apply's records of this table in this namespace (absent ones are fine). */
+static void state_forget(const struct config *c, const struct opts *o, const struct wall_params *p)
+{
+	static const char *const exts[] = { "nft", "live" };
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < 2; i++)
+		if (state_path(c, o, p, exts[i], path, sizeof(path)) == 0 && unlink(path) == -1 &&
+		    errno != ENOENT) {
+			fprintf(stderr, "wall: remove %s: ", path);
+			cli_put_strerror(stderr, errno);
+			fputc('\n', stderr);
+		}
+}
+
+static int wall_remove(const struct config *c, const struct opts *o, const struct wall_params *p,
+		       struct nft_ctx *nft)
 {
 	char table[80], cmd[128], *listing = NULL, *errtext = NULL;
 	int rc;
@@ -650,6 +698,7 @@ static int wall_remove(const struct wall_params *p, struct nft_ctx *nft)
 	if (rc == -1)
 		return EXIT_ERROR;
 	if (rc == 1) {
+		state_forget(c, o, p);
 		printf("table inet %s: not present\n", table);
 		return EXIT_OK;
 	}
@@ -660,6 +709,7 @@ static int wall_remove(const struct wall_params *p, struct nft_ctx *nft)
 		free(errtext);
 		return EXIT_ERROR;
 	}
+	state_forget(c, o, p);
 	printf("removed table inet %s\n", table);
 	return EXIT_OK;
 }
@@ -734,11 +784,9 @@ static int wall_load_cmd(enum wall_verb verb, const struct opts *o, const struct
 	struct nft_ctx *nft;
 	int ret = EXIT_ERROR;
 
-	if (verb != VERB_REMOVE) {
-		c = cli_config_load();
-		if (c == NULL)
-			return EXIT_ERROR;
-	}
+	c = cli_config_load();
+	if (c == NULL)
+		return EXIT_ERROR;
 	if (o->netns != NULL && wall_netns_enter(o->netns) == -1)
 		goto out_config;
 	if (verb != VERB_REMOVE && p->profile == WALL_HOST && !cgroup2_at_sys())
@@ -749,14 +797,13 @@ static int wall_load_cmd(enum wall_verb verb, const struct opts *o, const struct
 	if (verb == VERB_APPLY)
 		ret = wall_apply(c, o, p, nft);
 	else if (verb == VERB_REMOVE)
-		ret = wall_remove(p, nft);
+		ret = wall_remove(c, o, p, nft);
 	else
 		ret = wall_status(c, o, p, nft);
 	nft_ctx_free(nft);
 	nft = NULL;
 out_config:
-	if (c != NULL)
-		config_free(c);
+	config_free(c);
 	c = NULL;
 	return ret;
 }
@@ -764,7 +811,7 @@ out_config:
 static int wall_verb_cmd(enum wall_verb verb, int argc, char **argv)
 {
 	static struct opts o;
-	static struct ipnet deny[64];
+	static struct ipnet deny[256];
 	struct wall_params p;
 	char *script;
 	int ret;

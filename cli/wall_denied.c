@@ -299,6 +299,7 @@ int wall_denied_cmd(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a reader gone is a failed write (exit 3), not a kill */
 	sigemptyset(&stopset);
 	sigaddset(&stopset, SIGINT);
 	sigaddset(&stopset, SIGTERM);

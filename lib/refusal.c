@@ -121,7 +121,7 @@ static int ipv4_read(struct cur *c, struct refusal *out, const char **err)
 		*err = "bad ipv4 header length";
 		return -1;
 	}
-	if (total < ihl) {
+	if (total != 0 && total < ihl) { /* 0: unknown (a GSO packet past 64 KiB) */
 		*err = "bad ipv4 total length";
 		return -1;
 	}
@@ -135,7 +135,7 @@ static int ipv4_read(struct cur *c, struct refusal *out, const char **err)
 	memcpy(&out->dst.v4, c->p + 16, 4);
 	if ((be16(c->p + 6) & 0x1fff) != 0)
 		out->l4 = REFUSAL_L4_FRAGMENT;
-	if (total < c->n)
+	if (total != 0 && total < c->n)
 		c->n = total; /* link padding after the datagram is not L4 */
 	skip(c, ihl);
 	if (out->l4 == REFUSAL_L4_FULL)

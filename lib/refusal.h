@@ -59,7 +59,7 @@ struct refusal {
  * An IP header cut short is an error; an L4 header cut short is not: the
  * addresses are kept, ports and flags are 0 and l4 says REFUSAL_L4_CUT. The
  * IPv4 total length and IPv6 payload length bound the packet when shorter
- * than len. IPv6 hop-by-hop, routing, destination-options, fragment and AH
+ * than len (0 is unknown: len bounds it). IPv6 hop-by-hop, routing, destination-options, fragment and AH
  * headers are walked, at most REFUSAL_EXT_MAX of them.
  *
  * Returns 0, or -1 with *err a static string ("truncated ipv4 header",

@@ -198,11 +198,13 @@ static const char *check_gateways(const struct wall_params *p)
 	return NULL;
 }
 
-/* An interface name nft reads as written: 1-15 of [A-Za-z0-9_.-]. */
+/* An interface name nft reads as written: 1-15 of [A-Za-z0-9_.-], or a prefix of them and '*'. */
 static bool ifname_valid(const char *s)
 {
 	size_t n = s != NULL ? strlen(s) : 0;
 
+	if (n > 0 && s[n - 1] == '*')
+		n--;
 	if (n == 0 || n > 15)
 		return false;
 	for (size_t i = 0; i < n; i++)
@@ -252,8 +254,11 @@ static const char *check(const struct wall_params *p, const char *table)
 			if (p->subuids[i].count == 0 ||
 			    p->subuids[i].count - 1 >= UINT32_MAX - p->subuids[i].start)
 				return "bad subuid range";
-		if (!ifname_valid(p->bridge))
-			return "bad or missing bridge interface name";
+		if (p->nbridges == 0 || p->nbridges > WALL_RANGES_MAX || p->bridges == NULL)
+			return "no bridge interface name";
+		for (size_t i = 0; i < p->nbridges; i++)
+			if (!ifname_valid(p->bridges[i]))
+				return "bad bridge interface name";
 		if (p->forwarder.family != 0 &&
 		    ((p->forwarder.family != AF_INET && p->forwarder.family != AF_INET6) ||
 		     p->forwarder.prefix != full_prefix(p->forwarder.family) || p->forwarder_port == 0 ||
@@ -316,6 +321,27 @@ static void put_hook(struct out *o, const char *name, const char *hook)
 	put(o, "\tchain %s {\n\t\ttype filter hook %s priority filter; policy accept;\n", name, hook);
 }
 
+/*
+ * Replies to a flow, and only replies: conntrack does not know which socket
+ * sent a packet, so an original-direction packet of an established flow
+ * (someone else's, whose 5-tuple a walled process can reuse) is judged
+ * again by the rules that admitted its first packet.
+ */
+#define REPLIES "ct state established,related ct direction reply accept"
+
+/* `"podman0"` or `{ "podman0", "podman1" }`: the bridges as one nft value. */
+static void put_bridges(struct out *o, const struct wall_params *p)
+{
+	if (p->nbridges == 1) {
+		put(o, "\"%s\"", p->bridges[0]);
+		return;
+	}
+	put(o, "{ ");
+	for (size_t i = 0; i < p->nbridges; i++)
+		put(o, "%s\"%s\"", i > 0 ? ", " : "", p->bridges[i]);
+	put(o, " }");
+}
+
 static void render_sandbox(struct out *o, const struct wall_params *p)
 {
 	char tail[160], why[96];
@@ -333,9 +359,10 @@ static void render_sandbox(struct out *o, const struct wall_params *p)
 	}
 	put(o, "%s jump sandbox\n\t}\n\n", p->nsubuids > 0 ? " }" : "");
 
-	put(o, "\tchain sandbox {\n"
-	       "\t\toifname \"lo\" accept\n"
-	       "\t\tct state established,related accept\n");
+	/* its own containers are fine to reach (a published port is DNATed before this) */
+	put(o, "\tchain sandbox {\n\t\toifname \"lo\" accept\n\t\toifname ");
+	put_bridges(o, p);
+	put(o, " accept\n\t\t" REPLIES "\n");
 	put(o, "\t\tudp dport 443 %s\n", refusal(p, "quic", why, sizeof(why)));
 	put_dns(o, p);
 	snprintf(tail, sizeof(tail), "tcp dport %u-%u accept", p->port_base, top);
@@ -346,27 +373,42 @@ static void render_sandbox(struct out *o, const struct wall_params *p)
 	 * Bridged containers reach the sandbox machine itself (input) only at the
 	 * forwarder and at the engine's resolver on the bridge (aardvark-dns:
 	 * container names; it resolves the rest through the machine's own pinned
-	 * resolver), plus IPv6 neighbour discovery; and route nowhere (forward).
+	 * resolver), plus IPv6 neighbour discovery and multicast listener reports.
 	 */
 	put_hook(o, "input", "input");
-	put(o, "\t\tiifname \"%s\" ct state established,related accept\n", p->bridge);
+	put(o, "\t\tiifname ");
+	put_bridges(o, p);
+	put(o, " " REPLIES "\n");
 	if (p->forwarder.family != 0) {
-		char lead[64];
+		char lead[WALL_RANGES_MAX * 20 + 32], rule[64];
+		struct out l = { lead, sizeof(lead), 0, false };
 
-		snprintf(lead, sizeof(lead), "iifname \"%s\" ", p->bridge);
-		snprintf(tail, sizeof(tail), "tcp dport %u accept", p->forwarder_port);
-		put_daddr_rules(o, lead, &p->forwarder, 1, tail);
+		put(&l, "iifname ");
+		put_bridges(&l, p);
+		put(&l, " ");
+		snprintf(rule, sizeof(rule), "tcp dport %u accept", p->forwarder_port);
+		put_daddr_rules(o, lead, &p->forwarder, 1, rule);
 	}
-	put(o, "\t\tiifname \"%s\" meta l4proto { tcp, udp } th dport 53 accept\n", p->bridge);
-	put(o, "\t\tiifname \"%s\" icmpv6 type { nd-router-solicit, nd-neighbor-solicit, "
-	       "nd-neighbor-advert } accept\n", p->bridge);
-	put(o, "\t\tiifname \"%s\" %s\n\t}\n\n", p->bridge, refusal(p, "bridge", why, sizeof(why)));
+	put(o, "\t\tiifname ");
+	put_bridges(o, p);
+	put(o, " meta l4proto { tcp, udp } th dport 53 accept\n\t\tiifname ");
+	put_bridges(o, p);
+	put(o, " icmpv6 type { nd-router-solicit, nd-neighbor-solicit, nd-neighbor-advert, "
+	       "mld-listener-report, mld2-listener-report } accept\n\t\tiifname ");
+	put_bridges(o, p);
+	put(o, " %s\n\t}\n\n", refusal(p, "bridge", why, sizeof(why)));
 
+	/* the sandbox machine routes nothing new: replies, and published ports (DNAT) inward */
 	put_hook(o, "forward", "forward");
-	put(o, "\t\tiifname \"%s\" ct state established,related accept\n", p->bridge);
-	put(o, "\t\tiifname \"%s\" %s\n\t}\n", p->bridge, refusal(p, "bridge", why, sizeof(why)));
+	put(o, "\t\t" REPLIES "\n\t\tct status dnat accept\n");
+	put(o, "\t\t%s\n\t}\n", refusal(p, "routed", why, sizeof(why)));
 }
 
+/*
+ * Mark mode (SO_MARK needs CAP_NET_ADMIN) keeps every other process out;
+ * uid mode lets every socket of the forwarder's uid through, so with uid 0
+ * a root process or a root `--network host` container passes too.
+ */
 static void render_guard(struct out *o, const struct wall_params *p)
 {
 	char tail[192], why[96];
@@ -397,8 +439,10 @@ static void render_host(struct out *o, const struct wall_params *p)
 
 	put_hook(o, "output", "output");
 	put(o, "\t\tsocket cgroupv2 level %u \"%s\" jump sandbox\n\t}\n\n", level, p->cgroup);
-	put(o, "\tchain sandbox {\n\t\tct state established,related accept\n");
+	put(o, "\tchain sandbox {\n\t\t" REPLIES "\n");
 	put_dns(o, p);
+	/* an untracked loopback flow could carry no mark, and the input check would never see it */
+	put(o, "\t\toifname \"lo\" ct state untracked %s\n", refusal(p, "untracked", why, sizeof(why)));
 	put(o, "\t\toifname \"lo\" ct mark set 0x%08x accept\n", mark);
 	put(o, "\t\t%s\n\t}\n\n", refusal(p, "egress", why, sizeof(why)));
 
@@ -418,10 +462,16 @@ static void render_egress(struct out *o, const struct wall_params *p)
 
 	put_hook(o, "output", "output");
 	put(o, "\t\tmeta skuid %u jump proxy\n\t}\n\n", (unsigned)p->proxy_uid);
-	put(o, "\tchain proxy {\n"
-	       "\t\toifname \"lo\" accept\n"
-	       "\t\tct state established,related accept\n");
-	/* resolvers in private space the proxy must still reach; local ones are on lo */
+	/*
+	 * Loopback is no exception: the machine's own private addresses travel
+	 * over lo too. Open there: local resolvers and this project's token
+	 * services (base+100 .. base+189).
+	 */
+	put(o, "\tchain proxy {\n\t\t" REPLIES "\n"
+	       "\t\toifname \"lo\" meta l4proto { tcp, udp } th dport 53 accept\n"
+	       "\t\toifname \"lo\" tcp dport %u-%u accept\n",
+	    p->port_base + WALL_TOKENS_OFF, p->port_base + WALL_TOKENS_OFF + WALL_TOKENS_N - 1);
+	/* resolvers in private space the proxy must still reach */
 	put_daddr_rules(o, "", p->resolvers, p->nresolvers, "meta l4proto { tcp, udp } th dport 53 accept");
 	/* the config's allow-private ranges: the kernel sees no names, so the range opens for every host */
 	put_daddr_rules(o, "", p->allow, p->nallow, "accept");

@@ -31,6 +31,8 @@ enum wall_profile {
 
 #define WALL_BAND 200      /* a project's ports: base .. base+199 */
 #define WALL_LISTENERS 90  /* the proxy's listeners: base .. base+89 */
+#define WALL_TOKENS_OFF 100 /* token services: base+100 .. base+189 */
+#define WALL_TOKENS_N 90
 #define WALL_CT_BYTE 0x53u /* the host profile's default ct mark: this byte over the base */
 #define WALL_RANGES_MAX 64 /* subuid ranges, resolvers, gateways: at most this many each */
 
@@ -50,7 +52,8 @@ struct wall_params {
 	uint32_t sandbox_uid;
 	const struct wall_uidrange *subuids; /* the sandbox user's /etc/subuid ranges */
 	size_t nsubuids;
-	const char *bridge;             /* bridged containers' interface, e.g. "podman0" */
+	const char *const *bridges;     /* bridged containers' interfaces: "podman0", or "podman*" */
+	size_t nbridges;                /* 1 .. WALL_RANGES_MAX */
 	struct ipnet forwarder;         /* family 0: no forwarder; else a single address */
 	unsigned forwarder_port;        /* 1..65535 when forwarder is set */
 

@@ -127,8 +127,8 @@ expect_eq "... attributed to the sandbox user" user "$(logq path=/vmuser --field
 d=$(lab_denied_stop)
 px=${SBX_PROXY%:*}
 # (both walls' forward chains refuse it; whichever runs first logs it)
-expect_re "the bridged container's direct attempt is logged (guard forwarded or sandbox bridge)" \
-	"\"profile\":\"(guard|sandbox)\",\"reason\":\"(forwarded|bridge)\",.*\"src\":\"$a1\".*\"dst\":\"$px\",\"dport\":${SBX_PROXY#*:}" "$d"
+expect_re "the bridged container's direct attempt is logged (guard forwarded or sandbox routed)" \
+	"\"profile\":\"(guard|sandbox)\",\"reason\":\"(forwarded|routed)\",.*\"src\":\"$a1\".*\"dst\":\"$px\",\"dport\":${SBX_PROXY#*:}" "$d"
 expect_re "the vm process's and host-network container's are logged (guard direct)" \
 	"\"profile\":\"guard\",\"reason\":\"direct\",\"uid\":0,.*\"dst\":\"$px\",\"dport\":${SBX_PROXY#*:}" "$d"
 expect_eq "... two of them" 2 "$(grep -c '"reason":"direct"' <<<"$d")"

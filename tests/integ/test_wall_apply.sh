@@ -19,7 +19,7 @@ unset SLUICE_PORT_BASE
 # the same options every time: the sandbox profile for user nobody, project "demo"
 W=(sandbox --user nobody --subuid "$T/subuid" --gateway 192.168.5.2 --gateway fd00::2
 	--resolver 192.168.5.3 --forwarder 10.88.0.1:3128 --project demo)
-REC=$T/state/wall-$TABLE@$NS
+REC=$T/state/wall-$TABLE@_run_netns_$NS
 fail=0
 ok() { echo "ok - $1"; }
 not_ok() { echo "not ok - $1"; sed 's/^/# /' "$T/err" 2>/dev/null; fail=1; }
@@ -99,6 +99,8 @@ grep -q 'rule added: tcp dport 9 accept' "$T/err" && ok "... naming the added ru
 
 nsnft add table inet other
 run 0 "remove" $S wall remove sandbox --project demo --netns "$NETNS"
+[ ! -e "$REC.nft" ] && [ ! -e "$REC.live" ] && ok "... and forgets what apply recorded" ||
+	not_ok "... and forgets what apply recorded"
 [ "$(nsnft list tables)" = "table inet other" ] && ok "only the sluice table went; other stays" ||
 	not_ok "only the sluice table went: $(nsnft list tables | tr '\n' ' ')"
 run 0 "remove again" $S wall remove sandbox --project demo --netns "$NETNS"

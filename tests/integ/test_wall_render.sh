@@ -36,7 +36,7 @@ for f in tests/unit/golden/wall_*.nft; do
 done
 
 printf 'agent:100000:65536\n' >"$TMP/subuid"
-if "$SLUICE_BUILD/sluice" wall render sandbox --user 0 --subuid "$TMP/subuid" --gateway 192.168.5.2 \
+if "$SLUICE_BUILD/sluice" wall render sandbox --user 65534 --subuid "$TMP/subuid" --gateway 192.168.5.2 \
 	--gateway fd00::2 --resolver 192.168.5.3 --forwarder 10.88.0.1:3128 --port-base 41000 \
 	>"$TMP/sandbox.nft"; then
 	check "sluice wall render sandbox" "$TMP/sandbox.nft"

@@ -100,6 +100,44 @@ rc=$?
 expect_eq "nobody: DNS over TCP to 203.0.113.10:53 is refused" 1 "$rc"
 expect_lt "... at once" 1 "$(elapsed "$t0")"
 
+# conntrack does not know whose socket sent a packet: a flow root opened
+# (and got a reply on) must not carry nobody's datagrams from the same port
+lab_bg "$INS" "$PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("203.0.113.10", 9999))
+with open(sys.argv[1], "ab", buffering=0) as log:
+    while True:
+        d, a = s.recvfrom(512)
+        log.write(d + b"\n")
+        s.sendto(d, a)
+' "$LAB_DIR/udp-echo.log"
+wait_until 5 test -e "$LAB_DIR/udp-echo.log" || sleep 0.5
+# udp_from PAYLOAD: from source port 5555 to the echo; prints "echoed", "timeout" or "refused ERRNO"
+udp_from() {
+	"$PY" - "$1" <<'EOF2'
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", 5555))
+s.settimeout(1)
+try:
+    s.connect(("203.0.113.10", 9999))
+    s.send(sys.argv[1].encode())
+    s.recv(512)
+    print("echoed")
+except socket.timeout:
+    print("timeout")
+except OSError as e:
+    print("refused", e.errno)
+EOF2
+}
+expect_eq "root's UDP flow from port 5555 to the echo is answered (control)" echoed \
+	"$(hx bash -c "$(declare -f udp_from); PY=$PY udp_from ROOT")"
+expect_re "nobody reusing that flow's port and peer is refused" '^refused ' \
+	"$(hx "${NOBODY[@]}" bash -c "$(declare -f udp_from); PY=$PY udp_from LEAK")"
+expect_eq "... and the echo never saw its datagram" "ROOT" "$(tr '\n' ' ' <"$LAB_DIR/udp-echo.log" | sed 's/ $//')"
+
 d=$(lab_denied_stop)
 expect_re "the refusal of nobody's direct curl is logged, with its uid" \
 	'"profile":"sandbox","reason":"egress","uid":65534,"proto":"tcp",.*"dst":"203.0.113.10","dport":80' "$d"

@@ -34,6 +34,7 @@ static struct ipnet net(const char *s)
 }
 
 static struct ipnet gateways[2], resolvers[2], forwarder, deny[8], allow[1];
+static const char *bridges[] = { "podman0", "podman*" };
 static const struct wall_uidrange subuids[] = { { 100000, 65536 }, { 300000, 1 } };
 
 /* The fixed params every golden file is rendered from. */
@@ -45,7 +46,8 @@ static struct wall_params params(enum wall_profile profile)
 		.sandbox_uid = 1000,
 		.subuids = subuids,
 		.nsubuids = 2,
-		.bridge = "podman0",
+		.bridges = bridges,
+		.nbridges = 1,
 		.gateways = gateways,
 		.ngateways = 2,
 		.forwarder_uid = 0,
@@ -228,6 +230,27 @@ static void expect_refused(struct wall_params *p, const char *want)
 	assert_string_equal(out, "");
 }
 
+/* Bridge names nft would read differently are refused; several make a set, '*' a prefix. */
+static void test_bridges(void **state)
+{
+	static const char *bad[] = { "pod\"man0", "*", "podman*0", "averyveryverylongname" };
+	struct wall_params p = params(WALL_SANDBOX);
+	static char out[32768];
+	const char *err;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		p.bridges = &bad[i];
+		expect_refused(&p, "bridge");
+	}
+	p.bridges = bridges;
+	p.nbridges = 0;
+	expect_refused(&p, "bridge");
+	p.nbridges = 2;
+	assert_int_equal(wall_render(&p, out, sizeof(out), &err), 0);
+	assert_non_null(strstr(out, "\t\tiifname { \"podman0\", \"podman*\" } ip daddr 10.88.0.1 tcp dport 3128 accept\n"));
+	assert_non_null(strstr(out, "\t\toifname { \"podman0\", \"podman*\" } accept\n"));
+}
+
 static void test_refusals(void **state)
 {
 	struct wall_params p;
@@ -246,10 +269,6 @@ static void test_refusals(void **state)
 	p.ngateways = 0;
 	expect_refused(&p, "no gateway");
 	p = params(WALL_SANDBOX);
-	p.bridge = "pod\"man0";
-	expect_refused(&p, "bridge");
-	p.bridge = NULL;
-	expect_refused(&p, "bridge");
 	p = params(WALL_SANDBOX);
 	p.forwarder_port = 0;
 	expect_refused(&p, "forwarder");
@@ -413,6 +432,7 @@ int main(void)
 		cmocka_unit_test(test_table_replaced),
 		cmocka_unit_test(test_sandbox_defaults),
 		cmocka_unit_test(test_nflog),
+		cmocka_unit_test(test_bridges),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_cgroup_level),
 		cmocka_unit_test(test_profile_names),
