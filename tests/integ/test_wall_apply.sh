@@ -73,6 +73,12 @@ grep -q 'missing or changed: udp dport 443' "$T/err" && grep -q 'chain sandbox' 
 run 0 "apply restores it" $S wall apply "${W[@]}" --netns "$NETNS"
 run 0 "status matches again" $S wall status "${W[@]}" --netns "$NETNS"
 
+run 0 "--project wins over SLUICE_PORT_BASE" env SLUICE_PORT_BASE=45000 $S wall render "${W[@]}"
+grep -q "table inet $TABLE {" "$T/out" && ok "... table $TABLE" || not_ok "... table $TABLE"
+chmod 755 "$T"
+chmod 644 "$T/ports" "$T/sluice.conf" "$T/subuid"
+run 0 "nobody can render from the registry (read-only lookup)" \
+	setpriv --reuid=65534 --regid=65534 --clear-groups $S wall render "${W[@]}"
 run 0 "a second project gets the next band" $S ports --project other
 run 0 "its wall applies beside the first" $S wall apply "${W[@]}" --project other --netns "$NETNS"
 [ "$(nsnft list tables | sort | tr '\n' ' ')" = "table inet $TABLE table inet ${TABLE%_41000}_41200 " ] &&

@@ -7,8 +7,9 @@
 # exception stands for a code path that skipped the check: the kernel then
 # refuses the proxy's dial (502 at once) and logs it with the proxy's uid.
 # The wall rendered from the proxy's own config opens the exception again.
-# Direct sockets of nobody's to a denied range are refused; root's (not the
-# proxy's uid) are not.
+# Direct sockets of nobody's to a denied range are refused, loopback
+# included, except the project's token band; root's (not the proxy's uid)
+# are not.
 source "$(dirname "$0")/lab.sh"
 lab_up
 command -v setpriv >/dev/null || lab_bail "setpriv (util-linux) is installed"
@@ -51,6 +52,15 @@ expect_eq "nobody directly to 169.254.169.254 is refused (curl exit 7)" 7 "$?"
 expect_lt "... at once" 1 "$(elapsed "$t0")"
 expect_eq "root (not the proxy's uid) reaches it (control)" 200 \
 	"$(hx curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://169.254.169.254/)"
+# loopback is not an exception: a root service there is refused, the project's token band is not
+lab_bg "$HNS" "$PY" -m http.server --bind 127.0.0.1 41100
+wait_until 10 hx bash -c '</dev/tcp/127.0.0.1/41100' || lab_bail "a token service on 127.0.0.1:41100"
+hx "${NOBODY[@]}" curl -s -o /dev/null --max-time 5 http://127.0.0.1:80/
+expect_eq "nobody to a root service on 127.0.0.1:80 is refused (curl exit 7)" 7 "$?"
+expect_eq "... which answers root (control)" 200 \
+	"$(hx curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://127.0.0.1:80/)"
+expect_eq "nobody reaches the project's token band (127.0.0.1:41100)" 200 \
+	"$(hx "${NOBODY[@]}" curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://127.0.0.1:41100/)"
 d=$(lab_denied_stop)
 expect_re "the refused dial is logged with the proxy's uid" \
 	'"profile":"egress","reason":"denied-ip","uid":65534,"proto":"tcp",.*"dst":"10.20.0.5","dport":80' "$d"

@@ -160,6 +160,20 @@ expect_re "... verdict pass" '"verdict":"pass"' "$out"
 out=$(outside "$LAB_DIR/bin/sluice" verify --proxy 127.0.0.1:41000 --target 203.0.113.10 --json 2>/dev/null)
 expect_eq "verify outside the cgroups exits 1 (control: no wall there)" "1" "$?"
 
+# an untracked loopback flow would carry no mark past the input check: refused
+hx nft -f - <<'NFT' || not_ok "a notrack table for loopback"
+table inet sluicet_raw {
+	chain out {
+		type filter hook output priority raw; policy accept;
+		oifname "lo" notrack
+	}
+}
+NFT
+expect_rst "A: with loopback untracked, 127.0.0.1:80 is refused" "$(code in_cg "$CGA" curl http://127.0.0.1:80/)"
+hx nft delete table inet sluicet_raw
+expect_eq "... and without the notrack table, the band is open again" 200 \
+	"$(in_cg "$CGA" curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x http://127.0.0.1:41000 http://good.test/host-a2)"
+
 # a recreated cgroup: the rule still names the old one and matches nothing
 cgx rmdir "/sys/fs/cgroup/$CGB" && cgx mkdir "/sys/fs/cgroup/$CGB" ||
 	not_ok "recreate cgroup B" "rmdir/mkdir failed"
