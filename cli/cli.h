@@ -146,6 +146,32 @@ int cmd_wall(int argc, char **argv);
 /* Enter the network namespace at path (--netns). Returns 0, or -1 after printing why. */
 int wall_netns_enter(const char *path);
 
+/* wall_nft.c: libnftables for `wall`, and its listings */
+struct nft_ctx;
+
+/* A libnftables context with output and errors buffered, or NULL after printing why. */
+struct nft_ctx *wall_nft_open(void);
+
+/*
+ * Run one nft command (or batch) from cmd. Returns 0 with *out (out may be
+ * NULL) a copy of nft's output the caller frees; or -1 with *errtext a copy
+ * of nft's error text (caller frees; may be NULL when out of memory).
+ */
+int wall_nft_run(struct nft_ctx *nft, const char *cmd, char **out, char **errtext);
+
+/* nft's multi-line error text, indented under our own diagnostic, to stderr. */
+void wall_nft_put_error(const char *errtext);
+
+/* "list table inet NAME": 0 with *out (caller frees), 1 when the table is absent, -1 after printing. */
+int wall_nft_table_list(struct nft_ctx *nft, const char *table, char **out);
+
+/*
+ * Compare the listing apply recorded with the live one (both split in
+ * place). Returns true when they match; else prints the first difference,
+ * named by its chain (and a cgroup recreated under a rule), and returns false.
+ */
+bool wall_nft_same(const char *table, char *want_text, char *live_text);
+
 /* wall_denied.c: `wall denied`, argv[0] is "denied"; returns the exit status */
 int wall_denied_cmd(int argc, char **argv);
 

@@ -392,88 +392,6 @@ int wall_netns_enter(const char *path)
 	return 0;
 }
 
-/* A libnftables context with output and errors buffered, or NULL after printing why. */
-static struct nft_ctx *nft_open(void)
-{
-	struct nft_ctx *nft = nft_ctx_new(NFT_CTX_DEFAULT);
-
-	if (nft == NULL) {
-		fprintf(stderr, "wall: nft_ctx_new failed\n");
-		return NULL;
-	}
-	/* no counters or quotas in a listing: they would differ on every status */
-	nft_ctx_output_set_flags(nft, NFT_CTX_OUTPUT_STATELESS);
-	if (nft_ctx_buffer_output(nft) != 0 || nft_ctx_buffer_error(nft) != 0) {
-		fprintf(stderr, "wall: nft: cannot buffer output\n");
-		nft_ctx_free(nft);
-		return NULL;
-	}
-	return nft;
-}
-
-/*
- * Run one nft command (or batch) from cmd. Returns 0 with *out (may be
- * NULL) a copy of nft's output the caller frees; or -1 with *errtext a copy
- * of nft's error text (caller frees; may be NULL when out of memory).
- */
-static int nft_run(struct nft_ctx *nft, const char *cmd, char **out, char **errtext)
-{
-	int rc = nft_run_cmd_from_buffer(nft, cmd);
-	const char *o = nft_ctx_get_output_buffer(nft);
-	const char *e = nft_ctx_get_error_buffer(nft);
-
-	if (out != NULL)
-		*out = NULL;
-	if (errtext != NULL)
-		*errtext = NULL;
-	if (rc != 0) {
-		if (errtext != NULL)
-			*errtext = strdup(e != NULL ? e : "");
-		return -1;
-	}
-	if (out != NULL)
-		*out = strdup(o != NULL ? o : "");
-	return 0;
-}
-
-/* nft's multi-line error text, indented under our own diagnostic. */
-static void put_nft_error(const char *errtext)
-{
-	const char *s = errtext != NULL ? errtext : "";
-
-	while (*s != '\0') {
-		const char *nl = strchr(s, '\n');
-		size_t n = nl != NULL ? (size_t)(nl - s) : strlen(s);
-
-		if (n > 0)
-			fprintf(stderr, "  %.*s\n", (int)n, s);
-		s += n + (nl != NULL);
-	}
-}
-
-/* "list table inet NAME": 0 with *out, 1 when the table is absent, -1 after printing. */
-static int table_list(struct nft_ctx *nft, const char *table, char **out)
-{
-	char cmd[128], *errtext;
-
-	snprintf(cmd, sizeof(cmd), "list table inet %s", table);
-	if (nft_run(nft, cmd, out, &errtext) == 0) {
-		if (*out == NULL) {
-			fprintf(stderr, "wall: out of memory\n");
-			return -1;
-		}
-		return 0;
-	}
-	if (errtext != NULL && strstr(errtext, "No such file or directory") != NULL) {
-		free(errtext);
-		return 1;
-	}
-	fprintf(stderr, "wall: list table inet %s failed:\n", table);
-	put_nft_error(errtext);
-	free(errtext);
-	return -1;
-}
-
 /*
  * STATE/wall-TABLE@NS.EXT: what apply loaded into one namespace. NS is the
  * --netns path with bytes other than [A-Za-z0-9.-] as '_' (/run/netns/vm
@@ -544,94 +462,6 @@ out_errno:
 	return -1;
 }
 
-/*
- * Split a listing into normalised lines in place: "# handle N" cut off,
- * surrounding blanks trimmed, empty lines dropped. Returns the count (at
- * most max; more lines are ignored).
- */
-static size_t listing_lines(char *text, char **lines, size_t max)
-{
-	size_t n = 0;
-	char *s = text, *nl, *hash, *end;
-
-	while (s != NULL && *s != '\0' && n < max) {
-		nl = strchr(s, '\n');
-		if (nl != NULL)
-			*nl = '\0';
-		hash = strstr(s, "# handle ");
-		if (hash != NULL)
-			*hash = '\0';
-		while (*s == ' ' || *s == '\t')
-			s++;
-		end = s + strlen(s);
-		while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
-			*--end = '\0';
-		if (*s != '\0')
-			lines[n++] = s;
-		s = nl != NULL ? nl + 1 : NULL;
-	}
-	return n;
-}
-
-#define LINES_MAX 4096
-
-/*
- * Whether a listed rule's `socket cgroupv2` names a bare number: nft lists
- * the path of the cgroup the rule was loaded with while it exists, and its
- * id once it is gone (a cgroup made again at that path has a new id).
- */
-static bool cgroup_gone(const char *line)
-{
-	const char *s = strstr(line, "socket cgroupv2 level ");
-
-	if (s == NULL)
-		return false;
-	s += strlen("socket cgroupv2 level ");
-	s += strspn(s, "0123456789");
-	if (*s++ != ' ' || strspn(s, "0123456789") == 0)
-		return false;
-	s += strspn(s, "0123456789");
-	return *s == ' ' || *s == '\0';
-}
-
-/*
- * Compare the recorded listing with the live one. Returns true when they
- * match; else prints the first difference, named by its chain, and returns false.
- */
-static bool listing_same(const char *table, char *want_text, char *live_text)
-{
-	static char *want[LINES_MAX], *live[LINES_MAX];
-	size_t nw = listing_lines(want_text, want, LINES_MAX);
-	size_t nl = listing_lines(live_text, live, LINES_MAX);
-	const char *chain = NULL;
-	size_t i, j;
-
-	for (i = 0; i < nw && i < nl && strcmp(want[i], live[i]) == 0; i++)
-		if (strncmp(want[i], "chain ", 6) == 0)
-			chain = want[i] + 6;
-	if (i == nw && i == nl)
-		return true;
-	fprintf(stderr, "wall: status: table inet %s differs from what apply loaded", table);
-	if (chain != NULL)
-		fprintf(stderr, " (in chain %.*s)", (int)strcspn(chain, " {"), chain);
-	fputs(":\n", stderr);
-	if (i < nw) {
-		for (j = i; j < nl && strcmp(want[i], live[j]) != 0; j++)
-			;
-		if (j == nl) {
-			fprintf(stderr, "  rule missing or changed: %s\n", want[i]);
-			if (i < nl)
-				fprintf(stderr, "  found instead: %s\n", live[i]);
-			if (i < nl && cgroup_gone(live[i]))
-				fprintf(stderr, "  the cgroup this rule names was removed or recreated since "
-						"apply: the rule matches nothing now (apply again)\n");
-			return false;
-		}
-	}
-	fprintf(stderr, "  rule added: %s\n", live[i]);
-	return false;
-}
-
 static int wall_apply(const struct config *c, const struct opts *o, const struct wall_params *p,
 		      struct nft_ctx *nft)
 {
@@ -642,13 +472,13 @@ static int wall_apply(const struct config *c, const struct opts *o, const struct
 	script = script_new(p);
 	if (script == NULL)
 		return EXIT_ERROR;
-	if (nft_run(nft, script, NULL, &errtext) == -1) {
+	if (wall_nft_run(nft, script, NULL, &errtext) == -1) {
 		fprintf(stderr, "wall: apply %s: nft refused the batch (nothing changed):\n",
 			wall_profile_name(p->profile));
-		put_nft_error(errtext);
+		wall_nft_put_error(errtext);
 		goto out_free;
 	}
-	rc = table_list(nft, table, &listing);
+	rc = wall_nft_table_list(nft, table, &listing);
 	if (rc == 1)
 		fprintf(stderr, "wall: apply: table inet %s is not there after loading\n", table);
 	if (rc != 0)
@@ -692,7 +522,7 @@ static int wall_remove(const struct config *c, const struct opts *o, const struc
 	int rc;
 
 	wall_table_name(p, table, sizeof(table));
-	rc = table_list(nft, table, &listing);
+	rc = wall_nft_table_list(nft, table, &listing);
 	free(listing);
 	listing = NULL;
 	if (rc == -1)
@@ -703,9 +533,9 @@ static int wall_remove(const struct config *c, const struct opts *o, const struc
 		return EXIT_OK;
 	}
 	snprintf(cmd, sizeof(cmd), "delete table inet %s", table);
-	if (nft_run(nft, cmd, NULL, &errtext) == -1) {
+	if (wall_nft_run(nft, cmd, NULL, &errtext) == -1) {
 		fprintf(stderr, "wall: %s failed:\n", cmd);
-		put_nft_error(errtext);
+		wall_nft_put_error(errtext);
 		free(errtext);
 		return EXIT_ERROR;
 	}
@@ -725,7 +555,7 @@ static int wall_status(const struct config *c, const struct opts *o, const struc
 	script = script_new(p);
 	if (script == NULL)
 		return EXIT_ERROR;
-	rc = table_list(nft, table, &live);
+	rc = wall_nft_table_list(nft, table, &live);
 	if (rc == 1)
 		fprintf(stderr, "wall: status: missing table inet %s\n", table);
 	if (rc != 0)
@@ -746,7 +576,7 @@ static int wall_status(const struct config *c, const struct opts *o, const struc
 				"applied (%s): apply again\n", path);
 		goto out_free;
 	}
-	if (!listing_same(table, want, live))
+	if (!wall_nft_same(table, want, live))
 		goto out_free;
 	printf("table inet %s: as applied\n", table);
 	ret = EXIT_OK;
@@ -791,7 +621,7 @@ static int wall_load_cmd(enum wall_verb verb, const struct opts *o, const struct
 		goto out_config;
 	if (verb != VERB_REMOVE && p->profile == WALL_HOST && !cgroup2_at_sys())
 		goto out_config;
-	nft = nft_open();
+	nft = wall_nft_open();
 	if (nft == NULL)
 		goto out_config;
 	if (verb == VERB_APPLY)
