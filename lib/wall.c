@@ -359,7 +359,7 @@ static void render_sandbox(struct out *o, const struct wall_params *p)
 	}
 	put(o, "%s jump sandbox\n\t}\n\n", p->nsubuids > 0 ? " }" : "");
 
-	/* its own containers are fine to reach (a published port is DNATed before this) */
+	/* its own bridged containers are fine to reach: they route nowhere (forward chain) */
 	put(o, "\tchain sandbox {\n\t\toifname \"lo\" accept\n\t\toifname ");
 	put_bridges(o, p);
 	put(o, " accept\n\t\t" REPLIES "\n");

@@ -39,6 +39,13 @@ sbx_ctr "$cb" -v "$LAB_DIR/bin:/sbin2:ro" -- sleep 300 >/dev/null 2>"$LAB_DIR/ct
 	lab_bail "podman run (bridged)" "$(cat "$LAB_DIR/ctr.err")"
 lab_bg "$VNS" "$PY" -m http.server --bind 0.0.0.0 8099
 wait_until 10 vx bash -c '</dev/tcp/10.88.0.1/8099' || lab_bail "a vm service on 10.88.0.1:8099"
+# a bridged container serving on 8099, published on the vm's port 8088
+cw=wctr-w-$$
+sbx_ctr "$cw" -p 8088:8099 -- python3 -m http.server 8099 >/dev/null 2>"$LAB_DIR/ctr.err" ||
+	lab_bail "podman run -p 8088:8099 (bridged server)" "$(cat "$LAB_DIR/ctr.err")"
+aw=$(lab_ctr_addr "$cw")
+wait_until 10 vx bash -c "</dev/tcp/$aw/8099" || lab_bail "the bridged server on $aw:8099"
+NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 # bcurl URL [curl options]: from the bridged container; prints "EXIT CODE"
 bcurl() {
 	local out
@@ -109,6 +116,11 @@ expect_eq "subuid container: the host gateway outside the band (port 80) is refu
 code=$(sbx_exec "$cr" curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://192.168.5.2:80/ 2>/dev/null)
 expect_eq "... which answers the root container (control)" "0 200" "$? $code"
 
+# the sandbox user and its own containers
+expect_eq "nobody in the vm reaches its own bridged container's server ($aw:8099)" 200 \
+	"$(vx "${NOBODY[@]}" curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://$aw:8099/")"
+expect_eq "... and its port published on the vm (127.0.0.1:8088)" 200 \
+	"$(vx "${NOBODY[@]}" curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://127.0.0.1:8088/)"
 d=$(lab_denied_stop)
 expect_re "the subuid container's direct curl is logged with its uid" \
 	'"profile":"sandbox","reason":"egress","uid":100005,"proto":"tcp",.*"dst":"203.0.113.10","dport":80' "$d"
