@@ -526,6 +526,7 @@ expect_refusal() {
 # read-only, so curl, python3, git and node are the machine's own.
 LAB_IMAGE=localhost/sluice-lab
 LAB_CTRS=()
+LAB_NETS=()
 
 # lab_image: build $LAB_IMAGE once per machine (cheap when it exists).
 lab_image() {
@@ -582,6 +583,11 @@ lab_ctrs_remove() {
 		podman rm -f -t 0 "$c" >/dev/null 2>&1
 	done
 	LAB_CTRS=()
+	# networks a test created (podman keeps their definitions machine-wide)
+	for c in "${LAB_NETS[@]}"; do
+		podman network rm -f "$c" >/dev/null 2>&1
+	done
+	LAB_NETS=()
 }
 
 # ---------------------------------------------------------------- the sandbox

@@ -46,6 +46,24 @@ sbx_ctr "$cw" -p 8088:8099 -- python3 -m http.server 8099 >/dev/null 2>"$LAB_DIR
 aw=$(lab_ctr_addr "$cw")
 wait_until 10 vx bash -c "</dev/tcp/$aw/8099" || lab_bail "the bridged server on $aw:8099"
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+# a container on a second podman network (its own bridge, podman1)
+net2=sbxnet2-$$
+LAB_NETS+=("$net2")
+lab_podman "$VNS" network create "$net2" >/dev/null 2>"$LAB_DIR/net.err" ||
+	lab_bail "podman network create $net2" "$(cat "$LAB_DIR/net.err")"
+c2=wctr-n2-$$
+sbx_ctr "$c2" --network "$net2" -- sleep 300 >/dev/null 2>"$LAB_DIR/ctr.err" ||
+	lab_bail "podman run --network $net2" "$(cat "$LAB_DIR/ctr.err")"
+gw2=$(podman network inspect -f '{{range .Subnets}}{{.Gateway}}{{end}}' "$net2" 2>/dev/null)
+# n2curl URL: from the second network's container; prints "EXIT CODE"
+n2curl() {
+	local out
+	out=$(sbx_exec "$c2" curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@" 2>/dev/null)
+	echo "$? $out"
+}
+expect_eq "control: without the wall a container on a second network ($gw2) reaches the origin" "0 200" \
+	"$(n2curl http://203.0.113.10/)"
+expect_eq "control: ... and the vm's service at its gateway" "0 200" "$(n2curl "http://$gw2:8099/")"
 # bcurl URL [curl options]: from the bridged container; prints "EXIT CODE"
 bcurl() {
 	local out
@@ -60,7 +78,7 @@ expect_eq "control: ... and the vm's service on 10.88.0.1:8099" "0 200" "$(bcurl
 printf 'nobody:100000:65536\n' >"$LAB_DIR/subuid"
 chmod 644 "$LAB_DIR/subuid"
 "$SLUICE_BUILD/sluice" -c "$CONF" wall apply sandbox --user nobody --subuid "$LAB_DIR/subuid" \
-	--gateway 192.168.5.2 --port-base 3000 --bridge podman0 --forwarder "$SBX_FWD" \
+	--gateway 192.168.5.2 --port-base 3000 --forwarder "$SBX_FWD" \
 	--log-group 8 --netns "/run/netns/$VNS" >"$LAB_DIR/wall.out" 2>&1 ||
 	lab_bail "sluice wall apply sandbox --netns (vm)" "$(cat "$LAB_DIR/wall.out")"
 expect_re "the sandbox table is in the vm namespace" 'table inet sluice_sandbox_3000' "$(vx nft list tables)"
@@ -115,6 +133,11 @@ code=$(sbx_exec "$cs" curl -s -o /dev/null -w '%{http_code}' --max-time 5 http:/
 expect_eq "subuid container: the host gateway outside the band (port 80) is refused" "7 000" "$? $code"
 code=$(sbx_exec "$cr" curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://192.168.5.2:80/ 2>/dev/null)
 expect_eq "... which answers the root container (control)" "0 200" "$? $code"
+
+expect_eq "the second network's container is refused the origin (the vm routes nothing new)" "7 000" \
+	"$(n2curl http://203.0.113.10/)"
+expect_eq "... and the vm's service at its gateway (the default bridge pattern podman*)" "7 000" \
+	"$(n2curl "http://$gw2:8099/")"
 
 # the sandbox user and its own containers
 expect_eq "nobody in the vm reaches its own bridged container's server ($aw:8099)" 200 \
