@@ -32,11 +32,18 @@ in_cg() {
 # outside CMD...: the control, in the host namespace and this test's own cgroup
 outside() { nsenter --net="/run/netns/$HNS" "$@"; }
 cg_cleanup() {
-	# the cgroups can go once the test's processes in them have exited
-	local p
-	for p in "${LAB_PIDS[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${LAB_PIDS[@]}"; do wait "$p" 2>/dev/null; done
-	cgx sh -c "rmdir /sys/fs/cgroup/$CGA /sys/fs/cgroup/$CGB /sys/fs/cgroup/$CGROOT" 2>/dev/null
+	# kill whatever this test left in its cgroups (a backgrounded in_cg's pid
+	# is its subshell's, not the server's), then remove them, deepest first
+	cgx sh -c '
+		for cg in "$@"; do
+			[ -d "/sys/fs/cgroup/$cg" ] || continue
+			echo 1 >"/sys/fs/cgroup/$cg/cgroup.kill" 2>/dev/null
+			for _ in $(seq 50); do
+				[ -z "$(cat "/sys/fs/cgroup/$cg/cgroup.procs")" ] && break
+				sleep 0.1
+			done
+		done
+		for cg in "$@"; do rmdir "/sys/fs/cgroup/$cg"; done' cg "$CGA" "$CGB" "$CGROOT" 2>/dev/null
 }
 trap 'rc=$?; cg_cleanup; (exit $rc); lab_teardown' EXIT
 cgx mkdir -p "/sys/fs/cgroup/$CGA" "/sys/fs/cgroup/$CGB" || lab_bail "mkdir test cgroups (cgroup2)"
