@@ -69,26 +69,6 @@ enum wall_verb { VERB_RENDER, VERB_APPLY, VERB_REMOVE, VERB_STATUS };
 
 static const char *const verb_names[] = { "render", "apply", "remove", "status" };
 
-/* Parse decimal "N" (or with base 0, also 0xN) within [lo, hi] into *out. Returns 0 or -1. */
-static int num_parse_base(const char *s, int base, unsigned long lo, unsigned long hi,
-			  unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, base);
-	if (s[0] == '\0' || s[0] == '-' || *end != '\0' || errno != 0 || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-static int num_parse(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
-{
-	return num_parse_base(s, 10, lo, hi, out);
-}
-
 /* One address or range into list[*n]. Returns 0, or -1 after printing why. */
 static int net_add(const char *opt, const char *s, struct ipnet *list, size_t *n)
 {
@@ -113,7 +93,7 @@ static int forwarder_parse(const char *s, struct wall_params *p)
 	size_t alen;
 	unsigned long port;
 
-	if (colon == NULL || num_parse(colon + 1, 1, 65535, &port) == -1)
+	if (colon == NULL || cli_num_parse(colon + 1, 10, 1, 65535, &port) == -1)
 		goto bad;
 	alen = (size_t)(colon - s);
 	if (alen >= 2 && s[0] == '[' && s[alen - 1] == ']') {
@@ -144,7 +124,7 @@ static int user_load(struct opts *o, struct wall_params *p)
 
 	if (pw != NULL)
 		uid = pw->pw_uid;
-	else if (num_parse(o->user, 0, UINT32_MAX - 1, &uid) == -1) {
+	else if (cli_num_parse(o->user, 10, 0, UINT32_MAX - 1, &uid) == -1) {
 		fprintf(stderr, "wall: --user \"%s\": no such user\n", o->user);
 		return -1;
 	}
@@ -179,27 +159,18 @@ static int user_load(struct opts *o, struct wall_params *p)
 	return 0;
 }
 
-/* The egress profile's exceptions: the config's allow-private ranges. Returns 0 or -1 after printing. */
-static int allow_load(struct opts *o, struct wall_params *p)
+/* The egress profile's exceptions: c's allow-private ranges. Returns 0 or -1 after printing. */
+static int allow_load(const struct config *c, struct opts *o, struct wall_params *p)
 {
-	struct config *c = cli_config_load();
-	int ret = -1;
-
-	if (c == NULL)
-		return -1;
 	if (c->nexceptions > WALL_RANGES_MAX) {
 		fprintf(stderr, "wall: more than %d allow-private ranges\n", WALL_RANGES_MAX);
-		goto out_free;
+		return -1;
 	}
 	for (size_t i = 0; i < c->nexceptions; i++)
 		o->allow[i] = c->exceptions[i].net;
 	p->allow = o->allow;
 	p->nallow = c->nexceptions;
-	ret = 0;
-out_free:
-	config_free(c);
-	c = NULL;
-	return ret;
+	return 0;
 }
 
 /*
@@ -263,7 +234,7 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 				return EXIT_USAGE;
 			break;
 		case 'm':
-			if (num_parse_base(optarg, 0, 1, UINT32_MAX, &v) == -1) {
+			if (cli_num_parse(optarg, 0, 1, UINT32_MAX, &v) == -1) {
 				fprintf(stderr, "wall: bad --mark \"%s\"\n", optarg);
 				return EXIT_USAGE;
 			}
@@ -273,7 +244,7 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 			p->cgroup = optarg;
 			break;
 		case 'p':
-			if (num_parse(optarg, 1, 65536 - WALL_BAND, &v) == -1) {
+			if (cli_num_parse(optarg, 10, 1, 65536 - WALL_BAND, &v) == -1) {
 				fprintf(stderr, "wall: bad --port-base \"%s\": 1 to %d\n", optarg,
 					65536 - WALL_BAND);
 				return EXIT_USAGE;
@@ -285,7 +256,7 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 			o->project = optarg;
 			break;
 		case 'l':
-			if (num_parse(optarg, 0, 65535, &v) == -1) {
+			if (cli_num_parse(optarg, 10, 0, 65535, &v) == -1) {
 				fprintf(stderr, "wall: bad --log-group \"%s\": 0 to 65535\n", optarg);
 				return EXIT_USAGE;
 			}
@@ -332,8 +303,6 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 	p->ct_mark = wall_ct_mark(p->port_base);
 	if (verb == VERB_REMOVE)
 		return -1; /* only the table's name matters */
-	if (p->profile == WALL_EGRESS && allow_load(o, p) == -1)
-		return EXIT_ERROR;
 	if (p->profile == WALL_EGRESS) {
 		/* the proxy's own deny list, the one its resolve-and-check uses */
 		while (iprange_deny_list(ndeny) != NULL) {
@@ -608,22 +577,19 @@ static bool cgroup2_at_sys(void)
 }
 
 /* apply, remove, status: options parsed; enter the namespace, then talk to nftables. */
-static int wall_load_cmd(enum wall_verb verb, const struct opts *o, const struct wall_params *p)
+static int wall_load_cmd(enum wall_verb verb, const struct config *c, const struct opts *o,
+			 const struct wall_params *p)
 {
-	struct config *c = NULL;
 	struct nft_ctx *nft;
 	int ret = EXIT_ERROR;
 
-	c = cli_config_load();
-	if (c == NULL)
-		return EXIT_ERROR;
 	if (o->netns != NULL && wall_netns_enter(o->netns) == -1)
-		goto out_config;
+		return EXIT_ERROR;
 	if (verb != VERB_REMOVE && p->profile == WALL_HOST && !cgroup2_at_sys())
-		goto out_config;
+		return EXIT_ERROR;
 	nft = wall_nft_open();
 	if (nft == NULL)
-		goto out_config;
+		return EXIT_ERROR;
 	if (verb == VERB_APPLY)
 		ret = wall_apply(c, o, p, nft);
 	else if (verb == VERB_REMOVE)
@@ -632,9 +598,21 @@ static int wall_load_cmd(enum wall_verb verb, const struct opts *o, const struct
 		ret = wall_status(c, o, p, nft);
 	nft_ctx_free(nft);
 	nft = NULL;
-out_config:
-	config_free(c);
-	c = NULL;
+	return ret;
+}
+
+/* render: print the script. */
+static int wall_print(const struct wall_params *p)
+{
+	char *script = script_new(p);
+	int ret;
+
+	if (script == NULL)
+		return EXIT_ERROR;
+	fputs(script, stdout);
+	ret = fflush(stdout) == 0 ? EXIT_OK : EXIT_ERROR;
+	free(script);
+	script = NULL;
 	return ret;
 }
 
@@ -643,21 +621,25 @@ static int wall_verb_cmd(enum wall_verb verb, int argc, char **argv)
 	static struct opts o;
 	static struct ipnet deny[256];
 	struct wall_params p;
-	char *script;
+	struct config *c = NULL;
 	int ret;
 
 	ret = args_parse(verb, argc, argv, &o, &p, deny, sizeof(deny) / sizeof(deny[0]));
 	if (ret != -1)
 		return ret;
-	if (verb != VERB_RENDER)
-		return wall_load_cmd(verb, &o, &p);
-	script = script_new(&p);
-	if (script == NULL)
-		return EXIT_ERROR;
-	fputs(script, stdout);
-	ret = fflush(stdout) == 0 ? EXIT_OK : EXIT_ERROR;
-	free(script);
-	script = NULL;
+	/* the config, read once: the state dir to record in, the egress profile's exceptions */
+	if (verb != VERB_RENDER || p.profile == WALL_EGRESS) {
+		c = cli_config_load();
+		if (c == NULL)
+			return EXIT_ERROR;
+	}
+	ret = EXIT_ERROR;
+	if (verb != VERB_REMOVE && p.profile == WALL_EGRESS && allow_load(c, &o, &p) == -1)
+		goto out_config;
+	ret = verb == VERB_RENDER ? wall_print(&p) : wall_load_cmd(verb, c, &o, &p);
+out_config:
+	config_free(c);
+	c = NULL;
 	return ret;
 }
 

@@ -50,20 +50,6 @@ static void on_stop(int sig)
 	stop_signal = sig;
 }
 
-/* Parse "N" within [lo, hi] into *out. Returns 0 or -1. */
-static int num_parse(const char *s, unsigned long lo, unsigned long hi, unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (s[0] == '\0' || s[0] == '-' || *end != '\0' || errno != 0 || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /* "2026-11-30T08:01:02.123Z", now, into buf. */
 static void time_now(char *buf, size_t size)
 {
@@ -252,7 +238,7 @@ int wall_denied_cmd(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'g':
-			if (num_parse(optarg, 0, 65535, &group) == -1) {
+			if (cli_num_parse(optarg, 10, 0, 65535, &group) == -1) {
 				fprintf(stderr, "wall denied: bad --group \"%s\": 0 to 65535\n", optarg);
 				return EXIT_USAGE;
 			}
@@ -262,13 +248,13 @@ int wall_denied_cmd(int argc, char **argv)
 			netns = optarg;
 			break;
 		case 'c':
-			if (num_parse(optarg, 1, ULONG_MAX, &d.count) == -1) {
+			if (cli_num_parse(optarg, 10, 1, ULONG_MAX, &d.count) == -1) {
 				fprintf(stderr, "wall denied: bad --count \"%s\"\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
 		case 't':
-			if (num_parse(optarg, 1, TIMEOUT_MAX, &timeout) == -1) {
+			if (cli_num_parse(optarg, 10, 1, TIMEOUT_MAX, &timeout) == -1) {
 				fprintf(stderr, "wall denied: bad --timeout \"%s\": 1 to %d seconds\n",
 					optarg, TIMEOUT_MAX);
 				return EXIT_USAGE;
