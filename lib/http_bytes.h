@@ -1,6 +1,7 @@
 /*
- * http_bytes.h: private to http.c and http_chunked.c: the bounds-checked
- * cursor both parsers read through, and the RFC 9110 byte classes.
+ * http_bytes.h: private to lib's HTTP readers (http.c, http_chunked.c, and
+ * inject.c's path matcher): the bounds-checked cursor the parsers read
+ * through, and the RFC 9110 byte classes.
  */
 #ifndef SLUICE_HTTP_BYTES_H
 #define SLUICE_HTTP_BYTES_H

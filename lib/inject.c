@@ -13,17 +13,7 @@
 #include <strings.h>
 
 #include "config.h"
-
-static int hex_value(unsigned char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
+#include "http_bytes.h"
 
 static bool is_dot_segment(size_t n, bool dots)
 {
