@@ -20,30 +20,9 @@
 #include <string.h>
 
 #include "scrub.h"
+#include "../scrub_ref.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static uint64_t reference(char sec[][32], const size_t *lens, size_t n, const char *in,
-			  size_t len, char *out)
-{
-	uint64_t count = 0;
-
-	memcpy(out, in, len);
-	for (size_t k = 0; k < n; k++) {
-		bool dup = false;
-
-		for (size_t j = 0; j < k; j++)
-			if (lens[j] == lens[k] && memcmp(sec[j], sec[k], lens[k]) == 0)
-				dup = true;
-		for (size_t p = 0; !dup && p + lens[k] <= len; p++) {
-			if (memcmp(in + p, sec[k], lens[k]) == 0) {
-				count++;
-				memset(out + p, '*', lens[k]);
-			}
-		}
-	}
-	return count;
-}
 
 static uint32_t rnd(uint32_t *x)
 {
@@ -115,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(got + o, buf, w);
 		o += w;
 	}
-	wc = reference(sec, lens, n, in, len, want);
+	wc = scrub_reference(ptrs, lens, n, in, len, want);
 	if (o != len || memcmp(want, got, len) != 0 || wc != scrub_count(s)) {
 		fprintf(stderr, "scrub differs: %zu of %zu bytes, count %llu want %llu\n", o, len,
 			(unsigned long long)scrub_count(s), (unsigned long long)wc);

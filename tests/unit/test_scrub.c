@@ -1,11 +1,9 @@
 /*
- * test_scrub.c: the streaming scrubber against a whole-buffer reference.
- *
- * The reference marks every byte inside any occurrence of any distinct
- * secret and counts (secret, start) pairs: scrub.h's definition written
- * the slow, obvious way. Every streamed result, however the input is cut
- * and however small the output buffer, must equal it. Inputs are fed
- * from guard pages so a read past a piece faults.
+ * test_scrub.c: the streaming scrubber against the whole-buffer reference
+ * in tests/scrub_ref.h (scrub.h's definition written the slow, obvious
+ * way). Every streamed result, however the input is cut and however small
+ * the output buffer, must equal it. Inputs are fed from guard pages so a
+ * read past a piece faults.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,31 +19,7 @@
 
 #include "guard.h"
 #include "scrub.h"
-
-/* scrub.h's semantics on the whole buffer; returns the count. */
-static uint64_t reference(const char *const *sec, const size_t *lens, size_t n, const char *in,
-			  size_t len, char *out)
-{
-	uint64_t count = 0;
-
-	memcpy(out, in, len);
-	for (size_t k = 0; k < n; k++) {
-		bool dup = false;
-
-		for (size_t j = 0; j < k; j++)
-			if (lens[j] == lens[k] && memcmp(sec[j], sec[k], lens[k]) == 0)
-				dup = true;
-		if (dup)
-			continue;
-		for (size_t p = 0; p + lens[k] <= len; p++) {
-			if (memcmp(in + p, sec[k], lens[k]) != 0)
-				continue;
-			count++;
-			memset(out + p, '*', lens[k]);
-		}
-	}
-	return count;
-}
+#include "../scrub_ref.h"
 
 /*
  * Stream in[0..len) cut at cuts[0..ncuts) (increasing) with an output
@@ -100,7 +74,7 @@ static void check_cuts(const char *const *sec, const size_t *lens, size_t n, con
 	assert_non_null(s);
 	assert_non_null(want);
 	assert_non_null(got);
-	wc = reference(sec, lens, n, in, len, want);
+	wc = scrub_reference(sec, lens, n, in, len, want);
 	gc = stream(s, in, len, cuts, ncuts, outsz, got);
 	if (len > 0 && memcmp(want, got, len) != 0)
 		print_error("want %.*s\ngot  %.*s\n", (int)len, want, (int)len, got);
