@@ -364,6 +364,19 @@ lab_teardown() {
 	exit $rc
 }
 
+# udp_probe PREFIX... -- ADDR PORT dns|quic|TEXT [SPORT]: one datagram
+# (tests/integ/udp.py) from a python run under PREFIX (hx, setpriv ...);
+# prints "answered", "timeout" or "refused ERRNO".
+udp_probe() {
+	local pre=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		pre+=("$1")
+		shift
+	done
+	shift
+	"${pre[@]}" "$PY" - "$@" <"$INTEG_DIR/udp.py"
+}
+
 # lab_denied_start NS GROUP: `sluice wall denied --json` listening on NFLOG
 # group GROUP in namespace NS (a wall applied with --log-group GROUP logs its
 # refusals there), into $DENIED_LOG; lab_denied_stop ends it and prints the lines.

@@ -77,24 +77,6 @@ expect_rst() {
 	if [ "$2" = 7 ] && awk -v s="$3" 'BEGIN{exit !(s < 1)}'; then ok "$1"; else
 		not_ok "$1" "curl exit $2 after $3 s (code $4); want exit 7 within 1 s"; fi
 }
-udp_dns() {
-	"$PY" - "$1" <<'EOF'
-import socket, sys
-q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07dnsgood\x04test\x00\x00\x01\x00\x01"
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.settimeout(2)
-try:
-    s.connect((sys.argv[1], 53))
-    s.send(q)
-    s.recv(512)
-    print("answered")
-except socket.timeout:
-    print("timeout")
-except OSError as e:
-    print("refused", e.errno)
-EOF
-}
-
 # controls, before any wall: the sandbox's cgroup goes straight out
 expect_eq "before the wall, a process in cgroup A reaches the origin directly" 200 \
 	"$(in_cg "$CGA" curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://203.0.113.10/)"
@@ -130,11 +112,11 @@ expect_rst "A: project B's band (127.0.0.1:41200) is refused" \
 	"$(code in_cg "$CGA" curl -x http://127.0.0.1:41200 http://good.test/a-via-b)"
 expect_eq "A: its own listener outside the band (127.0.0.1:9099) is open" 200 \
 	"$(in_cg "$CGA" curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://127.0.0.1:9099/)"
-expect_eq "A: DNS to the local resolver is answered" answered "$(in_cg "$CGA" bash -c "$(declare -f udp_dns); PY=$PY udp_dns 127.0.0.1")"
+expect_eq "A: DNS to the local resolver is answered" answered "$(udp_probe in_cg "$CGA" -- 127.0.0.1 53 dns)"
 expect_re "A: DNS to an outside resolver is refused" '^refused ' \
-	"$(in_cg "$CGA" bash -c "$(declare -f udp_dns); PY=$PY udp_dns 203.0.113.10")"
+	"$(udp_probe in_cg "$CGA" -- 203.0.113.10 53 dns)"
 expect_eq "... which answers the control outside the cgroups" answered \
-	"$(outside bash -c "$(declare -f udp_dns); PY=$PY udp_dns 203.0.113.10")"
+	"$(udp_probe outside -- 203.0.113.10 53 dns)"
 expect_eq "B: through its own listener (127.0.0.1:41200)" 200 \
 	"$(in_cg "$CGB" curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x http://127.0.0.1:41200 http://good.test/host-b)"
 expect_rst "B: project A's band (127.0.0.1:41000) is refused" \

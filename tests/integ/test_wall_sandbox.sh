@@ -32,26 +32,6 @@ lab_bg "$INS" "$PY" "$INTEG_DIR/dns.py" --log "$LAB_DIR/dns-pinned.jsonl" 10.53.
 lab_bg "$INS" "$PY" "$INTEG_DIR/dns.py" --log "$LAB_DIR/dns-out.jsonl" 203.0.113.10 53
 S="$SLUICE_BUILD/sluice -c $CONF"
 
-# udp_probe ADDR PORT dns|quic: send one datagram on a connected socket;
-# prints "refused ERRNO", "answered" or "timeout".
-udp_probe() {
-	"$PY" - "$1" "$2" "$3" <<'EOF'
-import socket, sys
-q = (b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x00\x00\x01\x00\x01"
-     if sys.argv[3] == "dns" else b"\xc3\x00\x00\x00\x01\x08sluicetst\x00\x00")
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.settimeout(1)
-try:
-    s.connect((sys.argv[1], int(sys.argv[2])))
-    s.send(q)
-    s.recv(512)
-    print("answered")
-except socket.timeout:
-    print("timeout")
-except OSError as e:
-    print("refused", e.errno)
-EOF
-}
 # direct WHO...: curl http://203.0.113.10/ without the proxy; prints "EXIT SECONDS CODE"
 direct() {
 	local t0 code rc
@@ -87,13 +67,13 @@ code=$(hx "${SUBUID[@]}" curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
 	-x http://192.0.2.1:3128 http://good.test/)
 expect_eq "subuid 100005: through the proxy too" 200 "$code"
 
-expect_re "nobody: UDP 443 is refused" '^refused ' "$(hx "${NOBODY[@]}" bash -c "$(declare -f udp_probe); PY=$PY udp_probe 203.0.113.10 443 quic")"
+expect_re "nobody: UDP 443 is refused" '^refused ' "$(udp_probe hx "${NOBODY[@]}" -- 203.0.113.10 443 quic)"
 expect_re "nobody: DNS over UDP to 203.0.113.10:53 is refused" '^refused ' \
-	"$(hx "${NOBODY[@]}" bash -c "$(declare -f udp_probe); PY=$PY udp_probe 203.0.113.10 53 dns")"
+	"$(udp_probe hx "${NOBODY[@]}" -- 203.0.113.10 53 dns)"
 expect_eq "... which answers root (control)" answered \
-	"$(hx bash -c "$(declare -f udp_probe); PY=$PY udp_probe 203.0.113.10 53 dns")"
+	"$(udp_probe hx -- 203.0.113.10 53 dns)"
 expect_eq "nobody: DNS to the pinned resolver 10.53.0.2 is answered" answered \
-	"$(hx "${NOBODY[@]}" bash -c "$(declare -f udp_probe); PY=$PY udp_probe 10.53.0.2 53 dns")"
+	"$(udp_probe hx "${NOBODY[@]}" -- 10.53.0.2 53 dns)"
 t0=$(now)
 hx "${NOBODY[@]}" timeout 3 bash -c '</dev/tcp/203.0.113.10/53' 2>/dev/null
 rc=$?
@@ -113,29 +93,10 @@ with open(sys.argv[1], "ab", buffering=0) as log:
         s.sendto(d, a)
 ' "$LAB_DIR/udp-echo.log"
 wait_until 5 test -e "$LAB_DIR/udp-echo.log" || sleep 0.5
-# udp_from PAYLOAD: from source port 5555 to the echo; prints "echoed", "timeout" or "refused ERRNO"
-udp_from() {
-	"$PY" - "$1" <<'EOF2'
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("0.0.0.0", 5555))
-s.settimeout(1)
-try:
-    s.connect(("203.0.113.10", 9999))
-    s.send(sys.argv[1].encode())
-    s.recv(512)
-    print("echoed")
-except socket.timeout:
-    print("timeout")
-except OSError as e:
-    print("refused", e.errno)
-EOF2
-}
-expect_eq "root's UDP flow from port 5555 to the echo is answered (control)" echoed \
-	"$(hx bash -c "$(declare -f udp_from); PY=$PY udp_from ROOT")"
+expect_eq "root's UDP flow from port 5555 to the echo is answered (control)" answered \
+	"$(udp_probe hx -- 203.0.113.10 9999 ROOT 5555)"
 expect_re "nobody reusing that flow's port and peer is refused" '^refused ' \
-	"$(hx "${NOBODY[@]}" bash -c "$(declare -f udp_from); PY=$PY udp_from LEAK")"
+	"$(udp_probe hx "${NOBODY[@]}" -- 203.0.113.10 9999 LEAK 5555)"
 expect_eq "... and the echo never saw its datagram" "ROOT" "$(tr '\n' ' ' <"$LAB_DIR/udp-echo.log" | sed 's/ $//')"
 
 d=$(lab_denied_stop)
