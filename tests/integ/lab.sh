@@ -217,19 +217,25 @@ lab_bg() {
 	LAB_PIDS+=($!)
 }
 
+# lab_nginx_head DIR: the start of a lab nginx.conf (foreground, one worker, pid and errors in DIR).
+lab_nginx_head() {
+	cat <<NGX
+daemon off;
+master_process on;
+worker_processes 1;
+user root;
+pid $1/nginx.pid;
+error_log $1/error.log;
+events { worker_connections 512; }
+NGX
+}
+
 lab_nginx() {
 	local d=$LAB_DIR/nginx
 	mkdir -p "$d/www" "$d/tmp"
 	echo "nginx ok" >"$d/www/index.html"
 	head -c $((3 * 1024 * 1024)) /dev/urandom >"$d/www/big.bin"
-	cat >"$d/nginx.conf" <<NGX
-daemon off;
-master_process on;
-worker_processes 1;
-user root;
-pid $d/nginx.pid;
-error_log $d/error.log;
-events { worker_connections 512; }
+	{ lab_nginx_head "$d"; cat; } >"$d/nginx.conf" <<NGX
 http {
 	include /etc/nginx/mime.types;
 	default_type text/plain;
@@ -274,14 +280,7 @@ lab_tls_origin() {
 	printf 'subjectAltName=DNS:tls.test,DNS:pass.test,DNS:api.test,DNS:tok.test,DNS:tokfail.test\nextendedKeyUsage=serverAuth\n' >"$d/ext"
 	openssl x509 -req -in "$d/srv.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
 		-days 2 -extfile "$d/ext" -out "$d/srv.crt" >/dev/null 2>&1 || lab_bail "origin cert"
-	cat >"$d/nginx.conf" <<NGX
-daemon off;
-master_process on;
-worker_processes 1;
-user root;
-pid $d/nginx.pid;
-error_log $d/error.log;
-events { worker_connections 512; }
+	{ lab_nginx_head "$d"; cat; } >"$d/nginx.conf" <<NGX
 http {
 	default_type text/plain;
 	log_format lab '\$ssl_server_name "\$request" \$status auth="\$http_authorization" stamp="\$http_sluice_stamp" reused=\$ssl_session_reused';
@@ -429,6 +428,14 @@ lab_write_conf() {
 # lab_start_proxy LINE...: write the config and start sluice-proxy in the host ns.
 lab_start_proxy() {
 	lab_write_conf "$@"
+	lab_run_proxy
+}
+
+# lab_start_stamped_proxy LINE...: the same, with a stamp key made first
+# (STATE/stamp.key), for the tests that put sluice-forward in front.
+lab_start_stamped_proxy() {
+	lab_write_conf "$@"
+	sl key init >/dev/null 2>&1 || lab_bail "sluice key init"
 	lab_run_proxy
 }
 

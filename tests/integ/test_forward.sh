@@ -6,9 +6,7 @@
 # and when it is dead clients are refused at once, never sent unstamped.
 source "$(dirname "$0")/lab.sh"
 lab_up
-lab_write_conf "allow good.test" "allow good.test:9002"
-sl key init >/dev/null 2>&1
-lab_run_proxy
+lab_start_stamped_proxy "allow good.test" "allow good.test:9002"
 FWD_PORT=3129
 FWD_URL=http://127.0.0.1:$FWD_PORT
 ip netns exec "$HNS" "$SLUICE_BUILD/sluice-forward" --key "$STATE/stamp.key" --net lab \

@@ -10,9 +10,7 @@
 # mounts); the clients move themselves into test cgroups, then enter $HNS.
 source "$(dirname "$0")/lab.sh"
 lab_up
-lab_write_conf "allow good.test"
-sl key init >/dev/null 2>&1
-lab_run_proxy
+lab_start_stamped_proxy "allow good.test"
 
 FWD=$SLUICE_BUILD/sluice-forward
 MARK=0x5c1

@@ -8,9 +8,7 @@
 # only through the forwarder, which accepts inside it and dials from $HNS.
 source "$(dirname "$0")/lab.sh"
 lab_up
-lab_write_conf "allow good.test"
-sl key init >/dev/null 2>&1
-lab_run_proxy
+lab_start_stamped_proxy "allow good.test"
 
 FWD=$SLUICE_BUILD/sluice-forward
 SNS=slb${HNS#slh}

@@ -11,9 +11,7 @@
 source "$(dirname "$0")/lab.sh"
 lab_up
 lab_sandbox_up
-lab_write_conf "listen $SBX_PROXY" "allow good.test" "allow other.test"
-sl key init >/dev/null 2>&1 || lab_bail "sluice key init"
-lab_run_proxy
+lab_start_stamped_proxy "listen $SBX_PROXY" "allow good.test" "allow other.test"
 lab_sandbox_forward
 
 c1=sbx-a-$$
