@@ -55,14 +55,20 @@ static size_t ip6(uint8_t *p, uint8_t nh, size_t plen)
 	return 40;
 }
 
-/* A TCP header (20 bytes, SYN) or UDP header (8) at p. */
-static size_t tcp(uint8_t *p, uint16_t sport, uint16_t dport)
+/* The two ports TCP and UDP headers both start with, zeroing the header's n bytes. */
+static void ports(uint8_t *p, size_t n, uint16_t sport, uint16_t dport)
 {
-	memset(p, 0, 20);
+	memset(p, 0, n);
 	p[0] = (uint8_t)(sport >> 8);
 	p[1] = (uint8_t)sport;
 	p[2] = (uint8_t)(dport >> 8);
 	p[3] = (uint8_t)dport;
+}
+
+/* A TCP header (20 bytes, SYN) or UDP header (8) at p. */
+static size_t tcp(uint8_t *p, uint16_t sport, uint16_t dport)
+{
+	ports(p, 20, sport, dport);
 	p[12] = 0x50;
 	p[13] = 0x02;
 	return 20;
@@ -70,11 +76,7 @@ static size_t tcp(uint8_t *p, uint16_t sport, uint16_t dport)
 
 static size_t udp(uint8_t *p, uint16_t sport, uint16_t dport)
 {
-	memset(p, 0, 8);
-	p[0] = (uint8_t)(sport >> 8);
-	p[1] = (uint8_t)sport;
-	p[2] = (uint8_t)(dport >> 8);
-	p[3] = (uint8_t)dport;
+	ports(p, 8, sport, dport);
 	p[5] = 8;
 	return 8;
 }
