@@ -73,6 +73,9 @@ grep -q 'missing or changed: udp dport 443' "$T/err" && grep -q 'chain sandbox' 
 run 0 "apply restores it" $S wall apply "${W[@]}" --netns "$NETNS"
 run 0 "status matches again" $S wall status "${W[@]}" --netns "$NETNS"
 
+run 1 "a wall for uid 0 is refused" $S wall render sandbox --user root --gateway 192.168.5.2 --project demo
+grep -q "is root" "$T/err" && ok "... saying why" || not_ok "... saying why"
+run 2 "an IPv6 forwarder without brackets is refused" $S wall render "${W[@]}" --forwarder fd00::1:3128
 run 0 "--project wins over SLUICE_PORT_BASE" env SLUICE_PORT_BASE=45000 $S wall render "${W[@]}"
 grep -q "table inet $TABLE {" "$T/out" && ok "... table $TABLE" || not_ok "... table $TABLE"
 chmod 755 "$T"
