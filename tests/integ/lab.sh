@@ -230,6 +230,14 @@ events { worker_connections 512; }
 NGX
 }
 
+# lab_nginx_temps DIR: the temp paths inside http {}, all under DIR/tmp.
+lab_nginx_temps() {
+	local t
+	for t in client_body proxy fastcgi uwsgi scgi; do
+		printf '\t%s_temp_path %s/tmp/%s;\n' "$t" "$1" "${t#client_}"
+	done
+}
+
 lab_nginx() {
 	local d=$LAB_DIR/nginx
 	mkdir -p "$d/www" "$d/tmp"
@@ -241,11 +249,7 @@ http {
 	default_type text/plain;
 	log_format lab '\$connection \$connection_requests \$server_addr:\$server_port "\$request" \$status';
 	access_log $d/access.log lab;
-	client_body_temp_path $d/tmp/body;
-	proxy_temp_path $d/tmp/proxy;
-	fastcgi_temp_path $d/tmp/fastcgi;
-	uwsgi_temp_path $d/tmp/uwsgi;
-	scgi_temp_path $d/tmp/scgi;
+$(lab_nginx_temps "$d")
 	keepalive_timeout 60;
 	server {
 		listen 8080;
@@ -285,11 +289,7 @@ http {
 	default_type text/plain;
 	log_format lab '\$ssl_server_name "\$request" \$status auth="\$http_authorization" stamp="\$http_sluice_stamp" reused=\$ssl_session_reused';
 	access_log $d/access.log lab;
-	client_body_temp_path $d/tmp/body;
-	proxy_temp_path $d/tmp/proxy;
-	fastcgi_temp_path $d/tmp/fastcgi;
-	uwsgi_temp_path $d/tmp/uwsgi;
-	scgi_temp_path $d/tmp/scgi;
+$(lab_nginx_temps "$d")
 	server {
 		listen 203.0.113.13:8443 ssl;
 		ssl_certificate $d/srv.crt;
