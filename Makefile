@@ -24,9 +24,9 @@ Q := $(if $(filter 1,$(V)),,@)
 say = $(if $(filter 1,$(V)),,@printf '  %-6s %s\n' $(1) $(2);)
 
 PKG_LIB   := libidn2
-PKG_PROXY := libcares libidn2 libssl libcrypto
-PKG_CLI   := libidn2 jansson libcrypto libnftables libnetfilter_log
-PKG_FWD   := libidn2 libcrypto
+PKG_PROXY := libcares libidn2 libssl libcrypto libpsl zlib libcap-ng
+PKG_CLI   := libidn2 jansson libcrypto libnftables libnetfilter_log libpsl
+PKG_FWD   := libidn2 libcrypto libcap-ng
 PKG_TEST  := cmocka
 
 pkgcflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
@@ -45,7 +45,7 @@ BASE_CFLAGS += -D_FORTIFY_SOURCE=2
 endif
 CFLAGS  ?=
 LDFLAGS ?=
-ALL_CFLAGS  = $(BASE_CFLAGS) $(call pkgcflags,$(PKG_PROXY) $(PKG_CLI)) $(CFLAGS)
+ALL_CFLAGS  = $(BASE_CFLAGS) $(call pkgcflags,$(PKG_PROXY) $(PKG_CLI) $(PKG_FWD)) $(CFLAGS)
 ALL_LDFLAGS = -pie -Wl,-z,relro,-z,now $(SAN_LDFLAGS) $(LDFLAGS)
 
 LIB_SRCS   := $(sort $(wildcard lib/*.c))
