@@ -670,9 +670,10 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 }
 
 /*
- * After a reload: a connection whose target the new policy refuses is
- * closed with a row saying so; the rest are untouched. Idle keep-alive
- * upstreams are dropped when refused (the next request is judged anyway).
+ * After a reload: a connection whose target, or any address its target
+ * resolved to, the new policy refuses is closed with a row saying so; the
+ * rest are untouched. Idle keep-alive upstreams are dropped when refused
+ * (the next request is judged anyway).
  */
 void session_rejudge_all(struct proxy *px)
 {
@@ -691,13 +692,14 @@ void session_rejudge_all(struct proxy *px)
 		pr.host = &t->host;
 		pr.port = t->port;
 		policy_judge(px->policy, &pr, now, &v);
-		/* the address in use, and while connecting every fallback still to try */
-		for (size_t i = s->idial; v.allow && i < s->ndial; i++) {
+		/*
+		 * Every address of the answer set, not only the one in use: a
+		 * replay or a failed connect dials the later ones, and a new
+		 * request would be refused if any of them is now denied.
+		 */
+		for (size_t i = 0; v.allow && i < s->ndial; i++)
 			policy_judge_addr(px->policy, &t->host, s->dial[i].ss_family,
 					  dial_addr_bytes(&s->dial[i]), &v);
-			if (s->up_ready)
-				break;
-		}
 		if (v.allow)
 			continue;
 		if (!busy) {
