@@ -391,6 +391,21 @@ static void d_max_connections(struct parser *p, char **w, size_t nw)
 		p->c->max_conns = (unsigned)v;
 }
 
+static void d_max_connections_per_client(struct parser *p, char **w, size_t nw)
+{
+	uint64_t v;
+
+	if (config_number_arg(p, "max-connections-per-client", w[1], 1, 1000000, &v) == 0)
+		p->c->max_conns_per_client = (unsigned)v;
+}
+
+unsigned config_per_client(const struct config *c)
+{
+	unsigned n = c->max_conns_per_client ? c->max_conns_per_client : c->max_conns / 16;
+
+	return n > 0 ? n : 1;
+}
+
 /* Seconds in 1..86400 into *ms_out. */
 static void timeout_arg(struct parser *p, const char *dir, const char *s, unsigned *ms_out)
 {
@@ -430,6 +445,7 @@ static const struct directive directives[] = {
 	{ "log-rotate-bytes", 1, false, false, d_log_rotate_bytes },
 	{ "log-keep", 1, false, false, d_log_keep },
 	{ "max-connections", 1, false, false, d_max_connections },
+	{ "max-connections-per-client", 1, false, false, d_max_connections_per_client },
 	{ "max-body-bytes", 1, false, false, d_max_body_bytes },
 	{ "head-timeout", 1, false, false, d_head_timeout },
 	{ "connect-timeout", 1, false, false, d_connect_timeout },
@@ -758,6 +774,7 @@ void config_print(const struct config *c, FILE *out)
 	fprintf(out, "log-rotate-bytes %llu\n", (unsigned long long)c->log_rotate_bytes);
 	fprintf(out, "log-keep %u\n", c->log_keep);
 	fprintf(out, "max-connections %u\n", c->max_conns);
+	fprintf(out, "max-connections-per-client %u\n", config_per_client(c));
 	fprintf(out, "max-body-bytes %llu\n", (unsigned long long)c->max_body_bytes);
 	fprintf(out, "head-timeout %u\n", c->head_timeout_ms / 1000);
 	fprintf(out, "connect-timeout %u\n", c->connect_timeout_ms / 1000);

@@ -16,6 +16,8 @@
  *   log-rotate-bytes N        rotate the log past N bytes; default 16777216
  *   log-keep N                rotated files kept; default 5
  *   max-connections N         client connections; default 4096, past it 503
+ *   max-connections-per-client N  connections one client (address, then stamped
+ *                             principal) may hold; default max-connections / 16
  *   max-body-bytes N          request body cap, past it 413; default 0 (none)
  *   head-timeout SECONDS      whole request head must arrive; default 10
  *   connect-timeout SECONDS   upstream TCP connect; default 10
@@ -100,6 +102,7 @@ struct config {
 	uint64_t log_rotate_bytes;
 	unsigned log_keep;
 	unsigned max_conns;
+	unsigned max_conns_per_client; /* 0: max_conns / 16 (config_per_client) */
 	uint64_t max_body_bytes; /* 0: no cap */
 	unsigned head_timeout_ms;
 	unsigned connect_timeout_ms;
@@ -117,6 +120,9 @@ struct config {
 	struct inject_rule *rules; /* owned; no two overlap (inject.h) */
 	size_t nrules;
 };
+
+/* Connections one client may hold: max-connections-per-client, else a sixteenth of max-connections (at least 1). */
+unsigned config_per_client(const struct config *c);
 
 /* A config holding every default. Returns NULL on allocation failure. */
 struct config *config_new(void);

@@ -23,6 +23,32 @@ static bool is_stamp_header(const struct http_header *h)
 }
 
 /*
+ * From its stamp on, a connection counts against the principal that asked
+ * (containers behind one forwarder share its address), not the address.
+ * Returns 0, or -1 when that principal holds its cap (refused; the row
+ * names it).
+ */
+static int stamp_count(struct session *s, const struct stamp *st)
+{
+	char key[sizeof(st->src) + sizeof(st->net) + sizeof(st->as) + 8];
+	struct limit_entry *lim;
+
+	snprintf(key, sizeof(key), "p:%s@%s/%s", st->src, st->net, st->as);
+	lim = limit_take(s->px, key);
+	if (lim == NULL) {
+		session_refuse(s, 503, "client-limit", "connection_limit_reached",
+			       "%s@%s%s%s holds too many connections "
+			       "(max-connections-per-client %u); try again later",
+			       st->src, st->net, st->as[0] ? " as " : "", st->as,
+			       config_per_client(session_config(s)));
+		return -1;
+	}
+	limit_put(s->px, s->limit);
+	s->limit = lim;
+	return 0;
+}
+
+/*
  * The first head of a connection may carry sluice-forward's stamp: exactly
  * one Sluice-Stamp header with a MAC under a live key. Then the connection
  * is bound to it (every later request inherits it). None, several (client
@@ -57,7 +83,7 @@ static int stamp_first_head(struct session *s, const struct http_request *req)
 	s->stamp = st;
 	s->stamped = true;
 	snprintf(s->who, sizeof(s->who), "%s@%s", st.src, st.net);
-	return 0;
+	return stamp_count(s, &st);
 }
 
 /* The one line naming the grant that would allow this target. */

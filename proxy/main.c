@@ -215,8 +215,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	px.loop = loop_new();
-	if (px.loop == NULL)
-		goto out_log;
+	if (px.loop == NULL || limit_init(&px) == -1)
+		goto out_loop;
 	raise_fd_limit();
 	reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	for (size_t i = 0; i < px.config->nlisten; i++)
@@ -251,13 +251,13 @@ out_resolve:
 	resolve_release(&px);
 out_loop:
 	token_release_all(&px);
+	limit_release(&px);
 	for (size_t i = 0; i < px.nlisteners; i++) {
 		int fd = px.listeners[i].io.fd;
 		loop_io_del(px.loop, &px.listeners[i].io);
 		close(fd);
 	}
 	loop_free(px.loop);
-out_log:
 	netlog_close(px.netlog);
 out:
 	tls_release(&px);

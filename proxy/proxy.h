@@ -12,6 +12,7 @@
  * tls.c      intercepting CONNECT: our CA's leaves, both handshakes
  * inject.c   credentials onto decrypted requests; masking them in responses
  * token.c    token commands: minted secrets, cached, run without blocking
+ * limit.c    connections counted per client address or stamped principal
  */
 #ifndef SLUICE_PROXY_H
 #define SLUICE_PROXY_H
@@ -40,6 +41,8 @@
 
 struct session;
 struct resolve_query;
+struct limits;
+struct limit_entry;
 
 struct listener {
 	struct loop_io io;
@@ -65,6 +68,7 @@ struct proxy {
 	struct session *sessions; /* live sessions, doubly linked */
 	struct session *dead;     /* closed, freed before the next sleep */
 	unsigned nsessions;
+	struct limits *limits; /* limit.c: connections per client */
 	uint64_t next_conn_id;
 	struct loop_io sig_io;
 	struct loop_timer watch_timer;
@@ -81,6 +85,17 @@ struct proxy {
 
 /* main.c */
 double proxy_now_ms(void);
+
+/* limit.c */
+int limit_init(struct proxy *px);
+void limit_release(struct proxy *px);
+/*
+ * Count one more connection for key, unless key already holds
+ * config_per_client of them. Returns its entry (give it back with
+ * limit_put), or NULL when over the cap or out of memory: refuse.
+ */
+struct limit_entry *limit_take(struct proxy *px, const char *key);
+void limit_put(struct proxy *px, struct limit_entry *e); /* e may be NULL */
 
 /* token.c */
 void token_release_all(struct proxy *px);

@@ -108,6 +108,8 @@ void session_close(struct session *s, const char *why)
 	s->cfd = -1;
 	buf_release(&s->cin);
 	buf_release(&s->cout);
+	limit_put(px, s->limit);
+	s->limit = NULL;
 
 	if (s->prev != NULL)
 		s->prev->next = s->next;
@@ -594,22 +596,20 @@ void session_arm_timer(struct session *s)
 
 /* --- accept and re-judge ----------------------------------------------- */
 
-static void refuse_busy(struct proxy *px, int fd, const struct sockaddr_storage *peer)
+/* A connection refused before it became a session: the 503, its row, close. */
+static void refuse_accept(struct proxy *px, int fd, const char *client, const char *reason,
+			  const char *detail)
 {
-	struct refusal ref = { .status = 503, .reason = "busy",
+	struct refusal ref = { .status = 503, .reason = reason,
 			       .proxy_status = "connection_limit_reached" };
 	struct netlog_row row;
 	struct buf b;
-	char client[INET6_ADDRSTRLEN + 8];
 
-	snprintf(ref.detail, sizeof(ref.detail),
-		 "too many connections (max-connections %u); try again later",
-		 px->config->max_conns);
+	snprintf(ref.detail, sizeof(ref.detail), "%s", detail);
 	buf_init(&b, 4096);
 	if (refuse_write(&b, &ref) == 0)
 		(void)!write(fd, buf_head(&b), buf_len(&b));
 	buf_release(&b);
-	sockaddr_format(peer, client, sizeof(client));
 	memset(&row, 0, sizeof(row));
 	row.conn = ++px->next_conn_id;
 	row.req = 0;
@@ -619,7 +619,7 @@ static void refuse_busy(struct proxy *px, int fd, const struct sockaddr_storage 
 	row.port = -1;
 	row.status = 503;
 	row.decision = "refuse";
-	row.reason = "busy";
+	row.reason = reason;
 	row.dns_ms = row.connect_ms = -1;
 	row.detail = ref.detail;
 	if (px->netlog != NULL)
@@ -631,17 +631,36 @@ static void refuse_busy(struct proxy *px, int fd, const struct sockaddr_storage 
 void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *peer)
 {
 	struct session *s;
+	struct limit_entry *lim;
+	char client[INET6_ADDRSTRLEN + 8], key[INET6_ADDRSTRLEN + 4], detail[160];
 
+	sockaddr_format(peer, client, sizeof(client));
 	if (px->nsessions >= px->config->max_conns) {
-		refuse_busy(px, fd, peer);
+		snprintf(detail, sizeof(detail),
+			 "too many connections (max-connections %u); try again later",
+			 px->config->max_conns);
+		refuse_accept(px, fd, client, "busy", detail);
+		return;
+	}
+	/* the address alone: every port of one client counts together */
+	snprintf(key, sizeof(key), "a:");
+	ipaddr_format(peer->ss_family, dial_addr_bytes(peer), key + 2, sizeof(key) - 2);
+	lim = limit_take(px, key);
+	if (lim == NULL) {
+		snprintf(detail, sizeof(detail),
+			 "%s holds too many connections (max-connections-per-client %u); try "
+			 "again later", key + 2, config_per_client(px->config));
+		refuse_accept(px, fd, client, "client-limit", detail);
 		return;
 	}
 	s = calloc(1, sizeof(*s));
 	if (s == NULL) {
+		limit_put(px, lim);
 		close(fd);
 		return;
 	}
 	s->px = px;
+	s->limit = lim;
 	s->id = ++px->next_conn_id;
 	s->cfd = fd;
 	s->ufd = -1;
@@ -653,10 +672,11 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 	buf_init(&s->uin, RESP_HEAD_MAX);
 	buf_init(&s->uout, IOBUF_MAX);
 	buf_init(&s->replay, HEAD_MAX + 1024);
-	sockaddr_format(peer, s->client, sizeof(s->client));
+	memcpy(s->client, client, sizeof(s->client));
 	snprintf(s->who, sizeof(s->who), "unattributed");
 	s->accepted_ms = s->active_ms = loop_now(px->loop);
 	if (loop_io_add(px->loop, &s->cio, fd, EPOLLIN, on_client, s) == -1) {
+		limit_put(px, s->limit);
 		close(fd);
 		free(s);
 		return;

@@ -101,6 +101,7 @@ struct session {
 	bool c_woke; /* the client sent while we were not reading it */
 	bool u_hup;  /* upstream hung up and left epoll: read it without waiting */
 	char client[INET6_ADDRSTRLEN + 8];
+	struct limit_entry *limit; /* what this connection is counted against (limit.c) */
 
 	int cfd;
 	struct loop_io cio;

@@ -59,9 +59,9 @@ expect_eq "unanswered connect logged with reason connect-timeout" "connect-timeo
 out=$(raw 'CONNECT blackhole.test:443 HTTP/1.1\r\nHost: blackhole.test:443\r\n\r\n' --timeout 10)
 expect_refusal "CONNECT whose upstream connect is never answered" "$out" 504 ""
 
-# --- a thousand idle connections
+# --- a thousand idle connections (one client here, so its own cap is lifted)
 lab_stop_proxy
-lab_start_proxy "head-timeout 30" "allow good.test"
+lab_start_proxy "head-timeout 30" "max-connections-per-client 4096" "allow good.test"
 out=$(hx "$PY" - "$PROXY_ADDR" "$PROXY_PORT" <<'PYEOF' 2>&1
 import resource, select, socket, sys, time
 resource.setrlimit(resource.RLIMIT_NOFILE, (4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
@@ -100,7 +100,7 @@ expect_eq "proxy serves after 1000 connections came and went" 200 "$(pcode http:
 
 # --- max-connections
 lab_stop_proxy
-lab_start_proxy "max-connections 5" "head-timeout 30" "allow good.test"
+lab_start_proxy "max-connections 5" "max-connections-per-client 5" "head-timeout 30" "allow good.test"
 out=$(hx "$PY" - "$PROXY_ADDR" "$PROXY_PORT" <<'PYEOF' 2>&1
 import socket, sys, time
 a, p = sys.argv[1], int(sys.argv[2])

@@ -359,6 +359,14 @@ static void test_numbers(void **state)
 	assert_int_equal(c->log_rotate_bytes, (uint64_t)1 << 40);
 	assert_int_equal(c->log_keep, 100);
 	assert_int_equal(c->max_conns, 1);
+	assert_int_equal(config_per_client(c), 1); /* a sixteenth, at least one */
+	config_free(c);
+
+	c = parse_ok("max-connections 320\n");
+	assert_int_equal(config_per_client(c), 20);
+	config_free(c);
+	c = parse_ok("max-connections 320\nmax-connections-per-client 300\n");
+	assert_int_equal(config_per_client(c), 300);
 	config_free(c);
 }
 
@@ -375,6 +383,8 @@ static void test_number_errors(void **state)
 		      "t.conf:1: max-connections: 0 out of range 1..1000000\n");
 	expect_errors("max-connections 1000001\n", 1,
 		      "t.conf:1: max-connections: 1000001 out of range 1..1000000\n");
+	expect_errors("max-connections-per-client 0\n", 1,
+		      "t.conf:1: max-connections-per-client: 0 out of range 1..1000000\n");
 	expect_errors("log-keep 101\n", 1, "t.conf:1: log-keep: 101 out of range 0..100\n");
 	expect_errors("log-rotate-bytes 4095\n", 1,
 		      "t.conf:1: log-rotate-bytes: 4095 out of range 4096..1099511627776\n");
@@ -1043,6 +1053,7 @@ static void test_print_defaults(void **state)
 			       "log-rotate-bytes 16777216\n"
 			       "log-keep 5\n"
 			       "max-connections 4096\n"
+			       "max-connections-per-client 256\n"
 			       "max-body-bytes 0\n"
 			       "head-timeout 10\n"
 			       "connect-timeout 10\n"
