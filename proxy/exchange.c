@@ -392,9 +392,11 @@ static void start_request(struct session *s, const struct http_request *req, siz
 			       "request head too large to forward");
 		return;
 	}
-	if (r->injected)
+	if (r->injected) {
 		snprintf(r->inject_name, sizeof(r->inject_name), "%s", r->rule->name);
-	else
+		if (r->rule->target == INJECT_HEADER)
+			snprintf(r->inject_field, sizeof(r->inject_field), "%s", r->rule->field);
+	} else
 		inject_end(s); /* require= without its placeholder: sent as it was */
 	r->rule = NULL;
 	buf_consume(&s->cin, len);
@@ -514,19 +516,29 @@ void exchange_head(struct session *s)
 	}
 }
 
-/* Add "what: Name, Name" (the dropped fields' names) to the row's detail. */
-static void note_dropped(struct session *s, const char *what, const struct http_header *f,
-			 size_t n)
+/*
+ * Whether a trailer field stays behind: one no trailer may carry, or in a
+ * request, one named like the header its credential was injected into.
+ */
+static bool trailer_dropped(const struct session *s, bool request, const struct http_header *h)
+{
+	return http_is_forbidden_trailer(h) ||
+	       (request && s->r.inject_field[0] != '\0' && header_named(h, s->r.inject_field));
+}
+
+/* Add "what trailers dropped: Name, Name" to the row's detail. */
+static void note_dropped(struct session *s, bool request, const struct http_header *f, size_t n)
 {
 	char *d = s->r.detail;
 	size_t size = sizeof(s->r.detail), len = strlen(d);
 	bool first = true;
 
 	for (size_t i = 0; i < n && len + 1 < size; i++) {
-		if (!http_is_forbidden_trailer(&f[i]))
+		if (!trailer_dropped(s, request, &f[i]))
 			continue;
 		int k = first ? snprintf(d + len, size - len, "%s%s trailers dropped: %.*s",
-					 len > 0 ? "; " : "", what, (int)f[i].name_len, f[i].name)
+					 len > 0 ? "; " : "", request ? "request" : "response",
+					 (int)f[i].name_len, f[i].name)
 			      : snprintf(d + len, size - len, ", %.*s", (int)f[i].name_len,
 					 f[i].name);
 
@@ -537,8 +549,7 @@ static void note_dropped(struct session *s, const char *what, const struct http_
 
 /*
  * A chunked body's trailer section, held in in until it is whole, goes to
- * out without the fields no trailer may carry (http_is_forbidden_trailer);
- * the row names what was dropped. Returns 1 when it went, 0 when it waits
+ * out without the fields trailer_dropped names; the row names them. Returns 1 when it went, 0 when it waits
  * (*more: for bytes of it still to come; else for room in out), -1 if
  * malformed or over HTTP_TRAILER_MAX.
  */
@@ -560,12 +571,12 @@ static int move_trailer(struct session *s, bool request, struct buf *in, struct 
 	if (buf_room(out) < need)
 		return 0;
 	for (size_t i = 0; i < nf; i++) {
-		if (!http_is_forbidden_trailer(&f[i]) && put_header(out, &f[i]) == -1)
+		if (!trailer_dropped(s, request, &f[i]) && put_header(out, &f[i]) == -1)
 			return -1;
 	}
 	if (put(out, "\r\n", 2) == -1)
 		return -1;
-	note_dropped(s, request ? "request" : "response", f, nf);
+	note_dropped(s, request, f, nf);
 	*count += buf_len(out) - before;
 	buf_consume(in, (size_t)n);
 	return 1;

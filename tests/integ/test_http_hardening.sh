@@ -19,9 +19,12 @@ lab_bg "$INS" "$PY" "$INTEG_DIR/rawrec.py" --log "$RECS" --tls "$O/srv.crt" "$O/
 wait_until 10 ix bash -c '</dev/tcp/203.0.113.10/8181' || lab_bail "rawrec origin did not start"
 wait_until 10 ix bash -c '</dev/tcp/203.0.113.13/8543' || lab_bail "rawrec TLS origin did not start"
 lab_write_conf "intercept on" "allow good.test" "allow good.test:8181" "allow tls.test:8543" \
-	"allow tls.test:9443" "upstream-ca tls.test $O/ca.crt"
+	"allow tls.test:9443" "upstream-ca tls.test $O/ca.crt" \
+	"inject key host=tls.test path=/inj header=X-Api-Key env=SLUICE_LAB_TOKEN unattributed=yes"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
+export SLUICE_LAB_TOKEN=$LAB_TOKEN
 lab_run_proxy
+unset SLUICE_LAB_TOKEN
 CA=$STATE/ca.crt
 recq() { jq_ "$REC" "$@"; }
 recsq() { jq_ "$RECS" "$@"; }
@@ -134,6 +137,15 @@ expect_re "https: the row names the dropped fields" '^request trailers dropped: 
 out=$(tls_raw tls.test 8543 'GET /trailers HTTP/1.1\r\nHost: tls.test:8543\r\n\r\n' 2>&1)
 expect_eq "https: response trailers: the harmless ones arrive, no forbidden one" "2 0" \
 	"$(resp_trailers "$out" | grep -Ec '^(X-Checksum: sha-ok|X-Trailer-Note: kept)') $(resp_trailers "$out" | grep -Ec '^(Set-Cookie|Transfer-Encoding|Host|Sluice-Stamp|Location):')"
+
+# a header rule's credential goes in one place: a trailer of its name is dropped too
+out=$(tls_raw tls.test 8543 'POST /inj HTTP/1.1\r\nHost: tls.test:8543\r\nTransfer-Encoding: chunked\r\n\r\n'"$BODY"'X-Api-Key: client-forged\r\nX-Checksum: 1\r\n\r\n' 2>&1)
+expect_eq "https, injected: the origin got the rule's credential in the head" "1 $LAB_TOKEN" \
+	"$(printf '%s' "$out" | grep -c '^HTTP/1.1 200') $(recsq 'line~/inj ' --json | "$PY" -c 'import json,sys; r=json.loads(sys.stdin.read() or "{}"); print(",".join(v for k,v in r.get("headers",[]) if k.lower()=="x-api-key"))')"
+expect_eq "https, injected: a trailer named like the rule's field does not reach the origin" "X-Checksum: 1" \
+	"$(recsq 'line~/inj ' --json | trailers_of)"
+expect_re "https, injected: the row names it" 'request trailers dropped: X-Api-Key' \
+	"$(logq kind=https path=/inj --field detail)"
 
 # --- hole 5: the origin reads the Host the policy judged, in its canonical spelling
 hosts_of() { "$PY" -c 'import json,sys; r=json.loads(sys.stdin.read() or "{}"); print(",".join(v for k,v in r.get("headers",[]) if k.lower()=="host") or "<no record>")'; }
