@@ -19,7 +19,8 @@ lab_bg "$INS" "$PY" "$INTEG_DIR/rawrec.py" --log "$RECS" --tls "$O/srv.crt" "$O/
 wait_until 10 ix bash -c '</dev/tcp/203.0.113.10/8181' || lab_bail "rawrec origin did not start"
 wait_until 10 ix bash -c '</dev/tcp/203.0.113.13/8543' || lab_bail "rawrec TLS origin did not start"
 lab_write_conf "intercept on" "allow good.test" "allow good.test:8181" "allow tls.test:8543" \
-	"allow tls.test:9443" "upstream-ca tls.test $O/ca.crt" \
+	"allow tls.test:9443" "upstream-ca tls.test $O/ca.crt" "allow 203.0.113.10:8181" \
+	"allow [2001:db8::10]" \
 	"inject key host=tls.test path=/inj header=X-Api-Key env=SLUICE_LAB_TOKEN unattributed=yes"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 export SLUICE_LAB_TOKEN=$LAB_TOKEN
@@ -166,6 +167,12 @@ expect_eq "another port: the origin reads good.test:8181" "200 good.test:8181" \
 out=$(raw 'GET http://GOOD.TEST./h5 HTTP/1.0\r\n\r\n')
 expect_eq "an absolute-form target without Host: the origin reads good.test" "200 good.test" \
 	"$(meta_status "$out") $(inetq 'line~/h5 ' --json | hosts_of)"
+out=$(raw 'GET http://0xcb.0.113.10:8181/h9 HTTP/1.1\r\nHost: 203.0.0161.10:8181\r\n\r\n')
+expect_eq "an IPv4 literal in other spellings: the origin reads the dotted quad" "200 203.0.113.10:8181" \
+	"$(meta_status "$out") $(recq 'line~/h9 ' --json | hosts_of)"
+out=$(raw 'GET http://[2001:db8::10]/h10 HTTP/1.1\r\nHost: [2001:DB8:0:0::10]\r\n\r\n')
+expect_eq "an IPv6 literal: the origin reads its RFC 5952 text, bracketed" "200 [2001:db8::10]" \
+	"$(meta_status "$out") $(inetq 'line~/h10 ' --json | hosts_of)"
 out=$(raw 'GET http://good.test/h6 HTTP/1.1\r\nHost: evil.test\r\n\r\n')
 expect_eq "control: a Host naming another host is still refused, nothing sent" "403 0" \
 	"$(meta_status "$out") $(inetq 'line~/h6 ')"
