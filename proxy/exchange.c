@@ -396,8 +396,9 @@ static void start_request(struct session *s, const struct http_request *req, siz
 		snprintf(r->inject_name, sizeof(r->inject_name), "%s", r->rule->name);
 		if (r->rule->target == INJECT_HEADER)
 			snprintf(r->inject_field, sizeof(r->inject_field), "%s", r->rule->field);
-	} else
+	} else {
 		inject_end(s); /* require= without its placeholder: sent as it was */
+	}
 	r->rule = NULL;
 	buf_consume(&s->cin, len);
 	if (s->ufd >= 0) {
@@ -549,9 +550,9 @@ static void note_dropped(struct session *s, bool request, const struct http_head
 
 /*
  * A chunked body's trailer section, held in in until it is whole, goes to
- * out without the fields trailer_dropped names; the row names them. Returns 1 when it went, 0 when it waits
- * (*more: for bytes of it still to come; else for room in out), -1 if
- * malformed or over HTTP_TRAILER_MAX.
+ * out without the fields trailer_dropped names; the row names them.
+ * Returns 1 when it went, 0 when it waits (*more: for bytes of it still to
+ * come; else for room in out), -1 if malformed or over HTTP_TRAILER_MAX.
  */
 static int move_trailer(struct session *s, bool request, struct buf *in, struct buf *out,
 			uint64_t *count, bool *more)

@@ -1115,7 +1115,8 @@ static ssize_t trailers_all_ways(const char *s, size_t len, struct http_header *
 
 static void test_trailers_parse(void **state)
 {
-	static const char in[] = "X-Sum: 1234\r\nX-Empty:\r\nX-Obs:  \xe9 \t\r\nServer-Timing: a;dur=1\r\n\r\nnext";
+	static const char in[] = "X-Sum: 1234\r\nX-Empty:\r\nX-Obs:  \xe9 \t\r\n"
+				 "Server-Timing: a;dur=1\r\n\r\nnext";
 	struct http_header f[NTR];
 	enum http_error err;
 	size_t n;
