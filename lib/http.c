@@ -667,3 +667,78 @@ bool http_is_hop_header(const struct http_header *h, size_t n, size_t i)
 	}
 	return false;
 }
+
+/* --- trailers ------------------------------------------------------------- */
+
+ssize_t http_parse_trailers(const char *buf, size_t len, struct http_header *fields, size_t max,
+			    size_t *nfields, enum http_error *err)
+{
+	struct cursor c;
+	ssize_t n;
+
+	*err = HTTP_OK;
+	/* the section never reads past its ceiling, complete or not */
+	cur_init(&c, buf, len < HTTP_TRAILER_MAX ? len : HTTP_TRAILER_MAX);
+	n = parse_headers(&c, fields, max, nfields, err);
+	if (n == -2 && len >= HTTP_TRAILER_MAX) {
+		*err = HTTP_E_TOO_LARGE;
+		return -1;
+	}
+	return n;
+}
+
+/*
+ * RFC 9110 6.5.1: fields a sender must not put in a trailer and a recipient
+ * must not merge into the head. Framing, routing, request modifiers,
+ * authentication, response control data, how to process the content.
+ */
+static const char *const trailer_never[] = {
+	/* framing and the connection */
+	"Content-Length", "Transfer-Encoding", "Trailer", "TE", "Connection", "Keep-Alive",
+	"Upgrade",
+	/* routing */
+	"Host", "Max-Forwards", "Forwarded", "Via",
+	/* request modifiers: controls and conditionals */
+	"Expect", "Cache-Control", "Pragma", "Range", "If-Match", "If-None-Match",
+	"If-Modified-Since", "If-Unmodified-Since", "If-Range",
+	/* authentication and state */
+	"Authorization", "WWW-Authenticate", "Authentication-Info", "Cookie", "Set-Cookie",
+	/* response control data */
+	"Age", "Date", "Expires", "Location", "Retry-After", "Vary", "Warning",
+	/* how to process the content */
+	"Content-Encoding", "Content-Type", "Content-Range", "Content-Location",
+};
+
+/* Prefixes of whole families: every Proxy-* field, sluice's own (the stamp), forwarding claims. */
+static const char *const trailer_never_prefix[] = { "Proxy-", "Sluice-", "X-Forwarded-" };
+
+/* a[0..alen) equals b (or, with prefix, starts with it), ignoring case and reading '_' as '-'. */
+static bool name_folds_to(const char *a, size_t alen, const char *b, bool prefix)
+{
+	size_t i;
+	unsigned char ch;
+
+	for (i = 0; i < alen && b[i] != '\0'; i++) {
+		ch = (unsigned char)a[i];
+		if (ch == '_')
+			ch = '-';
+		if (ascii_lower(ch) != ascii_lower((unsigned char)b[i]))
+			return false;
+	}
+	return b[i] == '\0' && (prefix || i == alen);
+}
+
+bool http_is_forbidden_trailer(const struct http_header *h)
+{
+	size_t j;
+
+	for (j = 0; j < sizeof(trailer_never) / sizeof(trailer_never[0]); j++) {
+		if (name_folds_to(h->name, h->name_len, trailer_never[j], false))
+			return true;
+	}
+	for (j = 0; j < sizeof(trailer_never_prefix) / sizeof(trailer_never_prefix[0]); j++) {
+		if (name_folds_to(h->name, h->name_len, trailer_never_prefix[j], true))
+			return true;
+	}
+	return false;
+}

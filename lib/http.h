@@ -55,6 +55,7 @@ enum http_error {
 };
 
 #define HTTP_MAX_LINE 8192 /* bytes in one request line or header line */
+#define HTTP_TRAILER_MAX 8192 /* bytes in a chunked body's trailer section, final CRLF included */
 
 struct http_header {
 	const char *name; /* as sent; compare case-insensitively */
@@ -155,6 +156,7 @@ struct http_chunked {
 	unsigned digits;    /* hex digits read in this size */
 	unsigned linelen;   /* bytes in the current ext, or in the whole trailer */
 	bool last;          /* the zero-size chunk was seen */
+	bool hold_trailer;  /* set by the caller: stop where the trailer section starts */
 	unsigned char ext_state;
 };
 
@@ -164,9 +166,38 @@ struct http_chunked {
  * if the framing is malformed: a size that is not 1-16 hex digits or
  * overflows, a bad extension, a bare LF, a missing CRLF after data, an
  * over-long line. c->state is HTTP_CHUNK_DONE once the last CRLF is read.
- * Start with a zeroed struct.
+ * Start with a zeroed struct. With c->hold_trailer set, the scan stops
+ * where the trailer section starts (state HTTP_CHUNK_TRAILER, the last
+ * chunk's size line counted as body) and takes nothing more: the caller
+ * reads the section whole with http_parse_trailers and sets the state to
+ * HTTP_CHUNK_DONE itself.
  */
 ssize_t http_chunked_scan(struct http_chunked *c, const char *buf, size_t len);
+
+/*
+ * Parse a chunked body's trailer section from buf[0..len): the field lines
+ * after the last chunk and the empty line that ends them. The fields go
+ * into fields[0..max), pointing into buf, *nfields their count. Returns the
+ * bytes of the section (its final CRLF included), -2 when it is not
+ * complete, or -1 with *err: a line a head would be refused for (obs-fold,
+ * bare LF or CR, whitespace before the colon, no colon), more than max
+ * fields (HTTP_E_TOO_MANY), or no end within HTTP_TRAILER_MAX bytes
+ * (HTTP_E_TOO_LARGE). Reads at most HTTP_TRAILER_MAX bytes of buf.
+ */
+ssize_t http_parse_trailers(const char *buf, size_t len, struct http_header *fields, size_t max,
+			    size_t *nfields, enum http_error *err);
+
+/*
+ * Whether a trailer field must not be passed on (RFC 9110 6.5.1): framing
+ * and connection fields, routing (Host, Forwarded, Via, Max-Forwards),
+ * request modifiers (Expect, Cache-Control, Range, the conditionals),
+ * authentication and state (Authorization, WWW-Authenticate, Cookie,
+ * Set-Cookie...), response control data (Date, Location, Vary...), how to
+ * read the content (Content-Type, Content-Encoding...), and every name
+ * starting Proxy-, Sluice- (the stamp) or X-Forwarded-. Names compare
+ * ignoring case and reading '_' as '-' (Content_Length is Content-Length).
+ */
+bool http_is_forbidden_trailer(const struct http_header *h);
 
 /* Case-insensitive header lookup; returns an index or -1. */
 int http_find_header(const struct http_header *h, size_t n, const char *name);

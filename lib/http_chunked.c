@@ -4,13 +4,15 @@
  * Fed a body in pieces of any size, it says where the body ends and
  * refuses any framing a peer could read differently (sizes that are not
  * 1-16 hex digits, malformed extensions, bare LF, missing CRLF after data,
- * over-long lines). It validates; the proxy forwards the bytes as they are.
+ * over-long lines). It validates; the proxy forwards the bytes as they are,
+ * but for the trailer section, which a caller may have it stop before
+ * (hold_trailer) to read whole with http_parse_trailers (http.c).
  */
 #include "http.h"
 #include "http_bytes.h"
 
 #define CHUNK_LINE_MAX 256 /* bytes of ";ext" after a chunk size */
-#define TRAILER_MAX 8192   /* bytes in the whole trailer section */
+#define TRAILER_MAX HTTP_TRAILER_MAX /* bytes in the whole trailer section */
 #define CHUNK_SIZE_MAX (UINT64_C(1) << 62)
 
 /* ext_state values in HTTP_CHUNK_EXT: where in ";name[=value]" we are */
@@ -206,7 +208,8 @@ ssize_t http_chunked_scan(struct http_chunked *c, const char *buf, size_t len)
 	uint64_t take;
 
 	cur_init(&cur, buf, len);
-	while (cur_left(&cur) > 0 && c->state != HTTP_CHUNK_DONE) {
+	while (cur_left(&cur) > 0 && c->state != HTTP_CHUNK_DONE &&
+	       !(c->hold_trailer && c->state == HTTP_CHUNK_TRAILER)) {
 		if (c->state == HTTP_CHUNK_DATA) {
 			take = cur_left(&cur);
 			if (take > c->remaining)

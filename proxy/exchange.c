@@ -205,22 +205,44 @@ static int put_credential(struct session *s)
 	return n;
 }
 
-/* The origin-form head sent upstream: hop-by-hop and Proxy-* removed, a credential added. */
+/*
+ * Host as the policy judged it: the canonical name (lower-case A-labels, no
+ * trailing dot, an IPv4 literal as a dotted quad, IPv6 bracketed), and the
+ * port unless it is the scheme's default. The origin reads the name that
+ * was judged, never a spelling of it (GOOD.TEST., full-width letters).
+ */
+static int put_host(struct session *s)
+{
+	const struct target *t = &s->r.t;
+	const char *l = t->host.kind == HOST_IPV6 ? "[" : "";
+	const char *r = t->host.kind == HOST_IPV6 ? "]" : "";
+	uint16_t dflt = s->intercept ? 443 : 80;
+
+	if (t->port == dflt)
+		return buf_printf(&s->uout, "Host: %s%s%s\r\n", l, t->host.name, r);
+	return buf_printf(&s->uout, "Host: %s%s%s:%u\r\n", l, t->host.name, r, t->port);
+}
+
+/*
+ * The origin-form head sent upstream: the canonical Host first, hop-by-hop
+ * and Proxy-* removed, a credential added.
+ */
 static int build_upstream_head(struct session *s, const struct http_request *req)
 {
 	struct buf *b = &s->uout;
-	const struct target *t = &s->r.t;
 	const struct inject_rule *rule = s->r.rule;
 	int plan = rule != NULL && rule->target == INJECT_HEADER ? inject_header_plan(s, req) : -2;
 
 	if (put(b, req->method_str, req->method_len) == -1 || put(b, " ", 1) == -1 ||
-	    put_target(s, req) == -1 || buf_printf(b, " HTTP/1.%d\r\n", req->minor) == -1)
+	    put_target(s, req) == -1 || buf_printf(b, " HTTP/1.%d\r\n", req->minor) == -1 ||
+	    put_host(s) == -1)
 		return -1;
 	for (size_t i = 0; i < req->nheaders; i++) {
 		const struct http_header *h = &req->headers[i];
 
 		/* a stamp never leaves: not the forwarder's, not a client's */
-		if (http_is_hop_header(req->headers, req->nheaders, i) || is_stamp_header(h))
+		if (http_is_hop_header(req->headers, req->nheaders, i) || is_stamp_header(h) ||
+		    (int)i == req->host_header)
 			continue;
 		/* a credential goes in one place, the rule's, and comes back unencoded to be scrubbed */
 		if (rule != NULL && plan != -2 && header_named(h, rule->field))
@@ -234,14 +256,6 @@ static int build_upstream_head(struct session *s, const struct http_request *req
 		return -1;
 	if (s->r.scrub != NULL && put(b, "Accept-Encoding: identity\r\n", 27) == -1)
 		return -1;
-	if (req->host_header < 0) {
-		const char *l = t->host.kind == HOST_IPV6 ? "[" : "";
-		const char *r = t->host.kind == HOST_IPV6 ? "]" : "";
-
-		if (t->port == 80 ? buf_printf(b, "Host: %s%s%s\r\n", l, t->host.name, r)
-				  : buf_printf(b, "Host: %s%s%s:%u\r\n", l, t->host.name, r, t->port))
-			return -1;
-	}
 	if (s->r.client_close && put(b, "Connection: close\r\n", 19) == -1)
 		return -1;
 	return put(b, "\r\n", 2);
@@ -404,10 +418,13 @@ static void start_request(struct session *s, const struct http_request *req, siz
 			       "request head too large to forward");
 		return;
 	}
-	if (r->injected)
+	if (r->injected) {
 		snprintf(r->inject_name, sizeof(r->inject_name), "%s", r->rule->name);
-	else
+		if (r->rule->target == INJECT_HEADER)
+			snprintf(r->inject_field, sizeof(r->inject_field), "%s", r->rule->field);
+	} else {
 		inject_end(s); /* require= without its placeholder: sent as it was */
+	}
 	r->rule = NULL;
 	buf_consume(&s->cin, len);
 	if (s->ufd >= 0) {
@@ -526,12 +543,91 @@ void exchange_head(struct session *s)
 	}
 }
 
-/* Move body bytes from in to out under the framing; -1 if malformed. */
-static int move_body(struct buf *in, struct buf *out, enum http_body kind, uint64_t *left,
-		     struct http_chunked *ch, bool *done, uint64_t *count)
+/*
+ * Whether a trailer field stays behind: one no trailer may carry, or in a
+ * request, one named like the header its credential was injected into.
+ */
+static bool trailer_dropped(const struct session *s, bool request, const struct http_header *h)
 {
+	return http_is_forbidden_trailer(h) ||
+	       (request && s->r.inject_field[0] != '\0' && header_named(h, s->r.inject_field));
+}
+
+/* Add "what trailers dropped: Name, Name" to the row's detail. */
+static void note_dropped(struct session *s, bool request, const struct http_header *f, size_t n)
+{
+	char *d = s->r.detail;
+	size_t size = sizeof(s->r.detail), len = strlen(d);
+	bool first = true;
+
+	for (size_t i = 0; i < n && len + 1 < size; i++) {
+		if (!trailer_dropped(s, request, &f[i]))
+			continue;
+		int k = first ? snprintf(d + len, size - len, "%s%s trailers dropped: %.*s",
+					 len > 0 ? "; " : "", request ? "request" : "response",
+					 (int)f[i].name_len, f[i].name)
+			      : snprintf(d + len, size - len, ", %.*s", (int)f[i].name_len,
+					 f[i].name);
+
+		first = false;
+		len = k < 0 || (size_t)k >= size - len ? size - 1 : len + (size_t)k;
+	}
+}
+
+/*
+ * A chunked body's trailer section, held in in until it is whole, goes to
+ * out without the fields trailer_dropped names; the row names them.
+ * Returns 1 when it went, 0 when it waits (*more: for bytes of it still to
+ * come; else for room in out), -1 if malformed or over HTTP_TRAILER_MAX.
+ */
+static int move_trailer(struct session *s, bool request, struct buf *in, struct buf *out,
+			uint64_t *count, bool *more)
+{
+	struct http_header f[HEADERS_MAX];
+	enum http_error err;
+	size_t nf, need = 2, before = buf_len(out);
+	ssize_t n = http_parse_trailers(buf_head(in), buf_len(in), f, HEADERS_MAX, &nf, &err);
+
+	*more = n == -2;
+	if (n == -2)
+		return 0;
+	if (n < 0)
+		return -1;
+	for (size_t i = 0; i < nf; i++)
+		need += f[i].name_len + f[i].value_len + 4;
+	if (buf_room(out) < need)
+		return 0;
+	for (size_t i = 0; i < nf; i++) {
+		if (!trailer_dropped(s, request, &f[i]) && put_header(out, &f[i]) == -1)
+			return -1;
+	}
+	if (put(out, "\r\n", 2) == -1)
+		return -1;
+	note_dropped(s, request, f, nf);
+	*count += buf_len(out) - before;
+	buf_consume(in, (size_t)n);
+	return 1;
+}
+
+/*
+ * Move body bytes client -> upstream (request) or upstream -> client under
+ * the framing. Returns 0, or -1 if malformed. *wait_trailer says a chunked
+ * body's trailer section is not all here yet: in must be read although it
+ * holds bytes.
+ */
+static int move_body(struct session *s, bool request, bool *wait_trailer)
+{
+	struct request *r = &s->r;
+	struct buf *in = request ? &s->cin : &s->uin;
+	struct buf *out = request ? &s->uout : &s->cout;
+	enum http_body kind = request ? r->req_body : r->resp_body;
+	uint64_t *left = request ? &r->req_left : &r->resp_left;
+	struct http_chunked *ch = request ? &r->req_chunk : &r->resp_chunk;
+	bool *done = request ? &r->req_done : &r->resp_done;
+	uint64_t *count = request ? &r->up : &r->down;
 	size_t n = buf_len(in);
 
+	*wait_trailer = false;
 	if (n > buf_room(out))
 		n = buf_room(out);
 	if (n == 0)
@@ -542,12 +638,27 @@ static int move_body(struct buf *in, struct buf *out, enum http_body kind, uint6
 		*left -= n;
 		*done = *left == 0;
 	} else if (kind == HTTP_BODY_CHUNKED) {
-		ssize_t k = http_chunked_scan(ch, buf_head(in), n);
+		ssize_t k;
 
-		if (k < 0)
-			return -1;
-		n = (size_t)k;
+		ch->hold_trailer = true;
+		if (ch->state != HTTP_CHUNK_TRAILER) {
+			k = http_chunked_scan(ch, buf_head(in), n);
+			if (k < 0)
+				return -1;
+			if (buf_append(out, buf_head(in), (size_t)k) == -1)
+				return -1;
+			buf_consume(in, (size_t)k);
+			*count += (size_t)k;
+		}
+		if (ch->state == HTTP_CHUNK_TRAILER && buf_len(in) > 0) {
+			k = move_trailer(s, request, in, out, count, wait_trailer);
+			if (k == -1)
+				return -1;
+			if (k == 1)
+				ch->state = HTTP_CHUNK_DONE;
+		}
 		*done = ch->state == HTTP_CHUNK_DONE;
+		return 0;
 	}
 	if (buf_append(out, buf_head(in), n) == -1)
 		return -1;
@@ -682,15 +793,14 @@ void exchange_http(struct session *s)
 	bool c_drained = false, u_drained = false;
 
 	for (;;) {
-		bool moved = false;
+		bool moved = false, req_trailer = false, resp_trailer = false;
 		ssize_t n;
 
 		/* request body: client -> uout -> upstream */
 		if (!r->req_done && buf_len(&s->cin) > 0) {
 			uint64_t before = r->up;
 
-			if (move_body(&s->cin, &s->uout, r->req_body, &r->req_left, &r->req_chunk,
-				      &r->req_done, &r->up) == -1) {
+			if (move_body(s, true, &req_trailer) == -1) {
 				session_refuse(s, 400, "malformed", "http_request_error",
 					       "malformed chunked request body");
 				return;
@@ -709,7 +819,8 @@ void exchange_http(struct session *s)
 				session_arm_timer(s);
 			}
 		}
-		if (!r->req_done && buf_len(&s->cin) == 0 && !c_drained) {
+		/* a trailer section is read whole before it goes on */
+		if (!r->req_done && (buf_len(&s->cin) == 0 || req_trailer) && !c_drained) {
 			n = sio_read(s, false, &s->cin,
 					r->req_body == HTTP_BODY_LENGTH && r->req_left < IOBUF_MAX
 						? (size_t)r->req_left
@@ -763,8 +874,7 @@ void exchange_http(struct session *s)
 			} else if (r->resp_body != HTTP_BODY_EOF) {
 				uint64_t before = r->down;
 
-				if (move_body(&s->uin, &s->cout, r->resp_body, &r->resp_left,
-					      &r->resp_chunk, &r->resp_done, &r->down) == -1) {
+				if (move_body(s, false, &resp_trailer) == -1) {
 					session_abort(s, "malformed chunked response body");
 					return;
 				}
@@ -784,7 +894,8 @@ void exchange_http(struct session *s)
 		}
 		/* read only once what was read is used up, so an EOF is never early */
 		if (!r->resp_done && buf_room(&s->uin) > 0 && buf_room(&s->cout) > 0 &&
-		    (buf_len(&s->uin) == 0 || head_short) && (!u_drained || s->u_hup)) {
+		    (buf_len(&s->uin) == 0 || head_short || resp_trailer) &&
+		    (!u_drained || s->u_hup)) {
 			n = sio_read(s, true, &s->uin, 0, &u_drained);
 			if (n > 0) {
 				moved = true;

@@ -81,6 +81,8 @@ struct request {
 					   reload frees the config it lives in) */
 	bool injected;                  /* the credential went upstream */
 	char inject_name[INJECT_NAME_MAX + 1]; /* the rule's name, for the row */
+	char inject_field[INJECT_FIELD_MAX + 1]; /* a header rule's field once its credential
+						    went: a trailer of that name is dropped */
 	struct token *minted; /* the token command's cache the secret came from */
 	char *rehead;         /* a bodiless request's head, to re-issue once after a 401 */
 	size_t rehead_len;

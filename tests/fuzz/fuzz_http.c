@@ -4,13 +4,14 @@
  * The first byte picks what the rest is fed to (low two bits):
  *   0  http_parse_request
  *   1  http_parse_response; (byte >> 2) % 10 is the request's method
- *   2  http_chunked_scan
- *   3  http_parse_request, then http_chunked_scan on what follows a
- *      chunked head
+ *   2  http_chunked_scan (and, held at the trailer, http_parse_trailers)
+ *   3  http_parse_request, then the same on what follows a chunked head
  * Besides the sanitizers it checks what the header promises: lengths within
  * the input, pointers into it, nheaders within the array, a head's result
  * unchanged by the bytes after it, every prefix of an accepted head "need
- * more", and chunked scanning giving the same answer however it is split.
+ * more", chunked scanning giving the same answer however it is split, and
+ * a scan held at the trailer section plus http_parse_trailers on the rest
+ * agreeing with the scan that validates the section byte by byte.
  */
 #include <assert.h>
 #include <stdbool.h>
@@ -21,6 +22,7 @@
 #include "http.h"
 
 #define NHDR 24
+#define NTRAIL (HTTP_TRAILER_MAX / 4 + 1) /* "a:\r\n" is the shortest field line */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -170,6 +172,53 @@ static void chunk_compare(const char *buf, size_t len, const size_t *cuts, size_
 		       part.digits == whole->digits && part.last == whole->last);
 }
 
+/*
+ * Scan with hold_trailer, then parse the trailer section from its own
+ * exact-size copy. r and whole are the plain scan's answer.
+ */
+static void fuzz_trailers(const char *buf, size_t len, ssize_t r, const struct http_chunked *whole)
+{
+	static struct http_header f[NTRAIL];
+	struct http_chunked held;
+	enum http_error err;
+	size_t nf, i, rest;
+	ssize_t h, t;
+	char *p;
+
+	memset(&held, 0, sizeof(held));
+	held.hold_trailer = true;
+	h = http_chunked_scan(&held, buf, len);
+	if (held.state != HTTP_CHUNK_TRAILER) {
+		/* the body ended before a trailer: no difference from the plain scan */
+		assert(h == r);
+		return;
+	}
+	assert(h >= 0 && held.last);
+	assert(http_chunked_scan(&held, buf + h, len - (size_t)h) == 0);
+	rest = len - (size_t)h;
+	p = copy(buf + h, rest);
+	t = http_parse_trailers(p, rest, f, NTRAIL, &nf, &err);
+	if (t > 0) {
+		assert(r >= 0 && whole->state == HTTP_CHUNK_DONE && (size_t)(r - h) == (size_t)t);
+		assert(err == HTTP_OK && nf < NTRAIL);
+		for (i = 0; i < nf; i++) {
+			assert(f[i].name_len > 0 && inside(f[i].name, f[i].name_len, p, (size_t)t));
+			assert(inside(f[i].value, f[i].value_len, p, (size_t)t));
+			(void)http_is_forbidden_trailer(&f[i]);
+		}
+	} else if (t == -2) {
+		/* more to come: the plain scan waits too, or already saw a bad byte in the unfinished line */
+		assert(err == HTTP_OK && rest < HTTP_TRAILER_MAX);
+		assert(r == -1 || (r == (ssize_t)len && whole->state == HTTP_CHUNK_TRAILER));
+	} else {
+		assert(t == -1 && err != HTTP_OK);
+		/* refused: so is the plain scan, or it would be at the next byte */
+		assert(r == -1 || (err == HTTP_E_TOO_LARGE && rest >= HTTP_TRAILER_MAX &&
+				   whole->state == HTTP_CHUNK_TRAILER));
+	}
+	free(p);
+}
+
 static void fuzz_chunked(const char *buf, size_t len)
 {
 	struct http_chunked whole, part;
@@ -185,6 +234,7 @@ static void fuzz_chunked(const char *buf, size_t len)
 		part = whole;
 		assert(http_chunked_scan(&part, buf, len) == 0);
 	}
+	fuzz_trailers(buf, len, r, &whole);
 
 	/* two-piece splits at a few places, one three-piece split */
 	cuts[0] = 1;

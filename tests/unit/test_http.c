@@ -1086,6 +1086,194 @@ static void test_hop_never_framing(void **state)
 	assert_false(http_is_hop_header(h + 1, 5, 3));
 }
 
+/* --- trailer sections ------------------------------------------------------ */
+
+#define NTR 8
+
+/* Parse s[0..len) from a guarded copy; every proper prefix must need more. */
+static ssize_t trailers_all_ways(const char *s, size_t len, struct http_header *f, size_t max,
+				 size_t *nf, enum http_error *err)
+{
+	ssize_t r = http_parse_trailers(guarded(s, len), len, f, max, nf, err);
+	struct http_header g[NTR];
+	enum http_error e;
+	size_t ng, cut;
+
+	for (cut = 0; cut < len && (r < 0 ? cut < len : cut < (size_t)r); cut++) {
+		ssize_t rp = http_parse_trailers(guarded(s, cut), cut, g, max, &ng, &e);
+
+		if (r >= 0)
+			assert_int_equal(rp, -2);
+		else
+			assert_true(rp == -2 || rp == -1);
+		/* the prefix's copy goes at once; the whole input's stays for *f */
+		nmaps--;
+		munmap(maps[nmaps].base, maps[nmaps].len);
+	}
+	return r;
+}
+
+static void test_trailers_parse(void **state)
+{
+	static const char in[] = "X-Sum: 1234\r\nX-Empty:\r\nX-Obs:  \xe9 \t\r\n"
+				 "Server-Timing: a;dur=1\r\n\r\nnext";
+	struct http_header f[NTR];
+	enum http_error err;
+	size_t n;
+
+	assert_int_equal(trailers_all_ways(in, sizeof(in) - 1, f, NTR, &n, &err),
+			 (ssize_t)sizeof(in) - 1 - 4);
+	assert_int_equal(n, 4);
+	assert_int_equal(f[0].name_len, 5);
+	assert_memory_equal(f[0].value, "1234", 4);
+	assert_int_equal(f[1].value_len, 0);
+	assert_int_equal(f[2].value_len, 1);
+	assert_memory_equal(f[2].value, "\xe9", 1);
+	assert_memory_equal(f[3].name, "Server-Timing", 13);
+}
+
+static void test_trailers_empty(void **state)
+{
+	struct http_header f[NTR];
+	enum http_error err;
+	size_t n = 99;
+
+	assert_int_equal(trailers_all_ways("\r\nGET", 5, f, NTR, &n, &err), 2);
+	assert_int_equal(n, 0);
+	assert_int_equal(http_parse_trailers(guarded("", 0), 0, f, NTR, &n, &err), -2);
+	assert_int_equal(http_parse_trailers(guarded("\r", 1), 1, f, NTR, &n, &err), -2);
+}
+
+#define TRAILER_BAD(name, input, want_err)                                                  \
+	static void name(void **state)                                                      \
+	{                                                                                   \
+		struct http_header f[NTR];                                                  \
+		enum http_error err;                                                        \
+		size_t n;                                                                   \
+		assert_int_equal(trailers_all_ways(input, sizeof(input) - 1, f, NTR, &n, &err), \
+				 -1);                                                       \
+		assert_int_equal(err, want_err);                                            \
+	}
+
+TRAILER_BAD(test_trailers_fold, "X: a\r\n b\r\n\r\n", HTTP_E_MALFORMED)
+TRAILER_BAD(test_trailers_space_colon, "Host : evil\r\n\r\n", HTTP_E_MALFORMED)
+TRAILER_BAD(test_trailers_leading_space, " Host: evil\r\n\r\n", HTTP_E_MALFORMED)
+TRAILER_BAD(test_trailers_no_colon, "Junk\r\n\r\n", HTTP_E_MALFORMED)
+TRAILER_BAD(test_trailers_bare_lf, "X: a\nHost: evil\r\n\r\n", HTTP_E_MALFORMED)
+TRAILER_BAD(test_trailers_bare_lf_end, "X: a\r\n\n", HTTP_E_MALFORMED)
+TRAILER_BAD(test_trailers_bare_cr, "X: a\rHost: evil\r\n\r\n", HTTP_E_MALFORMED)
+TRAILER_BAD(test_trailers_ctl, "X: a\x01\r\n\r\n", HTTP_E_MALFORMED)
+TRAILER_BAD(test_trailers_nul, "X: a\0b\r\n\r\n", HTTP_E_MALFORMED)
+TRAILER_BAD(test_trailers_too_many, "A: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\nE: 5\r\nF: 6\r\nG: 7\r\n"
+	    "H: 8\r\nI: 9\r\n\r\n", HTTP_E_TOO_MANY)
+
+static void test_trailers_limit(void **state)
+{
+	static char buf[HTTP_TRAILER_MAX + 64];
+	struct http_header f[1];
+	enum http_error err;
+	size_t n, len;
+
+	/* one field line and the final CRLF: exactly HTTP_TRAILER_MAX bytes */
+	len = HTTP_TRAILER_MAX;
+	memset(buf, 'v', sizeof(buf));
+	memcpy(buf, "X: ", 3);
+	memcpy(buf + len - 4, "\r\n\r\n", 4);
+	assert_int_equal(http_parse_trailers(guarded(buf, len + 10), len + 10, f, 1, &n, &err),
+			 (ssize_t)len);
+	assert_int_equal(n, 1);
+	assert_int_equal(f[0].value_len, len - 7);
+	guard_release();
+	/* one byte more is over, whether the end is in the buffer or not */
+	memset(buf, 'v', sizeof(buf));
+	memcpy(buf, "X: ", 3);
+	memcpy(buf + len - 3, "\r\n\r\n", 4);
+	assert_int_equal(http_parse_trailers(guarded(buf, len + 1), len + 1, f, 1, &n, &err), -1);
+	assert_int_equal(err, HTTP_E_TOO_LARGE);
+	assert_int_equal(http_parse_trailers(guarded(buf, len), len, f, 1, &n, &err), -1);
+	assert_int_equal(err, HTTP_E_TOO_LARGE);
+	/* short of the ceiling an unfinished section needs more */
+	assert_int_equal(http_parse_trailers(guarded(buf, len - 1), len - 1, f, 1, &n, &err), -2);
+}
+
+static void test_trailers_forbidden(void **state)
+{
+	static const char *const never[] = {
+		"Host", "host", "HOST", "Content-Length", "content_length", "Transfer-Encoding",
+		"transfer_encoding", "Trailer", "TE", "Connection", "Keep-Alive", "Upgrade",
+		"Authorization", "Proxy-Authorization", "Proxy-Authenticate", "proxy-anything",
+		"Proxy_Foo", "Proxy-", "Sluice-Stamp", "SLUICE-STAMP", "sluice_stamp", "Sluice-X",
+		"Cookie", "Set-Cookie", "set_cookie", "WWW-Authenticate", "Authentication-Info",
+		"Max-Forwards", "Forwarded", "Via", "X-Forwarded-For", "x_forwarded_host",
+		"Expect", "Cache-Control", "Pragma", "Range", "If-Match", "If-None-Match",
+		"If-Modified-Since", "If-Unmodified-Since", "If-Range", "Age", "Date", "Expires",
+		"Location", "Retry-After", "Vary", "Warning", "Content-Encoding", "Content-Type",
+		"Content-Range", "Content-Location",
+	};
+	static const char *const fine[] = {
+		"X-Checksum", "Server-Timing", "Content-Digest", "Repr-Digest", "ETag",
+		"Hostname", "X-Host", "Hos", "Content-Lengthy", "Content", "Proxy", "ProxyX",
+		"Sluice", "X-Forwarded", "X-Sluice-Stamp", "TEx", "Dates", "Cookies", "Tes",
+		"Content-Lengt",
+	};
+	struct http_header h;
+	size_t i;
+
+	for (i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+		h.name = guarded(never[i], strlen(never[i]));
+		h.name_len = strlen(never[i]);
+		h.value = "";
+		h.value_len = 0;
+		if (!http_is_forbidden_trailer(&h))
+			fail_msg("%s must never pass as a trailer", never[i]);
+		guard_release();
+	}
+	for (i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+		h.name = guarded(fine[i], strlen(fine[i]));
+		h.name_len = strlen(fine[i]);
+		h.value = "";
+		h.value_len = 0;
+		if (http_is_forbidden_trailer(&h))
+			fail_msg("%s is a harmless trailer", fine[i]);
+		guard_release();
+	}
+}
+
+/* With hold_trailer the scan stops where the section starts, in any pieces. */
+static void test_chunk_hold_trailer(void **state)
+{
+	static const char in[] = "5\r\nhello\r\n3;x=1\r\nabc\r\n0\r\nHost: evil\r\n\r\n";
+	const size_t body = sizeof("5\r\nhello\r\n3;x=1\r\nabc\r\n0\r\n") - 1;
+	struct http_chunked c;
+	size_t step, off;
+
+	for (step = 1; step <= sizeof(in); step++) {
+		memset(&c, 0, sizeof(c));
+		c.hold_trailer = true;
+		off = 0;
+		while (off < sizeof(in) - 1 && c.state != HTTP_CHUNK_TRAILER) {
+			size_t n = sizeof(in) - 1 - off < step ? sizeof(in) - 1 - off : step;
+			ssize_t r = http_chunked_scan(&c, guarded(in + off, n), n);
+
+			guard_release();
+			assert_true(r >= 0 && (size_t)r <= n);
+			off += (size_t)r;
+		}
+		assert_int_equal(off, body);
+		assert_int_equal(c.state, HTTP_CHUNK_TRAILER);
+		assert_true(c.last);
+		/* held: nothing more is taken */
+		assert_int_equal(http_chunked_scan(&c, guarded(in + off, 4), 4), 0);
+		guard_release();
+	}
+	/* a trailer-less body stops before its final CRLF too */
+	memset(&c, 0, sizeof(c));
+	c.hold_trailer = true;
+	assert_int_equal(http_chunked_scan(&c, guarded(BODY1, sizeof(BODY1) - 1), sizeof(BODY1) - 1),
+			 (ssize_t)sizeof(BODY1) - 3);
+	assert_int_equal(c.state, HTTP_CHUNK_TRAILER);
+}
+
 #define T(f) cmocka_unit_test_teardown(f, teardown)
 
 int main(void)
@@ -1290,6 +1478,21 @@ int main(void)
 		T(test_find_header),
 		T(test_hop_headers),
 		T(test_hop_never_framing),
+		T(test_trailers_parse),
+		T(test_trailers_empty),
+		T(test_trailers_fold),
+		T(test_trailers_space_colon),
+		T(test_trailers_leading_space),
+		T(test_trailers_no_colon),
+		T(test_trailers_bare_lf),
+		T(test_trailers_bare_lf_end),
+		T(test_trailers_bare_cr),
+		T(test_trailers_ctl),
+		T(test_trailers_nul),
+		T(test_trailers_too_many),
+		T(test_trailers_limit),
+		T(test_trailers_forbidden),
+		T(test_chunk_hold_trailer),
 	};
 
 	return cmocka_run_group_tests_name("http", tests, NULL, NULL);
