@@ -206,7 +206,7 @@ out_free:
 
 /*
  * Bring e->ids up to date with the file at e->path: re-read when its
- * identity, size or mtime changed. A file that is missing, unreadable,
+ * identity, size, mtime or ctime changed. A file that is missing, unreadable,
  * not a regular file, owned by another than root or the engine uid, or
  * writable by group or others leaves no container known.
  */
@@ -226,7 +226,8 @@ static void engine_refresh(struct cgroup_map *m, const char *net)
 	}
 	if (e->looked && e->present && e->dev == st.st_dev && e->ino == st.st_ino &&
 	    e->size == st.st_size && e->mtime.tv_sec == st.st_mtim.tv_sec &&
-	    e->mtime.tv_nsec == st.st_mtim.tv_nsec)
+	    e->mtime.tv_nsec == st.st_mtim.tv_nsec && e->ctime.tv_sec == st.st_ctim.tv_sec &&
+	    e->ctime.tv_nsec == st.st_ctim.tv_nsec)
 		return;
 	e->looked = e->present = true;
 	e->nids = 0;
@@ -242,12 +243,13 @@ static void engine_refresh(struct cgroup_map *m, const char *net)
 	e->ino = st.st_ino;
 	e->size = st.st_size;
 	e->mtime = st.st_mtim;
+	e->ctime = st.st_ctim;
 	if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != m->engine_uid) ||
 	    (st.st_mode & 022) != 0) {
 		fprintf(stderr,
-			"sluice-forward: engine state %s: not a regular file owned by uid 0 or %u "
-			"and writable only by it: no container is known\n",
-			e->path, (unsigned)m->engine_uid);
+			"sluice-forward: engine state %s: not a regular file of root or the engine "
+			"uid, writable only by its owner (uid %u, mode %03o): no container is known\n",
+			e->path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
 		close(fd);
 		return;
 	}

@@ -57,11 +57,12 @@ struct fwd_listener {
 struct engine_state {
 	char path[PATH_MAX];       /* --engine-state, or engine.jsonl beside --key */
 	bool looked;               /* the fields below say what was last seen there */
-	bool present;              /* a file was there (then dev, ino, size, mtime are it) */
+	bool present;              /* a file was there (then dev ... ctime are it) */
 	dev_t dev;
 	ino_t ino;
 	off_t size;
 	struct timespec mtime;
+	struct timespec ctime;     /* a chmod or chown changes only this */
 	char (*ids)[SNAPIDS_ID_LEN + 1]; /* SNAPIDS_MAX, sorted; owned */
 	size_t nids;
 };
