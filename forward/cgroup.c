@@ -155,14 +155,11 @@ static int walk_dir(struct walk *w, int dfd, size_t len, unsigned depth)
 	return found;
 }
 
-/* Print a line about the engine state only when what is there changed. */
+/* One line: the engine state file could not be had, so no container is known. */
 static void engine_say(const struct engine_state *e, const char *what, int e_no)
 {
-	if (e_no != 0)
-		fprintf(stderr, "sluice-forward: engine state %s: %s: %s: no container is known\n",
-			e->path, what, strerror(e_no));
-	else
-		fprintf(stderr, "sluice-forward: engine state %s: %s\n", e->path, what);
+	fprintf(stderr, "sluice-forward: engine state %s: %s: %s: no container is known\n", e->path,
+		what, strerror(e_no));
 }
 
 /*
@@ -229,21 +226,21 @@ static void engine_refresh(struct cgroup_map *m, const char *net)
 	    e->mtime.tv_nsec == st.st_mtim.tv_nsec && e->ctime.tv_sec == st.st_ctim.tv_sec &&
 	    e->ctime.tv_nsec == st.st_ctim.tv_nsec)
 		return;
+	/* what was seen, so that a file refused is not looked at again until it changes */
 	e->looked = e->present = true;
 	e->nids = 0;
-	fd = open(e->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd == -1 || fstat(fd, &st) == -1) {
-		engine_say(e, "open", errno);
-		if (fd != -1)
-			close(fd);
-		e->present = false; /* look again next time */
-		return;
-	}
 	e->dev = st.st_dev;
 	e->ino = st.st_ino;
 	e->size = st.st_size;
 	e->mtime = st.st_mtim;
 	e->ctime = st.st_ctim;
+	fd = open(e->path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd == -1 || fstat(fd, &st) == -1) {
+		engine_say(e, "open", errno);
+		if (fd != -1)
+			close(fd);
+		return;
+	}
 	if (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != m->engine_uid) ||
 	    (st.st_mode & 022) != 0) {
 		fprintf(stderr,
@@ -253,11 +250,17 @@ static void engine_refresh(struct cgroup_map *m, const char *net)
 		close(fd);
 		return;
 	}
+	/* what was read: a line appended since the stat is read again next time */
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
+	e->size = st.st_size;
+	e->mtime = st.st_mtim;
+	e->ctime = st.st_ctim;
 	found = engine_read(e, fd, st.st_size, net);
 	close(fd);
 	if (found == -1) {
 		e->nids = 0;
-		e->present = false;
+		e->present = false; /* tried again on the next container */
 		engine_say(e, "read", errno);
 	} else if (found == 0) {
 		e->nids = 0;
