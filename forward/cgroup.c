@@ -264,7 +264,9 @@ static void engine_refresh(struct cgroup_map *m, const char *net)
 		engine_say(e, "read", errno);
 	} else if (found == 0) {
 		e->nids = 0;
-		fprintf(stderr, "sluice-forward: engine state %s: no snapshot of net %s: no container is known\n",
+		fprintf(stderr,
+			"sluice-forward: engine state %s: no snapshot of net %s: no container is "
+			"known\n",
 			e->path, net);
 	}
 }
@@ -347,7 +349,9 @@ static bool engine_vouches(struct forwarder *fw, const char *who, const char *pa
 
 	*cache = true;
 	if (!made_by_engine(m, path, id, cm, &why, &owner)) {
-		fprintf(stderr, "sluice-forward: attribute client %s: cgroup %s: %s (uid %u, engine uid %u): as user\n",
+		fprintf(stderr,
+			"sluice-forward: attribute client %s: cgroup %s: %s (uid %u, engine uid %u): "
+			"as user\n",
 			who, path, why, owner, (unsigned)m->engine_uid);
 		return false;
 	}
@@ -357,7 +361,9 @@ static bool engine_vouches(struct forwarder *fw, const char *who, const char *pa
 	if (snapids_has(m->engine.ids, m->engine.nids, cm->id))
 		return true;
 	*cache = false;
-	fprintf(stderr, "sluice-forward: attribute client %s: cgroup %s: container %.12s is not in the engine's latest snapshot of net %s: as user\n",
+	fprintf(stderr,
+		"sluice-forward: attribute client %s: cgroup %s: container %.12s is not in the "
+		"engine's latest snapshot of net %s: as user\n",
 		who, path, cm->id, fw->net);
 	return false;
 }
@@ -405,7 +411,9 @@ static int principal_of(struct forwarder *fw, const char *who, uint64_t id,
 	if (cm.kind != CGPATH_USER && !engine_vouches(fw, who, w->path, id, &cm, &cache))
 		snprintf(cm.as, sizeof(cm.as), "user");
 	else if (cm.lookalike)
-		fprintf(stderr, "sluice-forward: attribute client %s: cgroup %s: named like a container or build but not right below an engine cgroup: as user\n",
+		fprintf(stderr,
+			"sluice-forward: attribute client %s: cgroup %s: named like a container or "
+			"build but not right below an engine cgroup: as user\n",
 			who, w->path);
 	memcpy(out, cm.as, STAMP_AS_MAX + 1);
 	if (cache) {

@@ -25,8 +25,8 @@
  * entries), sorted, *n of them. Returns 0, or -1 with *err (malformed, or
  * more than cap containers).
  */
-int snapids_parse(const char *line, size_t len, char net[SNAPIDS_NET_MAX + 1], char (*ids)[SNAPIDS_ID_LEN + 1],
-		  size_t cap, size_t *n, const char **err);
+int snapids_parse(const char *line, size_t len, char net[SNAPIDS_NET_MAX + 1],
+		  char (*ids)[SNAPIDS_ID_LEN + 1], size_t cap, size_t *n, const char **err);
 
 /*
  * The last snapshot of net in buf[0..len), a tail of the file (at_start:
@@ -34,8 +34,8 @@ int snapids_parse(const char *line, size_t len, char net[SNAPIDS_NET_MAX + 1], c
  * ending in a newline count; one that does not parse is passed over.
  * Returns 1 found (ids, *n), 0 none.
  */
-int snapids_last(const char *buf, size_t len, bool at_start, const char *net, char (*ids)[SNAPIDS_ID_LEN + 1],
-		 size_t cap, size_t *n);
+int snapids_last(const char *buf, size_t len, bool at_start, const char *net,
+		 char (*ids)[SNAPIDS_ID_LEN + 1], size_t cap, size_t *n);
 
 /* Whether id is among ids[0..n) (sorted, as snapids_parse leaves them). */
 bool snapids_has(const char (*ids)[SNAPIDS_ID_LEN + 1], size_t n, const char *id);

@@ -151,8 +151,11 @@ static int parse(const char *line, char net[SNAPIDS_NET_MAX + 1], char (*ids)[SN
 	return r;
 }
 
-#define CTR(id, name) "{\"id\":\"" id "\",\"name\":\"" name "\",\"project\":null,\"netmode\":\"bridge\",\"addrs\":[\"10.88.0.5\"]}"
-#define SNAP(net, ctrs) "{\"t\":\"2026-11-30T03:01:02.123Z\",\"net\":\"" net "\",\"containers\":[" ctrs "]}"
+#define CTR(id, name)                                                              \
+	"{\"id\":\"" id "\",\"name\":\"" name "\",\"project\":null,\"netmode\":\"bridge\"," \
+	"\"addrs\":[\"10.88.0.5\"]}"
+#define SNAP(net, ctrs) \
+	"{\"t\":\"2026-11-30T03:01:02.123Z\",\"net\":\"" net "\",\"containers\":[" ctrs "]}"
 
 static void test_snap_parse(void **state)
 {
@@ -161,7 +164,8 @@ static void test_snap_parse(void **state)
 	const char *err = NULL;
 	size_t n = 99;
 
-	assert_int_equal(parse(SNAP("podman", CTR(ID_C, "c") "," CTR(ID_A, "a")), net, ids, 8, &n, &err), 0);
+	assert_int_equal(
+		parse(SNAP("podman", CTR(ID_C, "c") "," CTR(ID_A, "a")), net, ids, 8, &n, &err), 0);
 	assert_string_equal(net, "podman");
 	assert_int_equal(n, 2);
 	assert_string_equal(ids[0], ID_A); /* sorted */
@@ -175,7 +179,10 @@ static void test_snap_parse(void **state)
 	assert_int_equal(parse(SNAP("podman", ""), net, ids, 8, &n, &err), 0);
 	assert_int_equal(n, 0);
 	/* any key order, blanks, escapes and nested values elsewhere */
-	assert_int_equal(parse(" { \"containers\" : [ { \"name\" : \"x\\\"y\\u00e9\", \"labels\": {\"a\":[1,2.5e3,-1,true,false,null,{}]}, \"id\" : \"" ID_B "\" } ] , \"x\":[], \"net\" : \"p\\u006fdman\", \"t\" : \"z\" } ",
+	assert_int_equal(parse(" { \"containers\" : [ { \"name\" : \"x\\\"y\\u00e9\", "
+			       "\"labels\": {\"a\":[1,2.5e3,-1,true,false,null,{}]}, "
+			       "\"id\" : \"" ID_B "\" } ] , \"x\":[], "
+			       "\"net\" : \"p\\u006fdman\", \"t\" : \"z\" } ",
 			       net, ids, 8, &n, &err),
 			 0);
 	assert_string_equal(net, "podman");
