@@ -9,6 +9,8 @@
  *           canonical, strip every client stamp, add ours, then relay bytes
  * cgroup.c  who is behind a connection on an --own listener: the client
  *           socket's cgroup (sock_diag), classified into a principal
+ *           (lib/cgpath.c) where the engine made it, for a container the
+ *           engine's snapshot lists (lib/snapids.c)
  * wait.c    --wait: until something listens on ADDR:PORT in a namespace
  *
  * Runs inside the sandbox as root, at the last point where a container
@@ -23,8 +25,10 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "loop.h"
+#include "snapids.h"
 #include "stamp.h"
 
 #define FWD_LISTEN_MAX 16
@@ -44,10 +48,35 @@ struct fwd_listener {
 };
 
 #define CGROUP_CACHE 8
+#define FWD_ENGINE_CGROUPS_MAX 8
 
-/* The cgroup2 hierarchy and the last few cgroup id -> principal answers. */
+/*
+ * The engine's containers as its latest snapshot of our --net lists them
+ * (STATE/engine.jsonl, re-read when the file changes).
+ */
+struct engine_state {
+	char path[PATH_MAX];       /* --engine-state, or engine.jsonl beside --key */
+	bool looked;               /* the fields below say what was last seen there */
+	bool present;              /* a file was there (then dev ... ctime are it) */
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	struct timespec ctime;     /* a chmod or chown changes only this */
+	char (*ids)[SNAPIDS_ID_LEN + 1]; /* SNAPIDS_MAX, sorted; owned */
+	size_t nids;
+};
+
+/*
+ * The cgroup2 hierarchy, where the engine makes its cgroups, and the last
+ * few cgroup id -> principal answers.
+ */
 struct cgroup_map {
 	char root[PATH_MAX]; /* where cgroup2 is mounted */
+	const char *parents[FWD_ENGINE_CGROUPS_MAX]; /* --engine-cgroup, relative to root */
+	size_t nparents;
+	uid_t engine_uid;    /* --engine-uid: owns the parents and what the engine makes there */
+	struct engine_state engine;
 	struct {
 		uint64_t id;
 		uint64_t until_ms; /* loop time; 0: empty */
@@ -102,8 +131,13 @@ void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,
 void conn_free_dead(struct forwarder *fw);
 
 /* cgroup.c */
-/* Find the cgroup2 mount. Returns 0, or -1 with *err. */
+/*
+ * Find the cgroup2 mount and make room for the engine's ids; the caller
+ * has set parents, nparents, engine_uid and engine.path. Returns 0, or -1
+ * with *err.
+ */
 int cgroup_map_init(struct cgroup_map *m, const char **err);
+void cgroup_map_release(struct cgroup_map *m);
 /*
  * The principal of the client of fd, accepted on an --own listener from
  * peer, into out. Returns 0, or -1 after printing one line (the caller

@@ -4,7 +4,8 @@
  * Reads like a script: arguments, key, listeners (inside --netns when
  * given, so a sandbox's containers reach it at their own gateway while its
  * upstream connections leave from this namespace; --own ones here, each
- * connection attributed by its client's cgroup), signals, the loop.
+ * connection attributed by its client's cgroup, where the engine makes
+ * them: --engine-cgroup, --engine-uid, --engine-state), signals, the loop.
  * SIGHUP re-reads the key file (after `sluice key rotate`); SIGINT and
  * SIGTERM stop it. `--wait` is a separate mode (wait.c): no key, no loop.
  */
@@ -21,6 +22,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "cgpath.h"
 #include "file.h"
 #include "forward.h"
 #include "sockdiag.h"
@@ -32,6 +34,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: sluice-forward --key FILE --net NAME [--netns PATH] [--own LISTEN=UPSTREAM]...\n"
+		"                      [--engine-cgroup PATH]... [--engine-uid N] [--engine-state FILE]\n"
 		"                      [--mark N] [LISTEN=UPSTREAM]...\n"
 		"       sluice-forward --wait NETNS_PATH ADDR:PORT [--timeout SECONDS]\n"
 		"  LISTEN, UPSTREAM  numeric ADDR:PORT or [V6]:PORT\n"
@@ -42,6 +45,16 @@ static void usage(void)
 		"  --own LISTEN=UPSTREAM  listen in our own namespace; each client is found by\n"
 		"                    its socket's cgroup and stamped as=container:ID, build:SCOPE\n"
 		"                    or user (a client not found is reset); repeatable\n"
+		"  --engine-cgroup PATH  a cgroup (as in /proc/PID/cgroup: /libpod_parent) the\n"
+		"                    engine makes its containers' and builds' cgroups in; only a\n"
+		"                    libpod-<id>[.scope] or *buildah-*.scope right below one is\n"
+		"                    a container or build, else user; repeatable, at most %d\n"
+		"                    (default /libpod_parent and /machine.slice: rootful podman)\n"
+		"  --engine-uid N    the uid the engine runs as (default 0): it owns PATH and\n"
+		"                    those cgroups, and above PATH only it or root owns any\n"
+		"  --engine-state FILE  the engine snapshots (`sluice engine`): a container is\n"
+		"                    one only while the latest snapshot of --net lists its id\n"
+		"                    (default engine.jsonl beside --key; none there: no container)\n"
 		"  --mark N          SO_MARK N (decimal or 0x hex) on every upstream socket\n"
 		"  --wait            exit 0 once a TCP socket listens on ADDR:PORT (or the\n"
 		"                    wildcard address and PORT) in the namespace at NETNS_PATH,\n"
@@ -49,7 +62,8 @@ static void usage(void)
 		"                    at most 120). Connects to nothing; usable as an OCI\n"
 		"                    prestart hook (the state on stdin is ignored)\n"
 		"exit: 0 stopped by a signal (--wait: listening), 1 could not start or failed\n"
-		"      (--wait: timed out), 2 usage\n");
+		"      (--wait: timed out), 2 usage\n",
+		FWD_ENGINE_CGROUPS_MAX);
 }
 
 int fwd_parse_addr(const char *s, struct sockaddr_storage *ss)
@@ -171,6 +185,35 @@ static int parse_mark(const char *s, uint32_t *mark)
 	return 0;
 }
 
+/* --engine-uid: decimal, below (uid_t)-1. Returns 0 or -1. */
+static int parse_uid(const char *s, uid_t *uid)
+{
+	uint64_t v = 0;
+
+	if (*s == '\0' || strlen(s) > 10)
+		return -1;
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	if (v >= UINT32_MAX)
+		return -1;
+	*uid = (uid_t)v;
+	return 0;
+}
+
+/* --engine-state's default: engine.jsonl in --key's directory. Returns 0 or -1. */
+static int engine_state_default(char *out, size_t size)
+{
+	const char *slash = strrchr(key_path, '/');
+	int n = slash == NULL ? snprintf(out, size, "engine.jsonl")
+			      : snprintf(out, size, "%.*s/engine.jsonl", (int)(slash - key_path),
+					 key_path);
+
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
 static void on_signal(struct loop *l, struct loop_io *io, uint32_t events)
 {
 	struct forwarder *fw = io->arg;
@@ -199,11 +242,15 @@ int main(int argc, char **argv)
 		{ "netns", required_argument, NULL, 's' },
 		{ "own", required_argument, NULL, 'o' },
 		{ "mark", required_argument, NULL, 'm' },
+		{ "engine-cgroup", required_argument, NULL, 'c' },
+		{ "engine-uid", required_argument, NULL, 'u' },
+		{ "engine-state", required_argument, NULL, 'e' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct forwarder fw;
-	const char *net = NULL, *err = NULL;
+	static const char *const default_parents[] = { "/libpod_parent", "/machine.slice" };
+	const char *net = NULL, *err = NULL, *engine_state = NULL;
 	unsigned char raw[8];
 	size_t nown = 0;
 	int opt, ret = 1;
@@ -229,6 +276,23 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'c':
+			if (!cgpath_parent_valid(optarg) ||
+			    fw.cgroups.nparents == FWD_ENGINE_CGROUPS_MAX) {
+				fprintf(stderr, "sluice-forward: bad --engine-cgroup \"%s\" (an absolute "
+						"cgroup path, at most %d)\n",
+					optarg, FWD_ENGINE_CGROUPS_MAX);
+				return 2;
+			}
+			fw.cgroups.parents[fw.cgroups.nparents++] = optarg;
+			break;
+		case 'u':
+			if (parse_uid(optarg, &fw.cgroups.engine_uid) == -1) {
+				fprintf(stderr, "sluice-forward: bad --engine-uid \"%s\"\n", optarg);
+				return 2;
+			}
+			break;
+		case 'e': engine_state = optarg; break;
 		default: usage(); return 2;
 		}
 	}
@@ -238,6 +302,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	snprintf(fw.net, sizeof(fw.net), "%s", net);
+	if (fw.cgroups.nparents == 0) {
+		for (size_t i = 0; i < sizeof(default_parents) / sizeof(default_parents[0]); i++)
+			fw.cgroups.parents[fw.cgroups.nparents++] = default_parents[i];
+	}
+	if (engine_state != NULL ? snprintf(fw.cgroups.engine.path, sizeof(fw.cgroups.engine.path),
+					    "%s", engine_state) >= (int)sizeof(fw.cgroups.engine.path)
+				 : engine_state_default(fw.cgroups.engine.path,
+							sizeof(fw.cgroups.engine.path)) == -1) {
+		fprintf(stderr, "sluice-forward: --engine-state: path too long\n");
+		return 2;
+	}
 	for (int i = optind; i < argc; i++)
 		if (add_pair(&fw, argv[i], false) == -1)
 			return 2;
@@ -262,6 +337,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "sluice-forward: --own: %s\n", err);
 			goto out;
 		}
+		for (size_t i = 0; i < fw.cgroups.nparents; i++)
+			fprintf(stderr, "sluice-forward: --own: engine cgroup %s%s, uid %u\n",
+				fw.cgroups.root, strcmp(fw.cgroups.parents[i], "/") == 0 ? "" : fw.cgroups.parents[i],
+				(unsigned)fw.cgroups.engine_uid);
+		fprintf(stderr, "sluice-forward: --own: engine state %s\n", fw.cgroups.engine.path);
 	}
 	if (listen_start(&fw) == -1)
 		goto out;
@@ -286,6 +366,7 @@ out:
 	if (fw.diag != -1)
 		close(fw.diag);
 	conn_free_dead(&fw);
+	cgroup_map_release(&fw.cgroups);
 	loop_free(fw.loop);
 	return ret;
 }

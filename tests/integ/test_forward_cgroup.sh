@@ -2,7 +2,11 @@
 # sluice-forward's --own listener: in its own namespace, each client is
 # found by its socket (sock_diag) and named by that socket's cgroup v2:
 # container:<id> (libpod-<id>.scope), build:<scope> (*buildah-*.scope) or
-# user; the stamp carries it as as=, the proxy's row as "as". A client whose
+# user; the stamp carries it as as=, the proxy's row as "as". Those names
+# count only right below an --engine-cgroup (here the test's own cgroups,
+# made by root, the default --engine-uid) and, for a container, when the
+# --engine-state snapshot of the forwarder's --net lists the id
+# (test_forward_spoof.sh has the non-root user's side). A client whose
 # socket is not in the forwarder's namespace is reset, never forwarded.
 # --mark: the forwarder's upstream sockets carry a mark an nft rule admits.
 #
@@ -24,6 +28,10 @@ CG_NESTED=$CG/machine.slice/libpod-$CTR_ID.scope/container/libpod-$(printf 'f%.0
 CG_BUILD=$CG/crun-buildah-buildah7.scope
 CG_CONMON=$CG/libpod-conmon-$CTR_ID.scope
 CG_OTHER=$CG/other
+CG_DEEP=$CG/other/libpod-$CTR_ID.scope   # named like it, not right below an engine cgroup
+UNKNOWN_ID=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+CG_UNKNOWN=$CG/libpod-$UNKNOWN_ID.scope  # right below, but no snapshot lists the id
+ENGINE=$LAB_DIR/engine.jsonl
 
 cg_cleanup() {
 	local d
@@ -34,13 +42,22 @@ cg_cleanup() {
 	done
 }
 trap 'rc=$?; cg_cleanup; (exit $rc); lab_teardown' EXIT
-mkdir -p "$CG_CTR" "$CG_NESTED" "$CG_BUILD" "$CG_CONMON" "$CG_OTHER" || lab_bail "mkdir test cgroups under $CG2"
+mkdir -p "$CG_CTR" "$CG_NESTED" "$CG_BUILD" "$CG_CONMON" "$CG_OTHER" "$CG_DEEP" "$CG_UNKNOWN" ||
+	lab_bail "mkdir test cgroups under $CG2"
+# the engine's snapshots: net vm has CTR_ID; another net has UNKNOWN_ID
+{
+	printf '{"t":"2026-12-01T00:00:00.000Z","net":"vm","containers":[]}\n'
+	printf '{"t":"2026-12-01T00:00:01.000Z","net":"vm","containers":[{"id":"%s","name":"c","project":null,"netmode":"host","addrs":[]}]}\n' "$CTR_ID"
+	printf '{"t":"2026-12-01T00:00:02.000Z","net":"other","containers":[{"id":"%s","name":"u","project":null,"netmode":"host","addrs":[]}]}\n' "$UNKNOWN_ID"
+} >"$ENGINE"
+chmod 600 "$ENGINE"
 
 SNS=slc${HNS#slh}
 ip netns add "$SNS" || lab_bail "ip netns add $SNS"
 LAB_EXTRA_NS+=("$SNS")
 ip -n "$SNS" link set lo up
 nsenter --net="/run/netns/$HNS" "$FWD" --key "$STATE/stamp.key" --net vm --mark "$MARK" \
+	--engine-cgroup "/${CG#"$CG2"/}" --engine-cgroup "/${CG#"$CG2"/}/machine.slice" --engine-state "$ENGINE" \
 	--netns "/run/netns/$SNS" "127.0.0.1:3129=$PROXY_ADDR:$PROXY_PORT" \
 	--own "127.0.0.1:3130=$PROXY_ADDR:$PROXY_PORT" --own "192.0.2.1:3132=$PROXY_ADDR:$PROXY_PORT" \
 	>>"$LAB_DIR/forward.err" 2>&1 &
@@ -69,6 +86,31 @@ expect_eq "a client in a libpod-conmon-*.scope is user, not a container" "200 us
 	"$(cgcurl "$CG_CONMON" /cg-conmon) $(logq path=/cg-conmon --field as)"
 expect_eq "a client deep inside a container's cgroup is named by the outermost libpod scope" \
 	"200 container:$CTR_ID" "$(cgcurl "$CG_NESTED" /cg-nested) $(logq path=/cg-nested --field as)"
+expect_eq "a libpod-<id>.scope not right below an engine cgroup is user" "200 user" \
+	"$(cgcurl "$CG_DEEP" /cg-deep) $(logq path=/cg-deep --field as)"
+expect_re "... and the forwarder says so" \
+	"cgroup /${CG#"$CG2"/}/other/libpod-$CTR_ID\\.scope: named like a container or build but not right below an engine cgroup: as user" \
+	"$(cat "$LAB_DIR/forward.err")"
+expect_eq "a libpod-<id>.scope right below one, for an id only another net's snapshot lists, is user" \
+	"200 user" "$(cgcurl "$CG_UNKNOWN" /cg-unknown) $(logq path=/cg-unknown --field as)"
+expect_re "... and the forwarder says so" \
+	"container ${UNKNOWN_ID:0:12} is not in the engine's latest snapshot of net vm: as user" \
+	"$(cat "$LAB_DIR/forward.err")"
+# the snapshot file changes: re-read (the cache keeps no such miss)
+printf '{"t":"2026-12-01T00:00:03.000Z","net":"vm","containers":[{"id":"%s","name":"u","project":null,"netmode":"host","addrs":[]}]}\n' \
+	"$UNKNOWN_ID" >>"$ENGINE"
+expect_eq "... once a snapshot of net vm lists it, that container" "200 container:$UNKNOWN_ID" \
+	"$(cgcurl "$CG_UNKNOWN" /cg-unknown2) $(logq path=/cg-unknown2 --field as)"
+expect_eq "... and the one it dropped is user" "200 user" \
+	"$(sleep 1.1; cgcurl "$CG_CTR" /cg-dropped) $(logq path=/cg-dropped --field as)"
+chmod 622 "$ENGINE"
+sleep 1.1 # past the cache of /cg-unknown2's cgroup
+expect_eq "an engine state file others may write names no container" "200 user" \
+	"$(cgcurl "$CG_UNKNOWN" /cg-writable) $(logq path=/cg-writable --field as)"
+chmod 600 "$ENGINE"
+printf '{"t":"2026-12-01T00:00:04.000Z","net":"vm","containers":[{"id":"%s","name":"c","project":null,"netmode":"host","addrs":[]}]}\n' \
+	"$CTR_ID" >>"$ENGINE"
+sleep 1.1 # past the cache of the cgroups above
 code=$(nsenter --net="/run/netns/$HNS" curl -s -o /dev/null -w '%{http_code}' --max-time 10 \
 	-x http://127.0.0.1:3130 http://good.test/cg-root 2>&1; true)
 expect_eq "a client in the root cgroup (this test) is user" "200 user" "$code $(logq path=/cg-root --field as)"
