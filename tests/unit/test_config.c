@@ -228,6 +228,18 @@ static void test_allow_errors(void **state)
 	free(errs);
 	config_free(c);
 
+	/* a public suffix: refused with the reason; exact hosts under it are fine */
+	c = parse("allow *.co.uk\nallow foo.co.uk\nallow *.foo.co.uk\nallow *.github.io:8443\n",
+		  &nerr, &errs);
+	assert_int_equal(nerr, 2);
+	assert_non_null(strstr(errs, "t.conf:1: allow: bad grant \"*.co.uk\": a wildcard over a public "
+				     "suffix would cover every unrelated site under it; exact hosts "
+				     "under it are fine\n"));
+	assert_non_null(strstr(errs, "t.conf:4: allow: bad grant \"*.github.io:8443\": "));
+	assert_int_equal(c->ngrants, 2);
+	free(errs);
+	config_free(c);
+
 	c = parse("allow *\nallow a b\n", &nerr, &errs);
 	assert_int_equal(nerr, 2);
 	assert_non_null(strstr(errs, "t.conf:1: allow: bad grant \"*\": "));
@@ -551,6 +563,9 @@ static void test_passthrough(void **state)
 		      "t.conf:1: passthrough: bad pattern \"*\": a wildcard is written *.suffix\n");
 	expect_errors("passthrough *.com\n", 1,
 		      "t.conf:1: passthrough: bad pattern \"*.com\": a wildcard suffix needs at least two labels\n");
+	expect_errors("passthrough *.herokuapp.com\n", 1,
+		      "t.conf:1: passthrough: bad pattern \"*.herokuapp.com\": a wildcard over a public "
+		      "suffix would cover every unrelated site under it; exact hosts under it are fine\n");
 	expect_errors("passthrough a b\n", 1, "t.conf:1: passthrough: expects 1 argument, got 2\n");
 }
 
