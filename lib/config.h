@@ -30,7 +30,7 @@
  *   body-limit HOST BYTES     request body cap for HOST (exact), 1..2^50; the
  *                             smaller of it and max-body-bytes applies
  *   inject NAME KEY=VALUE...  a credential injection rule (inject.h); keys:
- *                             host= (exact) path=/prefix header=NAME|query=NAME
+ *                             host=NAME[:PORT] (exact; 443) path=/prefix header=NAME|query=NAME
  *                             prefix= env=VAR|file=/abs|command=/abs args=
  *                             require=PLACEHOLDER principal=P (repeatable)
  *                             unattributed=yes|no; NAME unique, and two rules

@@ -330,7 +330,7 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	if (req->method == HTTP_CONNECT) {
 		buf_consume(&s->cin, len);
 		dial_close(s);
-		if (tls_intercepts(s->px, &r->t.host))
+		if (tls_intercepts(s->px, &r->t.host, r->t.port))
 			session_intercept_begin(s);
 		else
 			dial_start(s);

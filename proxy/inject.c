@@ -147,7 +147,7 @@ int inject_begin(struct session *s, const struct http_request *req)
 
 	if (!s->intercept)
 		return 0;
-	r->rule = inject_match(session_config(s), r->t.host.name, req->path, req->path_len);
+	r->rule = inject_match(session_config(s), r->t.host.name, r->t.port, req->path, req->path_len);
 	if (r->rule == NULL)
 		return 0;
 	if (!inject_serves(r->rule, s->stamped ? s->who : NULL, src, as)) {

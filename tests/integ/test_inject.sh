@@ -16,16 +16,16 @@ O=$LAB_DIR/tls/ca.crt
 lab_write_conf "intercept on" "allow api.test:9443" "allow tls.test:9443" "allow pass.test:9443" \
 	"passthrough pass.test" "upstream-ca api.test $O" "upstream-ca tls.test $O" \
 	"upstream-ca pass.test $O" "body-limit api.test 1000" \
-	'inject gh host=api.test path=/api header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
-	'inject refl host=api.test path=/reflect header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
-	'inject missing host=api.test path=/missing header=Authorization env=SLUICE_LAB_UNSET unattributed=yes' \
-	"inject qp host=api.test path=/q query=key env=SLUICE_LAB_TOKEN unattributed=yes" \
-	'inject ph host=tls.test header=Authorization prefix="Bearer " require=sandbox-placeholder env=SLUICE_LAB_TOKEN unattributed=yes' \
-	'inject stamped host=pass.test header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN' \
-	"allow api.test:8443" 'inject git host=api.test path=/git header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
+	'inject gh host=api.test:9443 path=/api header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
+	'inject refl host=api.test:9443 path=/reflect header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
+	'inject missing host=api.test:9443 path=/missing header=Authorization env=SLUICE_LAB_UNSET unattributed=yes' \
+	"inject qp host=api.test:9443 path=/q query=key env=SLUICE_LAB_TOKEN unattributed=yes" \
+	'inject ph host=tls.test:9443 header=Authorization prefix="Bearer " require=sandbox-placeholder env=SLUICE_LAB_TOKEN unattributed=yes' \
+	'inject stamped host=pass.test:9443 header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN' \
+	"allow api.test:8443" 'inject git host=api.test:8443 path=/git header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
 	"allow tok.test:9443" "allow tokfail.test:9443" "upstream-ca tok.test $O" "upstream-ca tokfail.test $O" \
-	"inject tok host=tok.test header=Authorization prefix=\"Bearer \" command=$LAB_DIR/mint.sh unattributed=yes" \
-	"inject tokfail host=tokfail.test header=Authorization command=$LAB_DIR/fail.sh unattributed=yes"
+	"inject tok host=tok.test:9443 header=Authorization prefix=\"Bearer \" command=$LAB_DIR/mint.sh unattributed=yes" \
+	"inject tokfail host=tokfail.test:9443 header=Authorization command=$LAB_DIR/fail.sh unattributed=yes"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 sl key init >/dev/null 2>&1 || lab_bail "sluice key init"
 # the token command: counts its runs; its first token is one the origin refuses

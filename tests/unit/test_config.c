@@ -714,7 +714,9 @@ static const struct inject_error inject_errors[] = {
 	{ "inject a host host=a.example header=X env=E", "inject a: expected KEY=VALUE, got \"host\"" },
 	{ "inject a =x host=a.example header=X env=E", "inject a: expected KEY=VALUE, got \"=x\"" },
 	{ "inject a host=*.a.example header=X env=E", "inject a: host= \"*.a.example\": wildcard not allowed here" },
-	{ "inject a host=a.example:443 header=X env=E", "inject a: host= \"a.example:443\": bad ipv6 literal" },
+	{ "inject a host=a.example:0 header=X env=E", "inject a: host= \"a.example:0\": bad port" },
+	{ "inject a host=a.example:65536 header=X env=E", "inject a: host= \"a.example:65536\": bad port" },
+	{ "inject a host=a.example: header=X env=E", "inject a: host= \"a.example:\": bad port" },
 	{ "inject a host=a.example path=v1 header=X env=E", "inject a: path= \"v1\": must start with '/'" },
 	{ "inject a host=a.example path=/v1/../x header=X env=E",
 	  "inject a: path= \"/v1/../x\": \".\" and \"..\" segments not allowed" },
@@ -822,30 +824,59 @@ static void test_inject_quotes(void **state)
 static void test_inject_names_and_overlap(void **state)
 {
 	struct config *c;
+	char *p;
 
 	expect_errors("inject a host=a.example header=X env=E\n\ninject a host=b.example header=X env=E\n", 1,
 		      "t.conf:3: inject a: name given twice (first on line 1)\n");
 	expect_errors("inject a host=a.example header=X env=E\ninject b host=A.EXAMPLE. query=k env=E\n", 1,
-		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example, paths / and /; "
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 443, paths / and /; "
 		      "one request could match both\n");
 	expect_errors("inject a host=a.example path=/v1 header=X env=E\n"
 		      "inject b host=a.example header=Y env=E principal=10.0.0.1\n", 1,
-		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example, paths /v1 and /; "
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 443, paths /v1 and /; "
 		      "one request could match both\n");
 	expect_errors("inject a host=a.example path=/v1/x header=X env=E principal=10.0.0.1\n"
 		      "inject b host=a.example path=/v1 header=X env=E principal=10.0.0.2\n", 1,
-		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example, paths /v1/x and /v1; "
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 443, paths /v1/x and /v1; "
 		      "one request could match both\n");
 	/* a string prefix is enough, even where segments would tell them apart */
 	expect_errors("inject a host=a.example path=/v1 header=X env=E\n"
 		      "inject b host=a.example path=/v10 header=X env=E\n", 1,
-		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example, paths /v1 and /v10; "
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 443, paths /v1 and /v10; "
 		      "one request could match both\n");
 	/* path=/ is no path */
 	expect_errors("inject a host=a.example path=/ header=X env=E\n"
 		      "inject b host=a.example path=/v2 header=X env=E\n", 1,
-		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example, paths / and /v2; "
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 443, paths / and /v2; "
 		      "one request could match both\n");
+
+	/* the port is part of the host: 443 written or not is one port */
+	expect_errors("inject a host=a.example path=/v1 header=X env=E\n"
+		      "inject b host=a.example:443 path=/v1 header=X env=E\n", 1,
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 443, paths /v1 and /v1; "
+		      "one request could match both\n");
+	expect_errors("inject a host=a.example:8443 header=X env=E\n"
+		      "inject b host=A.example.:8443 path=/v1 header=X env=E\n", 1,
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 8443, paths / and /v1; "
+		      "one request could match both\n");
+	c = parse_ok("inject a host=a.example header=X env=E\n"
+		     "inject b host=a.example:8443 header=X env=E\n"
+		     "inject c host=a.example:80 header=X env=E\n");
+	assert_int_equal(c->nrules, 3);
+	assert_int_equal(c->rules[0].port, 443);
+	assert_int_equal(c->rules[1].port, 8443);
+	p = print_text(c);
+	assert_non_null(strstr(p, "\ninject a host=a.example header=X env=E\n"));
+	assert_non_null(strstr(p, "\ninject b host=a.example:8443 header=X env=E\n"));
+	assert_non_null(strstr(p, "\ninject c host=a.example:80 header=X env=E\n"));
+	free(p);
+	config_free(c);
+	c = parse_ok("inject a host=[2001:DB8::1]:8443 header=X env=E\ninject b host=[::1]:443 header=X env=E\n");
+	p = print_text(c);
+	assert_non_null(strstr(p, "\ninject a host=[2001:db8::1]:8443 header=X env=E\n"));
+	assert_non_null(strstr(p, "\ninject b host=::1 header=X env=E\n"));
+	free(p);
+	config_free(c);
 
 	c = parse_ok("inject a host=a.example path=/v1/ header=X env=E\n"
 		     "inject b host=a.example path=/v2 header=X env=E\n"
@@ -1003,6 +1034,7 @@ static void round_trip(const char *text)
 
 		assert_string_equal(x->name, y->name);
 		assert_string_equal(x->host, y->host);
+		assert_int_equal(x->port, y->port);
 		assert_string_equal(x->path, y->path);
 		assert_int_equal(x->target, y->target);
 		assert_string_equal(x->field, y->field);
@@ -1043,7 +1075,10 @@ static void test_round_trip(void **state)
 		   "unattributed=yes principal=build:x principal=user\n"
 		   "inject odd host=odd.example header=X-Odd prefix=\"a\\\"b\\\\c #d\" "
 		   "command=/usr/bin/tok args=\"--scope \\\"x y\\\"\" require=\"#\"\n"
-		   "inject lone host=lone.example header=X-K command=\"/opt/a b/tok\"\n");
+		   "inject lone host=lone.example header=X-K command=\"/opt/a b/tok\"\n"
+		   "inject p1 host=Lone.example:8443 header=X-K env=E\n"
+		   "inject p2 host=[2001:db8::1]:8443 header=X-K env=E\n"
+		   "inject p3 host=[2001:db8::1]:443 header=X-K env=E\n");
 }
 
 static void test_print_defaults(void **state)
