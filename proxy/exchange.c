@@ -550,10 +550,11 @@ static int build_client_head(struct session *s, const struct http_response *resp
 }
 
 /*
- * The upstream refused the minted token (401) of a bodiless request: mark
- * the token stale, drop this upstream and its answer, and put the client's
- * head back in front of what it sent since, to be judged and sent once
- * more (a second 401 goes to the client). Returns true when re-issued.
+ * The upstream refused the minted token (401) of a bodiless request, and
+ * token_refused says another token can be had: drop this upstream and its
+ * answer, and put the client's head back in front of what it sent since,
+ * to be judged and sent once more (a second 401 goes to the client).
+ * Returns true when re-issued.
  */
 static bool reissue(struct session *s)
 {
@@ -566,7 +567,6 @@ static bool reissue(struct session *s)
 		buf_release(&b);
 		return false;
 	}
-	token_stale(r->minted);
 	buf_release(&s->cin);
 	s->cin = b;
 	dial_close(s);
@@ -595,7 +595,10 @@ static int response_head(struct session *s)
 			       "%s sent a response sluice-proxy cannot pass on", r->t.host.name);
 		return -1;
 	}
-	if (resp.status == 401 && r->rehead != NULL && r->injected && reissue(s))
+	/* within token-min-interval no new token can be had: the 401 goes to the client */
+	if (resp.status == 401 && r->minted != NULL && r->injected &&
+	    token_refused(r->minted, r->minted_gen, session_config(s)) && r->rehead != NULL &&
+	    reissue(s))
 		return -1; /* the same request again, with a new token */
 	if (resp.status >= 200) {
 		r->resp_head = true;

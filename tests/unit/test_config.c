@@ -356,7 +356,7 @@ static void test_numbers(void **state)
 {
 	struct config *c = parse_ok("log-rotate-bytes 4096\nlog-keep 0\nmax-connections 1000000\n"
 				    "head-timeout 1\nconnect-timeout 86400\nresponse-timeout 5\n"
-				    "idle-timeout 7\n");
+				    "idle-timeout 7\ntoken-min-interval 86400\n");
 
 	assert_int_equal(c->log_rotate_bytes, 4096);
 	assert_int_equal(c->log_keep, 0);
@@ -365,6 +365,7 @@ static void test_numbers(void **state)
 	assert_int_equal(c->connect_timeout_ms, 86400000);
 	assert_int_equal(c->response_timeout_ms, 5000);
 	assert_int_equal(c->idle_timeout_ms, 7000);
+	assert_int_equal(c->token_min_interval_ms, 86400000);
 	config_free(c);
 
 	c = parse_ok("log-rotate-bytes 1099511627776\nlog-keep 100\nmax-connections 1\n");
@@ -396,6 +397,10 @@ static void test_number_errors(void **state)
 		      "t.conf:1: log-rotate-bytes: bad number \"99999999999999999999999\"\n");
 	expect_errors("head-timeout 5\nhead-timeout 5\n", 1,
 		      "t.conf:2: head-timeout: given twice (first on line 1)\n");
+	expect_errors("token-min-interval 0\n", 1,
+		      "t.conf:1: token-min-interval: 0 out of range 1..86400\n");
+	expect_errors("token-min-interval 1.5\n", 1,
+		      "t.conf:1: token-min-interval: bad number \"1.5\"\n");
 	expect_errors("idle-timeout\n", 1, "t.conf:1: idle-timeout: expects 1 argument, got 0\n");
 }
 
@@ -1009,6 +1014,7 @@ static void round_trip(const char *text)
 	assert_int_equal(a->connect_timeout_ms, b->connect_timeout_ms);
 	assert_int_equal(a->response_timeout_ms, b->response_timeout_ms);
 	assert_int_equal(a->idle_timeout_ms, b->idle_timeout_ms);
+	assert_int_equal(a->token_min_interval_ms, b->token_min_interval_ms);
 	assert_int_equal(a->nnameservers, b->nnameservers);
 	assert_memory_equal(a->nameservers, b->nameservers,
 			    a->nnameservers * sizeof(a->nameservers[0]));
@@ -1061,7 +1067,7 @@ static void test_round_trip(void **state)
 	round_trip("");
 	round_trip("listen [::1]:3128\nlisten 10.9.8.7:80\nmode observe\nstate /srv/st/\n"
 		   "log-rotate-bytes 5000\nlog-keep 0\nmax-connections 7\nhead-timeout 2\n"
-		   "connect-timeout 3\nresponse-timeout 4\nidle-timeout 5\n"
+		   "connect-timeout 3\nresponse-timeout 4\nidle-timeout 5\ntoken-min-interval 2\n"
 		   "allow Example.com\nallow *.b.example:8443\nallow [2001:DB8::1]:8080\n"
 		   "allow-private git.internal 10.0.0.0/8\nallow-private v6.internal fd00::/8\n"
 		   "nameserver 192.0.2.1\nnameserver [2001:db8::1]:5353\n");
@@ -1098,6 +1104,7 @@ static void test_print_defaults(void **state)
 			       "connect-timeout 10\n"
 			       "response-timeout 60\n"
 			       "idle-timeout 300\n"
+			       "token-min-interval 10\n"
 			       "# nameserver: none given, /etc/resolv.conf is used\n"
 			       "intercept on\n");
 	free(p);
