@@ -595,11 +595,17 @@ static int response_head(struct session *s)
 			       "%s sent a response sluice-proxy cannot pass on", r->t.host.name);
 		return -1;
 	}
-	/* within token-min-interval no new token can be had: the 401 goes to the client */
-	if (resp.status == 401 && r->minted != NULL && r->injected &&
-	    token_refused(r->minted, r->minted_gen, session_config(s)) && r->rehead != NULL &&
-	    reissue(s))
-		return -1; /* the same request again, with a new token */
+	if (resp.status == 401 && r->minted != NULL && r->injected) {
+		if (!token_refused(r->minted, r->minted_gen, session_config(s))) {
+			/* within token-min-interval no new token can be had: the 401 goes to the client */
+			if (r->detail[0] == '\0')
+				snprintf(r->detail, sizeof(r->detail),
+					 "the upstream refused the token (401); token-min-interval "
+					 "allows no new one yet");
+		} else if (r->rehead != NULL && reissue(s)) {
+			return -1; /* the same request again, with a new token */
+		}
+	}
 	if (resp.status >= 200) {
 		r->resp_head = true;
 		r->status = resp.status;

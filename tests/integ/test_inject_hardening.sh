@@ -111,6 +111,9 @@ max=$(awk -v w="$win" 'BEGIN{m = int(w / 10); if (m < w / 10) m++; print m + 1}'
 expect_eq "the origin answered 401 to every one of $N requests" $N "$(jq_ "$LAB_DIR/port443.jsonl" ev=req 'line~/api?i=')"
 n=$(runs "$LAB_DIR/wrong.count")
 if [ "$n" -le "$max" ]; then ok "an origin that always says 401: $N requests in $win s ran the token command $n times (at most $max)"; else not_ok "an origin that always says 401: $N requests in $win s ran the token command at most $max times" "it ran $n times"; fi
+expect_eq "... their rows say why no new token was minted" \
+	"the upstream refused the token (401); token-min-interval allows no new one yet" \
+	"$(logq 'path=/api?i=5' --field detail)"
 # many at once: one run serves them all
 : >"$LAB_DIR/wrong.count"
 sleep 11 # past the interval: the next request may mint once
