@@ -143,6 +143,7 @@ for i in $(seq -w 1 $NSTALL); do
 	pids+=($!)
 done
 sleep 0.5
+nkids=$(ps -o pid= --ppid "$PROXY_PID" | wc -l)
 worst=0
 for i in $(seq 12); do
 	t=$(probe)
@@ -157,6 +158,9 @@ expect_re "... each of those requests is refused naming why" \
 	"$(cat "$LAB_DIR/stall01.out" "$LAB_DIR/stall01.code" | tr '\n' ' ')"
 expect_eq "... none reached the origin" 0 "$(jq_ "$LAB_DIR/port443.jsonl" ev=req 'line~GET /s')"
 expect_eq "... and the proxy is still running" 0 "$(proxy_alive; echo $?)"
+expect_ge "control: while they sat on closed outputs, their commands were the proxy's children" 1 "$nkids"
+children() { ps -o pid= --ppid "$PROXY_PID" | wc -l; }
+if wait_until 3 [ "$(children)" = 0 ]; then ok "... the $NSTALL commands were killed and reaped: the proxy has no child left"; else not_ok "... the $NSTALL commands were killed and reaped: the proxy has no child left" "$(ps -o pid,stat,args --ppid "$PROXY_PID" | head -5)"; fi
 lab_stop_proxy
 cp "$LAB_DIR/proxy.err" "$LAB_DIR/proxy-1.err"
 
