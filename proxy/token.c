@@ -14,7 +14,8 @@
  * and its exit through a pidfd watched by the loop: nothing here sleeps
  * or waits. A run must close its output within TOKEN_RUN_MS and exit
  * within TOKEN_EXIT_MS after that, exit 0 and print a usable token; when
- * it overruns it is killed (SIGKILL) and reaped when its pidfd says so.
+ * it overruns it is killed (SIGKILL, with its process group) and reaped
+ * when its pidfd says so.
  * A failed run fails every request waiting on it: each is refused with a
  * 502 saying why (never the output).
  *
@@ -83,6 +84,16 @@ static void value_wipe(struct token *t)
 	t->stale = false;
 }
 
+/*
+ * SIGKILL the command's process group (pid > 0, not reaped yet, so the
+ * group is still its own), and the command itself should the group be gone.
+ */
+static void kill_group(pid_t pid)
+{
+	if (kill(-pid, SIGKILL) == -1)
+		kill(pid, SIGKILL);
+}
+
 /* Wake every session waiting on t: each goes back to its head and asks again. */
 static void wake(struct token *t)
 {
@@ -113,8 +124,8 @@ static void run_end(struct token *t, const char *fail)
 	loop_timer_cancel(l, &t->timer);
 	if (t->io.fd >= 0)
 		loop_io_close(l, &t->io);
-	if (t->pid != 0 && !t->exited)
-		kill(t->pid, SIGKILL);
+	if (t->pid > 0 && !t->exited)
+		kill_group(t->pid);
 	t->running = false;
 	if (fail == NULL && !(WIFEXITED(t->status) && WEXITSTATUS(t->status) == 0))
 		fail = "the token command failed";
@@ -213,7 +224,8 @@ static void on_timeout(struct loop *l, struct loop_timer *tm)
  * outlives the exec in a child while the loop closes that socket (a
  * closed socket still held elsewhere stays in epoll: loop_io_close). The
  * child gets stdin and stderr /dev/null, stdout the pipe (blocking), no
- * blocked signals and SIGPIPE at its default.
+ * blocked signals, SIGPIPE at its default, and a process group of its own
+ * (its pid), so killing it kills what it started too.
  */
 static int spawn(const struct inject_rule *r, int out, pid_t *pid)
 {
@@ -236,7 +248,9 @@ static int spawn(const struct inject_rule *r, int out, pid_t *pid)
 	if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) == 0 &&
 	    posix_spawn_file_actions_adddup2(&fa, out, 1) == 0 &&
 	    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) == 0 &&
-	    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) == 0 &&
+	    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+					      POSIX_SPAWN_SETPGROUP) == 0 &&
+	    posix_spawnattr_setpgroup(&at, 0) == 0 &&
 	    posix_spawnattr_setsigmask(&at, &none) == 0 &&
 	    posix_spawnattr_setsigdefault(&at, &pipe_only) == 0 &&
 	    posix_spawn(pid, argv[0], &fa, &at, argv, environ) == 0)
@@ -287,7 +301,7 @@ static int run_start(struct token *t, const struct inject_rule *r)
 	return 0;
 out_watch_failed:
 	/* nothing waits on it yet; killed, and reaped here: SIGKILL ends it at once */
-	kill(t->pid, SIGKILL);
+	kill_group(t->pid);
 	waitpid(t->pid, NULL, 0);
 	t->pid = 0;
 	run_end(t, "the token command cannot be watched");
@@ -385,9 +399,9 @@ void token_release_all(struct proxy *px)
 		struct token *t = px->tokens;
 
 		px->tokens = t->next;
-		if (t->pid != 0) {
+		if (t->pid > 0) {
 			/* at exit: SIGKILL ends it at once */
-			kill(t->pid, SIGKILL);
+			kill_group(t->pid);
 			waitpid(t->pid, NULL, 0);
 		}
 		if (t->io.fd >= 0)

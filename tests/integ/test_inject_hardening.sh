@@ -63,11 +63,14 @@ cat >"$LAB_DIR/failing.sh" <<SH
 echo run >>"$LAB_DIR/failing.count"
 exit 3
 SH
-# prints its token, closes its output, then stays: the loop must not wait for it
+# prints its token, closes its output, then stays, it and a child of it
+# (nap: sleep under a name of this lab's): the loop must not wait for them
+cp "$(command -v sleep)" "$LAB_DIR/nap"
 cat >"$LAB_DIR/stall.sh" <<SH
 #!/bin/sh
 echo "$LAB_TOKEN"
-exec >&- sleep 30
+exec >&-
+"$LAB_DIR/nap" 30
 SH
 chmod 700 "$LAB_DIR/wrong.sh" "$LAB_DIR/failing.sh" "$LAB_DIR/stall.sh"
 
@@ -144,6 +147,7 @@ for i in $(seq -w 1 $NSTALL); do
 done
 sleep 0.5
 nkids=$(ps -o pid= --ppid "$PROXY_PID" | wc -l)
+nnaps=$(pgrep -fc "^$LAB_DIR/nap")
 worst=0
 for i in $(seq 12); do
 	t=$(probe)
@@ -159,8 +163,10 @@ expect_re "... each of those requests is refused naming why" \
 expect_eq "... none reached the origin" 0 "$(jq_ "$LAB_DIR/port443.jsonl" ev=req 'line~GET /s')"
 expect_eq "... and the proxy is still running" 0 "$(proxy_alive; echo $?)"
 expect_ge "control: while they sat on closed outputs, their commands were the proxy's children" 1 "$nkids"
+expect_ge "... and their own children were running" 1 "$nnaps"
 children() { ps -o pid= --ppid "$PROXY_PID" | wc -l; }
 if wait_until 3 [ "$(children)" = 0 ]; then ok "... the $NSTALL commands were killed and reaped: the proxy has no child left"; else not_ok "... the $NSTALL commands were killed and reaped: the proxy has no child left" "$(ps -o pid,stat,args --ppid "$PROXY_PID" | head -5)"; fi
+if wait_until 3 [ "$(pgrep -fc "^$LAB_DIR/nap")" = 0 ]; then ok "... and so were their children (the process group)"; else not_ok "... and so were their children (the process group)" "$(pgrep -fa "^$LAB_DIR/nap" | head -3)"; fi
 lab_stop_proxy
 cp "$LAB_DIR/proxy.err" "$LAB_DIR/proxy-1.err"
 
