@@ -435,6 +435,11 @@ static void d_idle_timeout(struct parser *p, char **w, size_t nw)
 	timeout_arg(p, "idle-timeout", w[1], &p->c->idle_timeout_ms);
 }
 
+static void d_token_min_interval(struct parser *p, char **w, size_t nw)
+{
+	timeout_arg(p, "token-min-interval", w[1], &p->c->token_min_interval_ms);
+}
+
 static const struct directive directives[] = {
 	{ "listen", 1, false, true, d_listen },
 	{ "allow", 1, false, true, d_allow },
@@ -451,6 +456,7 @@ static const struct directive directives[] = {
 	{ "connect-timeout", 1, false, false, d_connect_timeout },
 	{ "response-timeout", 1, false, false, d_response_timeout },
 	{ "idle-timeout", 1, false, false, d_idle_timeout },
+	{ "token-min-interval", 1, false, false, d_token_min_interval },
 	{ "nameserver", 1, false, true, d_nameserver },
 	{ "intercept", 1, false, false, config_tls_intercept },
 	{ "passthrough", 1, false, true, config_tls_passthrough },
@@ -633,6 +639,7 @@ struct config *config_new(void)
 	c->connect_timeout_ms = 10 * 1000;
 	c->response_timeout_ms = 60 * 1000;
 	c->idle_timeout_ms = 300 * 1000;
+	c->token_min_interval_ms = 10 * 1000;
 	c->intercept = true;
 	return c;
 }
@@ -780,6 +787,7 @@ void config_print(const struct config *c, FILE *out)
 	fprintf(out, "connect-timeout %u\n", c->connect_timeout_ms / 1000);
 	fprintf(out, "response-timeout %u\n", c->response_timeout_ms / 1000);
 	fprintf(out, "idle-timeout %u\n", c->idle_timeout_ms / 1000);
+	fprintf(out, "token-min-interval %u\n", c->token_min_interval_ms / 1000);
 	for (size_t i = 0; i < c->ngrants; i++)
 		fprintf(out, "allow %s\n", grant_format(&c->grants[i], buf, sizeof(buf)));
 	for (size_t i = 0; i < c->nexceptions; i++) {

@@ -23,6 +23,8 @@
  *   connect-timeout SECONDS   upstream TCP connect; default 10
  *   response-timeout SECONDS  upstream response head; default 60 (then 504)
  *   idle-timeout SECONDS      idle keep-alive or tunnel; default 300
+ *   token-min-interval SECONDS  a rule's token command runs at most once
+ *                             per interval (1..86400); default 10
  *   nameserver ADDR[:PORT]    repeatable; default: /etc/resolv.conf
  *   intercept on|off          decrypt CONNECTs (but passthrough hosts); default on
  *   passthrough PATTERN       host or *.suffix (as a grant, no port) whose
@@ -32,7 +34,7 @@
  *   body-limit HOST BYTES     request body cap for HOST (exact), 1..2^50; the
  *                             smaller of it and max-body-bytes applies
  *   inject NAME KEY=VALUE...  a credential injection rule (inject.h); keys:
- *                             host= (exact) path=/prefix header=NAME|query=NAME
+ *                             host=NAME[:PORT] (exact; 443) path=/prefix header=NAME|query=NAME
  *                             prefix= env=VAR|file=/abs|command=/abs args=
  *                             require=PLACEHOLDER principal=P (repeatable)
  *                             unattributed=yes|no; NAME unique, and two rules
@@ -108,6 +110,7 @@ struct config {
 	unsigned connect_timeout_ms;
 	unsigned response_timeout_ms;
 	unsigned idle_timeout_ms;
+	unsigned token_min_interval_ms; /* between two runs of one rule's token command */
 	struct sockaddr_storage nameservers[CONFIG_MAX_NAMESERVERS];
 	size_t nnameservers;
 	bool intercept; /* decrypt CONNECTs to hosts no passthrough covers */

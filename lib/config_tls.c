@@ -181,9 +181,9 @@ void config_tls_inject(struct parser *p, char **w, size_t nw)
 	}
 	other = inject_rule_overlap(c->rules, c->nrules, r);
 	if (other != NULL) {
-		config_error(p, "inject %s: overlaps inject %s (line %zu): both on %s, paths %s and %s; "
+		config_error(p, "inject %s: overlaps inject %s (line %zu): both on %s port %u, paths %s and %s; "
 			"one request could match both",
-		     r->name, other->name, other->line, r->host, other->path, r->path);
+		     r->name, other->name, other->line, r->host, (unsigned)r->port, other->path, r->path);
 		goto out_free_rule;
 	}
 	grown = grow(p, "inject", c->rules, c->nrules, sizeof(*grown));

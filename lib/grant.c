@@ -6,12 +6,20 @@
  * bad line damages the whole store, and the caller then enforces with no
  * store grants (fail closed). Reading and writing the file itself (atomic
  * rename, change detection) is the caller's job; this file only turns
- * bytes into grants and grants into lines, allocating nothing.
+ * bytes into grants and grants into lines, allocating nothing (but the
+ * public suffix list, loaded once on the first wildcard and kept).
+ *
+ * A wildcard whose suffix is a public suffix (co.uk, github.io: the
+ * system's list, private section included) is refused everywhere a grant
+ * is parsed: the config's allow and passthrough, `sluice allow add`, the
+ * store. When the list cannot be loaded every wildcard is refused, saying
+ * so: a wildcard that cannot be checked is not accepted.
  */
 #include "grant.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <libpsl.h>
 #include <string.h>
 
 #define STORE_HEADER "# sluice grants v1"
@@ -20,6 +28,42 @@
 static bool is_blank(char c)
 {
 	return c == ' ' || c == '\t';
+}
+
+static const char *psl_path; /* NULL: the system's (psl_dist_filename) */
+
+void grant_suffix_list(const char *path)
+{
+	psl_path = path;
+}
+
+/*
+ * Whether a wildcard over the canonical suffix may be granted: false, with
+ * *err, when the suffix is a public suffix or the list is not at hand.
+ */
+static bool suffix_private(const char *suffix, const char **err)
+{
+	static psl_ctx_t *psl;
+	static const char *loaded; /* the path psl came from */
+	const char *path = psl_path != NULL ? psl_path : psl_dist_filename();
+
+	if (psl == NULL || loaded != path) {
+		psl_free(psl);
+		psl = path != NULL && path[0] != '\0' ? psl_load_file(path) : NULL;
+		loaded = path;
+	}
+	if (psl == NULL) {
+		*err = "the public suffix list cannot be loaded (Debian: install publicsuffix), so no "
+		       "wildcard can be checked and none is accepted; exact hosts are fine";
+		return false;
+	}
+	/* PSL_TYPE_ANY: the private section (github.io) counts, and so does an unlisted TLD */
+	if (psl_is_public_suffix2(psl, suffix, PSL_TYPE_ANY)) {
+		*err = "a wildcard over a public suffix would cover every unrelated site under it; "
+		       "exact hosts under it are fine";
+		return false;
+	}
+	return true;
 }
 
 int grant_parse(const char *s, size_t len, struct grant *g, const char **err)
@@ -52,6 +96,8 @@ int grant_parse(const char *s, size_t len, struct grant *g, const char **err)
 		*err = "a wildcard suffix needs at least two labels";
 		return -1;
 	}
+	if (wildcard && !suffix_private(h.name, err))
+		return -1;
 	memcpy(g->host, h.name, sizeof(g->host));
 	g->wildcard = wildcard;
 	g->port = has_port ? port : 0;

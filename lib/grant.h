@@ -60,11 +60,22 @@ struct grant {
 /*
  * Parse a grant pattern ("example.com", "*.example.com:8443", "[::1]:80",
  * "10.1.2.3"); canonicalises the host with host_canon. A wildcard over an
- * IP literal, "*" alone, or "*.com"-style patterns with a single label are
- * refused. Sets host, wildcard, port; other fields are zeroed. Returns 0 or
- * -1 with *err.
+ * IP literal, "*" alone, "*.com"-style patterns with a single label, and a
+ * wildcard over a public suffix ("*.co.uk", "*.github.io": the system's
+ * public suffix list, private section included) are refused; so is every
+ * wildcard when that list cannot be loaded. Exact hosts are never checked
+ * against the list. Sets host, wildcard, port; other fields are zeroed.
+ * Returns 0 or -1 with *err (a static message).
  */
 int grant_parse(const char *s, size_t len, struct grant *g, const char **err);
+
+/*
+ * The public suffix list file grant_parse loads (a DAFSA or a .dat file);
+ * NULL, the default, is the system's (libpsl's psl_dist_filename(),
+ * Debian: /usr/share/publicsuffix/public_suffix_list.dafsa). The string
+ * must outlive every grant_parse. For tests.
+ */
+void grant_suffix_list(const char *path);
 
 /* Write the pattern as the user would type it ("*.example.com:8443"). */
 char *grant_format(const struct grant *g, char *buf, size_t size);

@@ -80,7 +80,7 @@ static bool path_covers(const char *rp, const char *p, size_t len)
 	return len == rl || rp[rl - 1] == '/' || p[rl] == '/';
 }
 
-const struct inject_rule *inject_match(const struct config *c, const char *host,
+const struct inject_rule *inject_match(const struct config *c, const char *host, uint16_t port,
 				       const char *path, size_t path_len)
 {
 	const char *q = memchr(path, '?', path_len);
@@ -90,7 +90,7 @@ const struct inject_rule *inject_match(const struct config *c, const char *host,
 	for (size_t i = 0; i < c->nrules; i++) {
 		const struct inject_rule *r = &c->rules[i];
 
-		if (strcmp(r->host, host) != 0)
+		if (r->port != port || strcmp(r->host, host) != 0)
 			continue;
 		if (strcmp(r->path, "/") == 0)
 			return r;

@@ -2,7 +2,7 @@
  * inject.h: credential injection rules and the pure helpers that apply them.
  *
  * A rule (the config's `inject NAME KEY=VALUE...` line, parsed by
- * inject_rule.c) names one exact host, an optional path prefix, the header
+ * inject_rule.c) names one exact host and port, an optional path prefix, the header
  * or query parameter to write, where the secret comes from, and whom it
  * serves. Nothing here reads a secret, runs a command, logs or allocates:
  * the proxy fetches the secret (env, file, token command) and hands the
@@ -10,7 +10,9 @@
  *
  * Matching (inject_match):
  *   - host: the request's canonical host equals the rule's host exactly;
- *     there are no wildcard rules.
+ *     there are no wildcard rules. host=api.example means port 443;
+ *     host=api.example:8443 (host=[2001:db8::1]:8443) names another, and
+ *     a rule serves requests to its port only.
  *   - path: the request target up to its first '?' (the query is never
  *     part of the match), compared byte for byte (case matters, no
  *     decoding) on segment boundaries: path=/v1 covers
@@ -22,7 +24,7 @@
  *     path: injection fails closed, the request is sent without it.
  *
  * Overlap (refused at load by the config parser): two rules on the same
- * host whose paths (no path counts as "/") are string prefixes of one
+ * host and port whose paths (no path counts as "/") are string prefixes of one
  * another, whatever their header, query parameter or principals. That is
  * stricter than the segment matching needs (/v1 and /v10 are refused
  * together) and makes "at most one rule matches a request" obvious: the
@@ -100,6 +102,7 @@ struct inject_rule {
 	char name[INJECT_NAME_MAX + 1];
 	size_t line;                        /* config line it came from */
 	char host[HOST_NAME_MAX_LEN + 1];   /* canonical, exact */
+	uint16_t port;                      /* 1..65535; 443 unless host= names one */
 	char path[INJECT_PATH_MAX + 1];     /* starts with '/'; "/" when none given */
 	enum inject_target target;
 	char field[INJECT_FIELD_MAX + 1];   /* header name as written, or query parameter */
@@ -137,7 +140,7 @@ int inject_rule_format(const struct inject_rule *r, char *buf, size_t size);
 
 /*
  * The first of rules[0..n) that could match a request r also matches
- * (same host, one path a string prefix of the other), or NULL.
+ * (same host and port, one path a string prefix of the other), or NULL.
  */
 const struct inject_rule *inject_rule_overlap(const struct inject_rule *rules, size_t n,
 					      const struct inject_rule *r);
@@ -155,11 +158,11 @@ int inject_command_argv(const struct inject_rule *r, char *buf, size_t size, cha
 /* inject.c: matching and writing */
 
 /*
- * The rule of c for a request to the canonical host with request target
- * path[0..path_len) (origin-form, query included), or NULL. Overlapping
- * rules never load, so at most one rule matches.
+ * The rule of c for a request to the canonical host and port with request
+ * target path[0..path_len) (origin-form, query included), or NULL.
+ * Overlapping rules never load, so at most one rule matches.
  */
-const struct inject_rule *inject_match(const struct config *c, const char *host,
+const struct inject_rule *inject_match(const struct config *c, const char *host, uint16_t port,
 				       const char *path, size_t path_len);
 
 /*

@@ -124,14 +124,16 @@ static int copy(const char *key, const char *s, char *dst, size_t size, char *er
 	return 0;
 }
 
+/* host= "name", "name:port", "[v6]:port" or a bare IPv6 literal; the port is 443 unless named. */
 static int parse_host(struct inject_rule *r, const char *v, char *err, size_t esize)
 {
 	struct host h;
 	const char *why = "bad host";
+	bool has_port;
 
 	if (strchr(v, '*') != NULL)
 		return fail(err, esize, "host= \"%s\": wildcard not allowed here", v);
-	if (host_canon(v, strlen(v), &h, &why) == -1)
+	if (host_port_parse(v, strlen(v), 443, &h, &r->port, &has_port, &why) == -1)
 		return fail(err, esize, "host= \"%s\": %s", v, why);
 	memcpy(r->host, h.name, sizeof(r->host));
 	return 0;
@@ -460,6 +462,20 @@ static void put_kv(char *buf, size_t size, size_t *off, const char *key, const c
 		put(buf, size, off, "\"", 1);
 }
 
+/* host=, with the port when it is not 443 (IPv6 then bracketed). */
+static void put_host(char *buf, size_t size, size_t *off, const struct inject_rule *r)
+{
+	char hp[HOST_NAME_MAX_LEN + 16];
+	bool v6 = strchr(r->host, ':') != NULL;
+
+	if (r->port == 443)
+		snprintf(hp, sizeof(hp), "%s", r->host);
+	else
+		snprintf(hp, sizeof(hp), "%s%s%s:%u", v6 ? "[" : "", r->host, v6 ? "]" : "",
+			 (unsigned)r->port);
+	put_kv(buf, size, off, "host", hp);
+}
+
 int inject_rule_format(const struct inject_rule *r, char *buf, size_t size)
 {
 	static const char *const source_keys[] = { "env", "file", "command" };
@@ -470,7 +486,7 @@ int inject_rule_format(const struct inject_rule *r, char *buf, size_t size)
 	buf[0] = '\0';
 	put(buf, size, &off, "inject ", 7);
 	put(buf, size, &off, r->name, strlen(r->name));
-	put_kv(buf, size, &off, "host", r->host);
+	put_host(buf, size, &off, r);
 	if (strcmp(r->path, "/") != 0)
 		put_kv(buf, size, &off, "path", r->path);
 	put_kv(buf, size, &off, r->target == INJECT_HEADER ? "header" : "query", r->field);
@@ -496,7 +512,7 @@ const struct inject_rule *inject_rule_overlap(const struct inject_rule *rules, s
 	for (size_t i = 0; i < n; i++) {
 		size_t ol = strlen(rules[i].path);
 
-		if (strcmp(rules[i].host, r->host) != 0)
+		if (rules[i].port != r->port || strcmp(rules[i].host, r->host) != 0)
 			continue;
 		if (strncmp(rules[i].path, r->path, ol < rl ? ol : rl) == 0)
 			return &rules[i];

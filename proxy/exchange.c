@@ -370,7 +370,7 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	if (req->method == HTTP_CONNECT) {
 		buf_consume(&s->cin, len);
 		dial_close(s);
-		if (tls_intercepts(s->px, &r->t.host))
+		if (tls_intercepts(s->px, &r->t.host, r->t.port))
 			session_intercept_begin(s);
 		else
 			dial_start(s);
@@ -687,10 +687,11 @@ static int build_client_head(struct session *s, const struct http_response *resp
 }
 
 /*
- * The upstream refused the minted token (401) of a bodiless request: mark
- * the token stale, drop this upstream and its answer, and put the client's
- * head back in front of what it sent since, to be judged and sent once
- * more (a second 401 goes to the client). Returns true when re-issued.
+ * The upstream refused the minted token (401) of a bodiless request, and
+ * token_refused says another token can be had: drop this upstream and its
+ * answer, and put the client's head back in front of what it sent since,
+ * to be judged and sent once more (a second 401 goes to the client).
+ * Returns true when re-issued.
  */
 static bool reissue(struct session *s)
 {
@@ -703,7 +704,6 @@ static bool reissue(struct session *s)
 		buf_release(&b);
 		return false;
 	}
-	token_stale(r->minted);
 	buf_release(&s->cin);
 	s->cin = b;
 	dial_close(s);
@@ -732,8 +732,17 @@ static int response_head(struct session *s)
 			       "%s sent a response sluice-proxy cannot pass on", r->t.host.name);
 		return -1;
 	}
-	if (resp.status == 401 && r->rehead != NULL && r->injected && reissue(s))
-		return -1; /* the same request again, with a new token */
+	if (resp.status == 401 && r->minted != NULL && r->injected) {
+		if (!token_refused(r->minted, r->minted_gen, session_config(s))) {
+			/* within token-min-interval no new token can be had: the 401 goes to the client */
+			if (r->detail[0] == '\0')
+				snprintf(r->detail, sizeof(r->detail),
+					 "the upstream refused the token (401); token-min-interval "
+					 "allows no new one yet");
+		} else if (r->rehead != NULL && reissue(s)) {
+			return -1; /* the same request again, with a new token */
+		}
+	}
 	if (resp.status >= 200) {
 		r->resp_head = true;
 		r->status = resp.status;

@@ -20,7 +20,9 @@
  *
  * A command rule's token comes from token.c: a request whose token is
  * being minted waits (SS_TOKEN); a bodiless request answered 401 has its
- * token minted again and is re-issued once (exchange.c keeps its head).
+ * token minted again and is re-issued once (exchange.c keeps its head)
+ * when token-min-interval allows a new token; otherwise the 401 goes to
+ * the client.
  */
 #include "session.h"
 
@@ -147,7 +149,7 @@ int inject_begin(struct session *s, const struct http_request *req)
 
 	if (!s->intercept)
 		return 0;
-	r->rule = inject_match(session_config(s), r->t.host.name, req->path, req->path_len);
+	r->rule = inject_match(session_config(s), r->t.host.name, r->t.port, req->path, req->path_len);
 	if (r->rule == NULL)
 		return 0;
 	if (!inject_serves(r->rule, s->stamped ? s->who : NULL, src, as)) {

@@ -103,7 +103,7 @@ void token_release_all(struct proxy *px);
 /* tls.c */
 int tls_init(struct proxy *px);
 void tls_release(struct proxy *px);
-bool tls_intercepts(const struct proxy *px, const struct host *h);
+bool tls_intercepts(const struct proxy *px, const struct host *h, uint16_t port);
 
 /* replay.c */
 int replay_open(struct proxy *px);

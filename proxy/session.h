@@ -84,6 +84,7 @@ struct request {
 	char inject_field[INJECT_FIELD_MAX + 1]; /* a header rule's field once its credential
 						    went: a trailer of that name is dropped */
 	struct token *minted; /* the token command's cache the secret came from */
+	unsigned minted_gen;  /* ... and which of its values (token_refused) */
 	char *rehead;         /* a bodiless request's head, to re-issue once after a 401 */
 	size_t rehead_len;
 	char *secret;                   /* its value while the request lives; wiped */
@@ -188,7 +189,13 @@ void exchange_http(struct session *s);
 /* token.c */
 int token_get(struct session *s, const struct inject_rule *r, char **val, size_t *len,
 	      char *why, size_t size);
-void token_stale(struct token *t);
+/*
+ * An upstream answered 401 to value gen of t: marks it stale (the next
+ * run, within token-min-interval, replaces it). Returns whether asking
+ * token_get again now would give another value: a run is in flight or
+ * may start, or a newer value is there.
+ */
+bool token_refused(struct token *t, unsigned gen, const struct config *c);
 
 /* inject.c */
 #define INJECT_SCRUB_PIECE 8192 /* response body bytes scrubbed at a time */

@@ -249,15 +249,15 @@ void tls_release(struct proxy *px)
 	px->tls = NULL;
 }
 
-/* Every CONNECT but passthrough hosts; a host a rule injects for always. */
-bool tls_intercepts(const struct proxy *px, const struct host *h)
+/* Every CONNECT but passthrough hosts; a host and port a rule injects for always. */
+bool tls_intercepts(const struct proxy *px, const struct host *h, uint16_t port)
 {
 	const struct config *c = px->config;
 
 	if (px->tls == NULL)
 		return false;
 	for (size_t i = 0; i < c->nrules; i++)
-		if (strcmp(c->rules[i].host, h->name) == 0)
+		if (c->rules[i].port == port && strcmp(c->rules[i].host, h->name) == 0)
 			return true;
 	return !config_passthrough(c, h->name);
 }

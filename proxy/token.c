@@ -1,31 +1,46 @@
 /*
  * token.c: secrets minted by a rule's token command, cached until shortly
- * before they expire.
+ * before they expire, and minted at most once per token-min-interval.
  *
  * A command rule's token is kept per source (the rule's name, command and
  * arguments, so a reload that keeps them keeps the token). When a request
- * needs it and it is missing or stale, the command is started (no shell,
+ * needs it and it is missing, stale (an upstream answered 401 to it) or
+ * past 90% of its TTL, the command is started (posix_spawn, no shell,
  * stdin and stderr /dev/null, the proxy's environment) and the request
- * waits in SS_TOKEN without blocking the loop; its stdout (the value, then
- * optionally a TTL in seconds: inject_token_parse) is read through a pipe
- * watched by the loop. It is fresh for 90% of its TTL. A command that
- * fails, prints something else or runs past TOKEN_RUN_MS fails every
- * request waiting on it: each is refused with a 502 saying why (never the
- * output), and the next request tries again. The value lives in the proxy
- * only; it is wiped when replaced or at exit.
+ * waits in SS_TOKEN;
+ * so do the requests that need it while that run is in flight: one run
+ * serves them all. Its stdout (the value, then optionally a TTL in
+ * seconds: inject_token_parse) is read through a pipe watched by the loop,
+ * and its exit through a pidfd watched by the loop: nothing here sleeps
+ * or waits. A run must close its output within TOKEN_RUN_MS and exit
+ * within TOKEN_EXIT_MS after that, exit 0 and print a usable token; when
+ * it overruns it is killed (SIGKILL, with its process group) and reaped
+ * when its pidfd says so.
+ * A failed run fails every request waiting on it: each is refused with a
+ * 502 saying why (never the output).
+ *
+ * A run starts at most once per token-min-interval (config.h) per token:
+ * in between, a request reuses the last value even if stale or expired,
+ * and when the last run failed it is refused with that run's error. So an
+ * origin that answers every request 401, or a command that always fails,
+ * costs one run per interval, not one per request. The value lives in the
+ * proxy only; it is wiped when replaced or at exit.
  */
 #include "session.h"
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/pidfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define TOKEN_RUN_MS 10000
+#define TOKEN_RUN_MS 10000 /* from the start until its output is closed */
+#define TOKEN_EXIT_MS 1000 /* from its output closed until it exited */
 #define TOKEN_OUT_MAX (INJECT_SECRET_MAX + 64)
 #define TOKEN_KEY_MAX (INJECT_NAME_MAX + INJECT_SOURCE_MAX + INJECT_ARGS_MAX + 3)
 
@@ -35,9 +50,18 @@ struct token {
 	char key[TOKEN_KEY_MAX];
 	char *value;
 	size_t len;
+	unsigned gen;         /* bumped each time value is replaced */
 	uint64_t fresh_until; /* loop ms; 0: none */
-	pid_t pid;            /* a run in progress */
+	bool stale;           /* an upstream refused value (401) */
+	bool ran;             /* a run was ever started */
+	uint64_t started;     /* loop ms the last run started */
+	bool running;         /* a run in progress: requests wait for it */
+	bool out_closed;      /* ... its stdout reached its end */
+	bool exited;          /* ... it was reaped, with status */
+	int status;
+	pid_t pid;            /* the child not reaped yet (a run, or a killed one); 0 none */
 	struct loop_io io;    /* its stdout */
+	struct loop_io pidio; /* its pidfd: readable once it exited */
 	struct loop_timer timer;
 	struct buf out;
 	char error[200]; /* the last run's failure, for the requests that waited on it */
@@ -57,6 +81,17 @@ static void value_wipe(struct token *t)
 	t->value = NULL;
 	t->len = 0;
 	t->fresh_until = 0;
+	t->stale = false;
+}
+
+/*
+ * SIGKILL the command's process group (pid > 0, not reaped yet, so the
+ * group is still its own), and the command itself should the group be gone.
+ */
+static void kill_group(pid_t pid)
+{
+	if (kill(-pid, SIGKILL) == -1)
+		kill(pid, SIGKILL);
 }
 
 /* Wake every session waiting on t: each goes back to its head and asks again. */
@@ -73,11 +108,14 @@ static void wake(struct token *t)
 	}
 }
 
-/* The run is over (out read to its end, or killed): reap it and take its value. */
+/*
+ * The run is over: output read to its end and the child reaped (fail
+ * NULL), or it failed (the child, if not reaped yet, is killed and reaped
+ * later by on_reaped). Takes its value or its error and wakes its waiters.
+ */
 static void run_end(struct token *t, const char *fail)
 {
 	struct loop *l = t->px->loop;
-	int status = 0;
 	char secret[INJECT_SECRET_MAX + 1];
 	unsigned ttl = 0;
 	const char *err = NULL;
@@ -86,21 +124,10 @@ static void run_end(struct token *t, const char *fail)
 	loop_timer_cancel(l, &t->timer);
 	if (t->io.fd >= 0)
 		loop_io_close(l, &t->io);
-	/* its stdout is closed: it is exiting; give it 100 ms, then kill it */
-	for (int i = 0; fail == NULL && i < 100; i++) {
-		if (waitpid(t->pid, &status, WNOHANG) == t->pid)
-			break;
-		if (i == 99)
-			fail = "the token command closed its output but did not exit";
-		else
-			usleep(1000);
-	}
-	if (fail != NULL) {
-		kill(t->pid, SIGKILL);
-		waitpid(t->pid, &status, 0);
-	}
-	t->pid = 0;
-	if (fail == NULL && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+	if (t->pid > 0 && !t->exited)
+		kill_group(t->pid);
+	t->running = false;
+	if (fail == NULL && !(WIFEXITED(t->status) && WEXITSTATUS(t->status) == 0))
 		fail = "the token command failed";
 	if (fail == NULL) {
 		n = inject_token_parse(buf_head(&t->out), buf_len(&t->out), secret, sizeof(secret),
@@ -111,6 +138,7 @@ static void run_end(struct token *t, const char *fail)
 	explicit_bzero(buf_head(&t->out), buf_len(&t->out));
 	buf_release(&t->out);
 	value_wipe(t);
+	t->gen++;
 	if (fail != NULL) {
 		snprintf(t->error, sizeof(t->error), "%s%s%s", fail, err != NULL ? ": " : "",
 			 err != NULL ? err : "");
@@ -129,6 +157,30 @@ static void run_end(struct token *t, const char *fail)
 	wake(t);
 }
 
+/* The child's pidfd is readable: it exited (or was killed); reap it. */
+static void on_reaped(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct token *t = io->arg;
+	int status = 0;
+	pid_t p = waitpid(t->pid, &status, WNOHANG);
+
+	if (p == 0)
+		return;
+	loop_io_close(l, &t->pidio);
+	t->pid = 0;
+	if (!t->running)
+		return; /* a run that already failed (killed): only reaped */
+	if (p == -1) {
+		run_end(t, "the token command cannot be waited for");
+		return;
+	}
+	t->exited = true;
+	t->status = status;
+	if (t->out_closed)
+		run_end(t, NULL);
+	/* else a child of it still holds the output: read on, within TOKEN_RUN_MS */
+}
+
 static void on_out(struct loop *l, struct loop_io *io, uint32_t events)
 {
 	struct token *t = io->arg;
@@ -139,60 +191,127 @@ static void on_out(struct loop *l, struct loop_io *io, uint32_t events)
 
 		if (n > 0)
 			continue;
-		if (n == 0) {
-			run_end(t, NULL);
-			return;
-		}
+		if (n == 0)
+			break;
 		if (errno == EAGAIN)
 			return;
 		run_end(t, errno == ENOBUFS ? "the token command printed too much"
 					    : "reading the token command failed");
 		return;
 	}
+	loop_io_close(l, &t->io);
+	t->out_closed = true;
+	if (t->exited) {
+		run_end(t, NULL);
+		return;
+	}
+	/* its output is closed: it is exiting; it gets TOKEN_EXIT_MS, not the rest of the run */
+	if (t->timer.when_ms > loop_now(l) + TOKEN_EXIT_MS)
+		loop_timer_set(l, &t->timer, TOKEN_EXIT_MS, t->timer.fn, t);
 }
 
 static void on_timeout(struct loop *l, struct loop_timer *tm)
 {
-	run_end(tm->arg, "the token command did not finish within 10 s");
+	struct token *t = tm->arg;
+
+	run_end(t, t->out_closed ? "the token command closed its output but did not exit"
+				 : "the token command did not finish within 10 s");
+}
+
+/*
+ * Start the command with posix_spawn: the proxy is suspended until the
+ * child has exec'd (glibc's CLONE_VFORK), so no copy of a client socket
+ * outlives the exec in a child while the loop closes that socket (a
+ * closed socket still held elsewhere stays in epoll: loop_io_close). The
+ * child gets stdin and stderr /dev/null, stdout the pipe (blocking), no
+ * blocked signals, SIGPIPE at its default, and a process group of its own
+ * (its pid), so killing it kills what it started too.
+ */
+static int spawn(const struct inject_rule *r, int out, pid_t *pid)
+{
+	char argbuf[INJECT_ARGS_MAX + 1];
+	char *argv[INJECT_ARGV_MAX + 2];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, pipe_only;
+	int ret = -1;
+
+	if (inject_command_argv(r, argbuf, sizeof(argbuf), argv, INJECT_ARGV_MAX + 2) < 0)
+		return -1;
+	sigemptyset(&none);
+	sigemptyset(&pipe_only);
+	sigaddset(&pipe_only, SIGPIPE);
+	if (posix_spawn_file_actions_init(&fa) != 0)
+		return -1;
+	if (posix_spawnattr_init(&at) != 0)
+		goto out_fa;
+	if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) == 0 &&
+	    posix_spawn_file_actions_adddup2(&fa, out, 1) == 0 &&
+	    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0) == 0 &&
+	    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+					      POSIX_SPAWN_SETPGROUP) == 0 &&
+	    posix_spawnattr_setpgroup(&at, 0) == 0 &&
+	    posix_spawnattr_setsigmask(&at, &none) == 0 &&
+	    posix_spawnattr_setsigdefault(&at, &pipe_only) == 0 &&
+	    posix_spawn(pid, argv[0], &fa, &at, argv, environ) == 0)
+		ret = 0;
+	posix_spawnattr_destroy(&at);
+out_fa:
+	posix_spawn_file_actions_destroy(&fa);
+	return ret;
 }
 
 static int run_start(struct token *t, const struct inject_rule *r)
 {
-	char argbuf[INJECT_ARGS_MAX + 1];
-	char *argv[INJECT_ARGV_MAX + 2];
-	int p[2], devnull;
+	struct loop *l = t->px->loop;
+	int p[2], pfd;
+	pid_t pid;
 
-	if (inject_command_argv(r, argbuf, sizeof(argbuf), argv, INJECT_ARGV_MAX + 2) < 0 ||
-	    pipe2(p, O_CLOEXEC | O_NONBLOCK) == -1) {
+	if (pipe2(p, O_CLOEXEC) == -1) {
 		snprintf(t->error, sizeof(t->error), "the token command cannot be started");
 		return -1;
 	}
-	t->pid = fork();
-	if (t->pid == 0) {
-		devnull = open("/dev/null", O_RDWR);
-		if (devnull == -1 || dup2(devnull, 0) == -1 || dup2(p[1], 1) == -1 ||
-		    dup2(devnull, 2) == -1)
-			_exit(127);
-		fcntl(1, F_SETFL, 0); /* the command writes blocking */
-		signal(SIGPIPE, SIG_DFL);
-		execv(argv[0], argv);
-		_exit(127);
+	/* only our end is non-blocking: the command writes blocking */
+	if (fcntl(p[0], F_SETFL, O_NONBLOCK) == -1 || spawn(r, p[1], &pid) == -1) {
+		close(p[0]);
+		close(p[1]);
+		snprintf(t->error, sizeof(t->error), "the token command cannot be started");
+		return -1;
 	}
 	close(p[1]);
-	if (t->pid == -1) {
-		close(p[0]);
-		t->pid = 0;
-		snprintf(t->error, sizeof(t->error), "the token command cannot be started");
-		return -1;
-	}
+	t->ran = true;
+	t->started = loop_now(l);
+	t->pid = pid;
+	t->running = true;
+	t->out_closed = false;
+	t->exited = false;
+	t->status = 0;
 	buf_init(&t->out, TOKEN_OUT_MAX);
-	if (loop_io_add(t->px->loop, &t->io, p[0], EPOLLIN, on_out, t) == -1) {
+	loop_timer_set(l, &t->timer, TOKEN_RUN_MS, on_timeout, t);
+	if (loop_io_add(l, &t->io, p[0], EPOLLIN, on_out, t) == -1) {
 		close(p[0]);
-		run_end(t, "the token command cannot be watched");
-		return -1;
+		goto out_watch_failed;
 	}
-	loop_timer_set(t->px->loop, &t->timer, TOKEN_RUN_MS, on_timeout, t);
+	pfd = pidfd_open(t->pid, 0);
+	if (pfd == -1 || loop_io_add(l, &t->pidio, pfd, EPOLLIN, on_reaped, t) == -1) {
+		if (pfd != -1)
+			close(pfd);
+		goto out_watch_failed;
+	}
 	return 0;
+out_watch_failed:
+	/* nothing waits on it yet; killed, and reaped here: SIGKILL ends it at once */
+	kill_group(t->pid);
+	waitpid(t->pid, NULL, 0);
+	t->pid = 0;
+	run_end(t, "the token command cannot be watched");
+	return -1;
+}
+
+/* Whether t may start a run now: never ran, or the interval since the last start is over. */
+static bool may_run(const struct token *t, const struct config *c)
+{
+	return !t->ran || loop_now(t->px->loop) >= t->started + c->token_min_interval_ms;
 }
 
 /*
@@ -204,9 +323,10 @@ int token_get(struct session *s, const struct inject_rule *r, char **val, size_t
 	      char *why, size_t size)
 {
 	struct proxy *px = s->px;
+	const struct config *c = session_config(s);
 	char key[TOKEN_KEY_MAX];
 	struct token *t;
-	bool waited = s->token_waited;
+	bool waited = s->token_waited, usable, runnable;
 
 	s->token_waited = false;
 	token_key(r, key);
@@ -220,37 +340,57 @@ int token_get(struct session *s, const struct inject_rule *r, char **val, size_t
 		}
 		t->px = px;
 		t->io.fd = -1;
+		t->pidio.fd = -1;
 		memcpy(t->key, key, sizeof(key));
 		t->next = px->tokens;
 		px->tokens = t;
 	}
-	if (t->value != NULL && loop_now(px->loop) < t->fresh_until) {
-		*val = malloc(t->len + 1);
-		if (*val == NULL) {
-			snprintf(why, size, "out of memory");
+	usable = t->value != NULL && !t->stale && loop_now(px->loop) < t->fresh_until;
+	if (!usable && t->running) {
+		s->token = t;
+		return 0;
+	}
+	/* a woken request never starts a run; nor does one within the interval */
+	runnable = !usable && !waited && t->pid == 0 && may_run(t, c);
+	if (runnable) {
+		if (run_start(t, r) == -1) {
+			snprintf(why, size, "%s", t->error);
 			return -1;
 		}
-		memcpy(*val, t->value, t->len + 1);
-		*len = t->len;
-		s->r.minted = t;
-		return 1;
+		s->token = t;
+		return 0;
 	}
-	if (waited && t->pid == 0 && t->error[0] != '\0') {
-		snprintf(why, size, "%s", t->error);
+	if (t->value == NULL) {
+		if (waited)
+			snprintf(why, size, "%s", t->error);
+		else if (t->error[0] != '\0')
+			snprintf(why, size, "%s (it runs again at most once every %u s)", t->error,
+				 c->token_min_interval_ms / 1000);
+		else
+			snprintf(why, size, "the previous token command is still exiting");
 		return -1;
 	}
-	if (t->pid == 0 && run_start(t, r) == -1) {
-		snprintf(why, size, "%s", t->error);
+	*val = malloc(t->len + 1);
+	if (*val == NULL) {
+		snprintf(why, size, "out of memory");
 		return -1;
 	}
-	s->token = t;
-	return 0;
+	memcpy(*val, t->value, t->len + 1);
+	*len = t->len;
+	s->r.minted = t;
+	s->r.minted_gen = t->gen;
+	return 1;
 }
 
-/* An upstream said 401 to t's value: the next request mints a new one. */
-void token_stale(struct token *t)
+bool token_refused(struct token *t, unsigned gen, const struct config *c)
 {
-	value_wipe(t);
+	if (t->gen == gen && t->value != NULL)
+		t->stale = true;
+	if (t->running)
+		return true;
+	if (t->gen != gen)
+		return t->value != NULL;
+	return t->pid == 0 && may_run(t, c);
 }
 
 void token_release_all(struct proxy *px)
@@ -259,12 +399,15 @@ void token_release_all(struct proxy *px)
 		struct token *t = px->tokens;
 
 		px->tokens = t->next;
-		if (t->pid != 0) {
-			kill(t->pid, SIGKILL);
+		if (t->pid > 0) {
+			/* at exit: SIGKILL ends it at once */
+			kill_group(t->pid);
 			waitpid(t->pid, NULL, 0);
 		}
 		if (t->io.fd >= 0)
 			loop_io_close(px->loop, &t->io);
+		if (t->pidio.fd >= 0)
+			loop_io_close(px->loop, &t->pidio);
 		loop_timer_cancel(px->loop, &t->timer);
 		buf_release(&t->out);
 		value_wipe(t);

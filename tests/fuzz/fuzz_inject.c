@@ -238,7 +238,8 @@ static void fuzz_match(const char *buf, size_t len)
 
 	if (len == 0)
 		return;
-	r = inject_match(rules(), hosts[(unsigned char)buf[0] % 3], buf + 1, len - 1);
+	r = inject_match(rules(), hosts[(unsigned char)buf[0] % 3], (unsigned char)buf[0] < 128 ? 443 : 8443,
+			 buf + 1, len - 1);
 	if (r == NULL || strcmp(r->path, "/") == 0)
 		return;
 	q = memchr(buf + 1, '?', len - 1);

@@ -6,26 +6,27 @@
 # client's own credential alone; a rule serves unattributed clients only
 # when it says so; a secret that cannot be had refuses the request; a
 # token command's token is cached, minted again and the request re-issued
-# once after a 401, and a failing command refuses the request;
+# once after a 401 past token-min-interval, and a failing command refuses
+# the request;
 # overlapping rules refuse to load; a body over its host's limit is refused
 # before anything is injected.
 source "$(dirname "$0")/lab.sh"
 lab_up
 lab_tls_origin
 O=$LAB_DIR/tls/ca.crt
-lab_write_conf "intercept on" "allow api.test:9443" "allow tls.test:9443" "allow pass.test:9443" \
+lab_write_conf "intercept on" "token-min-interval 1" "allow api.test:9443" "allow tls.test:9443" "allow pass.test:9443" \
 	"passthrough pass.test" "upstream-ca api.test $O" "upstream-ca tls.test $O" \
 	"upstream-ca pass.test $O" "body-limit api.test 1000" \
-	'inject gh host=api.test path=/api header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
-	'inject refl host=api.test path=/reflect header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
-	'inject missing host=api.test path=/missing header=Authorization env=SLUICE_LAB_UNSET unattributed=yes' \
-	"inject qp host=api.test path=/q query=key env=SLUICE_LAB_TOKEN unattributed=yes" \
-	'inject ph host=tls.test header=Authorization prefix="Bearer " require=sandbox-placeholder env=SLUICE_LAB_TOKEN unattributed=yes' \
-	'inject stamped host=pass.test header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN' \
-	"allow api.test:8443" 'inject git host=api.test path=/git header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
+	'inject gh host=api.test:9443 path=/api header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
+	'inject refl host=api.test:9443 path=/reflect header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
+	'inject missing host=api.test:9443 path=/missing header=Authorization env=SLUICE_LAB_UNSET unattributed=yes' \
+	"inject qp host=api.test:9443 path=/q query=key env=SLUICE_LAB_TOKEN unattributed=yes" \
+	'inject ph host=tls.test:9443 header=Authorization prefix="Bearer " require=sandbox-placeholder env=SLUICE_LAB_TOKEN unattributed=yes' \
+	'inject stamped host=pass.test:9443 header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN' \
+	"allow api.test:8443" 'inject git host=api.test:8443 path=/git header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
 	"allow tok.test:9443" "allow tokfail.test:9443" "upstream-ca tok.test $O" "upstream-ca tokfail.test $O" \
-	"inject tok host=tok.test header=Authorization prefix=\"Bearer \" command=$LAB_DIR/mint.sh unattributed=yes" \
-	"inject tokfail host=tokfail.test header=Authorization command=$LAB_DIR/fail.sh unattributed=yes"
+	"inject tok host=tok.test:9443 header=Authorization prefix=\"Bearer \" command=$LAB_DIR/mint.sh unattributed=yes" \
+	"inject tokfail host=tokfail.test:9443 header=Authorization command=$LAB_DIR/fail.sh unattributed=yes"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 sl key init >/dev/null 2>&1 || lab_bail "sluice key init"
 # the token command: counts its runs; its first token is one the origin refuses
@@ -108,15 +109,19 @@ expect_eq "a host a rule injects for is decrypted although listed as passthrough
 expect_eq "... and an unattributed client gets no credential from a rule that serves only stamped ones" \
 	"unauthorized 401 null" "$(echo $out) $(logq kind=https host=pass.test --field inject)"
 
-# a token command: minted on first use; the origin refuses the first token
-# (401), so it is minted again and the request re-issued once
+# a token command: minted on first use (a path that takes any token); past
+# token-min-interval (1 s here) the origin refuses that token (401), so it
+# is minted again and the request re-issued once
+out=$(icurl -o /dev/null -w '%{http_code}' https://tok.test:9443/echo 2>&1)
+expect_eq "a token command's credential: minted on first use" "200 1" "$out $(cat "$LAB_DIR/mint.count")"
+sleep 1.1
 out=$(icurl -w ' %{http_code}' https://tok.test:9443/api 2>&1)
-expect_eq "a token command's credential: the 401 made it mint again and re-issue, the client sees 200" \
+expect_eq "... a 401 past the interval made it mint again and re-issue, the client sees 200" \
 	"api ok 200" "$(echo $out)"
 expect_eq "... the command ran twice" 2 "$(cat "$LAB_DIR/mint.count")"
 expect_eq "... one row, naming the rule and the re-issue" \
 	"1 tok re-issued once with a new token after a 401" \
-	"$(logq host=tok.test kind=https) $(logq host=tok.test kind=https --field inject) $(logq host=tok.test kind=https --field detail)"
+	"$(logq host=tok.test path=/api kind=https) $(logq host=tok.test path=/api kind=https --field inject) $(logq host=tok.test path=/api kind=https --field detail)"
 out=$(icurl -w ' %{http_code}' https://tok.test:9443/api?again 2>&1)
 expect_eq "... the next request uses the cached token (200, no new run)" "api ok 200 2" \
 	"$(echo $out) $(cat "$LAB_DIR/mint.count")"

@@ -228,6 +228,18 @@ static void test_allow_errors(void **state)
 	free(errs);
 	config_free(c);
 
+	/* a public suffix: refused with the reason; exact hosts under it are fine */
+	c = parse("allow *.co.uk\nallow foo.co.uk\nallow *.foo.co.uk\nallow *.github.io:8443\n",
+		  &nerr, &errs);
+	assert_int_equal(nerr, 2);
+	assert_non_null(strstr(errs, "t.conf:1: allow: bad grant \"*.co.uk\": a wildcard over a public "
+				     "suffix would cover every unrelated site under it; exact hosts "
+				     "under it are fine\n"));
+	assert_non_null(strstr(errs, "t.conf:4: allow: bad grant \"*.github.io:8443\": "));
+	assert_int_equal(c->ngrants, 2);
+	free(errs);
+	config_free(c);
+
 	c = parse("allow *\nallow a b\n", &nerr, &errs);
 	assert_int_equal(nerr, 2);
 	assert_non_null(strstr(errs, "t.conf:1: allow: bad grant \"*\": "));
@@ -344,7 +356,7 @@ static void test_numbers(void **state)
 {
 	struct config *c = parse_ok("log-rotate-bytes 4096\nlog-keep 0\nmax-connections 1000000\n"
 				    "head-timeout 1\nconnect-timeout 86400\nresponse-timeout 5\n"
-				    "idle-timeout 7\n");
+				    "idle-timeout 7\ntoken-min-interval 86400\n");
 
 	assert_int_equal(c->log_rotate_bytes, 4096);
 	assert_int_equal(c->log_keep, 0);
@@ -353,6 +365,7 @@ static void test_numbers(void **state)
 	assert_int_equal(c->connect_timeout_ms, 86400000);
 	assert_int_equal(c->response_timeout_ms, 5000);
 	assert_int_equal(c->idle_timeout_ms, 7000);
+	assert_int_equal(c->token_min_interval_ms, 86400000);
 	config_free(c);
 
 	c = parse_ok("log-rotate-bytes 1099511627776\nlog-keep 100\nmax-connections 1\n");
@@ -394,6 +407,10 @@ static void test_number_errors(void **state)
 		      "t.conf:1: log-rotate-bytes: bad number \"99999999999999999999999\"\n");
 	expect_errors("head-timeout 5\nhead-timeout 5\n", 1,
 		      "t.conf:2: head-timeout: given twice (first on line 1)\n");
+	expect_errors("token-min-interval 0\n", 1,
+		      "t.conf:1: token-min-interval: 0 out of range 1..86400\n");
+	expect_errors("token-min-interval 1.5\n", 1,
+		      "t.conf:1: token-min-interval: bad number \"1.5\"\n");
 	expect_errors("idle-timeout\n", 1, "t.conf:1: idle-timeout: expects 1 argument, got 0\n");
 }
 
@@ -561,6 +578,9 @@ static void test_passthrough(void **state)
 		      "t.conf:1: passthrough: bad pattern \"*\": a wildcard is written *.suffix\n");
 	expect_errors("passthrough *.com\n", 1,
 		      "t.conf:1: passthrough: bad pattern \"*.com\": a wildcard suffix needs at least two labels\n");
+	expect_errors("passthrough *.herokuapp.com\n", 1,
+		      "t.conf:1: passthrough: bad pattern \"*.herokuapp.com\": a wildcard over a public "
+		      "suffix would cover every unrelated site under it; exact hosts under it are fine\n");
 	expect_errors("passthrough a b\n", 1, "t.conf:1: passthrough: expects 1 argument, got 2\n");
 }
 
@@ -709,7 +729,9 @@ static const struct inject_error inject_errors[] = {
 	{ "inject a host host=a.example header=X env=E", "inject a: expected KEY=VALUE, got \"host\"" },
 	{ "inject a =x host=a.example header=X env=E", "inject a: expected KEY=VALUE, got \"=x\"" },
 	{ "inject a host=*.a.example header=X env=E", "inject a: host= \"*.a.example\": wildcard not allowed here" },
-	{ "inject a host=a.example:443 header=X env=E", "inject a: host= \"a.example:443\": bad ipv6 literal" },
+	{ "inject a host=a.example:0 header=X env=E", "inject a: host= \"a.example:0\": bad port" },
+	{ "inject a host=a.example:65536 header=X env=E", "inject a: host= \"a.example:65536\": bad port" },
+	{ "inject a host=a.example: header=X env=E", "inject a: host= \"a.example:\": bad port" },
 	{ "inject a host=a.example path=v1 header=X env=E", "inject a: path= \"v1\": must start with '/'" },
 	{ "inject a host=a.example path=/v1/../x header=X env=E",
 	  "inject a: path= \"/v1/../x\": \".\" and \"..\" segments not allowed" },
@@ -817,30 +839,59 @@ static void test_inject_quotes(void **state)
 static void test_inject_names_and_overlap(void **state)
 {
 	struct config *c;
+	char *p;
 
 	expect_errors("inject a host=a.example header=X env=E\n\ninject a host=b.example header=X env=E\n", 1,
 		      "t.conf:3: inject a: name given twice (first on line 1)\n");
 	expect_errors("inject a host=a.example header=X env=E\ninject b host=A.EXAMPLE. query=k env=E\n", 1,
-		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example, paths / and /; "
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 443, paths / and /; "
 		      "one request could match both\n");
 	expect_errors("inject a host=a.example path=/v1 header=X env=E\n"
 		      "inject b host=a.example header=Y env=E principal=10.0.0.1\n", 1,
-		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example, paths /v1 and /; "
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 443, paths /v1 and /; "
 		      "one request could match both\n");
 	expect_errors("inject a host=a.example path=/v1/x header=X env=E principal=10.0.0.1\n"
 		      "inject b host=a.example path=/v1 header=X env=E principal=10.0.0.2\n", 1,
-		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example, paths /v1/x and /v1; "
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 443, paths /v1/x and /v1; "
 		      "one request could match both\n");
 	/* a string prefix is enough, even where segments would tell them apart */
 	expect_errors("inject a host=a.example path=/v1 header=X env=E\n"
 		      "inject b host=a.example path=/v10 header=X env=E\n", 1,
-		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example, paths /v1 and /v10; "
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 443, paths /v1 and /v10; "
 		      "one request could match both\n");
 	/* path=/ is no path */
 	expect_errors("inject a host=a.example path=/ header=X env=E\n"
 		      "inject b host=a.example path=/v2 header=X env=E\n", 1,
-		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example, paths / and /v2; "
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 443, paths / and /v2; "
 		      "one request could match both\n");
+
+	/* the port is part of the host: 443 written or not is one port */
+	expect_errors("inject a host=a.example path=/v1 header=X env=E\n"
+		      "inject b host=a.example:443 path=/v1 header=X env=E\n", 1,
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 443, paths /v1 and /v1; "
+		      "one request could match both\n");
+	expect_errors("inject a host=a.example:8443 header=X env=E\n"
+		      "inject b host=A.example.:8443 path=/v1 header=X env=E\n", 1,
+		      "t.conf:2: inject b: overlaps inject a (line 1): both on a.example port 8443, paths / and /v1; "
+		      "one request could match both\n");
+	c = parse_ok("inject a host=a.example header=X env=E\n"
+		     "inject b host=a.example:8443 header=X env=E\n"
+		     "inject c host=a.example:80 header=X env=E\n");
+	assert_int_equal(c->nrules, 3);
+	assert_int_equal(c->rules[0].port, 443);
+	assert_int_equal(c->rules[1].port, 8443);
+	p = print_text(c);
+	assert_non_null(strstr(p, "\ninject a host=a.example header=X env=E\n"));
+	assert_non_null(strstr(p, "\ninject b host=a.example:8443 header=X env=E\n"));
+	assert_non_null(strstr(p, "\ninject c host=a.example:80 header=X env=E\n"));
+	free(p);
+	config_free(c);
+	c = parse_ok("inject a host=[2001:DB8::1]:8443 header=X env=E\ninject b host=[::1]:443 header=X env=E\n");
+	p = print_text(c);
+	assert_non_null(strstr(p, "\ninject a host=[2001:db8::1]:8443 header=X env=E\n"));
+	assert_non_null(strstr(p, "\ninject b host=::1 header=X env=E\n"));
+	free(p);
+	config_free(c);
 
 	c = parse_ok("inject a host=a.example path=/v1/ header=X env=E\n"
 		     "inject b host=a.example path=/v2 header=X env=E\n"
@@ -973,6 +1024,7 @@ static void round_trip(const char *text)
 	assert_int_equal(a->connect_timeout_ms, b->connect_timeout_ms);
 	assert_int_equal(a->response_timeout_ms, b->response_timeout_ms);
 	assert_int_equal(a->idle_timeout_ms, b->idle_timeout_ms);
+	assert_int_equal(a->token_min_interval_ms, b->token_min_interval_ms);
 	assert_int_equal(a->nnameservers, b->nnameservers);
 	assert_memory_equal(a->nameservers, b->nameservers,
 			    a->nnameservers * sizeof(a->nameservers[0]));
@@ -998,6 +1050,7 @@ static void round_trip(const char *text)
 
 		assert_string_equal(x->name, y->name);
 		assert_string_equal(x->host, y->host);
+		assert_int_equal(x->port, y->port);
 		assert_string_equal(x->path, y->path);
 		assert_int_equal(x->target, y->target);
 		assert_string_equal(x->field, y->field);
@@ -1024,7 +1077,7 @@ static void test_round_trip(void **state)
 	round_trip("");
 	round_trip("listen [::1]:3128\nlisten 10.9.8.7:80\nmode observe\nstate /srv/st/\n"
 		   "log-rotate-bytes 5000\nlog-keep 0\nmax-connections 7\nhead-timeout 2\n"
-		   "connect-timeout 3\nresponse-timeout 4\nidle-timeout 5\n"
+		   "connect-timeout 3\nresponse-timeout 4\nidle-timeout 5\ntoken-min-interval 2\n"
 		   "allow Example.com\nallow *.b.example:8443\nallow [2001:DB8::1]:8080\n"
 		   "allow-private git.internal 10.0.0.0/8\nallow-private v6.internal fd00::/8\n"
 		   "nameserver 192.0.2.1\nnameserver [2001:db8::1]:5353\n");
@@ -1038,7 +1091,10 @@ static void test_round_trip(void **state)
 		   "unattributed=yes principal=build:x principal=user\n"
 		   "inject odd host=odd.example header=X-Odd prefix=\"a\\\"b\\\\c #d\" "
 		   "command=/usr/bin/tok args=\"--scope \\\"x y\\\"\" require=\"#\"\n"
-		   "inject lone host=lone.example header=X-K command=\"/opt/a b/tok\"\n");
+		   "inject lone host=lone.example header=X-K command=\"/opt/a b/tok\"\n"
+		   "inject p1 host=Lone.example:8443 header=X-K env=E\n"
+		   "inject p2 host=[2001:db8::1]:8443 header=X-K env=E\n"
+		   "inject p3 host=[2001:db8::1]:443 header=X-K env=E\n");
 }
 
 static void test_print_defaults(void **state)
@@ -1059,6 +1115,7 @@ static void test_print_defaults(void **state)
 			       "connect-timeout 10\n"
 			       "response-timeout 60\n"
 			       "idle-timeout 300\n"
+			       "token-min-interval 10\n"
 			       "# nameserver: none given, /etc/resolv.conf is used\n"
 			       "intercept on\n");
 	free(p);

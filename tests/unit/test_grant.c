@@ -26,6 +26,9 @@ static int parse_guarded(const char *s, struct grant *g, const char **err)
 	return r;
 }
 
+#define PUBLIC_SUFFIX \
+	"a wildcard over a public suffix would cover every unrelated site under it; exact hosts under it are fine"
+
 struct parse_case {
 	const char *in;
 	int ret;
@@ -41,7 +44,13 @@ static const struct parse_case parse_cases[] = {
 	{ "example.com:8443", 0, "example.com", false, 8443, "example.com:8443" },
 	{ "*.example.com", 0, "example.com", true, 0, "*.example.com" },
 	{ "*.Example.com:22", 0, "example.com", true, 22, "*.example.com:22" },
-	{ "*.co.uk", 0, "co.uk", true, 0, "*.co.uk" },
+	{ "*.foo.co.uk", 0, "foo.co.uk", true, 0, "*.foo.co.uk" },
+	{ "foo.co.uk", 0, "foo.co.uk", false, 0, "foo.co.uk" },
+	{ "co.uk", 0, "co.uk", false, 0, "co.uk" },
+	{ "github.io", 0, "github.io", false, 0, "github.io" },
+	{ "me.github.io:8443", 0, "me.github.io", false, 8443, "me.github.io:8443" },
+	{ "*.me.github.io", 0, "me.github.io", true, 0, "*.me.github.io" },
+	{ "*.wild.test", 0, "wild.test", true, 0, "*.wild.test" },
 	{ "10.1.2.3", 0, "10.1.2.3", false, 0, "10.1.2.3" },
 	{ "0x7f.1:80", 0, "127.0.0.1", false, 80, "127.0.0.1:80" },
 	{ "[::1]:80", 0, "::1", false, 80, "[::1]:80" },
@@ -54,6 +63,13 @@ static const struct parse_case parse_cases[] = {
 	{ "*example.com", -1, "a wildcard is written *.suffix", false, 0, NULL },
 	{ "*.com", -1, "a wildcard suffix needs at least two labels", false, 0, NULL },
 	{ "*.com.", -1, "a wildcard suffix needs at least two labels", false, 0, NULL },
+	{ "*.co.uk", -1, PUBLIC_SUFFIX, false, 0, NULL },
+	{ "*.CO.UK.:8443", -1, PUBLIC_SUFFIX, false, 0, NULL },
+	{ "*.github.io", -1, PUBLIC_SUFFIX, false, 0, NULL },
+	{ "*.herokuapp.com", -1, PUBLIC_SUFFIX, false, 0, NULL },
+	{ "*.s3.amazonaws.com", -1, PUBLIC_SUFFIX, false, 0, NULL },
+	{ "*.xn--p1ai", -1, "a wildcard suffix needs at least two labels", false, 0, NULL },
+	{ "*.pvt.k12.ma.us", -1, PUBLIC_SUFFIX, false, 0, NULL },
 	{ "*.10.1.2.3", -1, "a wildcard needs a name, not an ip literal", false, 0, NULL },
 	{ "*.[::1]", -1, "a wildcard needs a name, not an ip literal", false, 0, NULL },
 	{ "*.*.example.com", -1, "bad character in name", false, 0, NULL },
@@ -89,6 +105,21 @@ static void test_parse_table(void **state)
 		assert_int_equal(g.added, 0);
 		assert_string_equal(grant_format(&g, buf, sizeof(buf)), c->format);
 	}
+}
+
+/* No list at hand: every wildcard is refused, saying why; exact hosts still parse. */
+static void test_no_suffix_list(void **state)
+{
+	struct grant g;
+	const char *err = NULL;
+
+	grant_suffix_list("/nonexistent/public_suffix_list.dafsa");
+	assert_int_equal(parse_guarded("*.example.com", &g, &err), -1);
+	assert_non_null(strstr(err, "the public suffix list cannot be loaded"));
+	assert_non_null(strstr(err, "exact hosts are fine"));
+	assert_int_equal(parse_guarded("foo.co.uk", &g, &err), 0);
+	grant_suffix_list(NULL);
+	assert_int_equal(parse_guarded("*.example.com", &g, &err), 0);
 }
 
 struct match_case {
@@ -273,6 +304,7 @@ static const struct store_error store_errors[] = {
 	{ "a.example permanent 1\n*.com permanent 1\n", 2,
 	  "a wildcard suffix needs at least two labels" },
 	{ "a..example permanent 1\n", 1, "empty label" },
+	{ "a.example permanent 1\n*.github.io permanent 1\n", 2, PUBLIC_SUFFIX },
 	{ "a.example permanent 1\n a.example permanent 2\n# x\n  # not a comment\n", 4,
 	  "bad character in name" },
 	{ "a permanent 1\nb permanent 1\nc permanent 1\nd permanent 1\nee permanent 1\n", 5,
@@ -352,6 +384,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_table),
+		cmocka_unit_test(test_no_suffix_list),
 		cmocka_unit_test(test_match_table),
 		cmocka_unit_test(test_live),
 		cmocka_unit_test(test_store_parse),

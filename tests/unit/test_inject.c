@@ -31,25 +31,56 @@ static struct config *load(const char *text)
 	return c;
 }
 
-static const char *match_name(const struct config *c, const char *host, const char *path)
+static const char *match_name(const struct config *c, const char *host, uint16_t port,
+			      const char *path)
 {
 	size_t len = strlen(path);
 	char *g = guard_copy(path, len);
-	const struct inject_rule *r = inject_match(c, host, g, len);
+	const struct inject_rule *r = inject_match(c, host, port, g, len);
 
 	guard_free(g, len);
 	return r != NULL ? r->name : NULL;
 }
 
+static void expect_match_port(const struct config *c, const char *host, uint16_t port,
+			      const char *path, const char *want)
+{
+	const char *got = match_name(c, host, port, path);
+
+	if (want == NULL && got != NULL)
+		fail_msg("%s:%u%s: matched %s, want none", host, port, path, got);
+	if (want != NULL && (got == NULL || strcmp(got, want) != 0))
+		fail_msg("%s:%u%s: matched %s, want %s", host, port, path, got ? got : "none",
+			 want);
+}
+
+/* A request to port 443. */
 static void expect_match(const struct config *c, const char *host, const char *path,
 			 const char *want)
 {
-	const char *got = match_name(c, host, path);
+	expect_match_port(c, host, 443, path, want);
+}
 
-	if (want == NULL && got != NULL)
-		fail_msg("%s%s: matched %s, want none", host, path, got);
-	if (want != NULL && (got == NULL || strcmp(got, want) != 0))
-		fail_msg("%s%s: matched %s, want %s", host, path, got ? got : "none", want);
+/* A rule serves its port only: 443 unless host= names another. */
+static void test_match_ports(void **state)
+{
+	struct config *c = load("inject a host=api.example header=X-Key env=K1\n"
+				"inject b host=api.example:8443 header=X-Key env=K2\n"
+				"inject c host=[2001:db8::1]:8443 path=/x header=X-Key env=K3\n"
+				"inject d host=other.example:443 header=X-Key env=K4\n");
+
+	expect_match_port(c, "api.example", 443, "/", "a");
+	expect_match_port(c, "api.example", 8443, "/", "b");
+	expect_match_port(c, "api.example", 80, "/", NULL);
+	expect_match_port(c, "api.example", 9443, "/v1", NULL);
+	expect_match_port(c, "2001:db8::1", 8443, "/x/y", "c");
+	expect_match_port(c, "2001:db8::1", 443, "/x/y", NULL);
+	expect_match_port(c, "other.example", 443, "/", "d");
+	expect_match_port(c, "other.example", 8443, "/", NULL);
+	assert_int_equal(c->rules[0].port, 443);
+	assert_int_equal(c->rules[1].port, 8443);
+	assert_int_equal(c->rules[3].port, 443);
+	config_free(c);
 }
 
 static void test_match_paths(void **state)
@@ -420,6 +451,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_match_paths),
+		cmocka_unit_test(test_match_ports),
 		cmocka_unit_test(test_match_none),
 		cmocka_unit_test(test_serves),
 		cmocka_unit_test(test_placeholder_and_header_value),
