@@ -196,7 +196,7 @@ static int build_upstream_head(struct session *s, const struct http_request *req
 		/* a stamp never leaves: not the forwarder's, not a client's */
 		if (http_is_hop_header(req->headers, req->nheaders, i) || is_stamp_header(h))
 			continue;
-		/* a credential goes in one place, the rule's, and comes back unencoded to be scrubbed */
+		/* a credential goes in one place, the rule's; a host's answers come unencoded to be scrubbed */
 		if (rule != NULL && plan != -2 && header_named(h, rule->field))
 			continue;
 		if (s->r.scrub != NULL && header_named(h, "Accept-Encoding"))
@@ -381,7 +381,7 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	if (r->injected)
 		snprintf(r->inject_name, sizeof(r->inject_name), "%s", r->rule->name);
 	else
-		inject_end(s); /* require= without its placeholder: sent as it was */
+		inject_unsent(s); /* require= without its placeholder: sent as it was, scrubbed */
 	r->rule = NULL;
 	buf_consume(&s->cin, len);
 	if (s->ufd >= 0) {
@@ -597,6 +597,8 @@ static int response_head(struct session *s)
 	}
 	if (resp.status == 401 && r->rehead != NULL && r->injected && reissue(s))
 		return -1; /* the same request again, with a new token */
+	if (inject_check_coding(s, &resp) == -1)
+		return -1;
 	if (resp.status >= 200) {
 		r->resp_head = true;
 		r->status = resp.status;

@@ -1,6 +1,6 @@
 /*
- * inject.c: writing a credential onto an allowed request, and masking it
- * in the response.
+ * inject.c: writing a credential onto an allowed request, and masking the
+ * secrets of its host in the response.
  *
  * Only inside an intercepted CONNECT (tls.c), where the destination, the
  * SNI and the Host already agree: after the policy allowed the request, the
@@ -11,12 +11,20 @@
  * rule and why, never the value): nothing is sent without it. The value is
  * held only while its request lives and wiped after.
  *
- * An injected request asks for an identity encoding, and every byte of its
- * response head and body goes through a scrubber (lib/scrub.h) that masks
- * the secret with as many '*' before the client sees it: a Content-Length
+ * Every response from a host a rule names goes through a scrubber
+ * (lib/scrub.h), injected or not (its path matched no rule, the rule does
+ * not serve the client, require= found no placeholder): an origin may show
+ * a credential it was sent before. It masks every form (inject_forms.c) of
+ * the secret of each rule naming the host with as many '*': this request's
+ * own, else read again for scrubbing only (env, file) or the token
+ * command's last minted value; one that cannot be had now is not masked.
+ * The request asks for an identity encoding, and a response that comes
+ * with another Content-Encoding anyway is refused (502 encoded-response):
+ * compressed, the secret would pass the scrubber unseen. Every byte of the
+ * head and body is scrubbed before the client sees it: a Content-Length
  * body keeps its length; a chunked body is taken apart and chunked again,
  * so a secret split across chunks is found too (trailers are dropped).
- * The row names the rule and counts what was masked.
+ * The row names the rule that injected and counts what was masked.
  *
  * A command rule's token comes from token.c: a request whose token is
  * being minted waits (SS_TOKEN); a bodiless request answered 401 has its
@@ -45,6 +53,17 @@ static void secret_wipe(struct request *r)
 	r->secret_len = 0;
 }
 
+/* The credential was not sent (require= found no placeholder): drop it, keep scrubbing. */
+void inject_unsent(struct session *s)
+{
+	struct request *r = &s->r;
+
+	secret_wipe(r);
+	free(r->rehead);
+	r->rehead = NULL;
+	r->rehead_len = 0;
+}
+
 void inject_end(struct session *s)
 {
 	struct request *r = &s->r;
@@ -65,11 +84,15 @@ void inject_end(struct session *s)
 	r->rehead_len = 0;
 }
 
-/* The rule's secret into r->secret. Returns 0, 1 (a token is being minted), or -1 with why[]. */
-static int secret_fetch(struct session *s, char *why, size_t size)
+/*
+ * The secret of rule into *val (the caller wipes and frees it). With mint,
+ * a command rule's token comes from token_get (which may start a run);
+ * without, it is the last one minted. Returns 0, 1 (a token is being
+ * minted, or none without mint), or -1 with why[].
+ */
+static int secret_load(struct session *s, const struct inject_rule *rule, bool mint, char **val,
+		       size_t *vlen, char *why, size_t size)
 {
-	struct request *r = &s->r;
-	const struct inject_rule *rule = r->rule;
 	int k;
 	struct stat st;
 	char *buf = NULL;
@@ -112,7 +135,9 @@ static int secret_fetch(struct session *s, char *why, size_t size)
 		buf[len] = '\0';
 		break;
 	case INJECT_COMMAND:
-		k = token_get(s, rule, &buf, &len, why, size);
+		k = mint ? token_get(s, rule, &buf, &len, why, size) : token_peek(s->px, rule, &buf, &len);
+		if (k == -1 && !mint)
+			goto oom;
 		if (k <= 0)
 			return k == 0 ? 1 : -1;
 		break;
@@ -123,8 +148,8 @@ static int secret_fetch(struct session *s, char *why, size_t size)
 		free(buf);
 		return -1;
 	}
-	r->secret = buf;
-	r->secret_len = len;
+	*val = buf;
+	*vlen = len;
 	return 0;
 oom:
 	snprintf(why, size, "out of memory");
@@ -132,10 +157,64 @@ oom:
 }
 
 /*
- * The request is allowed; find its rule and fetch the secret. Returns 0
- * (go on, with or without a credential), 1 (wait: its token is being
- * minted; the request is asked again when it is) or -1 (refused: nothing
- * is sent).
+ * The scrubber for a response from r's host: every form of the secret of
+ * each rule naming the host (this request's own when it has one). None
+ * names it, or no form is long enough: no scrubber. Returns 0, or -1 with
+ * why[] (out of memory, too many forms).
+ */
+static int scrub_build(struct session *s, char *why, size_t size)
+{
+	struct request *r = &s->r;
+	const struct config *c = session_config(s);
+	struct inject_forms f;
+	int ret = -1;
+
+	inject_forms_init(&f);
+	for (size_t i = 0; i < c->nrules; i++) {
+		const struct inject_rule *rule = &c->rules[i];
+		char *v = NULL, ignored[8];
+		size_t n = 0;
+		int k;
+
+		if (strcmp(rule->host, r->t.host.name) != 0)
+			continue;
+		if (rule == r->rule) {
+			k = inject_forms_add(&f, rule->prefix, r->secret, r->secret_len);
+		} else {
+			/* for scrubbing only: what cannot be had now was not sent by this proxy now */
+			if (secret_load(s, rule, false, &v, &n, ignored, sizeof(ignored)) != 0)
+				continue;
+			k = inject_forms_add(&f, rule->prefix, v, n);
+			explicit_bzero(v, n);
+			free(v);
+		}
+		if (k == -1) {
+			if (errno == E2BIG)
+				snprintf(why, size, "more than %d forms of the secrets of %s to mask",
+					 SCRUB_MAX_SECRETS, r->t.host.name);
+			else
+				snprintf(why, size, "out of memory");
+			goto out_release;
+		}
+	}
+	if (f.n > 0) {
+		r->scrub = scrub_new((const char *const *)f.pat, f.len, f.n);
+		if (r->scrub == NULL) {
+			snprintf(why, size, "out of memory");
+			goto out_release;
+		}
+	}
+	ret = 0;
+out_release:
+	inject_forms_release(&f);
+	return ret;
+}
+
+/*
+ * The request is allowed; find its rule, fetch the secret, and make the
+ * scrubber for its host. Returns 0 (go on, with or without a credential),
+ * 1 (wait: its token is being minted; the request is asked again when it
+ * is) or -1 (refused: nothing is sent).
  */
 int inject_begin(struct session *s, const struct http_request *req)
 {
@@ -143,37 +222,28 @@ int inject_begin(struct session *s, const struct http_request *req)
 	const char *src = s->stamped ? s->stamp.src : NULL;
 	const char *as = s->stamped && s->stamp.as[0] != '\0' ? s->stamp.as : NULL;
 	char why[256];
-	size_t n = 1;
 
-	if (!s->intercept)
-		return 0;
-	r->rule = inject_match(session_config(s), r->t.host.name, req->path, req->path_len);
-	if (r->rule == NULL)
-		return 0;
-	if (!inject_serves(r->rule, s->stamped ? s->who : NULL, src, as)) {
+	if (s->intercept)
+		r->rule = inject_match(session_config(s), r->t.host.name, req->path, req->path_len);
+	if (r->rule != NULL && !inject_serves(r->rule, s->stamped ? s->who : NULL, src, as)) {
 		snprintf(r->detail, sizeof(r->detail), "rule %s does not serve %s; sent without it",
 			 r->rule->name, s->who);
 		r->rule = NULL;
-		return 0;
 	}
-	switch (secret_fetch(s, why, sizeof(why))) {
-	case 1:
-		return 1;
-	case -1:
-		session_refuse(s, 502, "inject-failed", "http_request_error",
-			       "rule %s: %s; the request was not sent", r->rule->name, why);
-		return -1;
-	}
-	if (r->secret_len >= SCRUB_MIN_LEN) {
-		const char *sec = r->secret;
-
-		r->scrub = scrub_new(&sec, &r->secret_len, n);
-		if (r->scrub == NULL) {
+	if (r->rule != NULL) {
+		switch (secret_load(s, r->rule, true, &r->secret, &r->secret_len, why, sizeof(why))) {
+		case 1:
+			return 1;
+		case -1:
 			session_refuse(s, 502, "inject-failed", "http_request_error",
-				       "rule %s: out of memory; the request was not sent",
-				       r->rule->name);
+				       "rule %s: %s; the request was not sent", r->rule->name, why);
 			return -1;
 		}
+	}
+	if (scrub_build(s, why, sizeof(why)) == -1) {
+		session_refuse(s, 502, "inject-failed", "http_request_error",
+			       "%s; the request was not sent", why);
+		return -1;
 	}
 	return 0;
 }
@@ -205,6 +275,59 @@ int inject_header_plan(const struct session *s, const struct http_request *req)
 						req->headers[found].value_len))
 		return found;
 	return -2;
+}
+
+size_t inject_scrub_room(const struct session *s)
+{
+	/* a piece, what the scrubber held back, chunk framing */
+	return INJECT_SCRUB_PIECE + scrub_hold_max(s->r.scrub) + 32;
+}
+
+/* Whether the Content-Encoding value v[0..n) lists only "identity" (or nothing). */
+static bool coding_identity(const char *v, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t a, e;
+
+		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+			i++;
+		a = i;
+		while (i < n && v[i] != ',')
+			i++;
+		e = i;
+		while (e > a && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+			e--;
+		if (e > a && !(e - a == 8 && strncasecmp(v + a, "identity", 8) == 0))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A scrubbed response must come unencoded: the request asked for identity,
+ * and a compressed body would carry the secret past the scrubber. Any
+ * other Content-Encoding on a response with a body refuses it (502
+ * encoded-response, nothing of it sent). Returns 0, or -1 when refused.
+ */
+int inject_check_coding(struct session *s, const struct http_response *resp)
+{
+	if (s->r.scrub == NULL || resp->status < 200 || resp->body == HTTP_BODY_NONE)
+		return 0;
+	for (size_t i = 0; i < resp->nheaders; i++) {
+		const struct http_header *h = &resp->headers[i];
+
+		if (!header_is(h, "Content-Encoding") || coding_identity(h->value, h->value_len))
+			continue;
+		session_refuse(s, 502, "encoded-response", "http_response_content_coding",
+			       "%s answered with Content-Encoding: %.*s although identity was "
+			       "asked for; sluice-proxy cannot scrub a secret from it",
+			       s->r.t.host.name, (int)(h->value_len > 32 ? 32 : h->value_len),
+			       h->value);
+		return -1;
+	}
+	return 0;
 }
 
 /* Mask the secret in cout[from..] (a complete response head) in place. Returns 0 or -1. */
@@ -264,7 +387,7 @@ int inject_move_body(struct session *s)
 	struct request *r = &s->r;
 	bool moved = false;
 
-	while (buf_len(&s->uin) > 0 && !r->resp_done && buf_room(&s->cout) >= INJECT_SCRUB_ROOM) {
+	while (buf_len(&s->uin) > 0 && !r->resp_done && buf_room(&s->cout) >= inject_scrub_room(s)) {
 		const char *p = buf_head(&s->uin);
 		size_t n = buf_len(&s->uin);
 

@@ -86,7 +86,7 @@ struct request {
 	size_t rehead_len;
 	char *secret;                   /* its value while the request lives; wiped */
 	size_t secret_len;
-	struct scrub *scrub;            /* masks it in the response */
+	struct scrub *scrub;            /* masks the host's secrets in the response; NULL: none */
 	bool scrub_final;               /* the response body ended: scrubber flushed */
 	uint64_t sent_ms;  /* when the request head was queued upstream */
 };
@@ -185,14 +185,16 @@ void exchange_http(struct session *s);
 /* token.c */
 int token_get(struct session *s, const struct inject_rule *r, char **val, size_t *len,
 	      char *why, size_t size);
+int token_peek(struct proxy *px, const struct inject_rule *r, char **val, size_t *len);
 void token_stale(struct token *t);
 
 /* inject.c */
 #define INJECT_SCRUB_PIECE 8192 /* response body bytes scrubbed at a time */
-/* room in cout a scrubbed piece may need: itself, what the scrubber held, chunk framing */
-#define INJECT_SCRUB_ROOM (INJECT_SCRUB_PIECE + SCRUB_MAX_LEN + 32)
+size_t inject_scrub_room(const struct session *s);
 int inject_begin(struct session *s, const struct http_request *req);
+void inject_unsent(struct session *s);
 void inject_end(struct session *s);
+int inject_check_coding(struct session *s, const struct http_response *resp);
 int inject_header_plan(const struct session *s, const struct http_request *req);
 int inject_scrub_head(struct session *s, size_t from);
 int inject_move_body(struct session *s);
