@@ -232,8 +232,8 @@ void inject_forms_init(struct inject_forms *f);
  * base64 characters only the value decides at each of the 3 alignments in
  * a larger blob, standard and urlsafe alphabets (so base64 of prefix+value
  * is covered too); with a Basic prefix, the value base64-decoded (user:pass)
- * and the part after its first ':'. Forms shorter than SCRUB_MIN_LEN or
- * already held are skipped. Returns 0, or -1 with errno ENOMEM or E2BIG
+ * and the part after its first ':'. A secret shorter than SCRUB_MIN_LEN
+ * has no forms; forms shorter than it or already held are skipped. Returns 0, or -1 with errno ENOMEM or E2BIG
  * (more than SCRUB_MAX_SECRETS forms in all; f keeps those added).
  */
 int inject_forms_add(struct inject_forms *f, const char *prefix, const char *secret, size_t slen);

@@ -199,7 +199,8 @@ int inject_forms_add(struct inject_forms *f, const char *prefix, const char *sec
 	char *p, *once;
 	size_t n;
 
-	if (slen == 0)
+	/* too short to mask without masking ordinary text: none of its forms either */
+	if (slen < SCRUB_MIN_LEN)
 		return 0;
 	p = malloc(slen);
 	if (p == NULL)
