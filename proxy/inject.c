@@ -18,13 +18,15 @@
  * the secret of each rule naming the host with as many '*': this request's
  * own, else read again for scrubbing only (env, file) or the token
  * command's last minted value; one that cannot be had now is not masked.
- * The request asks for an identity encoding, and a response that comes
- * with another Content-Encoding anyway is refused (502 encoded-response):
- * compressed, the secret would pass the scrubber unseen. Every byte of the
- * head and body is scrubbed before the client sees it: a Content-Length
- * body keeps its length; a chunked body is taken apart and chunked again,
- * so a secret split across chunks is found too (trailers are dropped).
- * The row names the rule that injected and counts what was masked.
+ * The request asks for an identity encoding; compressed, the secret would
+ * pass the scrubber unseen, so a response that comes gzip or deflate
+ * anyway is decoded (zlib, at most INJECT_INFLATE_MAX bytes: a "zip bomb"
+ * is cut there) and sent unencoded, chunked, and any other coding is
+ * refused (502 encoded-response). Every byte of the head and body is
+ * scrubbed before the client sees it: a Content-Length body keeps its
+ * length; a chunked body is taken apart and chunked again, so a secret
+ * split across chunks is found too (trailers are dropped). The row names
+ * the rule that injected and counts what was masked.
  *
  * A command rule's token comes from token.c: a request whose token is
  * being minted waits (SS_TOKEN); a bodiless request answered 401 has its
@@ -32,6 +34,7 @@
  */
 #include "session.h"
 
+#define ZLIB_CONST
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +42,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "file.h"
 
@@ -79,6 +83,11 @@ void inject_end(struct session *s)
 	secret_wipe(r);
 	scrub_free(r->scrub);
 	r->scrub = NULL;
+	if (r->inflate != NULL) {
+		inflateEnd(r->inflate);
+		free(r->inflate);
+		r->inflate = NULL;
+	}
 	free(r->rehead);
 	r->rehead = NULL;
 	r->rehead_len = 0;
@@ -283,51 +292,103 @@ size_t inject_scrub_room(const struct session *s)
 	return INJECT_SCRUB_PIECE + scrub_hold_max(s->r.scrub) + 32;
 }
 
+/* The Content-Encoding value v[0..n), trimmed, is exactly name (case-insensitive). */
+static bool coding_is(const char *v, size_t n, const char *name)
+{
+	size_t a = 0, l = strlen(name);
+
+	while (a < n && (v[a] == ' ' || v[a] == '\t'))
+		a++;
+	while (n > a && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	return n - a == l && strncasecmp(v + a, name, l) == 0;
+}
+
 /* Whether the Content-Encoding value v[0..n) lists only "identity" (or nothing). */
 static bool coding_identity(const char *v, size_t n)
 {
 	size_t i = 0;
 
 	while (i < n) {
-		size_t a, e;
+		size_t a;
 
 		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
 			i++;
 		a = i;
 		while (i < n && v[i] != ',')
 			i++;
-		e = i;
-		while (e > a && (v[e - 1] == ' ' || v[e - 1] == '\t'))
-			e--;
-		if (e > a && !(e - a == 8 && strncasecmp(v + a, "identity", 8) == 0))
+		if (i > a && !coding_is(v + a, i - a, "identity"))
 			return false;
 	}
 	return true;
 }
 
 /*
- * A scrubbed response must come unencoded: the request asked for identity,
- * and a compressed body would carry the secret past the scrubber. Any
- * other Content-Encoding on a response with a body refuses it (502
- * encoded-response, nothing of it sent). Returns 0, or -1 when refused.
+ * A scrubbed response must reach the scrubber unencoded: the request asked
+ * for identity, and a compressed body would carry the secret past it. A
+ * final response with a body under one Content-Encoding of gzip, x-gzip or
+ * deflate (not a 206: a range of it cannot be decoded alone) is decoded
+ * here (r->inflate), scrubbed and sent without that header, chunked (close
+ * delimited to an HTTP/1.0 client); any other coding, a list or a second
+ * header refuses it (502 encoded-response, nothing of it sent). Sets how
+ * the scrubbed body is framed. Returns 0, or -1 when refused.
  */
-int inject_check_coding(struct session *s, const struct http_response *resp)
+int inject_response_coding(struct session *s, const struct http_response *resp)
 {
-	if (s->r.scrub == NULL || resp->status < 200 || resp->body == HTTP_BODY_NONE)
+	struct request *r = &s->r;
+	const struct http_header *enc = NULL;
+	size_t nenc = 0;
+
+	if (r->scrub == NULL || resp->status < 200)
+		return 0;
+	r->out_chunked = resp->body == HTTP_BODY_CHUNKED;
+	if (resp->body == HTTP_BODY_NONE ||
+	    (resp->body == HTTP_BODY_LENGTH && resp->content_length == 0))
 		return 0;
 	for (size_t i = 0; i < resp->nheaders; i++) {
 		const struct http_header *h = &resp->headers[i];
 
-		if (!header_is(h, "Content-Encoding") || coding_identity(h->value, h->value_len))
-			continue;
+		if (header_is(h, "Content-Encoding") && !coding_identity(h->value, h->value_len)) {
+			enc = h;
+			nenc++;
+		}
+	}
+	if (enc == NULL)
+		return 0;
+	if (nenc > 1 || resp->status == 206 ||
+	    !(coding_is(enc->value, enc->value_len, "gzip") ||
+	      coding_is(enc->value, enc->value_len, "x-gzip") ||
+	      coding_is(enc->value, enc->value_len, "deflate"))) {
 		session_refuse(s, 502, "encoded-response", "http_response_content_coding",
-			       "%s answered with Content-Encoding: %.*s although identity was "
+			       "%s answered%s with Content-Encoding: %.*s although identity was "
 			       "asked for; sluice-proxy cannot scrub a secret from it",
-			       s->r.t.host.name, (int)(h->value_len > 32 ? 32 : h->value_len),
-			       h->value);
+			       r->t.host.name, resp->status == 206 ? " a range" : "",
+			       (int)(enc->value_len > 32 ? 32 : enc->value_len), enc->value);
 		return -1;
 	}
+	r->inflate = calloc(1, sizeof(*r->inflate));
+	/* 32 + 15: a gzip or a zlib stream, told apart by its header */
+	if (r->inflate == NULL || inflateInit2(r->inflate, 32 + 15) != Z_OK) {
+		free(r->inflate);
+		r->inflate = NULL;
+		session_refuse(s, 502, "encoded-response", "http_response_content_coding",
+			       "out of memory for decoding a compressed response of %s",
+			       r->t.host.name);
+		return -1;
+	}
+	if (r->minor >= 1)
+		r->out_chunked = true;
+	else
+		r->client_close = true; /* no length to give: the body ends with the connection */
 	return 0;
+}
+
+/* A response header the client must not get: it described the body as it came, encoded. */
+bool inject_drops_header(const struct session *s, const struct http_header *h)
+{
+	return s->r.inflate != NULL &&
+	       (header_is(h, "Content-Encoding") || header_is(h, "Content-Length") ||
+		header_is(h, "Transfer-Encoding"));
 }
 
 /* Mask the secret in cout[from..] (a complete response head) in place. Returns 0 or -1. */
@@ -355,10 +416,11 @@ int inject_scrub_head(struct session *s, size_t from)
 	return 0;
 }
 
-/* Scrub in[0..n) onto cout; with chunk, as one chunk of what came out. Returns 0 or -1. */
-static int emit(struct session *s, const char *in, size_t n, bool chunk, bool end)
+/* Scrub in[0..n) onto cout (with end, all it holds too), as one chunk if out_chunked. */
+static int scrub_out(struct session *s, const char *in, size_t n, bool end)
 {
 	struct scrub *sc = s->r.scrub;
+	bool chunk = s->r.out_chunked;
 	char out[INJECT_SCRUB_PIECE + SCRUB_MAX_LEN];
 	size_t used = 0, w = 0;
 
@@ -378,66 +440,138 @@ static int emit(struct session *s, const char *in, size_t n, bool chunk, bool en
 }
 
 /*
- * The response body of an injected request, uin -> scrubber -> cout.
- * Moves only while cout has room for the worst case of one piece. Returns
- * 1 moved, 0 nothing to do now, -1 malformed or out of room.
+ * Body bytes in[0..n) of the response, decoded first when it is
+ * compressed, onto cout; *used is how much of in was taken (all of it
+ * unless decoding filled a piece: then z_more, and the rest comes next).
+ * Returns 0, or -1 with why set.
  */
-int inject_move_body(struct session *s)
+static int emit(struct session *s, const char *in, size_t n, size_t *used, const char **why)
+{
+	struct request *r = &s->r;
+	z_stream *z = r->inflate;
+	char dec[INJECT_SCRUB_PIECE];
+	size_t m;
+	int zr;
+
+	*used = n;
+	*why = "response too large to scrub";
+	if (z == NULL)
+		return scrub_out(s, in, n, false);
+	/* a gzip body may hold several members, one after the other */
+	if (r->z_end && n > 0) {
+		if (inflateReset(z) != Z_OK)
+			return -1;
+		r->z_end = false;
+	}
+	z->next_in = (const Bytef *)in;
+	z->avail_in = (uInt)n;
+	z->next_out = (Bytef *)dec;
+	z->avail_out = sizeof(dec);
+	zr = inflate(z, Z_NO_FLUSH);
+	*used = n - z->avail_in;
+	m = sizeof(dec) - z->avail_out;
+	r->z_more = z->avail_out == 0;
+	r->z_end = zr == Z_STREAM_END;
+	r->inflated += m;
+	if ((zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) ||
+	    (n > 0 && *used == 0 && m == 0)) {
+		*why = "malformed compressed response body";
+		return -1;
+	}
+	if (r->inflated > INJECT_INFLATE_MAX) {
+		*why = "compressed response body over 67108864 bytes once decoded";
+		return -1;
+	}
+	return scrub_out(s, dec, m, false);
+}
+
+/* The body ended: what the scrubber holds goes out, then the last chunk. */
+static int finish(struct session *s, const char **why)
+{
+	struct request *r = &s->r;
+
+	if (r->inflate != NULL && !r->z_end) {
+		*why = "compressed response body cut short";
+		return -1;
+	}
+	*why = "response too large to scrub";
+	if (scrub_out(s, NULL, 0, true) == -1 ||
+	    (r->out_chunked && buf_append(&s->cout, "0\r\n\r\n", 5) == -1))
+		return -1;
+	r->resp_done = true;
+	return 0;
+}
+
+/*
+ * The response body of a scrubbed request, uin -> decoder -> scrubber ->
+ * cout. Moves only while cout has room for the worst case of one piece.
+ * Returns 1 moved, 0 nothing to do now, -1 malformed or out of room (why
+ * says which).
+ */
+int inject_move_body(struct session *s, const char **why)
 {
 	struct request *r = &s->r;
 	bool moved = false;
 
-	while (buf_len(&s->uin) > 0 && !r->resp_done && buf_room(&s->cout) >= inject_scrub_room(s)) {
+	*why = "malformed chunked response body";
+	while (!r->resp_done && buf_room(&s->cout) >= inject_scrub_room(s)) {
 		const char *p = buf_head(&s->uin);
-		size_t n = buf_len(&s->uin);
+		size_t n = buf_len(&s->uin), k, used;
 
-		if (r->resp_body == HTTP_BODY_CHUNKED) {
+		if (r->z_more) {
+			/* what the decoder still holds, before more input */
+			if (emit(s, NULL, 0, &used, why) == -1)
+				return -1;
+		} else if (r->in_done) {
+			if (finish(s, why) == -1)
+				return -1;
+		} else if (n == 0) {
+			break;
+		} else if (r->resp_body == HTTP_BODY_CHUNKED) {
 			struct http_chunked *ch = &r->resp_chunk;
 
 			if (ch->state == HTTP_CHUNK_DATA) {
-				size_t k = n;
-
+				k = n;
 				if (k > ch->remaining)
 					k = (size_t)ch->remaining;
 				if (k > INJECT_SCRUB_PIECE)
 					k = INJECT_SCRUB_PIECE;
-				if (http_chunked_scan(ch, p, k) != (ssize_t)k || emit(s, p, k, true, false))
+				if (emit(s, p, k, &used, why) == -1)
 					return -1;
-				buf_consume(&s->uin, k);
-				r->down += k;
+				*why = "malformed chunked response body";
+				if (http_chunked_scan(ch, p, used) != (ssize_t)used)
+					return -1;
+				buf_consume(&s->uin, used);
+				r->down += used;
 			} else {
 				/* framing, a byte at a time: it is short */
 				if (http_chunked_scan(ch, p, 1) != 1)
 					return -1;
 				buf_consume(&s->uin, 1);
-				if (ch->state == HTTP_CHUNK_DONE) {
-					if (emit(s, NULL, 0, true, true) == -1 ||
-					    buf_append(&s->cout, "0\r\n\r\n", 5) == -1)
-						return -1;
-					r->resp_done = true;
-				}
+				r->in_done = ch->state == HTTP_CHUNK_DONE;
 			}
 		} else {
-			if (r->resp_body == HTTP_BODY_LENGTH && n > r->resp_left)
-				n = (size_t)r->resp_left;
-			if (n > INJECT_SCRUB_PIECE)
-				n = INJECT_SCRUB_PIECE;
-			if (r->resp_body == HTTP_BODY_LENGTH) {
-				r->resp_left -= n;
-				r->resp_done = r->resp_left == 0;
-			}
-			if (emit(s, p, n, false, r->resp_done) == -1)
+			k = n;
+			if (r->resp_body == HTTP_BODY_LENGTH && k > r->resp_left)
+				k = (size_t)r->resp_left;
+			if (k > INJECT_SCRUB_PIECE)
+				k = INJECT_SCRUB_PIECE;
+			if (emit(s, p, k, &used, why) == -1)
 				return -1;
-			buf_consume(&s->uin, n);
-			r->down += n;
+			buf_consume(&s->uin, used);
+			r->down += used;
+			if (r->resp_body == HTTP_BODY_LENGTH) {
+				r->resp_left -= used;
+				r->in_done = r->resp_left == 0;
+			}
 		}
 		moved = true;
 	}
 	return moved ? 1 : 0;
 }
 
-/* A body read to its end (EOF-delimited): what the scrubber holds goes out. */
-int inject_body_eof(struct session *s)
+/* A body read to its end (EOF-delimited): inject_move_body finishes it. */
+void inject_body_eof(struct session *s)
 {
-	return s->r.scrub != NULL ? emit(s, NULL, 0, false, true) : 0;
+	s->r.in_done = true;
 }

@@ -330,7 +330,7 @@ static void update_interest(struct session *s)
 		if (buf_len(&s->uout) > 0)
 			u |= EPOLLOUT;
 		/* a scrubbed body moves only with room for a whole piece: wait for the client */
-		if (!r->resp_done && buf_room(&s->uin) > 0 &&
+		if (!r->resp_done && !r->in_done && buf_room(&s->uin) > 0 &&
 		    buf_room(&s->cout) >= (r->scrub != NULL ? inject_scrub_room(s) : 1))
 			u |= EPOLLIN;
 		break;

@@ -13,7 +13,10 @@ front); ?h=NAME names the credential header (default authorization):
              inside a larger blob), urlsafe base64 of V'; for "Basic ..." also
              the decoded user:pass and the password alone
   gzip       the header's value in a body sent with Content-Encoding: gzip
-             (?enc=deflate: zlib) whatever Accept-Encoding said
+             (?enc=deflate: zlib; any other name: gzip bytes under it)
+             whatever Accept-Encoding said; ?times=N repeats the text,
+             ?zeros=M adds M MiB of zero bytes (a "zip bomb"), ?trunc cuts
+             the compressed stream short, ?frame=chunked|eof frames it so
   last       the value raw and percent-encoded
 A request without the header uses the last value of it seen for this Host
 (any path) whose scheme (first word, lower case; "" for none) is ?s=: an
@@ -84,15 +87,32 @@ def respond(target, host, hmap):
                 pass
         body = ("\n".join(lines) + "\n").encode("latin-1")
     elif seg == "gzip":
-        raw = ("you sent <%s>\n" % val).encode("latin-1")
+        raw = ("you sent <%s>\n" % val).encode("latin-1") * int(q.get("times", ["1"])[0])
+        raw += b"\0" * (int(q.get("zeros", ["0"])[0]) << 20)
         enc = q.get("enc", ["gzip"])[0]
         body = zlib.compress(raw) if enc == "deflate" else gzip.compress(raw)
+        if "trunc" in q:
+            body = body[:len(body) - 12]
         headers.append(("Content-Encoding", enc))
+        frame = q.get("frame", ["cl"])[0]
+        if frame != "cl":
+            return head_and_body(status, headers, body, frame)
     elif seg == "last":
         body = ("last: %s\npct: %s\n" % (val, urllib.parse.quote(val, safe=""))).encode("latin-1")
     else:
         body = b"reflect origin\n"
     headers.append(("Content-Length", str(len(body))))
+    return head_and_body(status, headers, body, "cl")
+
+
+def head_and_body(status, headers, body, frame):
+    """The response; frame chunked: the body in 5-byte chunks; eof: no length (then close)."""
+    if frame == "chunked":
+        headers.append(("Transfer-Encoding", "chunked"))
+        body = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 5]), body[i:i + 5])
+                        for i in range(0, len(body), 5)) + b"0\r\n\r\n"
+    elif frame == "eof":
+        headers.append(("Connection", "close"))
     reasons = {200: "OK", 302: "Found"}
     head = "HTTP/1.1 %d %s\r\n" % (status, reasons[status])
     head += "".join("%s: %s\r\n" % kv for kv in headers) + "\r\n"
@@ -126,6 +146,8 @@ def serve(c, ctx):
             rec({"ev": "req", "line": lines[0], "host": host, "headers": hmap,
                  "sent": out.decode("latin-1")})
             s.sendall(out)
+            if b"\r\nConnection: close\r\n" in out.split(b"\r\n\r\n", 1)[0] + b"\r\n":
+                return
     except OSError:
         pass
     finally:
