@@ -19,8 +19,9 @@ front); ?h=NAME names the credential header (default authorization):
              the compressed stream short, ?frame=chunked|eof frames it so
   last       the value raw and percent-encoded
 A request without the header uses the last value of it seen for this Host
-(any path) whose scheme (first word, lower case; "" for none) is ?s=: an
-origin that shows a stored credential to a request that carried none.
+(any path) whose scheme (first word, lower case; "" for none) is ?s= (of
+the header ?of=, default the same): an origin that shows a stored
+credential to a request that carried none.
 Every request is recorded as {"ev": "req", "line", "host", "sent"}: "sent" is
 the response exactly as written (latin-1), the control that the origin did
 reflect what the client must not see.
@@ -67,7 +68,7 @@ def respond(target, host, hmap):
             LAST[(host, name, val.split(" ", 1)[0].lower() if " " in val else "")] = val
     else:
         with LOCK:
-            val = LAST.get((host, name, q.get("s", [""])[0]), "")
+            val = LAST.get((host, q.get("of", [name])[0], q.get("s", [""])[0]), "")
     if seg == "echo-url":
         status = 302
         headers.append(("Location", "https://back.test/r?to=" + target))

@@ -28,23 +28,25 @@ USERPASS='alice:pa55/w0rd+xyz?'
 BASIC=$(printf %s "$USERPASS" | base64 -w0)
 TOK='minted+tok/7777abcd'
 ST='stamped/only+secret42'
+PH='placeholder/rule+secret9'
 printf '%s\n' "$BASIC" >"$LAB_DIR/basic.secret"
 chmod 600 "$LAB_DIR/basic.secret"
 printf '#!/bin/sh\necho "%s"\necho 600\n' "$TOK" >"$LAB_DIR/mint.sh"
 chmod 700 "$LAB_DIR/mint.sh"
 lab_write_conf "intercept on" \
-	"allow api.test:9445" "allow tok.test:9445" "allow tls.test:9445" "allow pass.test:9445" \
+	"allow api.test:9445" "allow tok.test:9445" "allow tls.test:9445" "allow pass.test:9445" "allow api.test" \
 	"upstream-ca api.test $O" "upstream-ca tok.test $O" "upstream-ca tls.test $O" "upstream-ca pass.test $O" \
 	'inject hdr host=api.test path=/h header=Authorization prefix="Bearer " env=SCRUB_HDR unattributed=yes' \
 	'inject qp host=api.test path=/q query=key env=SCRUB_Q unattributed=yes' \
 	"inject bas host=api.test path=/basic header=Authorization prefix=\"Basic \" file=$LAB_DIR/basic.secret unattributed=yes" \
 	"inject tok host=tok.test path=/api header=X-Token command=$LAB_DIR/mint.sh unattributed=yes" \
-	'inject st host=tls.test header=Authorization prefix="Bearer " env=SCRUB_ST'
+	'inject st host=tls.test header=Authorization prefix="Bearer " env=SCRUB_ST' \
+	'inject ph host=tok.test path=/ph header=X-Ph require=sandbox-placeholder env=SCRUB_PH unattributed=yes'
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 sl key init >/dev/null 2>&1 || lab_bail "sluice key init"
-export SCRUB_HDR=$HDR SCRUB_Q=$QS SCRUB_ST=$ST
+export SCRUB_HDR=$HDR SCRUB_Q=$QS SCRUB_ST=$ST SCRUB_PH=$PH
 lab_run_proxy
-unset SCRUB_HDR SCRUB_Q SCRUB_ST
+unset SCRUB_HDR SCRUB_Q SCRUB_ST SCRUB_PH
 CA=$STATE/ca.crt
 icurl() { hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$CA" "$@"; }
 oq() { jq_ "$R" "$@"; }
@@ -185,6 +187,25 @@ icurl -D - 'https://tls.test:9445/x/last?s=bearer' >"$LAB_DIR/c10" 2>&1
 check "not injected (the rule does not serve an unattributed client): masked" "/x/last?s=bearer" \
 	"$LAB_DIR/c10" "$ST"
 expect_eq "... the row names no rule" null "$(logq 'path=/x/last?s=bearer' --field inject)"
+
+# require= without its placeholder: the client's own value is sent, the response still scrubbed
+out=$(icurl -o /dev/null -w '%{http_code}' -H 'X-Ph: sandbox-placeholder' 'https://tok.test:9445/ph/echo-url?h=x-ph' 2>&1)
+expect_eq "require=: the placeholder is replaced" "302 ph" "$out $(logq 'path=/ph/echo-url?h=x-ph' --field inject)"
+icurl -D - -H 'X-Ph: mine' 'https://tok.test:9445/ph/last?h=x-none&of=x-ph' >"$LAB_DIR/c11" 2>&1
+check "require= found the client's own value (not injected): the response is scrubbed" \
+	"/ph/last?h=x-none&of=x-ph" "$LAB_DIR/c11" "$PH"
+expect_eq "... the row names no rule, the origin got the client's value" "null mine" \
+	"$(logq 'path=/ph/last?h=x-none&of=x-ph' --field inject) $("$PY" -c 'import json,sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if "/ph/last" in r["line"]: print(r["headers"].get("x-ph"))' "$R")"
+
+# plain HTTP from a host a rule names is scrubbed too (here the client sends
+# the value itself, standing in for an origin that shows a stored one)
+pcurl -D - -H "Authorization: Bearer $HDR" 'http://api.test/reflect?mode=chunked' >"$LAB_DIR/c12" 2>&1
+expect_eq "plain HTTP from a rule's host: the reflection is masked, the row counts three" "none 3 http" \
+	"$(forms "$LAB_DIR/c12" "$HDR") $(logq 'path=/reflect?mode=chunked' --field scrubbed) $(logq 'path=/reflect?mode=chunked' --field kind)"
+expect_eq "... control: the origin got the value" 1 "$(grep -c "Bearer $HDR" "$LAB_DIR/inet.jsonl")"
 
 expect_eq "no value appears in the network log" none "$(forms "$NETLOG" "$HDR" "$QS" "$BASIC" "$TOK" "$ST")"
 lab_done
