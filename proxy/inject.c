@@ -376,9 +376,8 @@ int inject_response_coding(struct session *s, const struct http_response *resp)
 			       r->t.host.name);
 		return -1;
 	}
-	if (r->minor >= 1)
-		r->out_chunked = true;
-	else
+	r->out_chunked = r->minor >= 1;
+	if (!r->out_chunked)
 		r->client_close = true; /* no length to give: the body ends with the connection */
 	return 0;
 }

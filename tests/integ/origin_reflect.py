@@ -16,13 +16,14 @@ front); ?h=NAME names the credential header (default authorization):
              (?enc=deflate: zlib; any other name: gzip bytes under it)
              whatever Accept-Encoding said; ?times=N repeats the text,
              ?zeros=M adds M MiB of zero bytes (a "zip bomb"), ?trunc cuts
-             the compressed stream short, ?frame=chunked|eof frames it so
+             the compressed stream short, ?members=N sends it N times over
+             (gzip members one after the other), ?frame=chunked|eof frames it so
   last       the value raw and percent-encoded
 A request without the header uses the last value of it seen for this Host
 (any path) whose scheme (first word, lower case; "" for none) is ?s= (of
 the header ?of=, default the same): an origin that shows a stored
 credential to a request that carried none.
-Every request is recorded as {"ev": "req", "line", "host", "sent"}: "sent" is
+A HEAD request gets the head alone. Every request is recorded as {"ev": "req", "line", "host", "sent"}: "sent" is
 the response exactly as written (latin-1), the control that the origin did
 reflect what the client must not see.
 """
@@ -92,6 +93,7 @@ def respond(target, host, hmap):
         raw += b"\0" * (int(q.get("zeros", ["0"])[0]) << 20)
         enc = q.get("enc", ["gzip"])[0]
         body = zlib.compress(raw) if enc == "deflate" else gzip.compress(raw)
+        body *= int(q.get("members", ["1"])[0])
         if "trunc" in q:
             body = body[:len(body) - 12]
         headers.append(("Content-Encoding", enc))
@@ -144,6 +146,8 @@ def serve(c, ctx):
             target = lines[0].split(" ")[1]
             host = hmap.get("host", "").split(":")[0]
             out = respond(target, host, hmap)
+            if lines[0].startswith("HEAD "):
+                out = out.split(b"\r\n\r\n", 1)[0] + b"\r\n\r\n"
             rec({"ev": "req", "line": lines[0], "host": host, "headers": hmap,
                  "sent": out.decode("latin-1")})
             s.sendall(out)

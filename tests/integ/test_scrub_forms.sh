@@ -141,6 +141,16 @@ for frame in cl chunked eof; do
 		"$(printf 'you sent <Bearer %s>\n' "$HDR" "$HDR" "$HDR")" \
 		"$(unpacked "line~/h/gzip?frame=$frame&times=3")"
 done
+icurl --compressed -o "$LAB_DIR/c4" 'https://api.test:9445/h/gzip?members=2' 2>&1
+expect_eq "two gzip members one after the other: both decoded, masked" \
+	"$(printf 'you sent <Bearer %s>\n' "$stars" "$stars")" "$(cat "$LAB_DIR/c4")"
+out=$(icurl --http1.0 --compressed -D - 'https://api.test:9445/h/gzip?frame=chunked' 2>&1 | tr -d '\r')
+expect_eq "an HTTP/1.0 client: the decoded body ends with the connection (no chunking), masked" \
+	"close 0 you sent <Bearer $stars>" \
+	"$(header_of "$(printf '%s' "$out" | sed '1,/^$/d')" Connection) $(printf '%s' "$out" | grep -ci '^transfer-encoding') $(printf '%s' "$out" | tail -1)"
+out=$(icurl -I 'https://api.test:9445/h/gzip' 2>&1 | tr -d '\r')
+expect_eq "a HEAD answered with Content-Encoding: gzip passes as it came (no body to scrub)" \
+	"200 gzip" "$(logq path=/h/gzip method=HEAD --field status) $(header_of "$(printf '%s' "$out" | sed '1,/^$/d')" Content-Encoding)"
 icurl --compressed -D - 'https://api.test:9445/h/gzip?enc=br' >"$LAB_DIR/c4" 2>&1
 expect_eq "another coding (br) from a host a rule names: 502 encoded-response, never the value" \
 	"502 encoded-response none" \
