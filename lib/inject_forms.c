@@ -5,14 +5,15 @@
  * echoed URL or a Location carries a query rule's value percent-encoded (in
  * upper case as the proxy writes it, in lower case, or encoded once more
  * inside another URL), a debugging page shows a header base64'd, a Basic
- * credential is shown decoded. Each form here is a string the scrubber
- * masks byte for byte; a prefix (prefix=) is not secret and is not masked,
+ * credential is shown decoded, a JSON string escapes it (and '/' too, in
+ * PHP's). Each form here is a string the scrubber masks byte for byte; a
+ * prefix (prefix=) is not secret and is not masked,
  * but the value inside "prefix+value" is found in every form: raw and
  * percent-encoding are byte-wise, and base64 is taken at all three
  * alignments, so base64 of the whole header value contains one of them.
  *
- * It does not know what an origin does beyond these forms (JSON or HTML
- * escaping, other encodings, a value split in pieces are not found).
+ * It does not know what an origin does beyond these forms (HTML escaping,
+ * other encodings, a value split in pieces are not found).
  * Allocates the forms; inject_forms_release wipes and frees them.
  */
 #include "inject.h"
@@ -185,6 +186,59 @@ static int add_basic(struct inject_forms *f, const char *s, size_t n)
 	return take(f, p, w);
 }
 
+/* The JSON escape of a control byte ch < 0x20 that has a short one ('t' for TAB), or 0. */
+static char json_short(unsigned char ch)
+{
+	switch (ch) {
+	case '\t':
+		return 't';
+	case '\n':
+		return 'n';
+	case '\r':
+		return 'r';
+	case '\b':
+		return 'b';
+	case '\f':
+		return 'f';
+	}
+	return 0;
+}
+
+/*
+ * s[0..n) inside a JSON string: '"', '\\' and, with slash, '/' (PHP's
+ * json_encode escapes it, Python's json does not) after a backslash, the
+ * controls as \t, \n, \r, \b, \f or \u00XX (lower-case hex, as Python
+ * writes them). Other bytes as they are.
+ */
+static int add_json(struct inject_forms *f, const char *s, size_t n, bool slash)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *p = malloc(6 * n + 1);
+	size_t w = 0;
+
+	if (p == NULL)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch == '"' || ch == '\\' || (slash && ch == '/')) {
+			p[w++] = '\\';
+			p[w++] = (char)ch;
+		} else if (ch < 0x20 && json_short(ch) != 0) {
+			p[w++] = '\\';
+			p[w++] = json_short(ch);
+		} else if (ch < 0x20) {
+			memcpy(p + w, "\\u00", 4);
+			p[w + 4] = hex[ch >> 4];
+			p[w + 5] = hex[ch & 15];
+			w += 6;
+		} else {
+			p[w++] = (char)ch;
+		}
+	}
+	return take(f, p, w);
+}
+
 static bool is_basic(const char *prefix)
 {
 	size_t n = strlen(prefix);
@@ -219,6 +273,8 @@ int inject_forms_add(struct inject_forms *f, const char *prefix, const char *sec
 	}
 	explicit_bzero(once, n);
 	free(once);
+	if (add_json(f, secret, slen, false) == -1 || add_json(f, secret, slen, true) == -1)
+		return -1;
 	for (size_t k = 0; k < 3; k++)
 		if (add_base64(f, secret, slen, k, b64_std) == -1 ||
 		    add_base64(f, secret, slen, k, b64_url) == -1)

@@ -35,8 +35,8 @@
 /* room for every form (inject_forms.c) of the secrets of a few rules on one host */
 #define SCRUB_MAX_SECRETS 64
 #define SCRUB_MIN_LEN 4
-/* a secret of 8192 bytes percent-encoded twice ("%" -> "%25") is 5 times as long */
-#define SCRUB_MAX_LEN 40960
+/* a secret of 8192 control bytes inside a JSON string ("\u0001") is 6 times as long */
+#define SCRUB_MAX_LEN 49152
 
 struct scrub;
 

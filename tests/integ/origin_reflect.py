@@ -12,6 +12,8 @@ front); ?h=NAME names the credential header (default authorization):
              standard base64 of both, of "x"+V' and "xy"+V' (other alignments
              inside a larger blob), urlsafe base64 of V'; for "Basic ..." also
              the decoded user:pass and the password alone
+  echo-json  the request's headers as JSON, as Python writes it and with
+             every '/' escaped too (as PHP's json_encode does)
   gzip       the header's value in a body sent with Content-Encoding: gzip
              (?enc=deflate: zlib; any other name: gzip bytes under it)
              whatever Accept-Encoding said; ?times=N repeats the text,
@@ -88,6 +90,9 @@ def respond(target, host, hmap):
             except ValueError:
                 pass
         body = ("\n".join(lines) + "\n").encode("latin-1")
+    elif seg == "echo-json":
+        py = json.dumps({"headers": hmap})
+        body = (py + "\n" + py.replace("/", "\\/") + "\n").encode("latin-1")
     elif seg == "gzip":
         raw = ("you sent <%s>\n" % val).encode("latin-1") * int(q.get("times", ["1"])[0])
         raw += b"\0" * (int(q.get("zeros", ["0"])[0]) << 20)

@@ -1,6 +1,7 @@
 #!/bin/bash
 # A reflected secret is masked in every form it was sent in, not only raw:
-# percent-encoded (upper case as sent, lower case, twice), base64 at any
+# percent-encoded (upper case as sent, lower case, twice), inside JSON
+# (Python's escapes, PHP's escaping '/' too), base64 at any
 # alignment (so inside the base64 of the header value with its prefix too),
 # urlsafe base64, and a Basic credential's decoded user:pass and password.
 # A compressed response from a host an inject rule names, although identity
@@ -54,13 +55,14 @@ oq() { jq_ "$R" "$@"; }
 # forms FILE VALUE...: which encoded forms of the VALUEs occur in FILE (computed
 # here with Python's urllib and base64, not the proxy's code), or "none".
 cat >"$LAB_DIR/forms.py" <<'PY'
-import base64, sys, urllib.parse
+import base64, json, sys, urllib.parse
 text = open(sys.argv[1], "rb").read().decode("latin-1")
 found = []
 for v in sys.argv[2:]:
     b = v.encode("latin-1")
     up = urllib.parse.quote(v, safe="")
-    forms = {"raw": v, "pct": up, "pct-lower": "".join(
+    js = json.dumps(v)[1:-1]
+    forms = {"raw": v, "json": js, "json-php": js.replace("/", "\\/"), "pct": up, "pct-lower": "".join(
         c.lower() if i > 0 and up[i - 1] == "%" or i > 1 and up[i - 2] == "%" else c
         for i, c in enumerate(up)), "pct-twice": urllib.parse.quote(up, safe="")}
     for k in range(3):
@@ -119,6 +121,10 @@ ORIGIN_LINE=/q/echo-url?a=1 check "percent-encoded (as sent, lower case, twice) 
 icurl -D - 'https://api.test:9445/h/echo-b64' >"$LAB_DIR/c2" 2>&1
 check "base64 reflections (the whole header value, the value at 3 alignments, urlsafe)" \
 	"/h/echo-b64" "$LAB_DIR/c2" "$HDR"
+
+# JSON, as Python and PHP write it
+icurl -D - 'https://api.test:9445/h/echo-json' >"$LAB_DIR/c2" 2>&1
+check "JSON reflections ('/' escaped or not)" "/h/echo-json" "$LAB_DIR/c2" "$HDR"
 
 # Basic: the value is base64 of user:pass; the origin shows it decoded
 icurl -D - 'https://api.test:9445/basic/echo-b64' >"$LAB_DIR/c3" 2>&1

@@ -60,6 +60,7 @@ static void test_reserved_value(void **state)
 		"a%252Bb%252Fc%253Dd%253Ae%2520f%253F", /* inside another URL */
 		"YStiL2M9ZDplIGY/", "YStiL2M9ZDplIGY_", /* base64, urlsafe, aligned */
 		"ErYi9jPWQ6ZSBmP", "hK2IvYz1kOmUgZj", /* one and two bytes in */
+		"a+b\\/c=d:e f?",                 /* in PHP's JSON; Python's is the raw form */
 	};
 	struct inject_forms f;
 
@@ -99,6 +100,18 @@ static void test_binary_value(void **state)
 	assert_true(has(&f, "-_-__j4_"));
 	assert_true(has(&f, "%FB%FF%BF%FE%3E%3F"));
 	assert_true(has(&f, "%fb%ff%bf%fe%3e%3f"));
+	no_duplicates(&f);
+	inject_forms_release(&f);
+}
+
+/* Inside a JSON string, as Python's json.dumps and PHP's json_encode write it. */
+static void test_json(void **state)
+{
+	struct inject_forms f;
+
+	forms_of(&f, "", "q\"u/o\\t\te\x01", 10);
+	assert_true(has(&f, "q\\\"u/o\\\\t\\te\\u0001"));
+	assert_true(has(&f, "q\\\"u\\/o\\\\t\\te\\u0001"));
 	no_duplicates(&f);
 	inject_forms_release(&f);
 }
@@ -238,7 +251,7 @@ static void test_too_many(void **state)
 	assert_int_equal(f.n, 0);
 }
 
-/* The longest secret: its forms fit the scrubber (percent-encoded twice is the longest). */
+/* The longest secret: its forms fit the scrubber (in JSON, \u0001 each, the longest). */
 static void test_longest_value(void **state)
 {
 	static char v[INJECT_SECRET_MAX];
@@ -246,12 +259,13 @@ static void test_longest_value(void **state)
 	size_t longest = 0;
 	struct scrub *sc;
 
-	memset(v, '/', sizeof(v));
+	memset(v, 1, sizeof(v));
 	forms_of(&f, "", v, sizeof(v));
 	for (size_t i = 0; i < f.n; i++)
 		if (f.len[i] > longest)
 			longest = f.len[i];
-	assert_int_equal(longest, 5 * INJECT_SECRET_MAX);
+	assert_int_equal(longest, 6 * INJECT_SECRET_MAX);
+	assert_int_equal(longest, SCRUB_MAX_LEN);
 	sc = scrub_new((const char *const *)f.pat, f.len, f.n);
 	assert_non_null(sc);
 	scrub_free(sc);
@@ -264,6 +278,7 @@ int main(void)
 		cmocka_unit_test(test_reserved_value),
 		cmocka_unit_test(test_unreserved_value),
 		cmocka_unit_test(test_binary_value),
+		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_basic),
 		cmocka_unit_test(test_short_value),
 		cmocka_unit_test(test_base64_any_alignment),
