@@ -32,8 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* room for every form (inject_forms.c) of the secrets of a few rules on one host */
-#define SCRUB_MAX_SECRETS 64
+/* room for every form (inject_forms.c, up to 14 a secret) of the secrets of the rules of a host */
+#define SCRUB_MAX_SECRETS 128
 #define SCRUB_MIN_LEN 4
 /* a secret of 8192 control bytes inside a JSON string ("\u0001") is 6 times as long */
 #define SCRUB_MAX_LEN 49152
