@@ -8,9 +8,9 @@
 # was asked for, is decoded (gzip, deflate; bounded) and scrubbed, and any
 # other Content-Encoding refused: the secret would pass the scrubber unseen.
 # Every response from such a host is scrubbed, also when the request got no
-# credential (its path matched no rule, the rule does not serve the client),
-# with the secrets of the host's rules: env and file read again, a token
-# command's last minted token. Each case: the client never sees a form of
+# credential (its path matched no rule, the rule does not serve the client,
+# require= found no placeholder, plain HTTP), with the secrets of the host's
+# rules: env and file read again, a token command's last minted token. Each case: the client never sees a form of
 # the value, the row counts the masks, and the origin's own record of what
 # it sent shows it did reflect them.
 source "$(dirname "$0")/lab.sh"
