@@ -4,9 +4,10 @@
  * A rule (the config's `inject NAME KEY=VALUE...` line, parsed by
  * inject_rule.c) names one exact host and port, an optional path prefix, the header
  * or query parameter to write, where the secret comes from, and whom it
- * serves. Nothing here reads a secret, runs a command, logs or allocates:
- * the proxy fetches the secret (env, file, token command) and hands the
- * bytes to these functions, which check and place them.
+ * serves. Nothing here reads a secret, runs a command or logs: the proxy
+ * fetches the secret (env, file, token command) and hands the bytes to
+ * these functions, which check and place them, and list the forms the
+ * scrubber masks (inject_forms.c, the only one that allocates).
  *
  * Matching (inject_match):
  *   - host: the request's canonical host equals the rule's host exactly;
@@ -57,6 +58,7 @@
 #include <stdint.h>
 
 #include "host.h"
+#include "scrub.h"
 
 #define INJECT_NAME_MAX 64        /* [A-Za-z0-9._-] */
 #define INJECT_PATH_MAX 1024
@@ -214,5 +216,33 @@ int inject_query_rewrite(const struct inject_rule *r, const char *path, size_t l
  */
 int inject_token_parse(const char *buf, size_t len, char *secret, size_t ssize,
 		       unsigned *ttl_s, const char **err);
+
+/* inject_forms.c: what the scrubber masks for a secret */
+
+/* Forms of the secrets of a response's host, owned (wiped and freed on release). */
+struct inject_forms {
+	char *pat[SCRUB_MAX_SECRETS];
+	size_t len[SCRUB_MAX_SECRETS];
+	size_t n;
+};
+
+void inject_forms_init(struct inject_forms *f);
+
+/*
+ * Add the forms of secret[0..slen) written after prefix (a rule's prefix=,
+ * "" for none): the value raw; percent-encoded as inject_query_rewrite
+ * writes it (upper-case hex), with lower-case hex, and encoded twice; as
+ * inside a JSON string (Python's escapes, and with '/' escaped, PHP's); the
+ * base64 characters only the value decides at each of the 3 alignments in
+ * a larger blob, standard and urlsafe alphabets (so base64 of prefix+value
+ * is covered too); with a Basic prefix, the value base64-decoded (user:pass)
+ * and the part after its first ':'. A secret shorter than SCRUB_MIN_LEN
+ * has no forms; forms shorter than it or already held are skipped. Returns 0, or -1 with errno ENOMEM or E2BIG
+ * (more than SCRUB_MAX_SECRETS forms in all; f keeps those added).
+ */
+int inject_forms_add(struct inject_forms *f, const char *prefix, const char *secret, size_t slen);
+
+/* Wipe and free every form; f is empty again. */
+void inject_forms_release(struct inject_forms *f);
 
 #endif

@@ -38,6 +38,9 @@ struct node {
 	uint8_t nmatch;   /* distinct secrets ending here */
 };
 
+_Static_assert(SCRUB_MAX_SECRETS <= UINT8_MAX, "nmatch counts distinct secrets in 8 bits");
+_Static_assert(SCRUB_MAX_LEN <= UINT16_MAX, "depth, hold and mlen are 16 bits");
+
 struct span {
 	uint64_t start, end; /* stream positions, inclusive */
 };

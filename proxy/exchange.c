@@ -244,7 +244,7 @@ static int build_upstream_head(struct session *s, const struct http_request *req
 		if (http_is_hop_header(req->headers, req->nheaders, i) || is_stamp_header(h) ||
 		    (int)i == req->host_header)
 			continue;
-		/* a credential goes in one place, the rule's, and comes back unencoded to be scrubbed */
+		/* a credential goes in one place, the rule's; a host's answers come unencoded to be scrubbed */
 		if (rule != NULL && plan != -2 && header_named(h, rule->field))
 			continue;
 		if (s->r.scrub != NULL && header_named(h, "Accept-Encoding"))
@@ -423,7 +423,7 @@ static void start_request(struct session *s, const struct http_request *req, siz
 		if (r->rule->target == INJECT_HEADER)
 			snprintf(r->inject_field, sizeof(r->inject_field), "%s", r->rule->field);
 	} else {
-		inject_end(s); /* require= without its placeholder: sent as it was */
+		inject_unsent(s); /* require= without its placeholder: sent as it was, scrubbed */
 	}
 	r->rule = NULL;
 	buf_consume(&s->cin, len);
@@ -675,11 +675,16 @@ static int build_client_head(struct session *s, const struct http_response *resp
 	    put(b, resp->reason, resp->reason_len) == -1 || put(b, "\r\n", 2) == -1)
 		return -1;
 	for (size_t i = 0; i < resp->nheaders; i++) {
-		if (http_is_hop_header(resp->headers, resp->nheaders, i))
+		if (http_is_hop_header(resp->headers, resp->nheaders, i) ||
+		    inject_drops_header(s, &resp->headers[i]))
 			continue;
 		if (put_header(b, &resp->headers[i]) == -1)
 			return -1;
 	}
+	/* a decoded body is framed anew */
+	if (s->r.inflate != NULL && s->r.out_chunked &&
+	    put(b, "Transfer-Encoding: chunked\r\n", 28) == -1)
+		return -1;
 	if (s->r.client_close && resp->status >= 200 &&
 	    put(b, "Connection: close\r\n", 19) == -1)
 		return -1;
@@ -743,6 +748,8 @@ static int response_head(struct session *s)
 			return -1; /* the same request again, with a new token */
 		}
 	}
+	if (inject_response_coding(s, &resp) == -1)
+		return -1;
 	if (resp.status >= 200) {
 		r->resp_head = true;
 		r->status = resp.status;
@@ -871,12 +878,14 @@ void exchange_http(struct session *s)
 			head_short = k == 0;
 		}
 		/* the body right behind its head, so both leave in one write */
-		if (!r->resp_done && r->resp_head && buf_len(&s->uin) > 0) {
+		if (!r->resp_done && r->resp_head &&
+		    (buf_len(&s->uin) > 0 || (r->scrub != NULL && (r->in_done || r->z_more)))) {
 			if (r->scrub != NULL) {
-				int k = inject_move_body(s);
+				const char *why;
+				int k = inject_move_body(s, &why);
 
 				if (k == -1) {
-					session_abort(s, "malformed chunked response body");
+					session_abort(s, why);
 					return;
 				}
 				moved |= k > 0;
@@ -902,7 +911,7 @@ void exchange_http(struct session *s)
 			}
 		}
 		/* read only once what was read is used up, so an EOF is never early */
-		if (!r->resp_done && buf_room(&s->uin) > 0 && buf_room(&s->cout) > 0 &&
+		if (!r->resp_done && !r->in_done && buf_room(&s->uin) > 0 && buf_room(&s->cout) > 0 &&
 		    (buf_len(&s->uin) == 0 || head_short || resp_trailer) &&
 		    (!u_drained || s->u_hup)) {
 			n = sio_read(s, true, &s->uin, 0, &u_drained);
@@ -910,11 +919,11 @@ void exchange_http(struct session *s)
 				moved = true;
 			} else if (n == 0 && r->resp_head && r->resp_body == HTTP_BODY_EOF &&
 				   buf_len(&s->uin) == 0) {
-				if (inject_body_eof(s) == -1) {
-					session_abort(s, "response too large to scrub");
-					return;
-				}
-				r->resp_done = true;
+				/* a scrubbed body is finished by inject_move_body */
+				if (r->scrub != NULL)
+					inject_body_eof(s);
+				else
+					r->resp_done = true;
 				r->resp_close = true;
 				moved = true;
 			} else if (n == 0 || (n == -1 && !session_would_block())) {

@@ -1,6 +1,6 @@
 /*
- * inject.c: writing a credential onto an allowed request, and masking it
- * in the response.
+ * inject.c: writing a credential onto an allowed request, and masking the
+ * secrets of its host in the response.
  *
  * Only inside an intercepted CONNECT (tls.c), where the destination, the
  * SNI and the Host already agree: after the policy allowed the request, the
@@ -11,12 +11,22 @@
  * rule and why, never the value): nothing is sent without it. The value is
  * held only while its request lives and wiped after.
  *
- * An injected request asks for an identity encoding, and every byte of its
- * response head and body goes through a scrubber (lib/scrub.h) that masks
- * the secret with as many '*' before the client sees it: a Content-Length
- * body keeps its length; a chunked body is taken apart and chunked again,
- * so a secret split across chunks is found too (trailers are dropped).
- * The row names the rule and counts what was masked.
+ * Every response from a host a rule names goes through a scrubber
+ * (lib/scrub.h), injected or not (its path matched no rule, the rule does
+ * not serve the client, require= found no placeholder): an origin may show
+ * a credential it was sent before. It masks every form (inject_forms.c) of
+ * the secret of each rule naming the host with as many '*': this request's
+ * own, else read again for scrubbing only (env, file) or the token
+ * command's last minted value; one that cannot be had now is not masked.
+ * The request asks for an identity encoding; compressed, the secret would
+ * pass the scrubber unseen, so a response that comes gzip or deflate
+ * anyway is decoded (zlib, at most INJECT_INFLATE_MAX bytes: a "zip bomb"
+ * is cut there) and sent unencoded, chunked, and any other coding is
+ * refused (502 encoded-response). Every byte of the head and body is
+ * scrubbed before the client sees it: a Content-Length body keeps its
+ * length; a chunked body is taken apart and chunked again, so a secret
+ * split across chunks is found too (trailers are dropped). The row names
+ * the rule that injected and counts what was masked.
  *
  * A command rule's token comes from token.c: a request whose token is
  * being minted waits (SS_TOKEN); a bodiless request answered 401 has its
@@ -26,6 +36,7 @@
  */
 #include "session.h"
 
+#define ZLIB_CONST
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +44,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "file.h"
 
@@ -45,6 +57,17 @@ static void secret_wipe(struct request *r)
 	}
 	r->secret = NULL;
 	r->secret_len = 0;
+}
+
+/* The credential was not sent (require= found no placeholder): drop it, keep scrubbing. */
+void inject_unsent(struct session *s)
+{
+	struct request *r = &s->r;
+
+	secret_wipe(r);
+	free(r->rehead);
+	r->rehead = NULL;
+	r->rehead_len = 0;
 }
 
 void inject_end(struct session *s)
@@ -62,16 +85,25 @@ void inject_end(struct session *s)
 	secret_wipe(r);
 	scrub_free(r->scrub);
 	r->scrub = NULL;
+	if (r->inflate != NULL) {
+		inflateEnd(r->inflate);
+		free(r->inflate);
+		r->inflate = NULL;
+	}
 	free(r->rehead);
 	r->rehead = NULL;
 	r->rehead_len = 0;
 }
 
-/* The rule's secret into r->secret. Returns 0, 1 (a token is being minted), or -1 with why[]. */
-static int secret_fetch(struct session *s, char *why, size_t size)
+/*
+ * The secret of rule into *val (the caller wipes and frees it). With mint,
+ * a command rule's token comes from token_get (which may start a run);
+ * without, it is the last one minted. Returns 0, 1 (a token is being
+ * minted, or none without mint), or -1 with why[].
+ */
+static int secret_load(struct session *s, const struct inject_rule *rule, bool mint, char **val,
+		       size_t *vlen, char *why, size_t size)
 {
-	struct request *r = &s->r;
-	const struct inject_rule *rule = r->rule;
 	int k;
 	struct stat st;
 	char *buf = NULL;
@@ -114,7 +146,9 @@ static int secret_fetch(struct session *s, char *why, size_t size)
 		buf[len] = '\0';
 		break;
 	case INJECT_COMMAND:
-		k = token_get(s, rule, &buf, &len, why, size);
+		k = mint ? token_get(s, rule, &buf, &len, why, size) : token_peek(s->px, rule, &buf, &len);
+		if (k == -1 && !mint)
+			goto oom;
 		if (k <= 0)
 			return k == 0 ? 1 : -1;
 		break;
@@ -125,8 +159,8 @@ static int secret_fetch(struct session *s, char *why, size_t size)
 		free(buf);
 		return -1;
 	}
-	r->secret = buf;
-	r->secret_len = len;
+	*val = buf;
+	*vlen = len;
 	return 0;
 oom:
 	snprintf(why, size, "out of memory");
@@ -134,10 +168,64 @@ oom:
 }
 
 /*
- * The request is allowed; find its rule and fetch the secret. Returns 0
- * (go on, with or without a credential), 1 (wait: its token is being
- * minted; the request is asked again when it is) or -1 (refused: nothing
- * is sent).
+ * The scrubber for a response from r's host: every form of the secret of
+ * each rule naming the host (this request's own when it has one). None
+ * names it, or no form is long enough: no scrubber. Returns 0, or -1 with
+ * why[] (out of memory, too many forms).
+ */
+static int scrub_build(struct session *s, char *why, size_t size)
+{
+	struct request *r = &s->r;
+	const struct config *c = session_config(s);
+	struct inject_forms f;
+	int ret = -1;
+
+	inject_forms_init(&f);
+	for (size_t i = 0; i < c->nrules; i++) {
+		const struct inject_rule *rule = &c->rules[i];
+		char *v = NULL, ignored[8];
+		size_t n = 0;
+		int k;
+
+		if (strcmp(rule->host, r->t.host.name) != 0)
+			continue;
+		if (rule == r->rule) {
+			k = inject_forms_add(&f, rule->prefix, r->secret, r->secret_len);
+		} else {
+			/* for scrubbing only: what cannot be had now was not sent by this proxy now */
+			if (secret_load(s, rule, false, &v, &n, ignored, sizeof(ignored)) != 0)
+				continue;
+			k = inject_forms_add(&f, rule->prefix, v, n);
+			explicit_bzero(v, n);
+			free(v);
+		}
+		if (k == -1) {
+			if (errno == E2BIG)
+				snprintf(why, size, "more than %d forms of the secrets of %s to mask",
+					 SCRUB_MAX_SECRETS, r->t.host.name);
+			else
+				snprintf(why, size, "out of memory");
+			goto out_release;
+		}
+	}
+	if (f.n > 0) {
+		r->scrub = scrub_new((const char *const *)f.pat, f.len, f.n);
+		if (r->scrub == NULL) {
+			snprintf(why, size, "out of memory");
+			goto out_release;
+		}
+	}
+	ret = 0;
+out_release:
+	inject_forms_release(&f);
+	return ret;
+}
+
+/*
+ * The request is allowed; find its rule, fetch the secret, and make the
+ * scrubber for its host. Returns 0 (go on, with or without a credential),
+ * 1 (wait: its token is being minted; the request is asked again when it
+ * is) or -1 (refused: nothing is sent).
  */
 int inject_begin(struct session *s, const struct http_request *req)
 {
@@ -145,37 +233,29 @@ int inject_begin(struct session *s, const struct http_request *req)
 	const char *src = s->stamped ? s->stamp.src : NULL;
 	const char *as = s->stamped && s->stamp.as[0] != '\0' ? s->stamp.as : NULL;
 	char why[256];
-	size_t n = 1;
 
-	if (!s->intercept)
-		return 0;
-	r->rule = inject_match(session_config(s), r->t.host.name, r->t.port, req->path, req->path_len);
-	if (r->rule == NULL)
-		return 0;
-	if (!inject_serves(r->rule, s->stamped ? s->who : NULL, src, as)) {
+	if (s->intercept)
+		r->rule = inject_match(session_config(s), r->t.host.name, r->t.port, req->path,
+				       req->path_len);
+	if (r->rule != NULL && !inject_serves(r->rule, s->stamped ? s->who : NULL, src, as)) {
 		snprintf(r->detail, sizeof(r->detail), "rule %s does not serve %s; sent without it",
 			 r->rule->name, s->who);
 		r->rule = NULL;
-		return 0;
 	}
-	switch (secret_fetch(s, why, sizeof(why))) {
-	case 1:
-		return 1;
-	case -1:
-		session_refuse(s, 502, "inject-failed", "http_request_error",
-			       "rule %s: %s; the request was not sent", r->rule->name, why);
-		return -1;
-	}
-	if (r->secret_len >= SCRUB_MIN_LEN) {
-		const char *sec = r->secret;
-
-		r->scrub = scrub_new(&sec, &r->secret_len, n);
-		if (r->scrub == NULL) {
+	if (r->rule != NULL) {
+		switch (secret_load(s, r->rule, true, &r->secret, &r->secret_len, why, sizeof(why))) {
+		case 1:
+			return 1;
+		case -1:
 			session_refuse(s, 502, "inject-failed", "http_request_error",
-				       "rule %s: out of memory; the request was not sent",
-				       r->rule->name);
+				       "rule %s: %s; the request was not sent", r->rule->name, why);
 			return -1;
 		}
+	}
+	if (scrub_build(s, why, sizeof(why)) == -1) {
+		session_refuse(s, 502, "inject-failed", "http_request_error",
+			       "%s; the request was not sent", why);
+		return -1;
 	}
 	return 0;
 }
@@ -209,6 +289,110 @@ int inject_header_plan(const struct session *s, const struct http_request *req)
 	return -2;
 }
 
+size_t inject_scrub_room(const struct session *s)
+{
+	/* a piece, what the scrubber held back, chunk framing */
+	return INJECT_SCRUB_PIECE + scrub_hold_max(s->r.scrub) + 32;
+}
+
+/* The Content-Encoding value v[0..n), trimmed, is exactly name (case-insensitive). */
+static bool coding_is(const char *v, size_t n, const char *name)
+{
+	size_t a = 0, l = strlen(name);
+
+	while (a < n && (v[a] == ' ' || v[a] == '\t'))
+		a++;
+	while (n > a && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	return n - a == l && strncasecmp(v + a, name, l) == 0;
+}
+
+/* Whether the Content-Encoding value v[0..n) lists only "identity" (or nothing). */
+static bool coding_identity(const char *v, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n) {
+		size_t a;
+
+		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+			i++;
+		a = i;
+		while (i < n && v[i] != ',')
+			i++;
+		if (i > a && !coding_is(v + a, i - a, "identity"))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * A scrubbed response must reach the scrubber unencoded: the request asked
+ * for identity, and a compressed body would carry the secret past it. A
+ * final response with a body under one Content-Encoding of gzip, x-gzip or
+ * deflate (not a 206: a range of it cannot be decoded alone) is decoded
+ * here (r->inflate), scrubbed and sent without that header, chunked (close
+ * delimited to an HTTP/1.0 client); any other coding, a list or a second
+ * header refuses it (502 encoded-response, nothing of it sent). Sets how
+ * the scrubbed body is framed. Returns 0, or -1 when refused.
+ */
+int inject_response_coding(struct session *s, const struct http_response *resp)
+{
+	struct request *r = &s->r;
+	const struct http_header *enc = NULL;
+	size_t nenc = 0;
+
+	if (r->scrub == NULL || resp->status < 200)
+		return 0;
+	r->out_chunked = resp->body == HTTP_BODY_CHUNKED;
+	if (resp->body == HTTP_BODY_NONE ||
+	    (resp->body == HTTP_BODY_LENGTH && resp->content_length == 0))
+		return 0;
+	for (size_t i = 0; i < resp->nheaders; i++) {
+		const struct http_header *h = &resp->headers[i];
+
+		if (header_is(h, "Content-Encoding") && !coding_identity(h->value, h->value_len)) {
+			enc = h;
+			nenc++;
+		}
+	}
+	if (enc == NULL)
+		return 0;
+	if (nenc > 1 || resp->status == 206 ||
+	    !(coding_is(enc->value, enc->value_len, "gzip") ||
+	      coding_is(enc->value, enc->value_len, "x-gzip") ||
+	      coding_is(enc->value, enc->value_len, "deflate"))) {
+		session_refuse(s, 502, "encoded-response", "http_response_content_coding",
+			       "%s answered%s with Content-Encoding: %.*s although identity was "
+			       "asked for; sluice-proxy cannot scrub a secret from it",
+			       r->t.host.name, resp->status == 206 ? " a range" : "",
+			       (int)(enc->value_len > 32 ? 32 : enc->value_len), enc->value);
+		return -1;
+	}
+	r->inflate = calloc(1, sizeof(*r->inflate));
+	/* 32 + 15: a gzip or a zlib stream, told apart by its header */
+	if (r->inflate == NULL || inflateInit2(r->inflate, 32 + 15) != Z_OK) {
+		free(r->inflate);
+		r->inflate = NULL;
+		session_refuse(s, 502, "encoded-response", "http_response_content_coding",
+			       "out of memory for decoding a compressed response of %s",
+			       r->t.host.name);
+		return -1;
+	}
+	r->out_chunked = r->minor >= 1;
+	if (!r->out_chunked)
+		r->client_close = true; /* no length to give: the body ends with the connection */
+	return 0;
+}
+
+/* A response header the client must not get: it described the body as it came, encoded. */
+bool inject_drops_header(const struct session *s, const struct http_header *h)
+{
+	return s->r.inflate != NULL &&
+	       (header_is(h, "Content-Encoding") || header_is(h, "Content-Length") ||
+		header_is(h, "Transfer-Encoding"));
+}
+
 /* Mask the secret in cout[from..] (a complete response head) in place. Returns 0 or -1. */
 int inject_scrub_head(struct session *s, size_t from)
 {
@@ -234,10 +418,11 @@ int inject_scrub_head(struct session *s, size_t from)
 	return 0;
 }
 
-/* Scrub in[0..n) onto cout; with chunk, as one chunk of what came out. Returns 0 or -1. */
-static int emit(struct session *s, const char *in, size_t n, bool chunk, bool end)
+/* Scrub in[0..n) onto cout (with end, all it holds too), as one chunk if out_chunked. */
+static int scrub_out(struct session *s, const char *in, size_t n, bool end)
 {
 	struct scrub *sc = s->r.scrub;
+	bool chunk = s->r.out_chunked;
 	char out[INJECT_SCRUB_PIECE + SCRUB_MAX_LEN];
 	size_t used = 0, w = 0;
 
@@ -257,66 +442,138 @@ static int emit(struct session *s, const char *in, size_t n, bool chunk, bool en
 }
 
 /*
- * The response body of an injected request, uin -> scrubber -> cout.
- * Moves only while cout has room for the worst case of one piece. Returns
- * 1 moved, 0 nothing to do now, -1 malformed or out of room.
+ * Body bytes in[0..n) of the response, decoded first when it is
+ * compressed, onto cout; *used is how much of in was taken (all of it
+ * unless decoding filled a piece: then z_more, and the rest comes next).
+ * Returns 0, or -1 with why set.
  */
-int inject_move_body(struct session *s)
+static int emit(struct session *s, const char *in, size_t n, size_t *used, const char **why)
+{
+	struct request *r = &s->r;
+	z_stream *z = r->inflate;
+	char dec[INJECT_SCRUB_PIECE];
+	size_t m;
+	int zr;
+
+	*used = n;
+	*why = "response too large to scrub";
+	if (z == NULL)
+		return scrub_out(s, in, n, false);
+	/* a gzip body may hold several members, one after the other */
+	if (r->z_end && n > 0) {
+		if (inflateReset(z) != Z_OK)
+			return -1;
+		r->z_end = false;
+	}
+	z->next_in = (const Bytef *)in;
+	z->avail_in = (uInt)n;
+	z->next_out = (Bytef *)dec;
+	z->avail_out = sizeof(dec);
+	zr = inflate(z, Z_NO_FLUSH);
+	*used = n - z->avail_in;
+	m = sizeof(dec) - z->avail_out;
+	r->z_more = z->avail_out == 0;
+	r->z_end = zr == Z_STREAM_END;
+	r->inflated += m;
+	if ((zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) ||
+	    (n > 0 && *used == 0 && m == 0)) {
+		*why = "malformed compressed response body";
+		return -1;
+	}
+	if (r->inflated > INJECT_INFLATE_MAX) {
+		*why = "compressed response body over 67108864 bytes once decoded";
+		return -1;
+	}
+	return scrub_out(s, dec, m, false);
+}
+
+/* The body ended: what the scrubber holds goes out, then the last chunk. */
+static int finish(struct session *s, const char **why)
+{
+	struct request *r = &s->r;
+
+	if (r->inflate != NULL && !r->z_end) {
+		*why = "compressed response body cut short";
+		return -1;
+	}
+	*why = "response too large to scrub";
+	if (scrub_out(s, NULL, 0, true) == -1 ||
+	    (r->out_chunked && buf_append(&s->cout, "0\r\n\r\n", 5) == -1))
+		return -1;
+	r->resp_done = true;
+	return 0;
+}
+
+/*
+ * The response body of a scrubbed request, uin -> decoder -> scrubber ->
+ * cout. Moves only while cout has room for the worst case of one piece.
+ * Returns 1 moved, 0 nothing to do now, -1 malformed or out of room (why
+ * says which).
+ */
+int inject_move_body(struct session *s, const char **why)
 {
 	struct request *r = &s->r;
 	bool moved = false;
 
-	while (buf_len(&s->uin) > 0 && !r->resp_done && buf_room(&s->cout) >= INJECT_SCRUB_ROOM) {
+	*why = "malformed chunked response body";
+	while (!r->resp_done && buf_room(&s->cout) >= inject_scrub_room(s)) {
 		const char *p = buf_head(&s->uin);
-		size_t n = buf_len(&s->uin);
+		size_t n = buf_len(&s->uin), k, used;
 
-		if (r->resp_body == HTTP_BODY_CHUNKED) {
+		if (r->z_more) {
+			/* what the decoder still holds, before more input */
+			if (emit(s, NULL, 0, &used, why) == -1)
+				return -1;
+		} else if (r->in_done) {
+			if (finish(s, why) == -1)
+				return -1;
+		} else if (n == 0) {
+			break;
+		} else if (r->resp_body == HTTP_BODY_CHUNKED) {
 			struct http_chunked *ch = &r->resp_chunk;
 
 			if (ch->state == HTTP_CHUNK_DATA) {
-				size_t k = n;
-
+				k = n;
 				if (k > ch->remaining)
 					k = (size_t)ch->remaining;
 				if (k > INJECT_SCRUB_PIECE)
 					k = INJECT_SCRUB_PIECE;
-				if (http_chunked_scan(ch, p, k) != (ssize_t)k || emit(s, p, k, true, false))
+				if (emit(s, p, k, &used, why) == -1)
 					return -1;
-				buf_consume(&s->uin, k);
-				r->down += k;
+				*why = "malformed chunked response body";
+				if (http_chunked_scan(ch, p, used) != (ssize_t)used)
+					return -1;
+				buf_consume(&s->uin, used);
+				r->down += used;
 			} else {
 				/* framing, a byte at a time: it is short */
 				if (http_chunked_scan(ch, p, 1) != 1)
 					return -1;
 				buf_consume(&s->uin, 1);
-				if (ch->state == HTTP_CHUNK_DONE) {
-					if (emit(s, NULL, 0, true, true) == -1 ||
-					    buf_append(&s->cout, "0\r\n\r\n", 5) == -1)
-						return -1;
-					r->resp_done = true;
-				}
+				r->in_done = ch->state == HTTP_CHUNK_DONE;
 			}
 		} else {
-			if (r->resp_body == HTTP_BODY_LENGTH && n > r->resp_left)
-				n = (size_t)r->resp_left;
-			if (n > INJECT_SCRUB_PIECE)
-				n = INJECT_SCRUB_PIECE;
-			if (r->resp_body == HTTP_BODY_LENGTH) {
-				r->resp_left -= n;
-				r->resp_done = r->resp_left == 0;
-			}
-			if (emit(s, p, n, false, r->resp_done) == -1)
+			k = n;
+			if (r->resp_body == HTTP_BODY_LENGTH && k > r->resp_left)
+				k = (size_t)r->resp_left;
+			if (k > INJECT_SCRUB_PIECE)
+				k = INJECT_SCRUB_PIECE;
+			if (emit(s, p, k, &used, why) == -1)
 				return -1;
-			buf_consume(&s->uin, n);
-			r->down += n;
+			buf_consume(&s->uin, used);
+			r->down += used;
+			if (r->resp_body == HTTP_BODY_LENGTH) {
+				r->resp_left -= used;
+				r->in_done = r->resp_left == 0;
+			}
 		}
 		moved = true;
 	}
 	return moved ? 1 : 0;
 }
 
-/* A body read to its end (EOF-delimited): what the scrubber holds goes out. */
-int inject_body_eof(struct session *s)
+/* A body read to its end (EOF-delimited): inject_move_body finishes it. */
+void inject_body_eof(struct session *s)
 {
-	return s->r.scrub != NULL ? emit(s, NULL, 0, false, true) : 0;
+	s->r.in_done = true;
 }

@@ -58,7 +58,7 @@ void session_log(struct session *s)
 	row.reason = r->reason;
 	row.grant = r->grant[0] != '\0' ? r->grant : NULL;
 	row.inject = r->inject_name[0] != '\0' ? r->inject_name : NULL;
-	row.scrubbed = row.inject != NULL && r->scrub != NULL ? (int64_t)scrub_count(r->scrub) : -1;
+	row.scrubbed = r->scrub != NULL ? (int64_t)scrub_count(r->scrub) : -1;
 	row.dialed = r->dialed[0] != '\0' ? r->dialed : NULL;
 	row.up = r->up;
 	row.down = r->down;
@@ -332,8 +332,8 @@ static void update_interest(struct session *s)
 		if (buf_len(&s->uout) > 0)
 			u |= EPOLLOUT;
 		/* a scrubbed body moves only with room for a whole piece: wait for the client */
-		if (!r->resp_done && buf_room(&s->uin) > 0 &&
-		    buf_room(&s->cout) >= (r->scrub != NULL ? INJECT_SCRUB_ROOM : 1))
+		if (!r->resp_done && !r->in_done && buf_room(&s->uin) > 0 &&
+		    buf_room(&s->cout) >= (r->scrub != NULL ? inject_scrub_room(s) : 1))
 			u |= EPOLLIN;
 		break;
 	case SS_TUNNEL:

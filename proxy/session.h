@@ -89,8 +89,14 @@ struct request {
 	size_t rehead_len;
 	char *secret;                   /* its value while the request lives; wiped */
 	size_t secret_len;
-	struct scrub *scrub;            /* masks it in the response */
+	struct scrub *scrub;            /* masks the host's secrets in the response; NULL: none */
 	bool scrub_final;               /* the response body ended: scrubber flushed */
+	/* a scrubbed response body (inject.c): its input framing ended; it goes out chunked */
+	bool in_done, out_chunked;
+	struct z_stream_s *inflate; /* a gzip or deflate body decoded for the scrubber; NULL: none */
+	uint64_t inflated;          /* bytes it gave so far, at most INJECT_INFLATE_MAX */
+	bool z_more;                /* its last output filled the piece: it may hold more */
+	bool z_end;                 /* its stream (a gzip member) ended */
 	uint64_t sent_ms;  /* when the request head was queued upstream */
 };
 
@@ -196,17 +202,21 @@ int token_get(struct session *s, const struct inject_rule *r, char **val, size_t
  * may start, or a newer value is there.
  */
 bool token_refused(struct token *t, unsigned gen, const struct config *c);
+int token_peek(struct proxy *px, const struct inject_rule *r, char **val, size_t *len);
 
 /* inject.c */
 #define INJECT_SCRUB_PIECE 8192 /* response body bytes scrubbed at a time */
-/* room in cout a scrubbed piece may need: itself, what the scrubber held, chunk framing */
-#define INJECT_SCRUB_ROOM (INJECT_SCRUB_PIECE + SCRUB_MAX_LEN + 32)
+#define INJECT_INFLATE_MAX (64ull << 20) /* a decoded body's cap: a "zip bomb" stops there */
+size_t inject_scrub_room(const struct session *s);
 int inject_begin(struct session *s, const struct http_request *req);
+void inject_unsent(struct session *s);
 void inject_end(struct session *s);
+int inject_response_coding(struct session *s, const struct http_response *resp);
+bool inject_drops_header(const struct session *s, const struct http_header *h);
 int inject_header_plan(const struct session *s, const struct http_request *req);
 int inject_scrub_head(struct session *s, size_t from);
-int inject_move_body(struct session *s);
-int inject_body_eof(struct session *s);
+int inject_move_body(struct session *s, const char **why);
+void inject_body_eof(struct session *s);
 
 /* tls.c */
 void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len);

@@ -382,6 +382,29 @@ int token_get(struct session *s, const struct inject_rule *r, char **val, size_t
 	return 1;
 }
 
+/*
+ * The last token command rule r minted, fresh or not, for scrubbing a
+ * response: 1 (*val a copy the caller owns and wipes), 0 none (never
+ * minted, or refused by a 401), -1 out of memory. Never starts a run.
+ */
+int token_peek(struct proxy *px, const struct inject_rule *r, char **val, size_t *len)
+{
+	char key[TOKEN_KEY_MAX];
+	struct token *t;
+
+	token_key(r, key);
+	for (t = px->tokens; t != NULL && strcmp(t->key, key) != 0; t = t->next)
+		;
+	if (t == NULL || t->value == NULL)
+		return 0;
+	*val = malloc(t->len + 1);
+	if (*val == NULL)
+		return -1;
+	memcpy(*val, t->value, t->len + 1);
+	*len = t->len;
+	return 1;
+}
+
 bool token_refused(struct token *t, unsigned gen, const struct config *c)
 {
 	if (t->gen == gen && t->value != NULL)
