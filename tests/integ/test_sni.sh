@@ -1,0 +1,103 @@
+#!/bin/bash
+# Passthrough tunnels and the ClientHello: nothing the client sends goes
+# upstream until its whole first handshake message is read (across TCP
+# segments and TLS records, within head-timeout) and names the CONNECT host.
+# A grant for pass.test must not reach tls.test, which the same origin
+# address serves: a ClientHello naming it, written in pieces or across two
+# records, is refused (sni-mismatch) and the origin sees no TLS connection;
+# no server name, bytes that are not a ClientHello and silence are refused
+# (sni-unreadable). Real ClientHellos, from Python's ssl (tests/integ/sni.py).
+source "$(dirname "$0")/lab.sh"
+lab_up
+lab_tls_origin
+lab_write_conf "intercept on" "head-timeout 2" "allow pass.test:9443" "passthrough pass.test"
+out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
+lab_run_proxy
+LABCA=$LAB_DIR/tls/ca.crt
+ORIG=$LAB_DIR/tls9443.jsonl
+
+# sni ARGS...: tests/integ/sni.py through the proxy to pass.test:9443, trusting the lab's CA
+sni() {
+	hx "$PY" "$INTEG_DIR/sni.py" --proxy "$PROXY_ADDR:$PROXY_PORT" --connect pass.test:9443 \
+		--ca "$LABCA" "$@" 2>&1
+}
+origq() { jq_ "$ORIG" "$@"; }
+tunnels() { logq kind=tunnel host=pass.test; }
+# row N FIELD: FIELD of the Nth tunnel row to pass.test (1 is the first), waiting for it
+row() {
+	wait_until 8 _rows_at_least "$1"
+	"$PY" - "$NETLOG" "$1" "$2" <<'PY'
+import json, sys
+rows = []
+for l in open(sys.argv[1]):
+    try:
+        r = json.loads(l)
+    except ValueError:
+        continue
+    if r.get("kind") == "tunnel" and r.get("host") == "pass.test":
+        rows.append(r)
+n = int(sys.argv[2])
+print(json.dumps(rows[n - 1].get(sys.argv[3])).strip('"') if len(rows) >= n else "no-row")
+PY
+}
+_rows_at_least() { [ "$(tunnels)" -ge "$1" ]; }
+
+# (a) a real client to the granted name
+out=$(hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$LABCA" https://pass.test:9443/sni-a 2>&1)
+expect_re "curl to the passthrough host is tunnelled and served by the origin" "^hello from" "$out"
+expect_eq "... its row: allow, granted, the server name read" "allow granted passthrough; TLS server name pass.test" \
+	"$(row 1 decision) $(row 1 reason) $(row 1 detail)"
+expect_eq "... and the origin recorded its TLS connection and request (the control: it is up and recording)" "1 1" \
+	"$(origq ev=accept) $(origq ev=req 'line~/sni-a')"
+
+# (b) 3 bytes, a pause, the rest: first for the granted name (control), then another
+out=$(sni --split 3 --pause 0.5 --path /sni-b-ok)
+expect_re "a ClientHello for pass.test written as 3 bytes, a pause, the rest: served" "^served HTTP/1.1 200" "$out"
+expect_eq "... allowed, and the origin saw it" "allow 2 1" "$(row 2 decision) $(origq ev=accept) $(origq ev=req 'line~/sni-b-ok')"
+out=$(sni --split 3 --pause 0.5 --sni tls.test --path /sni-b-other)
+expect_re "the same, naming tls.test (not granted, same address): not served" "^(closed|reset|alert)" "$out"
+expect_eq "... logged: refuse, sni-mismatch, nothing sent up" "refuse sni-mismatch 0" \
+	"$(row 3 decision) $(row 3 reason) $(row 3 up)"
+expect_re "... the row names the server name" "tls.test" "$(row 3 detail)"
+expect_eq "... and the origin saw no TLS connection and no request" "2 0" \
+	"$(origq ev=accept) $(origq ev=req 'line~/sni-b-other')"
+
+# (c) one ClientHello across two TLS records: reassembled
+out=$(sni --split records --path /sni-c-ok)
+expect_re "a ClientHello across two TLS records naming pass.test: served" "^served HTTP/1.1 200" "$out"
+expect_eq "... allowed, naming it" "allow passthrough; TLS server name pass.test 3" \
+	"$(row 4 decision) $(row 4 detail) $(origq ev=accept)"
+out=$(sni --split records --pause 0.5 --path /sni-c-ok2)
+expect_re "... the two records written apart (a pause between): served" "^served HTTP/1.1 200" "$out"
+expect_eq "... allowed" "allow 4" "$(row 5 decision) $(origq ev=accept)"
+out=$(sni --split records --sni tls.test --path /sni-c-other)
+expect_re "the same two records naming tls.test: not served" "^(closed|reset|alert)" "$out"
+expect_eq "... refuse, sni-mismatch, nothing sent up, the origin saw nothing" "refuse sni-mismatch 0 4 0" \
+	"$(row 6 decision) $(row 6 reason) $(row 6 up) $(origq ev=accept) $(origq ev=req 'line~/sni-c-other')"
+
+# (d) no server name
+out=$(sni --no-sni --path /sni-d)
+expect_re "a ClientHello without a server name: not served" "^(closed|reset|alert)" "$out"
+expect_eq "... refuse, sni-unreadable, nothing sent up, the origin saw nothing" "refuse sni-unreadable 0 4 0" \
+	"$(row 7 decision) $(row 7 reason) $(row 7 up) $(origq ev=accept) $(origq ev=req 'line~/sni-d')"
+expect_re "... the row says there was no server name" "no (TLS )?server name" "$(row 7 detail)"
+
+# (e) first bytes that are not a ClientHello
+out=$(sni --send garbage)
+expect_re "plain HTTP written into a passthrough tunnel: closed" "^(closed|reset)" "$out"
+expect_eq "... refuse, sni-unreadable, nothing sent up" "refuse sni-unreadable 0" \
+	"$(row 8 decision) $(row 8 reason) $(row 8 up)"
+
+# (f) a client that sends nothing: closed by the deadline (head-timeout 2)
+out=$(sni --send nothing --timeout 8)
+expect_re "a tunnel whose client sends nothing is closed" "^(closed|reset)" "$out"
+el=$(printf '%s' "$out" | sed -n 's/.*elapsed=\([0-9.]*\).*/\1/p')
+expect_ge "... not before head-timeout (2 s)" 1.9 "$el"
+expect_lt "... but soon after it" 4 "$el"
+expect_eq "... with a row: refuse, sni-unreadable" "refuse sni-unreadable" "$(row 9 decision) $(row 9 reason)"
+
+# after all that, the granted name still works
+out=$(hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$LABCA" https://pass.test:9443/sni-z 2>&1)
+expect_re "curl to the passthrough host still works" "^hello from" "$out"
+proxy_alive && ok "sluice-proxy is still running" || not_ok "sluice-proxy is still running"
+lab_done
