@@ -184,6 +184,27 @@ void session_refuse(struct session *s, int status, const char *reason,
 	session_enter_drain(s);
 }
 
+/*
+ * Refuse a tunnel whose 200 went out already (a passthrough ClientHello
+ * that fails its check): the row at once, counting what moved, then what
+ * cout holds (a TLS alert, say) goes out and the connection closes after
+ * a short linger; the upstream is closed at once.
+ */
+void session_tunnel_refuse(struct session *s, const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	s->sni_pending = false;
+	s->r.decision = "refuse";
+	s->r.reason = reason;
+	va_start(ap, fmt);
+	vsnprintf(s->r.detail, sizeof(s->r.detail), fmt, ap);
+	va_end(ap);
+	tunnel_count(s);
+	session_log(s);
+	session_enter_drain(s);
+}
+
 /* Every state change goes through here: the new state's deadline applies. */
 void session_enter(struct session *s, enum sess_state state)
 {
@@ -215,12 +236,12 @@ int session_flush_client(struct session *s)
 static void step_tunnel(struct session *s)
 {
 	uint64_t before = s->to_up.bytes + s->to_cli.bytes;
-	int wait_sni = s->sni_pending ? tls_peek_sni(s) : 0;
+	int wait_sni = s->sni_pending ? tls_read_hello(s) : 0;
 
 	if (wait_sni == -1)
 		return;
 	if (wait_sni == 1)
-		s->to_up.want_read = true; /* wake when the client sends its ClientHello */
+		s->to_up.want_read = true; /* wake when the client sends more of its ClientHello */
 	if ((wait_sni == 0 && relay_dir_pump(&s->to_up, relay_dir_done(&s->to_cli)) == -1) ||
 	    relay_dir_pump(&s->to_cli, relay_dir_done(&s->to_up)) == -1) {
 		session_close(s, "tunnel error");
@@ -497,6 +518,8 @@ static uint64_t deadline(const struct session *s)
 			return s->r.sent_ms + c->response_timeout_ms;
 		return s->active_ms + c->idle_timeout_ms;
 	case SS_TUNNEL:
+		if (s->sni_pending)
+			return s->hello_ms + c->head_timeout_ms;
 		return s->active_ms + c->idle_timeout_ms;
 	case SS_DRAIN:
 		return s->active_ms + LINGER_MS;
@@ -551,6 +574,13 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 		session_close(s, "idle timeout");
 		break;
 	case SS_TUNNEL:
+		if (s->sni_pending) {
+			session_tunnel_refuse(s, "sni-unreadable",
+					      "passthrough: no whole TLS ClientHello within %u s (%zu "
+					      "bytes)",
+					      c->head_timeout_ms / 1000, buf_len(&s->cin));
+			break;
+		}
 		session_close(s, "idle timeout");
 		break;
 	case SS_DRAIN:
@@ -728,6 +758,8 @@ void session_tunnel_begin(struct session *s)
 	/* bytes the client sent after its CONNECT head go first, then splice */
 	relay_dir_init(&s->to_up, s->cfd, s->ufd, &s->cin);
 	relay_dir_init(&s->to_cli, s->ufd, s->cfd, &s->cout);
-	s->sni_pending = s->px->tls != NULL; /* a passthrough host: read its server name */
+	/* a passthrough host: its ClientHello is read and checked before anything goes up */
+	s->sni_pending = s->px->tls != NULL;
+	s->hello_ms = session_now(s);
 	session_enter(s, SS_TUNNEL);
 }

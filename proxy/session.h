@@ -139,6 +139,7 @@ struct session {
 	char tls_err[128];
 	char resume_key[HOST_NAME_MAX_LEN + 8]; /* "host:port" of the upstream TLS session */
 	bool sni_pending; /* a passthrough tunnel whose ClientHello is not read yet */
+	uint64_t hello_ms; /* that tunnel's 200 was queued: the ClientHello is due by head-timeout */
 	struct token *token; /* the token this session waits for (SS_TOKEN) */
 	bool token_waited;   /* woken from SS_TOKEN: a failed run fails this request */
 	bool reissued;       /* the request now being sent was re-issued after a 401 */
@@ -169,6 +170,8 @@ void session_log(struct session *s);
 void session_abort(struct session *s, const char *why);
 void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void session_tunnel_refuse(struct session *s, const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 void session_enter(struct session *s, enum sess_state state);
 void session_enter_drain(struct session *s);
 void session_arm_timer(struct session *s);
@@ -206,7 +209,7 @@ void tls_step_connect(struct session *s);
 void tls_session_free(struct session *s);
 void tls_upstream_free(struct session *s);
 void tls_shutdown_client(struct session *s);
-int tls_peek_sni(struct session *s);
+int tls_read_hello(struct session *s);
 ssize_t sio_read(struct session *s, bool up, struct buf *b, size_t limit, bool *drained);
 ssize_t sio_write(struct session *s, bool up, struct buf *b);
 

@@ -510,53 +510,97 @@ ssize_t sio_write(struct session *s, bool up, struct buf *b)
 	return tlsio_result(ssl, rc, up ? &s->u_tls_out : &s->c_tls_out);
 }
 
+/* --- a passthrough tunnel's ClientHello ----------------------------------- */
+
+_Static_assert(HEAD_MAX >= TLS_HELLO_WIRE_MAX, "cin holds a whole ClientHello");
+
+/* TLS alert descriptions (RFC 8446 6.2) */
+#define ALERT_HANDSHAKE_FAILURE 40
+#define ALERT_DECODE_ERROR 50
+#define ALERT_UNRECOGNIZED_NAME 112
+
 /*
- * A passthrough tunnel's first client bytes: the ClientHello's server name
- * goes into the row, and one that is not the CONNECT host closes the
- * tunnel (sni-mismatch) before a byte goes upstream. Peeks, consuming
- * nothing. Returns 1 (nothing yet: keep the client's bytes where they are),
- * 0 (go on relaying) or -1 (closed).
+ * Refuse the tunnel: a fatal alert in clear for a client that spoke TLS
+ * (0: none), then the row and the close (session_tunnel_refuse).
  */
-int tls_peek_sni(struct session *s)
+static void hello_refuse(struct session *s, const char *reason, int alert, const char *detail)
 {
-	char buf[4096], name[TLS_HELLO_NAME_MAX + 1];
-	const char *p = buf;
-	ssize_t n;
-	struct host h;
+	if (alert != 0) {
+		const unsigned char rec[] = { 21, 3, 3, 0, 2, 2, (unsigned char)alert };
+
+		(void)buf_append(&s->cout, rec, sizeof(rec)); /* best effort: the close says it too */
+	}
+	session_tunnel_refuse(s, reason, "passthrough: %s", detail);
+}
+
+/*
+ * A passthrough tunnel's first client bytes, held back by step_tunnel:
+ * read into cin (the upstream direction's buffer) until they hold the
+ * whole ClientHello, across reads and TLS records, at most
+ * TLS_HELLO_WIRE_MAX bytes; the deadline is session.c's. The server name
+ * must be the CONNECT host, compared canonically; a ClientHello without
+ * one passes only for an IP-literal CONNECT host (a client names no
+ * address in SNI). Anything else closes the tunnel before a byte went
+ * upstream: sni-mismatch, or sni-unreadable (no server name, not a
+ * ClientHello, one past the caps, the client closed first). The bytes
+ * read stay in cin, to be relayed verbatim. Returns 1 (more to read: wait
+ * for the client), 0 (checked: relay) or -1 (refused).
+ */
+int tls_read_hello(struct session *s)
+{
+	struct tls_hello h;
+	const struct host *want = &s->r.t.host;
+	char why[200];
+	struct host got;
 	const char *err = NULL;
 	int r;
 
-	if (buf_len(&s->cin) > 0) {
-		p = buf_head(&s->cin);
-		n = (ssize_t)buf_len(&s->cin);
-	} else {
-		n = recv(s->cfd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
-		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+	for (;;) {
+		bool drained;
+		ssize_t n;
+
+		r = tls_hello_read(&h, buf_head(&s->cin), buf_len(&s->cin));
+		if (r != TLS_HELLO_MORE)
+			break;
+		n = buf_read_fd(&s->cin, s->cfd, TLS_HELLO_WIRE_MAX - buf_len(&s->cin), &drained);
+		if (n > 0)
+			continue;
+		if (n == -1 && session_would_block())
 			return 1;
-		if (n <= 0) {
+		if (n == 0)
+			snprintf(why, sizeof(why), "the client closed before a whole ClientHello (%zu "
+				 "bytes)", buf_len(&s->cin));
+		else
+			snprintf(why, sizeof(why), "reading the ClientHello: %s (%zu bytes)",
+				 strerror(errno), buf_len(&s->cin));
+		hello_refuse(s, "sni-unreadable", 0, why);
+		return -1;
+	}
+	if (r == TLS_HELLO_NOT) {
+		snprintf(why, sizeof(why), "no readable TLS ClientHello: %s", h.why);
+		/* an alert only to a client that began a TLS record */
+		hello_refuse(s, "sni-unreadable", buf_head(&s->cin)[0] == 22 ? ALERT_DECODE_ERROR : 0,
+			     why);
+		return -1;
+	}
+	if (r == TLS_HELLO_NONE) {
+		if (want->kind != HOST_NAME) {
+			snprintf(s->r.detail, sizeof(s->r.detail),
+				 "passthrough; no TLS server name (an address)");
 			s->sni_pending = false;
 			return 0;
 		}
+		hello_refuse(s, "sni-unreadable", ALERT_HANDSHAKE_FAILURE,
+			     "the TLS ClientHello has no server name; the tunnel needs the CONNECT host's");
+		return -1;
 	}
+	if (host_canon(h.name, strlen(h.name), &got, &err) == -1 || !host_equal(&got, want)) {
+		snprintf(why, sizeof(why), "the TLS server name %s is not the CONNECT host", h.name);
+		hello_refuse(s, "sni-mismatch", ALERT_UNRECOGNIZED_NAME, why);
+		return -1;
+	}
+	snprintf(s->r.detail, sizeof(s->r.detail), "passthrough; TLS server name %s", h.name);
 	s->sni_pending = false;
-	r = tls_hello_sni(p, (size_t)n, name, sizeof(name));
-	if (r == TLS_HELLO_FOUND) {
-		if (host_canon(name, strlen(name), &h, &err) == -1 ||
-		    !host_equal(&h, &s->r.t.host)) {
-			s->r.decision = "refuse";
-			s->r.reason = "sni-mismatch";
-			snprintf(s->r.detail, sizeof(s->r.detail),
-				 "passthrough: the TLS server name %s is not the CONNECT host", name);
-			session_abort(s, NULL);
-			return -1;
-		}
-		snprintf(s->r.detail, sizeof(s->r.detail), "passthrough; TLS server name %s", name);
-	} else {
-		snprintf(s->r.detail, sizeof(s->r.detail), "passthrough; %s",
-			 r == TLS_HELLO_NONE ? "no TLS server name"
-			 : r == TLS_HELLO_MORE ? "ClientHello split, server name not read"
-					       : "not a TLS ClientHello");
-	}
 	return 0;
 }
 
