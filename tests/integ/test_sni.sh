@@ -10,7 +10,8 @@
 source "$(dirname "$0")/lab.sh"
 lab_up
 lab_tls_origin
-lab_write_conf "intercept on" "head-timeout 2" "allow pass.test:9443" "passthrough pass.test"
+lab_write_conf "intercept on" "head-timeout 2" "allow pass.test:9443" "passthrough pass.test" \
+	"allow 203.0.113.13:9443" "passthrough 203.0.113.13"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 lab_run_proxy
 LABCA=$LAB_DIR/tls/ca.crt
@@ -55,7 +56,8 @@ out=$(sni --split 3 --pause 0.5 --path /sni-b-ok)
 expect_re "a ClientHello for pass.test written as 3 bytes, a pause, the rest: served" "^served HTTP/1.1 200" "$out"
 expect_eq "... allowed, and the origin saw it" "allow 2 1" "$(row 2 decision) $(origq ev=accept) $(origq ev=req 'line~/sni-b-ok')"
 out=$(sni --split 3 --pause 0.5 --sni tls.test --path /sni-b-other)
-expect_re "the same, naming tls.test (not granted, same address): not served" "^(closed|reset|alert)" "$out"
+expect_re "the same, naming tls.test (not granted, same address): refused with an unrecognized_name alert" \
+	"^alert TLSV1_UNRECOGNIZED_NAME" "$out"
 expect_eq "... logged: refuse, sni-mismatch, nothing sent up" "refuse sni-mismatch 0" \
 	"$(row 3 decision) $(row 3 reason) $(row 3 up)"
 expect_re "... the row names the server name" "tls.test" "$(row 3 detail)"
@@ -71,16 +73,16 @@ out=$(sni --split records --pause 0.5 --path /sni-c-ok2)
 expect_re "... the two records written apart (a pause between): served" "^served HTTP/1.1 200" "$out"
 expect_eq "... allowed" "allow 4" "$(row 5 decision) $(origq ev=accept)"
 out=$(sni --split records --sni tls.test --path /sni-c-other)
-expect_re "the same two records naming tls.test: not served" "^(closed|reset|alert)" "$out"
+expect_re "the same two records naming tls.test: refused (unrecognized_name)" "^alert TLSV1_UNRECOGNIZED_NAME" "$out"
 expect_eq "... refuse, sni-mismatch, nothing sent up, the origin saw nothing" "refuse sni-mismatch 0 4 0" \
 	"$(row 6 decision) $(row 6 reason) $(row 6 up) $(origq ev=accept) $(origq ev=req 'line~/sni-c-other')"
 
 # (d) no server name
 out=$(sni --no-sni --path /sni-d)
-expect_re "a ClientHello without a server name: not served" "^(closed|reset|alert)" "$out"
+expect_re "a ClientHello without a server name: refused (handshake_failure)" "^alert .*HANDSHAKE_FAILURE" "$out"
 expect_eq "... refuse, sni-unreadable, nothing sent up, the origin saw nothing" "refuse sni-unreadable 0 4 0" \
 	"$(row 7 decision) $(row 7 reason) $(row 7 up) $(origq ev=accept) $(origq ev=req 'line~/sni-d')"
-expect_re "... the row says there was no server name" "no (TLS )?server name" "$(row 7 detail)"
+expect_re "... the row says there was no server name" "has no server name" "$(row 7 detail)"
 
 # (e) first bytes that are not a ClientHello
 out=$(sni --send garbage)
@@ -95,6 +97,26 @@ el=$(printf '%s' "$out" | sed -n 's/.*elapsed=\([0-9.]*\).*/\1/p')
 expect_ge "... not before head-timeout (2 s)" 1.9 "$el"
 expect_lt "... but soon after it" 4 "$el"
 expect_eq "... with a row: refuse, sni-unreadable" "refuse sni-unreadable" "$(row 9 decision) $(row 9 reason)"
+
+# three bytes and then silence: the deadline counts from the 200, not from the last byte
+out=$(sni --split 3 --pause 6 --timeout 8)
+expect_re "a ClientHello that stops after 3 bytes is not served" "^(closed|reset)" "$out"
+expect_eq "... refuse, sni-unreadable, nothing sent up" "refuse sni-unreadable 0" \
+	"$(row 10 decision) $(row 10 reason) $(row 10 up)"
+expect_re "... the row says the deadline passed with 3 bytes read" "within 2 s \(3 bytes\)" "$(row 10 detail)"
+
+# an IP-literal CONNECT host: clients send no server name for an address, and none is needed
+IPT=203.0.113.13:9443
+out=$(sni --connect $IPT --no-sni --path /sni-g)
+expect_re "a passthrough address: a ClientHello without a server name is served" "^served HTTP/1.1 200" "$out"
+wait_log 5 kind=tunnel host=203.0.113.13
+expect_eq "... allowed, the row says why no name was needed" "allow passthrough; no TLS server name (an address)" \
+	"$(logq kind=tunnel host=203.0.113.13 --field decision) $(logq kind=tunnel host=203.0.113.13 --field detail)"
+out=$(sni --connect $IPT --sni tls.test --path /sni-g-other)
+expect_re "... but one naming a host is refused" "^alert TLSV1_UNRECOGNIZED_NAME" "$out"
+wait_log 5 kind=tunnel host=203.0.113.13 reason=sni-mismatch
+expect_eq "... sni-mismatch, and the origin saw no request" "refuse 0" \
+	"$(logq kind=tunnel host=203.0.113.13 reason=sni-mismatch --field decision) $(origq ev=req 'line~/sni-g-other')"
 
 # after all that, the granted name still works
 out=$(hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$LABCA" https://pass.test:9443/sni-z 2>&1)
