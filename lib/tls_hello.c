@@ -21,6 +21,7 @@
 #define HS_HEADER 4
 #define REC_HANDSHAKE 22
 #define HS_CLIENT_HELLO 1
+#define HS_SERVER_HELLO 2
 #define EXT_SERVER_NAME 0
 #define NAME_HOST 0
 
@@ -85,14 +86,14 @@ static int not(struct tls_hello *h, const char *why)
 }
 
 /*
- * The handshake message's header, as far as msg holds it: a ClientHello
- * within TLS_HELLO_MAX. Returns 0 (fine so far) or NOT.
+ * The handshake message's header, as far as msg holds it: of the type
+ * wanted, within TLS_HELLO_MAX. Returns 0 (fine so far) or NOT.
  */
-static int check_header(struct tls_hello *h)
+static int check_header(struct tls_hello *h, unsigned type)
 {
 	size_t hlen;
 
-	if (h->msg_len >= 1 && h->msg[0] != HS_CLIENT_HELLO)
+	if (h->msg_len >= 1 && h->msg[0] != type)
 		return not(h, "the first handshake message is not a ClientHello");
 	if (h->msg_len < HS_HEADER)
 		return 0;
@@ -111,10 +112,14 @@ static size_t msg_target(const struct tls_hello *h)
 }
 
 /*
- * Pass one: the fragments of the records at the start of buf into msg,
- * until the handshake message is whole. Returns 0 (whole), MORE or NOT.
+ * Pass one: the fragments of the handshake records at the start of
+ * buf[0..len) into msg, until the first message (of the type wanted) is
+ * whole. With alone, it must end where a record does (a ClientHello is
+ * the only message of its flight): h->wire is then that record's end.
+ * Returns 0 (whole), MORE or NOT.
  */
-static int reassemble(struct tls_hello *h, const unsigned char *buf, size_t len)
+static int reassemble(struct tls_hello *h, const unsigned char *buf, size_t len, unsigned type,
+		      bool alone)
 {
 	size_t pos = 0;
 
@@ -149,11 +154,15 @@ static int reassemble(struct tls_hello *h, const unsigned char *buf, size_t len)
 			memcpy(h->msg + h->msg_len, frag.p, k);
 			h->msg_len += k;
 			take(&frag, k, NULL);
-			if (check_header(h) == TLS_HELLO_NOT)
+			if (check_header(h, type) == TLS_HELLO_NOT)
 				return TLS_HELLO_NOT;
-			if (h->msg_len == msg_target(h)) {
-				return 0; /* whole; the rest of this record is not the ClientHello's */
-			}
+			if (h->msg_len < msg_target(h))
+				continue;
+			/* whole: its record's length already says whether more follows in it */
+			if (alone && (frag.n > 0 || partial))
+				return not(h, "more in the ClientHello's last record than the ClientHello");
+			h->wire = pos + REC_HEADER + rlen;
+			return 0;
 		}
 		if (partial)
 			return TLS_HELLO_MORE;
@@ -213,18 +222,69 @@ static int parse(struct tls_hello *h)
 	return found;
 }
 
-int tls_hello_read(struct tls_hello *h, const void *buf, size_t len)
+static int read_hello(struct tls_hello *h, const unsigned char *buf, size_t len)
 {
 	int r;
 
 	h->msg_len = 0;
+	h->wire = 0;
 	h->name[0] = '\0';
 	h->why = NULL;
-	r = reassemble(h, buf, len);
+	r = reassemble(h, buf, len, HS_CLIENT_HELLO, true);
 	if (r != 0)
 		return r;
 	r = parse(h);
 	if (r != TLS_HELLO_FOUND)
 		h->name[0] = '\0';
 	return r;
+}
+
+int tls_hello_read(struct tls_hello *h, const void *buf, size_t len)
+{
+	return read_hello(h, buf, len);
+}
+
+int tls_hello_read_again(struct tls_hello *h, const void *buf, size_t len)
+{
+	static const unsigned char ccs[] = { 20, 3, 3, 0, 1, 1 };
+	const unsigned char *p = buf;
+	size_t skip = 0;
+	int r;
+
+	/* one change_cipher_spec record, the compatibility mode's, may come first */
+	if (len >= 1 && p[0] == ccs[0]) {
+		size_t k = len < sizeof(ccs) ? len : sizeof(ccs);
+
+		h->msg_len = h->wire = 0;
+		h->name[0] = '\0';
+		if (memcmp(p, ccs, k) != 0)
+			return not(h, "a change_cipher_spec record that is not the one TLS 1.3 allows");
+		if (len < sizeof(ccs))
+			return TLS_HELLO_MORE;
+		skip = sizeof(ccs);
+	}
+	r = read_hello(h, p + skip, len - skip);
+	h->wire += r == TLS_HELLO_FOUND || r == TLS_HELLO_NONE ? skip : 0;
+	return r;
+}
+
+/* SHA-256("HelloRetryRequest"): the random of a ServerHello that is one (RFC 8446 4.1.3) */
+static const unsigned char hrr_random[32] = {
+	0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c, 0x02, 0x1e, 0x65, 0xb8, 0x91,
+	0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb, 0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+};
+
+int tls_hello_server(struct tls_hello *h, const void *buf, size_t len)
+{
+	int r;
+
+	h->why = NULL;
+	r = reassemble(h, buf, len, HS_SERVER_HELLO, false);
+	if (r == TLS_HELLO_MORE)
+		return TLS_HELLO_MORE;
+	/* version (2), then the random */
+	if (r == 0 && h->msg_len >= HS_HEADER + 2 + 32 &&
+	    memcmp(h->msg + HS_HEADER + 2, hrr_random, 32) == 0)
+		return TLS_HELLO_RETRY;
+	return TLS_HELLO_NONE;
 }

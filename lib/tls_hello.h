@@ -26,6 +26,7 @@
 #define TLS_HELLO_WIRE_MAX (TLS_HELLO_MAX + 4096)
 
 enum {
+	TLS_HELLO_RETRY = 2, /* tls_hello_server: a HelloRetryRequest */
 	TLS_HELLO_FOUND = 1, /* name holds the server name (printable ASCII, NUL-terminated) */
 	TLS_HELLO_NONE = 0,  /* a well-formed ClientHello without a server name */
 	TLS_HELLO_MORE = -1, /* a ClientHello so far: more bytes needed */
@@ -35,6 +36,7 @@ enum {
 struct tls_hello {
 	unsigned char msg[TLS_HELLO_MAX]; /* the handshake message, reassembled from its records */
 	size_t msg_len;                   /* bytes of msg filled */
+	size_t wire; /* FOUND, NONE: the bytes of buf it took, up to its last record's end */
 	char name[TLS_HELLO_NAME_MAX + 1];
 	const char *why; /* NOT: what was wrong (a static string, lower case) */
 };
@@ -42,10 +44,28 @@ struct tls_hello {
 /*
  * Read the first handshake message from the TLS records at the start of
  * buf[0..len): reassembled across records (and so across reads: call
- * again with the longer buffer), then parsed whole. Returns one of the
- * values above; a decision other than MORE never changes with more bytes.
- * MORE is returned only while len < TLS_HELLO_WIRE_MAX.
+ * again with the longer buffer), then parsed whole. It must end where a
+ * record ends (the ClientHello is alone in its flight), so h->wire bytes
+ * are exactly its own. Returns one of the values above; a decision other
+ * than MORE never changes with more bytes. MORE is returned only while
+ * len < TLS_HELLO_WIRE_MAX.
  */
 int tls_hello_read(struct tls_hello *h, const void *buf, size_t len);
+
+/*
+ * The same for the second ClientHello, the answer to a HelloRetryRequest:
+ * one change_cipher_spec record (20 3 3 0 1 1) may come before it, and
+ * counts in h->wire.
+ */
+int tls_hello_read_again(struct tls_hello *h, const void *buf, size_t len);
+
+/*
+ * The server's first bytes: RETRY when they are a HelloRetryRequest (a
+ * ServerHello whose random is RFC 8446's constant, so the client will send
+ * a second ClientHello in clear), NONE for anything else (a ServerHello,
+ * an alert, bytes that are not TLS), MORE while that cannot be told.
+ * Server bytes are hostile too: read as strictly bounded as the client's.
+ */
+int tls_hello_server(struct tls_hello *h, const void *buf, size_t len);
 
 #endif

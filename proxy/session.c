@@ -194,7 +194,7 @@ void session_tunnel_refuse(struct session *s, const char *reason, const char *fm
 {
 	va_list ap;
 
-	s->sni_pending = false;
+	s->hello = HELLO_DONE;
 	s->r.decision = "refuse";
 	s->r.reason = reason;
 	va_start(ap, fmt);
@@ -236,14 +236,19 @@ int session_flush_client(struct session *s)
 static void step_tunnel(struct session *s)
 {
 	uint64_t before = s->to_up.bytes + s->to_cli.bytes;
-	int wait_sni = s->sni_pending ? tls_read_hello(s) : 0;
 
-	if (wait_sni == -1)
-		return;
-	if (wait_sni == 1)
-		s->to_up.want_read = true; /* wake when the client sends more of its ClientHello */
-	if ((wait_sni == 0 && relay_dir_pump(&s->to_up, relay_dir_done(&s->to_cli)) == -1) ||
-	    relay_dir_pump(&s->to_cli, relay_dir_done(&s->to_up)) == -1) {
+	if (s->hello != HELLO_DONE) {
+		/* our 200 goes out; the rest waits for the hellos (tls.c) */
+		if (s->hello != HELLO_RETRY && relay_dir_flush(&s->to_cli) == -1) {
+			session_close(s, "tunnel error");
+			return;
+		}
+		if (tls_hello_step(s) == -1)
+			return;
+	}
+	if ((s->hello == HELLO_DONE && relay_dir_pump(&s->to_up, relay_dir_done(&s->to_cli)) == -1) ||
+	    ((s->hello == HELLO_DONE || s->hello == HELLO_RETRY) &&
+	     relay_dir_pump(&s->to_cli, relay_dir_done(&s->to_up)) == -1)) {
 		session_close(s, "tunnel error");
 		return;
 	}
@@ -518,7 +523,9 @@ static uint64_t deadline(const struct session *s)
 			return s->r.sent_ms + c->response_timeout_ms;
 		return s->active_ms + c->idle_timeout_ms;
 	case SS_TUNNEL:
-		if (s->sni_pending)
+		if (s->hello == HELLO_SERVER)
+			return s->hello_ms + c->response_timeout_ms;
+		if (s->hello != HELLO_DONE)
 			return s->hello_ms + c->head_timeout_ms;
 		return s->active_ms + c->idle_timeout_ms;
 	case SS_DRAIN:
@@ -574,10 +581,18 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 		session_close(s, "idle timeout");
 		break;
 	case SS_TUNNEL:
-		if (s->sni_pending) {
+		if (s->hello == HELLO_SERVER) {
+			session_tunnel_refuse(s, "upstream-timeout",
+					      "passthrough: the server did not answer the ClientHello "
+					      "within %u s",
+					      c->response_timeout_ms / 1000);
+			break;
+		}
+		if (s->hello != HELLO_DONE) {
 			session_tunnel_refuse(s, "sni-unreadable",
-					      "passthrough: no whole TLS ClientHello within %u s (%zu "
+					      "passthrough: no whole %sTLS ClientHello within %u s (%zu "
 					      "bytes)",
+					      s->hello == HELLO_RETRY ? "second " : "",
 					      c->head_timeout_ms / 1000, buf_len(&s->cin));
 			break;
 		}
@@ -759,7 +774,7 @@ void session_tunnel_begin(struct session *s)
 	relay_dir_init(&s->to_up, s->cfd, s->ufd, &s->cin);
 	relay_dir_init(&s->to_cli, s->ufd, s->cfd, &s->cout);
 	/* a passthrough host: its ClientHello is read and checked before anything goes up */
-	s->sni_pending = s->px->tls != NULL;
+	s->hello = s->px->tls != NULL ? HELLO_CLIENT : HELLO_DONE;
 	s->hello_ms = session_now(s);
 	session_enter(s, SS_TUNNEL);
 }

@@ -34,6 +34,14 @@ enum sess_state {
 	SS_DRAIN,   /* sending a last response, then lingering, then close */
 };
 
+/* A passthrough tunnel's hellos (tls.c), while nothing else is relayed. */
+enum hello_phase {
+	HELLO_DONE,   /* relaying freely (not a passthrough tunnel, or its hellos passed) */
+	HELLO_CLIENT, /* reading the ClientHello; nothing goes up */
+	HELLO_SERVER, /* it went up, alone; the server's first message is held until known */
+	HELLO_RETRY,  /* that was a HelloRetryRequest: reading the second ClientHello */
+};
+
 struct target {
 	struct host host;
 	uint16_t port;
@@ -138,8 +146,9 @@ struct session {
 	bool sni_bad;
 	char tls_err[128];
 	char resume_key[HOST_NAME_MAX_LEN + 8]; /* "host:port" of the upstream TLS session */
-	bool sni_pending; /* a passthrough tunnel whose ClientHello is not read yet */
-	uint64_t hello_ms; /* that tunnel's 200 was queued: the ClientHello is due by head-timeout */
+	enum hello_phase hello; /* a passthrough tunnel's ClientHello, judged before relaying */
+	uint64_t hello_ms;      /* the phase began (its deadline: head- or response-timeout) */
+	size_t hello_left;      /* HELLO_SERVER: bytes of the ClientHello at cin's head to send */
 	struct token *token; /* the token this session waits for (SS_TOKEN) */
 	bool token_waited;   /* woken from SS_TOKEN: a failed run fails this request */
 	bool reissued;       /* the request now being sent was re-issued after a 401 */
@@ -209,7 +218,7 @@ void tls_step_connect(struct session *s);
 void tls_session_free(struct session *s);
 void tls_upstream_free(struct session *s);
 void tls_shutdown_client(struct session *s);
-int tls_read_hello(struct session *s);
+int tls_hello_step(struct session *s);
 ssize_t sio_read(struct session *s, bool up, struct buf *b, size_t limit, bool *drained);
 ssize_t sio_write(struct session *s, bool up, struct buf *b);
 

@@ -1,9 +1,11 @@
 /*
- * fuzz_hello.c: tls_hello_read on arbitrary bytes. Beyond not crashing: a
- * name it finds is printable ASCII; "more" only below TLS_HELLO_WIRE_MAX;
- * a prefix that already decides decides as the whole does (the proxy
- * reads a ClientHello as it arrives); and the message it reassembled, cut
- * again into records of another size, reads the same.
+ * fuzz_hello.c: tls_hello_read (and tls_hello_read_again,
+ * tls_hello_server) on arbitrary bytes. Beyond not crashing: a name it
+ * finds is printable ASCII; "more" only below TLS_HELLO_WIRE_MAX; a
+ * prefix that already decides decides as the whole does (the proxy reads
+ * hellos as they arrive); the bytes a hello took are within the input;
+ * and the message it reassembled, cut again into records of another size,
+ * reads the same.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -69,6 +71,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				same(r, &whole, q, &part);
 		}
 	}
+	if ((r == TLS_HELLO_FOUND || r == TLS_HELLO_NONE) && (whole.wire == 0 || whole.wire > size))
+		abort();
+	/* the second ClientHello's reader and the server's, with the same prefix rule */
+	q = tls_hello_read_again(&part, data, size);
+	if ((q == TLS_HELLO_FOUND || q == TLS_HELLO_NONE) && (part.wire == 0 || part.wire > size))
+		abort();
+	if (size > 0 && tls_hello_read_again(&whole, data, size / 2) != TLS_HELLO_MORE &&
+	    tls_hello_read_again(&whole, data, size / 2) != q)
+		abort();
+	q = tls_hello_server(&part, data, size);
+	if (q == TLS_HELLO_MORE && size >= TLS_HELLO_WIRE_MAX)
+		abort();
+	if (size > 0) {
+		int p = tls_hello_server(&part, data, size / 2);
+
+		if (p != TLS_HELLO_MORE && p != q)
+			abort();
+	}
+	r = tls_hello_read(&whole, data, size);
 	if (r == TLS_HELLO_FOUND || r == TLS_HELLO_NONE) {
 		size_t n = reframe(&whole, 1 + (size_t)data[size - 1] % 700);
 

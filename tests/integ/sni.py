@@ -5,6 +5,7 @@ CONNECT tunnel (for tests/integ/test_sni.sh).
   sni.py --proxy ADDR:PORT --connect HOST:PORT [--sni NAME | --no-sni]
          [--ca FILE] [--split whole|3|records] [--pause S]
          [--send hello|garbage|nothing] [--path /P] [--timeout S]
+         [--retry-sni NAME]
 
 The ClientHello is real: Python's ssl module writes it into a MemoryBIO, and
 this script puts its bytes on the socket itself:
@@ -15,7 +16,12 @@ this script puts its bytes on the socket itself:
 Then the handshake is driven to its end (verifying the server against --ca
 for the name sent) and GET --path is sent inside. --send garbage writes a
 plain HTTP request instead of a ClientHello; --send nothing writes nothing
-and waits to be closed.
+and waits to be closed. --retry-sni NAME: once the server answers the
+ClientHello (a HelloRetryRequest, from a server that wants another key
+share), a second ClientHello naming NAME is sent instead of the real one,
+after a change_cipher_spec record as real clients send it; what comes back
+is reported as "alert N" (a TLS alert's description number), "closed",
+"reset" or "open".
 
 Prints one line: "served STATUS-LINE", "alert REASON", "closed", "reset",
 "open" (still open at --timeout), or "connect STATUS" when the CONNECT
@@ -28,15 +34,16 @@ import time
 
 
 def arg_parse(argv):
-    o = {"sni": None, "no_sni": False, "ca": None, "split": "whole", "pause": None,
+    o = {"retry_sni": None, "sni": None, "no_sni": False, "ca": None, "split": "whole", "pause": None,
          "send": "hello", "path": "/", "timeout": 10.0}
     a = list(argv)
     while a:
         k = a.pop(0)
         if k == "--no-sni":
             o["no_sni"] = True
-        elif k in ("--proxy", "--connect", "--sni", "--ca", "--split", "--send", "--path"):
-            o[k[2:]] = a.pop(0)
+        elif k in ("--proxy", "--connect", "--sni", "--ca", "--split", "--send", "--path",
+                   "--retry-sni"):
+            o[k[2:].replace("-", "_")] = a.pop(0)
         elif k in ("--pause", "--timeout"):
             o[k[2:]] = float(a.pop(0))
         else:
@@ -60,11 +67,12 @@ def connect(o):
     return s, status
 
 
-def hello_bytes(o):
+def hello_bytes(o, name=False):
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     if o["ca"]:
         ctx.load_verify_locations(o["ca"])
-    name = None if o["no_sni"] else (o["sni"] or o["connect"].rpartition(":")[0])
+    if name is False:
+        name = None if o["no_sni"] else (o["sni"] or o["connect"].rpartition(":")[0])
     if name is None:
         ctx.check_hostname = False
     inb, outb = ssl.MemoryBIO(), ssl.MemoryBIO()
@@ -107,6 +115,41 @@ def recv(s):
         return None
 
 
+def read_record(s, deadline):
+    """One TLS record off the socket: (type, body), or a string saying why not."""
+    got = b""
+    while len(got) < 5 or len(got) < 5 + int.from_bytes(got[3:5], "big"):
+        if time.time() >= deadline:
+            return "open"
+        s.settimeout(max(0.05, deadline - time.time()))
+        try:
+            d = recv(s)
+        except socket.timeout:
+            return "open"
+        if d is None:
+            return "reset"
+        if not d:
+            return "closed"
+        got += d
+    return got[0], got[5:5 + int.from_bytes(got[3:5], "big")]
+
+
+def retry_attack(s, o, deadline):
+    _, _, _, hello = hello_bytes(o)
+    s.sendall(hello)
+    r = read_record(s, deadline)
+    if isinstance(r, str):
+        return "no answer to the first ClientHello: " + r
+    _, _, _, second = hello_bytes(o, o["retry_sni"])
+    s.sendall(bytes([20, 3, 3, 0, 1, 1]) + second)
+    r = read_record(s, deadline)
+    if isinstance(r, str):
+        return r
+    if r[0] == 21:
+        return "alert %d" % r[1][1]
+    return "answered record type %d" % r[0]
+
+
 def run(o):
     t0 = time.time()
     s, status = connect(o)
@@ -127,6 +170,8 @@ def run(o):
             if not d:
                 return "closed"
         return "open"
+    if o["retry_sni"]:
+        return retry_attack(s, o, deadline)
     obj, inb, outb, hello = hello_bytes(o)
     write_hello(s, o, hello)
     done = False

@@ -11,7 +11,7 @@ source "$(dirname "$0")/lab.sh"
 lab_up
 lab_tls_origin
 lab_write_conf "intercept on" "head-timeout 2" "allow pass.test:9443" "passthrough pass.test" \
-	"allow 203.0.113.13:9443" "passthrough 203.0.113.13"
+	"allow 203.0.113.13:9443" "passthrough 203.0.113.13" "allow pass.test:9445"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 lab_run_proxy
 LABCA=$LAB_DIR/tls/ca.crt
@@ -117,6 +117,32 @@ expect_re "... but one naming a host is refused" "^alert TLSV1_UNRECOGNIZED_NAME
 wait_log 5 kind=tunnel host=203.0.113.13 reason=sni-mismatch
 expect_eq "... sni-mismatch, and the origin saw no request" "refuse 0" \
 	"$(logq kind=tunnel host=203.0.113.13 reason=sni-mismatch --field decision) $(origq ev=req 'line~/sni-g-other')"
+
+# a HelloRetryRequest: the client then sends a second ClientHello in clear, which an
+# OpenSSL server reads the name from; it must name the CONNECT host too. The origin:
+# openssl s_server wanting a P-256 key share (clients offer X25519 first), tracing
+# every handshake message it receives.
+TRACE=$LAB_DIR/hrr.trace
+lab_bg "$INS" openssl s_server -accept 203.0.113.13:9445 -cert "$LAB_DIR/tls/srv.crt" \
+	-key "$LAB_DIR/tls/srv.key" -groups P-256 -www -trace -msgfile "$TRACE"
+wait_until 10 ix bash -c '</dev/tcp/203.0.113.13/9445' || lab_bail "openssl s_server did not start"
+names() { grep -A1 'extension_type=server_name' "$TRACE" 2>/dev/null | grep -c "$1"; }
+out=$(hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$LABCA" https://pass.test:9445/ 2>&1)
+expect_re "curl to a passthrough origin that answers with a HelloRetryRequest: served" "<HTML>" "$out"
+expect_eq "... the origin read both ClientHellos, naming pass.test (the control: it records names)" 2 \
+	"$(names pass.test)"
+wait_log 5 kind=tunnel host=pass.test port=9445
+expect_eq "... allowed, the row saying the second ClientHello was read too" \
+	"allow passthrough; TLS server name pass.test, again after a HelloRetryRequest" \
+	"$(logq kind=tunnel host=pass.test port=9445 --field decision) $(logq kind=tunnel host=pass.test port=9445 --field detail)"
+out=$(sni --connect pass.test:9445 --retry-sni tls.test)
+expect_eq "a second ClientHello naming tls.test after the HelloRetryRequest: refused (unrecognized_name)" \
+	"alert 112" "${out% elapsed=*}"
+wait_log 5 kind=tunnel host=pass.test port=9445 reason=sni-mismatch
+expect_re "... sni-mismatch, the row naming the second ClientHello" "second ClientHello .*names tls.test" \
+	"$(logq kind=tunnel host=pass.test port=9445 reason=sni-mismatch --field detail)"
+expect_eq "... the origin read the first ClientHello (pass.test) and never the name tls.test" "3 0" \
+	"$(names pass.test) $(names tls.test)"
 
 # after all that, the granted name still works
 out=$(hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$LABCA" https://pass.test:9443/sni-z 2>&1)

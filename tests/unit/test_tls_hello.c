@@ -2,8 +2,8 @@
  * test_tls_hello.c: tls_hello_read, the reassembler and parser of a
  * passthrough tunnel's ClientHello.
  *
- * ClientHellos are built here field by field, then cut into records of
- * every size and fed byte by byte as they would arrive: every prefix must ask
+ * ClientHellos, ServerHellos and HelloRetryRequests are built here field
+ * by field, then cut into records of every size and fed byte by byte as they would arrive: every prefix must ask
  * for more and the whole must name the server; malformed fields, foreign
  * records, the size caps and the server_name rules are refused. Every
  * input is placed right before a PROT_NONE page (guard.h), so an
@@ -30,6 +30,24 @@ static int rd(const uint8_t *buf, size_t len)
 {
 	char *g = guard_copy(buf, len);
 	int r = tls_hello_read(&h, g, len);
+
+	guard_free(g, len);
+	return r;
+}
+
+static int rd_server(const uint8_t *buf, size_t len)
+{
+	char *g = guard_copy(buf, len);
+	int r = tls_hello_server(&h, g, len);
+
+	guard_free(g, len);
+	return r;
+}
+
+static int rd_again(const uint8_t *buf, size_t len)
+{
+	char *g = guard_copy(buf, len);
+	int r = tls_hello_read_again(&h, g, len);
 
 	guard_free(g, len);
 	return r;
@@ -133,6 +151,21 @@ static size_t records(size_t len, size_t frag)
 	return n;
 }
 
+static void expect_not(const uint8_t *buf, size_t len, const char *why)
+{
+	assert_int_equal(rd(buf, len), TLS_HELLO_NOT);
+	assert_non_null(h.why);
+	if (strstr(h.why, why) == NULL)
+		fail_msg("why \"%s\", not \"%s\"", h.why, why);
+}
+
+static void expect_not_again(const uint8_t *buf, size_t len, const char *why)
+{
+	assert_int_equal(rd_again(buf, len), TLS_HELLO_NOT);
+	if (strstr(h.why, why) == NULL)
+		fail_msg("why \"%s\", not \"%s\"", h.why, why);
+}
+
 static void test_whole_and_every_prefix(void **state)
 {
 	struct shape s = { .name = "pass.test" };
@@ -165,12 +198,10 @@ static void test_records_of_every_size(void **state)
 static void test_bytes_after_the_hello(void **state)
 {
 	struct shape s = { .name = "pass.test" };
-	size_t len = build(&s), n;
+	size_t len = build(&s), n, end;
 
-	/* the rest of the last record, and a record of early data after it: not read */
-	msg[len] = 0xee;
-	msg[len + 1] = 0xee;
-	n = records(len + 2, len + 2);
+	/* a record of early data after it: not read; wire is the ClientHello's own */
+	n = end = records(len, 100);
 	wire[n++] = 23;
 	wire[n++] = 3;
 	wire[n++] = 3;
@@ -178,7 +209,16 @@ static void test_bytes_after_the_hello(void **state)
 	wire[n++] = 0;
 	assert_int_equal(rd(wire, n), TLS_HELLO_FOUND);
 	assert_string_equal(h.name, "pass.test");
-	assert_int_equal(rd(wire, records(len, 1)), TLS_HELLO_FOUND);
+	assert_int_equal(h.wire, end);
+	assert_int_equal(rd(wire, end), TLS_HELLO_FOUND);
+	assert_int_equal(h.wire, end);
+	/* more in its last record than the ClientHello (a second message, say): refused */
+	msg[len] = 2;
+	msg[len + 1] = 0;
+	n = records(len + 2, len + 2);
+	expect_not(wire, n, "more in the ClientHello's last record");
+	/* decided by the record's length, before those bytes arrive */
+	expect_not(wire, n - 2, "more in the ClientHello's last record");
 }
 
 static void test_no_server_name(void **state)
@@ -191,14 +231,6 @@ static void test_no_server_name(void **state)
 	assert_int_equal(rd(wire, records(build(&s), 16384)), TLS_HELLO_NONE);
 	s.sid = SIZE_MAX;
 	assert_int_equal(rd(wire, records(build(&s), 7)), TLS_HELLO_NONE);
-}
-
-static void expect_not(const uint8_t *buf, size_t len, const char *why)
-{
-	assert_int_equal(rd(buf, len), TLS_HELLO_NOT);
-	assert_non_null(h.why);
-	if (strstr(h.why, why) == NULL)
-		fail_msg("why \"%s\", not \"%s\"", h.why, why);
 }
 
 static void test_not_tls(void **state)
@@ -311,6 +343,75 @@ static void test_too_many_records(void **state)
 	assert_int_equal(rd(wire, n), TLS_HELLO_FOUND);
 }
 
+/* A ServerHello (or, with hrr, a HelloRetryRequest) of pad extra bytes into wire. */
+static size_t server(bool hrr, size_t pad, size_t frag)
+{
+	static const uint8_t hrr_random[32] = {
+		0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c,
+		0x02, 0x1e, 0x65, 0xb8, 0x91, 0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb,
+		0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+	};
+	size_t n = 4;
+
+	msg[0] = 2;
+	n += put16(msg + n, 0x0303);
+	if (hrr)
+		memcpy(msg + n, hrr_random, 32);
+	else
+		memset(msg + n, 0x5a, 32);
+	n += 32;
+	memset(msg + n, 0, pad);
+	n += pad;
+	msg[1] = 0;
+	msg[2] = (uint8_t)((n - 4) >> 8);
+	msg[3] = (uint8_t)(n - 4);
+	return records(n, frag);
+}
+
+static void test_server_first_message(void **state)
+{
+	size_t n = server(true, 50, 16384);
+
+	assert_int_equal(rd_server(wire, n), TLS_HELLO_RETRY);
+	for (size_t k = 0; k < n; k++)
+		assert_int_equal(rd_server(wire, k), TLS_HELLO_MORE);
+	n = server(true, 50, 3); /* in 3-byte records */
+	assert_int_equal(rd_server(wire, n), TLS_HELLO_RETRY);
+	n = server(false, 50, 16384);
+	assert_int_equal(rd_server(wire, n), TLS_HELLO_NONE);
+	/* an alert, a record that is not TLS, a ServerHello too short for its random */
+	assert_int_equal(rd_server((const uint8_t *)"\x15\x03\x03\x00\x02\x02\x28", 7), TLS_HELLO_NONE);
+	assert_int_equal(rd_server((const uint8_t *)"HTTP/1.1", 8), TLS_HELLO_NONE);
+	assert_int_equal(rd_server((const uint8_t *)"\x16\x03\x03\x00\x06\x02\x00\x00\x02\x03\x03", 11),
+			 TLS_HELLO_NONE);
+}
+
+static void test_second_client_hello(void **state)
+{
+	struct shape s = { .name = "pass.test" };
+	size_t len = build(&s), n;
+	uint8_t ccs_then[TLS_HELLO_MAX + 64];
+
+	n = records(len, 16384);
+	assert_int_equal(rd_again(wire, n), TLS_HELLO_FOUND);
+	assert_int_equal(h.wire, n);
+	/* after the compatibility mode's change_cipher_spec */
+	memcpy(ccs_then, "\x14\x03\x03\x00\x01\x01", 6);
+	memcpy(ccs_then + 6, wire, n);
+	assert_int_equal(rd_again(ccs_then, n + 6), TLS_HELLO_FOUND);
+	assert_string_equal(h.name, "pass.test");
+	assert_int_equal(h.wire, n + 6);
+	for (size_t k = 0; k < n + 6; k++)
+		assert_int_equal(rd_again(ccs_then, k), TLS_HELLO_MORE);
+	/* not a ClientHello without it for the first one; two of them, or another, refused */
+	assert_int_equal(rd(ccs_then, n + 6), TLS_HELLO_NOT);
+	memcpy(ccs_then + 6, "\x14\x03\x03\x00\x01\x01", 6);
+	assert_int_equal(rd_again(ccs_then, 12), TLS_HELLO_NOT);
+	memcpy(ccs_then, "\x14\x03\x03\x00\x01\x02", 6);
+	expect_not_again(ccs_then, 6, "change_cipher_spec");
+	assert_int_equal(rd_again(ccs_then, 5), TLS_HELLO_MORE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +425,8 @@ int main(void)
 		cmocka_unit_test(test_server_name_rules),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_too_many_records),
+		cmocka_unit_test(test_server_first_message),
+		cmocka_unit_test(test_second_client_hello),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
