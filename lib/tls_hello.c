@@ -1,5 +1,6 @@
 /*
- * tls_hello.c: the server name in a TLS ClientHello (tls_hello.h).
+ * tls_hello.c: the server name in a TLS ClientHello, and whether the
+ * server's answer is a HelloRetryRequest (tls_hello.h).
  *
  * Two passes, both through bounds-checked cursors: the records at the
  * start of the buffer are walked and their fragments copied into the
@@ -9,8 +10,11 @@
  * fit its parent, the extensions must end where the message does, and
  * the server_name extension must appear once, holding exactly one
  * host_name, as OpenSSL, BoringSSL and Go require, so the name judged is
- * the name the origin's TLS stack reads. It reads nothing after the
- * ClientHello (early data, a second flight) and does not judge the name.
+ * the name the origin's TLS stack reads; and it must end where its
+ * record does, so the bytes judged are exactly the bytes sent. The
+ * server's first message is reassembled the same way, only to read its
+ * random. Nothing after a hello is read (early data, a second flight),
+ * and the name is not judged here.
  */
 #include "tls_hello.h"
 

@@ -9,7 +9,7 @@
  * dial.c      the upstream: resolve, judge every answer, connect exactly a
  *             checked address, close
  * tls.c       an intercepted CONNECT: both handshakes, reads and writes
- *             through TLS
+ *             through TLS; a passthrough tunnel's hellos, judged
  * inject.c    a request's credential and the scrubbing of its response
  */
 #ifndef SLUICE_SESSION_H

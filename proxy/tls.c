@@ -14,6 +14,10 @@
  * least. An upstream that fails verification is a 502 saying why, never a
  * fallback.
  *
+ * A passthrough CONNECT is relayed untouched, but only once its hellos
+ * passed (tls_hello_step): the whole ClientHello, and after a
+ * HelloRetryRequest the second one too, must name the CONNECT host.
+ *
  * sio_read and sio_write are buf_read_fd and buf_write_fd for a session
  * side that may be TLS: "would block" is errno EAGAIN, and when TLS must
  * write to read (or read to write) the side's tls_out flag asks the loop

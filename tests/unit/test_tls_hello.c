@@ -1,13 +1,13 @@
 /*
- * test_tls_hello.c: tls_hello_read, the reassembler and parser of a
- * passthrough tunnel's ClientHello.
+ * test_tls_hello.c: tls_hello_read, tls_hello_read_again and
+ * tls_hello_server, the readers of a passthrough tunnel's hellos.
  *
  * ClientHellos, ServerHellos and HelloRetryRequests are built here field
- * by field, then cut into records of every size and fed byte by byte as they would arrive: every prefix must ask
- * for more and the whole must name the server; malformed fields, foreign
- * records, the size caps and the server_name rules are refused. Every
- * input is placed right before a PROT_NONE page (guard.h), so an
- * over-read faults.
+ * by field, cut into records of every size and fed a byte at a time as
+ * they would arrive: every prefix must ask for more and the whole must
+ * decide; malformed fields, foreign records, the size caps, the record
+ * boundary and the server_name rules are refused. Every input is placed
+ * right before a PROT_NONE page (guard.h), so an over-read faults.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -380,7 +380,8 @@ static void test_server_first_message(void **state)
 	n = server(false, 50, 16384);
 	assert_int_equal(rd_server(wire, n), TLS_HELLO_NONE);
 	/* an alert, a record that is not TLS, a ServerHello too short for its random */
-	assert_int_equal(rd_server((const uint8_t *)"\x15\x03\x03\x00\x02\x02\x28", 7), TLS_HELLO_NONE);
+	assert_int_equal(rd_server((const uint8_t *)"\x15\x03\x03\x00\x02\x02\x28", 7),
+			 TLS_HELLO_NONE);
 	assert_int_equal(rd_server((const uint8_t *)"HTTP/1.1", 8), TLS_HELLO_NONE);
 	assert_int_equal(rd_server((const uint8_t *)"\x16\x03\x03\x00\x06\x02\x00\x00\x02\x03\x03", 11),
 			 TLS_HELLO_NONE);
