@@ -5,7 +5,7 @@ CONNECT tunnel (for tests/integ/test_sni.sh).
   sni.py --proxy ADDR:PORT --connect HOST:PORT [--sni NAME | --no-sni]
          [--ca FILE] [--split whole|3|records] [--pause S]
          [--send hello|garbage|nothing] [--path /P] [--timeout S]
-         [--retry-sni NAME]
+         [--retry-sni NAME] [--pipeline]
 
 The ClientHello is real: Python's ssl module writes it into a MemoryBIO, and
 this script puts its bytes on the socket itself:
@@ -16,7 +16,8 @@ this script puts its bytes on the socket itself:
 Then the handshake is driven to its end (verifying the server against --ca
 for the name sent) and GET --path is sent inside. --send garbage writes a
 plain HTTP request instead of a ClientHello; --send nothing writes nothing
-and waits to be closed. --retry-sni NAME: once the server answers the
+and waits to be closed. --pipeline writes the ClientHello in the same
+write as the CONNECT, before the 200 is read. --retry-sni NAME: once the server answers the
 ClientHello (a HelloRetryRequest, from a server that wants another key
 share), a second ClientHello naming NAME is sent instead of the real one,
 after a change_cipher_spec record as real clients send it; what comes back
@@ -34,13 +35,15 @@ import time
 
 
 def arg_parse(argv):
-    o = {"retry_sni": None, "sni": None, "no_sni": False, "ca": None, "split": "whole", "pause": None,
+    o = {"pipeline": False, "retry_sni": None, "sni": None, "no_sni": False, "ca": None, "split": "whole", "pause": None,
          "send": "hello", "path": "/", "timeout": 10.0}
     a = list(argv)
     while a:
         k = a.pop(0)
         if k == "--no-sni":
             o["no_sni"] = True
+        elif k == "--pipeline":
+            o["pipeline"] = True
         elif k in ("--proxy", "--connect", "--sni", "--ca", "--split", "--send", "--path",
                    "--retry-sni"):
             o[k[2:].replace("-", "_")] = a.pop(0)
@@ -51,12 +54,12 @@ def arg_parse(argv):
     return o
 
 
-def connect(o):
+def connect(o, early=b""):
     ph, _, pp = o["proxy"].rpartition(":")
     s = socket.create_connection((ph, int(pp)), timeout=o["timeout"])
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     t = o["connect"]
-    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (t, t)).encode())
+    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (t, t)).encode() + early)
     head = b""
     while b"\r\n\r\n" not in head and len(head) < 8192:
         d = s.recv(1)  # byte by byte: nothing past the 200 is taken
@@ -152,7 +155,11 @@ def retry_attack(s, o, deadline):
 
 def run(o):
     t0 = time.time()
-    s, status = connect(o)
+    if o["pipeline"]:
+        obj, inb, outb, hello = hello_bytes(o)
+        s, status = connect(o, hello)
+    else:
+        s, status = connect(o)
     if " 200 " not in status + " ":
         return "connect %s" % (status.split(" ")[1] if " " in status else "none")
     deadline = t0 + o["timeout"]
@@ -172,8 +179,9 @@ def run(o):
         return "open"
     if o["retry_sni"]:
         return retry_attack(s, o, deadline)
-    obj, inb, outb, hello = hello_bytes(o)
-    write_hello(s, o, hello)
+    if not o["pipeline"]:
+        obj, inb, outb, hello = hello_bytes(o)
+        write_hello(s, o, hello)
     done = False
     while not done:
         if time.time() >= deadline:

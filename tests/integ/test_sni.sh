@@ -105,6 +105,15 @@ expect_eq "... refuse, sni-unreadable, nothing sent up" "refuse sni-unreadable 0
 	"$(row 10 decision) $(row 10 reason) $(row 10 up)"
 expect_re "... the row says the deadline passed with 3 bytes read" "within 2 s \(3 bytes\)" "$(row 10 detail)"
 
+# a ClientHello written with the CONNECT, before the 200: the same checks
+out=$(sni --pipeline --path /sni-p-ok)
+expect_re "a ClientHello for pass.test in the same write as the CONNECT: served" "^served HTTP/1.1 200" "$out"
+expect_eq "... allowed" "allow passthrough; TLS server name pass.test" "$(row 11 decision) $(row 11 detail)"
+out=$(sni --pipeline --sni tls.test --path /sni-p-other)
+expect_re "... naming tls.test: refused" "^alert TLSV1_UNRECOGNIZED_NAME" "$out"
+expect_eq "... sni-mismatch, nothing sent up, the origin saw no request" "refuse sni-mismatch 0 0" \
+	"$(row 12 decision) $(row 12 reason) $(row 12 up) $(origq ev=req 'line~/sni-p-other')"
+
 # an IP-literal CONNECT host: clients send no server name for an address, and none is needed
 IPT=203.0.113.13:9443
 out=$(sni --connect $IPT --no-sni --path /sni-g)
