@@ -621,8 +621,8 @@ static int client_hello(struct session *s, bool again, size_t *wire)
  * The server's first message, read into uin (idle in a tunnel) and held
  * there: a HelloRetryRequest means a second ClientHello in clear, which
  * must be judged as the first was, so nothing more of the client's goes
- * up until the server's answer is known. Returns 1 (more to read) or 0
- * (known; its bytes moved to cout, for the client).
+ * up until the server's answer is known. Returns 1 (more to read), 0
+ * (known; its bytes moved to cout, for the client) or -1 (closed).
  */
 static int server_hello(struct session *s, bool *retry)
 {
@@ -648,7 +648,10 @@ static int server_hello(struct session *s, bool *retry)
 	s->to_cli.want_read = false;
 	*retry = r == TLS_HELLO_RETRY;
 	/* cout holds at most our 200 (IOBUF_MAX > TLS_HELLO_WIRE_MAX + its length) */
-	(void)buf_append(&s->cout, buf_head(&s->uin), buf_len(&s->uin));
+	if (buf_append(&s->cout, buf_head(&s->uin), buf_len(&s->uin)) == -1) {
+		session_close(s, "out of memory");
+		return -1;
+	}
 	buf_consume(&s->uin, buf_len(&s->uin));
 	buf_trim(&s->uin);
 	return 0;
@@ -707,8 +710,12 @@ int tls_hello_step(struct session *s)
 			return -1;
 		}
 		s->to_up.want_write = false;
-		if (server_hello(s, &retry) == 1)
+		switch (server_hello(s, &retry)) {
+		case -1:
+			return -1;
+		case 1:
 			return 0;
+		}
 		if (!retry) {
 			hello_enter(s, HELLO_DONE);
 			return 0;
