@@ -11,7 +11,8 @@ source "$(dirname "$0")/lab.sh"
 lab_up
 lab_tls_origin
 lab_write_conf "intercept on" "head-timeout 2" "allow pass.test:9443" "passthrough pass.test" \
-	"allow 203.0.113.13:9443" "passthrough 203.0.113.13" "allow pass.test:9445"
+	"allow 203.0.113.13:9443" "passthrough 203.0.113.13" "allow pass.test:9445" \
+	"passthrough good.test" "allow good.test:9001"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 lab_run_proxy
 LABCA=$LAB_DIR/tls/ca.crt
@@ -152,6 +153,15 @@ expect_re "... sni-mismatch, the row naming the second ClientHello" "second Clie
 	"$(logq kind=tunnel host=pass.test port=9445 reason=sni-mismatch --field detail)"
 expect_eq "... the origin read the first ClientHello (pass.test) and never the name tls.test" "3 0" \
 	"$(names pass.test) $(names tls.test)"
+
+# a server that never answers the ClientHello (origin.py silent): closed by response-timeout (5 s)
+out=$(sni --connect good.test:9001 --timeout 9)
+expect_re "a passthrough server that never answers the ClientHello: the tunnel is closed" "^(closed|reset)" "$out"
+el=$(printf '%s' "$out" | sed -n 's/.*elapsed=\([0-9.]*\).*/\1/p')
+expect_ge "... not before response-timeout (5 s)" 4.9 "$el"
+wait_log 5 kind=tunnel host=good.test
+expect_eq "... refuse, upstream-timeout, the ClientHello was sent" "refuse upstream-timeout 1" \
+	"$(logq kind=tunnel host=good.test --field decision) $(logq kind=tunnel host=good.test --field reason) $(logq kind=tunnel host=good.test 'up!=0')"
 
 # after all that, the granted name still works
 out=$(hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$LABCA" https://pass.test:9443/sni-z 2>&1)
