@@ -174,6 +174,11 @@ int relay_dir_pump(struct relay_dir *d, bool last)
 	return 0;
 }
 
+int relay_dir_flush(struct relay_dir *d)
+{
+	return pump_copy(d, false);
+}
+
 bool relay_dir_done(const struct relay_dir *d)
 {
 	return d->shut;

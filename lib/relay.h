@@ -33,6 +33,8 @@ void relay_dir_release(struct relay_dir *d);
  * 0, or -1 on a fatal error (errno).
  */
 int relay_dir_pump(struct relay_dir *d, bool last);
+/* Write what the copy buffer holds, reading nothing. Returns 0 or -1 (errno). */
+int relay_dir_flush(struct relay_dir *d);
 /* Whether the direction has finished: eof seen, drained, dst shut. */
 bool relay_dir_done(const struct relay_dir *d);
 

@@ -186,6 +186,27 @@ void session_refuse(struct session *s, int status, const char *reason,
 	session_enter_drain(s);
 }
 
+/*
+ * Refuse a tunnel whose 200 went out already (a passthrough ClientHello
+ * that fails its check): the row at once, counting what moved, then what
+ * cout holds (a TLS alert, say) goes out and the connection closes after
+ * a short linger; the upstream is closed at once.
+ */
+void session_tunnel_refuse(struct session *s, const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	s->hello = HELLO_DONE;
+	s->r.decision = "refuse";
+	s->r.reason = reason;
+	va_start(ap, fmt);
+	vsnprintf(s->r.detail, sizeof(s->r.detail), fmt, ap);
+	va_end(ap);
+	tunnel_count(s);
+	session_log(s);
+	session_enter_drain(s);
+}
+
 /* Every state change goes through here: the new state's deadline applies. */
 void session_enter(struct session *s, enum sess_state state)
 {
@@ -217,14 +238,19 @@ int session_flush_client(struct session *s)
 static void step_tunnel(struct session *s)
 {
 	uint64_t before = s->to_up.bytes + s->to_cli.bytes;
-	int wait_sni = s->sni_pending ? tls_peek_sni(s) : 0;
 
-	if (wait_sni == -1)
-		return;
-	if (wait_sni == 1)
-		s->to_up.want_read = true; /* wake when the client sends its ClientHello */
-	if ((wait_sni == 0 && relay_dir_pump(&s->to_up, relay_dir_done(&s->to_cli)) == -1) ||
-	    relay_dir_pump(&s->to_cli, relay_dir_done(&s->to_up)) == -1) {
+	if (s->hello != HELLO_DONE) {
+		/* our 200 goes out; the rest waits for the hellos (tls.c) */
+		if (s->hello != HELLO_RETRY && relay_dir_flush(&s->to_cli) == -1) {
+			session_close(s, "tunnel error");
+			return;
+		}
+		if (tls_hello_step(s) == -1)
+			return;
+	}
+	if ((s->hello == HELLO_DONE && relay_dir_pump(&s->to_up, relay_dir_done(&s->to_cli)) == -1) ||
+	    ((s->hello == HELLO_DONE || s->hello == HELLO_RETRY) &&
+	     relay_dir_pump(&s->to_cli, relay_dir_done(&s->to_up)) == -1)) {
 		session_close(s, "tunnel error");
 		return;
 	}
@@ -499,6 +525,10 @@ static uint64_t deadline(const struct session *s)
 			return s->r.sent_ms + c->response_timeout_ms;
 		return s->active_ms + c->idle_timeout_ms;
 	case SS_TUNNEL:
+		if (s->hello == HELLO_SERVER)
+			return s->hello_ms + c->response_timeout_ms;
+		if (s->hello != HELLO_DONE)
+			return s->hello_ms + c->head_timeout_ms;
 		return s->active_ms + c->idle_timeout_ms;
 	case SS_DRAIN:
 		return s->active_ms + LINGER_MS;
@@ -553,6 +583,21 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 		session_close(s, "idle timeout");
 		break;
 	case SS_TUNNEL:
+		if (s->hello == HELLO_SERVER) {
+			session_tunnel_refuse(s, "upstream-timeout",
+					      "passthrough: the server did not answer the ClientHello "
+					      "within %u s",
+					      c->response_timeout_ms / 1000);
+			break;
+		}
+		if (s->hello != HELLO_DONE) {
+			session_tunnel_refuse(s, "sni-unreadable",
+					      "passthrough: no whole %sTLS ClientHello within %u s (%zu "
+					      "bytes)",
+					      s->hello == HELLO_RETRY ? "second " : "",
+					      c->head_timeout_ms / 1000, buf_len(&s->cin));
+			break;
+		}
 		session_close(s, "idle timeout");
 		break;
 	case SS_DRAIN:
@@ -750,6 +795,8 @@ void session_tunnel_begin(struct session *s)
 	/* bytes the client sent after its CONNECT head go first, then splice */
 	relay_dir_init(&s->to_up, s->cfd, s->ufd, &s->cin);
 	relay_dir_init(&s->to_cli, s->ufd, s->cfd, &s->cout);
-	s->sni_pending = s->px->tls != NULL; /* a passthrough host: read its server name */
+	/* a passthrough host: its ClientHello is read and checked before anything goes up */
+	s->hello = s->px->tls != NULL ? HELLO_CLIENT : HELLO_DONE;
+	s->hello_ms = session_now(s);
 	session_enter(s, SS_TUNNEL);
 }

@@ -9,7 +9,7 @@
  * dial.c      the upstream: resolve, judge every answer, connect exactly a
  *             checked address, close
  * tls.c       an intercepted CONNECT: both handshakes, reads and writes
- *             through TLS
+ *             through TLS; a passthrough tunnel's hellos, judged
  * inject.c    a request's credential and the scrubbing of its response
  */
 #ifndef SLUICE_SESSION_H
@@ -32,6 +32,14 @@ enum sess_state {
 	SS_TLS_CONNECT, /* the upstream's TLS handshake (inside an intercepted CONNECT) */
 	SS_TOKEN,       /* a request waits for its rule's token command (token.c) */
 	SS_DRAIN,   /* sending a last response, then lingering, then close */
+};
+
+/* A passthrough tunnel's hellos (tls.c), while nothing else is relayed. */
+enum hello_phase {
+	HELLO_DONE,   /* relaying freely (not a passthrough tunnel, or its hellos passed) */
+	HELLO_CLIENT, /* reading the ClientHello; nothing goes up */
+	HELLO_SERVER, /* it went up, alone; the server's first message is held until known */
+	HELLO_RETRY,  /* that was a HelloRetryRequest: reading the second ClientHello */
 };
 
 struct target {
@@ -148,7 +156,9 @@ struct session {
 	bool sni_bad;
 	char tls_err[128];
 	char resume_key[HOST_NAME_MAX_LEN + 8]; /* "host:port" of the upstream TLS session */
-	bool sni_pending; /* a passthrough tunnel whose ClientHello is not read yet */
+	enum hello_phase hello; /* a passthrough tunnel's ClientHello, judged before relaying */
+	uint64_t hello_ms;      /* the phase began (its deadline: head- or response-timeout) */
+	size_t hello_left;      /* HELLO_SERVER: bytes of the ClientHello at cin's head to send */
 	struct token *token; /* the token this session waits for (SS_TOKEN) */
 	bool token_waited;   /* woken from SS_TOKEN: a failed run fails this request */
 	bool reissued;       /* the request now being sent was re-issued after a 401 */
@@ -179,6 +189,8 @@ void session_log(struct session *s);
 void session_abort(struct session *s, const char *why);
 void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void session_tunnel_refuse(struct session *s, const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 void session_enter(struct session *s, enum sess_state state);
 void session_enter_drain(struct session *s);
 void session_arm_timer(struct session *s);
@@ -226,7 +238,7 @@ void tls_step_connect(struct session *s);
 void tls_session_free(struct session *s);
 void tls_upstream_free(struct session *s);
 void tls_shutdown_client(struct session *s);
-int tls_peek_sni(struct session *s);
+int tls_hello_step(struct session *s);
 ssize_t sio_read(struct session *s, bool up, struct buf *b, size_t limit, bool *drained);
 ssize_t sio_write(struct session *s, bool up, struct buf *b);
 
