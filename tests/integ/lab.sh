@@ -23,6 +23,7 @@
 # points at 127.0.0.1 where nothing answers, so other names fail fast.
 
 INTEG_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export INTEG_DIR # the tests' own python scripts import raw.py from it
 ROOT_DIR=$(cd "$INTEG_DIR/../.." && pwd)
 SLUICE_BUILD=${SLUICE_BUILD:-build}
 case $SLUICE_BUILD in /*) ;; *) SLUICE_BUILD=$ROOT_DIR/$SLUICE_BUILD ;; esac
@@ -596,6 +597,21 @@ expect_none() {
 		return 1
 	fi
 	expect_eq "$desc" 0 "$n"
+}
+
+# lab_proxy_control DESC: the proxy is up and logging (the control for "nothing
+# reached the proxy"): a request sent to it directly gets its row (every
+# request has one, granted or refused). Call it after the check.
+LAB_PCTL_N=0
+lab_proxy_control() {
+	LAB_PCTL_N=$((LAB_PCTL_N + 1))
+	local p=/lab-proxy-control-$LAB_PCTL_N
+	raw "GET http://good.test$p HTTP/1.1\r\nHost: good.test\r\nConnection: close\r\n\r\n" --timeout 5 >/dev/null 2>&1
+	if wait_log 3 path=$p; then
+		ok "$1: control: the proxy is up and logging"
+	else
+		not_ok "$1: control: the proxy is up and logging" "no row for a direct request $p"
+	fi
 }
 
 # The refusal checks every refusal gets: status, Proxy-Status, body.
