@@ -181,6 +181,10 @@ lab_up() {
 	ix ip link set lo up
 	hx sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 2>/dev/null
 	ix sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 2>/dev/null
+	# a new namespace inherits IPv4 forwarding from the machine's own (on once
+	# podman ran there): inet must not route, or 203.0.113.99 answers
+	# "network unreachable" instead of swallowing SYNs
+	ix sysctl -qw net.ipv4.ip_forward=0 || lab_bail "ip_forward off in $INS"
 	hx ip addr add 192.0.2.1/24 dev "$vh"
 	ix ip addr add 192.0.2.2/24 dev "$vi"
 	hx ip -6 addr add 2001:db8:ffff::1/64 dev "$vh" nodad
