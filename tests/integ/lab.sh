@@ -63,7 +63,7 @@ expect_not_re() {
 	if printf '%s' "$3" | grep -Eq -- "$2"; then not_ok "$1" "unexpected /$2/ in '$3'"; else ok "$1"; fi
 }
 # is_num VALUE: VALUE is a decimal number (an empty measurement is not 0).
-is_num() { printf '%s' "$1" | grep -Eq '^-?[0-9]+(\.[0-9]+)?$'; }
+is_num() { printf '%s' "$1" | grep -Eq '^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$'; }
 # expect_lt DESC LIMIT VALUE (floats); an empty or non-numeric VALUE fails.
 expect_lt() {
 	if ! is_num "$3"; then
