@@ -173,4 +173,4 @@ t "log -f follows appends and rotation" eval 'grep -q "\"conn\":5," follow.out &
 	grep -q appended.example follow.out && grep -q rotated.example follow.out &&
 	[ "$(grep -c appended.example follow.out)" = 1 ]'
 
-exit $failed
+lab_done

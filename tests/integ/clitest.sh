@@ -1,17 +1,15 @@
 # clitest.sh: the harness of the CLI tests that need no namespace (cli.sh,
 # test_ca.sh, test_ports.sh). Source it after setting T (a temporary
-# directory the script removes): it sets S (the built sluice) and failed,
-# and defines ok, not_ok, t, run, has and hasnt.
+# directory the script removes): it sets S (the built sluice), takes ok,
+# not_ok, expect_* and lab_done from lab.sh (the one assertion style of every
+# integration file), and defines t, run, has and hasnt on them.
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${SLUICE_BUILD:-build}
 case $build in /*) ;; *) build=$here/$build ;; esac
 S=$build/sluice
-[ -x "$S" ] || { echo "not ok - binary $S missing"; exit 1; }
+source "$here/tests/integ/lab.sh"
+[ -x "$S" ] || lab_bail "binary $S is built"
 
-failed=0
-ok() { echo "ok - $1"; }
-# not_ok NAME [SEEN]
-not_ok() { echo "not ok - $1${2:+ ($2)}"; failed=1; }
 # t NAME COMMAND...: the command's status decides
 t() {
 	local name=$1

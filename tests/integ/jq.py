@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Query JSON-lines files (network log rows, origin records) for the tests.
 
-  jq.py FILE [KEY=VALUE|KEY~SUBSTR|KEY!=VALUE ...] [--count | --field KEY | --json]
+  jq.py FILE [KEY=VALUE|KEY~SUBSTR|KEY!=VALUE|KEY!~SUBSTR ...] [--count | --field KEY | --json]
 
-Rows that are not JSON are skipped (and counted on stderr). Values compare as
+A FILE that does not exist is an error (exit 2, "jq.py: no file FILE" on
+stdout and stderr): a record that was never written is not an empty one, so
+"nothing reached the origin" cannot pass when the origin never ran. Rows
+that are not JSON are skipped (and counted on stderr). Values compare as
 their JSON text for non-strings (status=200, dialed=null). --field prints the
 field of the last matching row; --json prints the last matching row; default
 --count.
@@ -29,6 +32,9 @@ def main():
             out = ("field", args.pop(0))
         elif a == "--json":
             out = ("json", None)
+        elif "!~" in a:
+            k, v = a.split("!~", 1)
+            conds.append((k, "notin", v))
         elif "!=" in a:
             k, v = a.split("!=", 1)
             conds.append((k, "ne", v))
@@ -41,8 +47,11 @@ def main():
     rows, bad = [], 0
     try:
         f = open(path, encoding="utf-8", errors="replace")
-    except OSError:
-        f = []
+    except OSError as e:
+        msg = "jq.py: no file %s (%s)" % (path, e.strerror)
+        print(msg)
+        sys.stderr.write(msg + "\n")
+        sys.exit(2)
     for line in f:
         line = line.strip()
         if not line:
@@ -58,7 +67,8 @@ def main():
         okr = True
         for k, op, v in conds:
             x = val(r.get(k)) if isinstance(r, dict) else ""
-            if op == "eq" and x != v or op == "ne" and x == v or op == "in" and v not in x:
+            if op == "eq" and x != v or op == "ne" and x == v or op == "in" and v not in x \
+                    or op == "notin" and v in x:
                 okr = False
                 break
         if okr:

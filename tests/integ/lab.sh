@@ -23,6 +23,7 @@
 # points at 127.0.0.1 where nothing answers, so other names fail fast.
 
 INTEG_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export INTEG_DIR # the tests' own python scripts import raw.py from it
 ROOT_DIR=$(cd "$INTEG_DIR/../.." && pwd)
 SLUICE_BUILD=${SLUICE_BUILD:-build}
 case $SLUICE_BUILD in /*) ;; *) SLUICE_BUILD=$ROOT_DIR/$SLUICE_BUILD ;; esac
@@ -61,12 +62,19 @@ expect_re() {
 expect_not_re() {
 	if printf '%s' "$3" | grep -Eq -- "$2"; then not_ok "$1" "unexpected /$2/ in '$3'"; else ok "$1"; fi
 }
-# expect_lt DESC LIMIT VALUE (floats)
+# is_num VALUE: VALUE is a decimal number (an empty measurement is not 0).
+is_num() { printf '%s' "$1" | grep -Eq '^-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?$'; }
+# expect_lt DESC LIMIT VALUE (floats); an empty or non-numeric VALUE fails.
 expect_lt() {
-	if awk -v a="$3" -v b="$2" 'BEGIN{exit !(a+0 < b+0)}'; then ok "$1"; else not_ok "$1" "expected < $2, seen $3"; fi
+	if ! is_num "$3"; then
+		not_ok "$1" "expected < $2, seen no number: '$3'"
+	elif awk -v a="$3" -v b="$2" 'BEGIN{exit !(a+0 < b+0)}'; then ok "$1"; else not_ok "$1" "expected < $2, seen $3"; fi
 }
+# expect_ge DESC LIMIT VALUE (floats); an empty or non-numeric VALUE fails.
 expect_ge() {
-	if awk -v a="$3" -v b="$2" 'BEGIN{exit !(a+0 >= b+0)}'; then ok "$1"; else not_ok "$1" "expected >= $2, seen $3"; fi
+	if ! is_num "$3"; then
+		not_ok "$1" "expected >= $2, seen no number: '$3'"
+	elif awk -v a="$3" -v b="$2" 'BEGIN{exit !(a+0 >= b+0)}'; then ok "$1"; else not_ok "$1" "expected >= $2, seen $3"; fi
 }
 # Finish a test file: summary line for humans, status for the runner.
 lab_done() {
@@ -173,6 +181,10 @@ lab_up() {
 	ix ip link set lo up
 	hx sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 2>/dev/null
 	ix sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0 2>/dev/null
+	# a new namespace inherits IPv4 forwarding from the machine's own (on once
+	# podman ran there): inet must not route, or 203.0.113.99 answers
+	# "network unreachable" instead of swallowing SYNs
+	ix sysctl -qw net.ipv4.ip_forward=0 || lab_bail "ip_forward off in $INS"
 	hx ip addr add 192.0.2.1/24 dev "$vh"
 	ix ip addr add 192.0.2.2/24 dev "$vi"
 	hx ip -6 addr add 2001:db8:ffff::1/64 dev "$vh" nodad
@@ -511,6 +523,100 @@ wait_log() {
 	wait_until "$s" _log_has "$@"
 }
 _log_has() { [ "$(logq "$@")" -gt 0 ]; }
+
+# ---------------------------------------------------------------- controls
+#
+# A check that nothing reached an origin proves nothing if the origin was
+# dead. lab_probe connects to an origin directly (not through the proxy),
+# from a source address no proxied connection uses (inet: 192.0.2.2; the
+# host-ns recorder: 127.0.0.77), and succeeds once the origin recorded it.
+# Probe rows carry peer 192.0.2.2:* or 127.0.0.77:* (exclude them with
+# 'peer!~192.0.2.2:' when counting rows broadly) and the request line
+# "GET /lab-probe-N HTTP/1.0"; the nginx origins log that request line.
+LAB_PROBE_N=0
+LAB_PROBE_SRC_INET=192.0.2.2
+LAB_PROBE_SRC_LOCAL=127.0.0.77
+# lab_probe WHICH: WHICH is inet, local, halfclose, silent, halfclose2, tls9443, nginx or tlsnginx.
+lab_probe() {
+	local which=$1 ns=ix addr=192.0.2.2 port src=$LAB_PROBE_SRC_INET tls=0 file
+	LAB_PROBE_N=$((LAB_PROBE_N + 1))
+	case $which in
+	inet) port=80 file=$LAB_DIR/inet.jsonl ;;
+	local) ns=hx addr=$LAB_PROBE_SRC_LOCAL port=80 src=$LAB_PROBE_SRC_LOCAL file=$LAB_DIR/local.jsonl ;;
+	halfclose) port=9000 file=$LAB_DIR/halfclose.jsonl ;;
+	silent) port=9001 file=$LAB_DIR/silent.jsonl ;;
+	halfclose2) port=9002 file=$LAB_DIR/halfclose2.jsonl ;;
+	tls9443) addr=203.0.113.13 port=9443 tls=1 file=$LAB_DIR/tls9443.jsonl ;;
+	nginx) port=8080 file=$LAB_DIR/nginx/access.log ;;
+	tlsnginx) addr=203.0.113.13 port=8443 tls=1 file=$LAB_DIR/tls/access.log ;;
+	*) return 2 ;;
+	esac
+	[ -f "$file" ] || return 1
+	local before
+	before=$(jq_ "$file" ev=accept "peer~$src:" --count 2>/dev/null)
+	"$ns" "$PY" - "$src" "$addr" "$port" "$tls" "/lab-probe-$LAB_PROBE_N" >/dev/null 2>&1 <<'PY'
+import socket, ssl, sys
+src, addr, port, tls, path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1", sys.argv[5]
+s = socket.create_connection((addr, port), timeout=3, source_address=(src, 0))
+if tls:
+    c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    c.check_hostname = False
+    c.verify_mode = ssl.CERT_NONE
+    s = c.wrap_socket(s, server_hostname="tls.test")
+s.sendall(("GET %s HTTP/1.0\r\nHost: probe\r\n\r\n" % path).encode())
+if not tls:
+    s.shutdown(socket.SHUT_WR)
+try:
+    while s.recv(65536):
+        pass
+except OSError:
+    pass
+PY
+	case $which in
+	nginx | tlsnginx) wait_until 3 grep -q "GET /lab-probe-$LAB_PROBE_N " "$file" ;;
+	*) wait_until 3 _probe_more "$file" "$src" "${before:-0}" ;;
+	esac
+}
+# _probe_more FILE SRC BEFORE: FILE holds more accepts from SRC than BEFORE.
+_probe_more() { [ "$(jq_ "$1" ev=accept "peer~$2:" --count)" -gt "$3" ] 2>/dev/null; }
+# lab_control DESC WHICH: ok when origin WHICH is up and records a direct probe.
+lab_control() {
+	if lab_probe "$2"; then ok "$1: control: the $2 origin is up and recording"; else not_ok "$1: control: the $2 origin is up and recording" "a direct probe was not recorded in time"; fi
+}
+# expect_none DESC WHICH COND...: no record of origin WHICH matches COND
+# (probe rows aside), and a direct probe after shows the origin was up and
+# recording all along (origins are never restarted); a missing record file,
+# or an origin that does not record the probe, fails.
+expect_none() {
+	local desc=$1 which=$2 file n
+	shift 2
+	case $which in
+	inet) file=$LAB_DIR/inet.jsonl ;;
+	local) file=$LAB_DIR/local.jsonl ;;
+	*) file=$LAB_DIR/$which.jsonl ;;
+	esac
+	n=$(jq_ "$file" "$@" "peer!~$LAB_PROBE_SRC_INET:" "peer!~$LAB_PROBE_SRC_LOCAL:" --count)
+	if ! lab_probe "$which"; then
+		not_ok "$desc" "control failed: the $which origin did not record a direct probe (count seen '$n')"
+		return 1
+	fi
+	expect_eq "$desc" 0 "$n"
+}
+
+# lab_proxy_control DESC: the proxy is up and logging (the control for "nothing
+# reached the proxy"): a request sent to it directly gets its row (every
+# request has one, granted or refused). Call it after the check.
+LAB_PCTL_N=0
+lab_proxy_control() {
+	LAB_PCTL_N=$((LAB_PCTL_N + 1))
+	local p=/lab-proxy-control-$LAB_PCTL_N
+	raw "GET http://good.test$p HTTP/1.1\r\nHost: good.test\r\nConnection: close\r\n\r\n" --timeout 5 >/dev/null 2>&1
+	if wait_log 3 path=$p; then
+		ok "$1: control: the proxy is up and logging"
+	else
+		not_ok "$1: control: the proxy is up and logging" "no row for a direct request $p"
+	fi
+}
 
 # The refusal checks every refusal gets: status, Proxy-Status, body.
 # expect_refusal DESC OUT STATUS REASON_ERE [BODY_ERE]

@@ -9,6 +9,14 @@ stdout until N final responses (default 1) are complete, the peer closes, or
 the timeout passes. --shut shuts the write side after sending. --trickle sends
 one byte every SECS seconds (and stops sending once anything is received).
 --meta adds a last line "#meta statuses=... closed=0|1 elapsed=S" to stdout.
+
+Imported (sys.path.insert(0, os.environ["INTEG_DIR"]); from raw import
+tunnel), tunnel() opens a CONNECT tunnel for a test's own script:
+
+  s, head, status = tunnel(proxy_addr, proxy_port, "good.test:9000")
+
+It reads the response head byte by byte, so no byte of the tunnel behind the
+head is consumed; status is the int status (None when no head came).
 """
 import codecs, select, socket, sys, time
 
@@ -63,6 +71,30 @@ def parse_responses(buf, want):
         done += 1
         pos = end
     return done, statuses
+
+
+def tunnel(addr, port, target, timeout=5.0, extra=b""):
+    """CONNECT target ("host:port") through the proxy at addr:port, then
+    read the response head one byte at a time. extra is sent right behind
+    the CONNECT head. Returns (socket, head, status)."""
+    s = socket.create_connection((addr, int(port)), timeout=timeout)
+    s.sendall(("CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n" % (target, target)).encode() + extra)
+    head = b""
+    while b"\r\n\r\n" not in head:
+        try:
+            d = s.recv(1)
+        except OSError:
+            break
+        if not d:
+            break
+        head += d
+    status = None
+    if head.startswith(b"HTTP/"):
+        try:
+            status = int(head.split(b"\r\n")[0].split(b" ")[1])
+        except (IndexError, ValueError):
+            pass
+    return s, head, status
 
 
 def main():

@@ -28,7 +28,6 @@ cleanup() {
 trap cleanup EXIT
 
 source "$(dirname "$0")/clitest.sh"
-expect_eq() { if [ "$2" == "$3" ]; then ok "$1"; else not_ok "$1" "expected '$2', seen '$3'"; fi; }
 
 cd "$T" || exit 1
 # a relative state dir: show must still print absolute paths
@@ -234,4 +233,4 @@ t "curl's refusals were certificate errors" eval \
 	'grep -q "unable to get local issuer certificate" curl.err &&
 	grep -q "no alternative certificate subject name matches" curl.err'
 
-exit "$failed"
+lab_done

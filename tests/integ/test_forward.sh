@@ -53,6 +53,7 @@ out=$(hx "$PY" "$INTEG_DIR/raw.py" --addr 127.0.0.1 --port $FWD_PORT --meta \
 expect_eq "obs-fold is refused by the forwarder (400)" 400 "$(meta_status "$out")"
 sleep 0.3
 expect_eq "... none of them reached the proxy (no new row)" "$rows" "$(logq)"
+lab_proxy_control "... none of them reached the proxy (no new row)"
 
 # the origin closes first: the client sees an RST, not a FIN
 out=$(hx "$PY" - 127.0.0.1 $FWD_PORT <<'PYEOF' 2>&1
@@ -131,4 +132,5 @@ el=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN{print b-a}')
 expect_eq "with the forwarder dead the client is refused (connection refused)" "000 7" "$code"
 expect_lt "... at once" 1.0 "$el"
 expect_eq "... and nothing reached the proxy" "$rows" "$(logq)"
+lab_proxy_control "... and nothing reached the proxy"
 lab_done

@@ -163,6 +163,7 @@ PYEOF
 expect_eq "a client the forwarder cannot find by its socket gets an RST" rst "$out"
 sleep 0.2
 expect_eq "... nothing reached the proxy" "$rows" "$(logq)"
+lab_proxy_control "... nothing reached the proxy"
 expect_re "... and the forwarder said why, in one line" \
 	'attribute client 192\.0\.2\.2:[0-9]+: socket lookup: client socket not found: reset' \
 	"$(cat "$LAB_DIR/forward.err")"
@@ -195,6 +196,8 @@ code=$(hx curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x http://127.0.0.
 expect_eq "... while a forwarder without --mark is refused by it (the client is reset)" "000" "$code"
 expect_eq "... and nothing reached the proxy" "$rows" "$(logq)"
 hx nft delete table inet slmarktest
+# (after the table is gone: it refuses the control's own direct request)
+lab_proxy_control "... and nothing reached the proxy"
 expect_eq "the forwarder is still running" 0 "$(kill -0 "$FPID" 2>/dev/null; echo $?)"
 
 # bad option values are usage errors

@@ -129,6 +129,7 @@ out=$(icurl -w ' %{http_code}' https://tokfail.test:9443/api 2>&1)
 expect_re "a failing token command: 502 naming the rule and why, nothing sent" \
 	"rule tokfail: the token command failed; the request was not sent.* 502$" "$(echo $out)"
 expect_eq "... the origin saw nothing from it" 0 "$(grep -c tokfail "$LAB_DIR/tls9443.jsonl")"
+lab_control "... the origin saw nothing from it" tls9443
 
 # ... while a stamped connection (the CONNECT carries a valid stamp) gets it
 st=$("$PY" "$INTEG_DIR/stamp.py" "$STATE/stamp.key" 10.88.0.7 podman 0011223344556677 1)
@@ -136,22 +137,24 @@ out=$(icurl -w ' %{http_code}' --proxy-header "Sluice-Stamp: $st" https://pass.t
 expect_eq "a stamped connection is served by a rule for attributed clients: 200" "api ok 200" "$(echo $out)"
 expect_eq "... its row names the rule and the stamp" "stamped 10.88.0.7@podman" \
 	"$(logq path=/api?stamped --field inject) $(logq path=/api?stamped --field who)"
+expect_eq "... the request reached the origin (the control)" 1 "$(oq 'line~/api?stamped')"
 expect_eq "... and the origin saw no stamp" 0 "$(grep '/api?stamped' "$LAB_DIR/tls9443.jsonl" | grep -ci sluice-stamp)"
 
 # a secret that cannot be had: the request is not sent
 out=$(icurl -w ' %{http_code}' https://api.test:9443/missing 2>&1)
 expect_re "a rule whose secret is missing: 502 naming the rule and why" \
 	"rule missing: the environment variable SLUICE_LAB_UNSET is not set.* 502$" "$(echo $out)"
-expect_eq "... nothing reached the origin" 0 "$(oq 'line~/missing')"
+expect_none "... nothing reached the origin" tls9443 'line~/missing'
 
 # a body over its host's limit: 413 before any injection
 out=$(icurl -o /dev/null -w '%{http_code}' -d "$(head -c 2000 /dev/zero | tr '\0' a)" \
 	https://api.test:9443/api?big 2>&1)
 expect_eq "a body over body-limit: 413" 413 "$out"
-expect_eq "... nothing reached the origin, no rule applied" "0 null" \
-	"$(oq 'line~/api?big') $(logq path=/api?big --field inject)"
+expect_none "... nothing reached the origin" tls9443 'line~/api?big'
+expect_eq "... no rule applied" null "$(logq path=/api?big --field inject)"
 
 # the secret is never written anywhere
+expect_ge "the log holds the injected requests' rows (the control)" 3 "$(logq host=api.test)"
 expect_eq "the secret appears in no log row" 0 "$(grep -c "$LAB_TOKEN" "$NETLOG")"
 expect_eq "... nor in the proxy's stderr" 0 "$(grep -c "$LAB_TOKEN" "$LAB_DIR/proxy.err")"
 

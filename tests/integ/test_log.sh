@@ -101,7 +101,10 @@ wait_log 2 path=/credref
 sleep 0.3
 found=$(grep -l -E 'AUTHSECRET111|COOKIESECRET333|PROXYSECRET222|SETCOOKIESECRET777' "$NETLOG"* "$LAB_DIR/proxy.err" "$LAB_DIR/proxy.out" 2>/dev/null)
 expect_eq "no Authorization, Proxy-Authorization, Cookie or Set-Cookie value in the log or proxy output" "" "$found"
+expect_eq "... (control: the log holds the rows of the requests that carried them)" "1 1" \
+	"$(logq path=/setcookie --count) $(logq path=/credref --count)"
 expect_eq "Proxy-Authorization never reaches the origin" 0 "$(grep -c PROXYSECRET222 "$LAB_DIR/inet.jsonl")"
+lab_control "Proxy-Authorization never reaches the origin" inet
 
 # --- kill -9 right after a response: the row is there
 k=k9-$RANDOM$RANDOM
@@ -128,6 +131,24 @@ for f in "$NETLOG" "$NETLOG.1" "$NETLOG.2"; do
 done
 expect_eq "no log file grows past log-rotate-bytes" 0 "$big"
 expect_eq "the newest row is in the current file" 1 "$(logq path=/rot-60)"
-expect_eq "rotated files hold whole rows in order" "$(cat "$NETLOG.2" "$NETLOG.1" "$NETLOG" | grep -c .)" \
+expect_eq "rotated files hold whole rows" "$(cat "$NETLOG.2" "$NETLOG.1" "$NETLOG" | grep -c .)" \
 	"$(cat "$NETLOG.2" "$NETLOG.1" "$NETLOG" >"$LAB_DIR/all.log"; jq_ "$LAB_DIR/all.log")"
+# in order: read oldest (.2) to newest, the requests are /rot-K ... /rot-60 with
+# none missing or repeated, and their timestamps never go back
+order=$("$PY" - "$NETLOG.2" "$NETLOG.1" "$NETLOG" <<'PYEOF'
+import json, sys
+rows = [json.loads(l) for f in sys.argv[1:] for l in open(f) if l.strip()]
+n = [int(r["path"][5:]) for r in rows if str(r.get("path", "")).startswith("/rot-")]
+ts = [r["ts"] for r in rows]
+if not n:
+    print("no /rot- rows")
+elif n != list(range(n[0], 61)):
+    print("rows out of order or missing: %s" % n)
+elif ts != sorted(ts):
+    print("timestamps go back: %s" % ts)
+else:
+    print("in order %d..60" % n[0])
+PYEOF
+)
+expect_re "rotated files hold the rows in order, oldest file first, none missing" '^in order [0-9]+\.\.60$' "$order"
 lab_done

@@ -92,6 +92,7 @@ print(s.recv(100).split(b"\r\n")[0].decode())' 2>&1)
 expect_re "a bare-LF head from a container is refused by the forwarder (400)" '^HTTP/1.1 400' "$out"
 sleep 0.3
 expect_eq "... and never reached the proxy" "$rows" "$(logq)"
+lab_proxy_control "... and never reached the proxy"
 
 # bypassing the forwarder: refused by the walls, at once, and logged
 lab_denied_start "$VNS" "$SBX_LOG"
@@ -104,6 +105,7 @@ out=$(vx curl -s -o /dev/null -w '%{http_code} %{exitcode}' --max-time 5 \
 	-x "http://$SBX_PROXY" http://good.test/bypass2 2>&1; true)
 expect_eq "a vm process going to the proxy directly is refused by the walls" "000 7" "$out"
 expect_eq "... neither reached the proxy" 0 "$(logq 'path~bypass[12]')"
+lab_proxy_control "... neither reached the proxy"
 
 # the second listener: the vm's own processes and --network host containers, by cgroup
 sbx_ctr "$ch" --network host -- sleep 300 >/dev/null || lab_bail "podman run --network host"
@@ -144,4 +146,5 @@ out=$(sbx_exec "$c1" curl -s -o /dev/null -w '%{http_code} %{exitcode}' --max-ti
 	-x "http://$SBX_PROXY" http://good.test/dead2 2>&1; true)
 expect_eq "... and going around it is still refused" "000 7" "$out"
 expect_eq "... nothing reached the proxy" "$rows" "$(logq)"
+lab_proxy_control "... nothing reached the proxy"
 lab_done

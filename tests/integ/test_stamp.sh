@@ -34,7 +34,7 @@ expect_eq "no stamp header reached the origin (the stamp nor a later forgery)" 0
 # replay: the same boot and sequence on a new connection
 out=$(raw "GET http://good.test/echo?s3 HTTP/1.1\r\n${H}Sluice-Stamp: $st\r\nConnection: close\r\n\r\n")
 expect_refusal "a replayed stamp (same boot and sequence)" "$out" 403 stamp-replay
-expect_eq "... and the origin never saw it" 0 "$(inetq 'line~s3')"
+expect_none "... and the origin never saw it" inet 'line~s3'
 # the window outlives the proxy: killed with -9 and started again, it still refuses
 kill -9 "$PROXY_PID"
 wait "$PROXY_PID" 2>/dev/null
@@ -61,6 +61,7 @@ expect_eq "two stamp headers (valid ones even): unattributed" "200 unattributed"
 	"$(meta_status "$out") $(logq 'path~s5' --field who)"
 out=$(raw "GET http://good.test/echo?s6 HTTP/1.1\r\n${H}Connection: close\r\n\r\n")
 expect_eq "no stamp: unattributed" "200 unattributed" "$(meta_status "$out") $(logq 'path~s6' --field who)"
+expect_eq "the origin recorded the two served ones (the control)" "1 1" "$(inetq 'line~/echo?s5') $(inetq 'line~/echo?s6')"
 expect_eq "no stamp header of any of these reached the origin" 0 "$(stamps_seen)"
 
 # a CONNECT tunnel's row carries the stamp too

@@ -81,6 +81,7 @@ wait_log 3 kind=tunnel reason=client-tls-failed
 expect_re "... and the log says the client's handshake failed" "client TLS handshake failed: .*unknown ca" \
 	"$(logq kind=tunnel reason=client-tls-failed --field detail)"
 expect_eq "... the origin saw nothing" 0 "$(grep -c untrusted "$LAB_DIR/tls/access.log")"
+lab_control "... the origin saw nothing" tlsnginx
 
 # the server name must be the CONNECT host
 out=$(hx bash -c "openssl s_client -proxy $PROXY_ADDR:$PROXY_PORT -connect tls.test:8443 -servername other.test </dev/null 2>&1"; true)
@@ -94,6 +95,7 @@ out=$(tcurl -o /dev/null -w '%{http_code}' -H 'Host: other.test' https://tls.tes
 expect_eq "a request inside the tunnel whose Host is another host: 403" 403 "$out"
 expect_eq "... host-mismatch, and the origin saw nothing" "host-mismatch 0" \
 	"$(logq kind=https path=/hm --field reason) $(grep -c ' "GET /hm' "$LAB_DIR/tls/access.log")"
+lab_control "... host-mismatch, and the origin saw nothing" tlsnginx
 
 # ALPN: h2 is never offered, so an h2-capable client speaks HTTP/1.1
 out=$(tcurl --http2 -o /dev/null -w '%{http_version}' https://tls.test:8443/ 2>&1)
@@ -105,6 +107,7 @@ expect_re "an upstream certificate that does not name the host: 502" " 502$" "$o
 expect_re "... the body says why" "does not verify: .*(mismatch|hostname)" "$out"
 expect_eq "... logged as upstream-tls" "upstream-tls" "$(logq path=/bc --field reason)"
 expect_eq "... and no request reached it" 0 "$(grep -c '/bc' "$LAB_DIR/tls/access.log")"
+lab_control "... and no request reached it" tlsnginx
 
 # passthrough: the client's own handshake reaches the origin
 out=$(hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$LAB_DIR/tls/ca.crt" -w ' %{http_code}' \
@@ -120,4 +123,5 @@ wait_log 3 host=pass.test reason=sni-mismatch
 expect_eq "a passthrough tunnel whose ClientHello names another host is closed: sni-mismatch" "refuse" \
 	"$(logq host=pass.test reason=sni-mismatch --field decision)"
 expect_eq "... and the origin saw no request" "$lines" "$(wc -l <"$LAB_DIR/tls/access.log")"
+lab_control "... and the origin saw no request" tlsnginx
 lab_done

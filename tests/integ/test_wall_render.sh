@@ -5,12 +5,12 @@
 # path must exist for nft to compile it: a private cgroup2 mount (unshare -m)
 # gets that directory for the check, and loses it after.
 cd "$(dirname "$0")/../.." || exit 2
+source tests/integ/lab.sh
 NS=slw$$
 CG=sluice.slice/sluice-vm-41000.slice # as in tests/unit/test_wall.c
 TMP=$(mktemp -d /tmp/sluice-wall.XXXXXX)
 trap 'ip netns del "$NS" 2>/dev/null; rm -rf "$TMP"' EXIT
-ip netns add "$NS" || { echo "not ok - ip netns add $NS"; exit 1; }
-fail=0
+ip netns add "$NS" || lab_bail "ip netns add $NS"
 
 check() { # NAME FILE
 	local out
@@ -23,11 +23,9 @@ check() { # NAME FILE
 		rmdir "/sys/fs/cgroup/$2"
 		[ $had = 1 ] || rmdir "$top"
 		exit $rc' sh "$2" "$CG" 2>&1); then
-		echo "ok - $1 passes nft -c"
+		ok "$1 passes nft -c"
 	else
-		echo "not ok - $1 passes nft -c"
-		echo "$out" | sed 's/^/# /'
-		fail=1
+		not_ok "$1 passes nft -c" "$out"
 	fi
 }
 
@@ -41,24 +39,20 @@ if "$SLUICE_BUILD/sluice" wall render sandbox --user 65534 --subuid "$TMP/subuid
 	>"$TMP/sandbox.nft"; then
 	check "sluice wall render sandbox" "$TMP/sandbox.nft"
 else
-	echo "not ok - sluice wall render sandbox exits 0"
-	fail=1
+	not_ok "sluice wall render sandbox exits 0"
 fi
 printf 'table inet sluice_bad {\n\tchain c {\n\t\tbogus accept\n\t}\n}\n' >"$TMP/bad.nft"
 if ip netns exec "$NS" nft -c -f "$TMP/bad.nft" 2>/dev/null; then
-	echo "not ok - nft -c refuses a broken script"
-	fail=1
+	not_ok "nft -c refuses a broken script"
 else
-	echo "ok - nft -c refuses a broken script"
+	ok "nft -c refuses a broken script"
 fi
 if ip netns exec "$NS" nft list tables | grep -q .; then
-	echo "not ok - nothing was loaded in $NS"
-	fail=1
+	not_ok "nothing was loaded in $NS"
 else
-	echo "ok - nothing was loaded in $NS"
+	ok "nothing was loaded in $NS"
 fi
 "$SLUICE_BUILD/sluice" wall apply sandbox 2>/dev/null
 rc=$?
-[ "$rc" = 2 ] && echo "ok - wall apply without --netns or --i-mean-this-host is refused (exit 2)" ||
-	{ echo "not ok - wall apply without --netns or --i-mean-this-host is refused (exit $rc)"; fail=1; }
-exit $fail
+expect_eq "wall apply without --netns or --i-mean-this-host is refused (exit 2)" 2 "$rc"
+lab_done
