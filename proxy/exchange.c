@@ -939,6 +939,12 @@ void exchange_http(struct session *s)
 				return;
 			}
 		}
+		/*
+		 * The row is written before the answer's last byte goes out, so a
+		 * kill -9 between the two cannot leave an answered request unlogged.
+		 */
+		if (r->resp_done)
+			session_log(s);
 		if (buf_len(&s->cout) > 0) {
 			size_t before = buf_len(&s->cout);
 

@@ -5,8 +5,9 @@
   soak.py --ready T0 PROXY_ADDR PROXY_PORT PATH
 
 KIND is plain (GET http://good.test/soak-p-...), refuse (GET to ungranted
-other.test, a 403), tunnel (CONNECT good.test:80, a plain GET inside,
-Connection: close, read to EOF), https (CONNECT tls.test:8443 intercepted,
+other.test, a 403), tunnel (CONNECT pass.test:8443, passed through: TLS
+to the origin inside, trusting $SOAK_ORIGIN_CA, a GET with Connection:
+close, read to EOF), https (CONNECT tls.test:8443 intercepted,
 trusting CA_FILE) or fwd (plain GET to PROXY_ADDR:PROXY_PORT, the
 forwarder's listener). KINDx2 runs two loops of it. Paths are
 /soak-TAG-KIND-N, TAG the name of OUT without its extension. Each request is one
@@ -92,10 +93,13 @@ def one(kind, marker):
                        % (host, marker, host)).encode())
             status, answered = read_response(s, False)
         elif kind == "tunnel":
-            s, head, st = tunnel(PA, PP, "good.test:80")
-            client = "%s:%d" % s.getsockname()[:2]
+            raw_s, head, st = tunnel(PA, PP, "pass.test:8443")
+            s = raw_s
+            client = "%s:%d" % raw_s.getsockname()[:2]
             if st == 200:
-                s.sendall(("GET %s HTTP/1.1\r\nHost: good.test\r\nConnection: close\r\n\r\n"
+                ctx = ssl.create_default_context(cafile=os.environ["SOAK_ORIGIN_CA"])
+                s = ctx.wrap_socket(raw_s, server_hostname="pass.test")
+                s.sendall(("GET %s HTTP/1.1\r\nHost: pass.test:8443\r\nConnection: close\r\n\r\n"
                            % marker).encode())
                 status, answered = read_response(s, True)
             else:

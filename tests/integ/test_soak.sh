@@ -1,7 +1,7 @@
 #!/bin/bash
 # Nothing answered is lost, under kill -9 (issue 10, item 12). A bounded soak
 # (about 60 s): mixed traffic from several client loops (plain GETs, CONNECT
-# tunnels with a plain request inside, intercepted HTTPS, refusals), each
+# passthrough tunnels with TLS to the origin inside, intercepted HTTPS, refusals), each
 # request with a unique path, while sluice-proxy is killed with SIGKILL at
 # random moments and started again at once. After: every request a client
 # got a complete answer for has exactly one row (tunnels: a row for the
@@ -15,12 +15,13 @@ lab_up
 lab_tls_origin
 SOAK_SECS=${SOAK_SECS:-45}
 FWD_SECS=${FWD_SECS:-15}
-lab_write_conf "intercept on" "allow good.test" "allow good.test:80" "allow tls.test:8443" "passthrough good.test" \
+lab_write_conf "intercept on" "allow good.test" "allow pass.test:8443" "allow tls.test:8443" "passthrough pass.test" \
 	"upstream-ca tls.test $LAB_DIR/tls/ca.crt" "log-rotate-bytes 1048576" "log-keep 40"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 sl key init >/dev/null 2>&1 || lab_bail "sluice key init"
 lab_run_proxy
 CA=$STATE/ca.crt
+export SOAK_ORIGIN_CA=$LAB_DIR/tls/ca.crt
 
 # restart_proxy: start sluice-proxy again (its stderr appended); READY is how
 # long until it answered a request (a 200), or "none" after 5 s.
