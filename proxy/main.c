@@ -209,7 +209,7 @@ int main(int argc, char **argv)
 	if (replay_open(&px) == -1 || tls_init(&px) == -1)
 		goto out;
 	px.netlog = netlog_open(px.config->log_path, px.config->log_rotate_bytes,
-				px.config->log_keep);
+				px.config->log_keep, px.config->log_chain);
 	if (px.netlog == NULL) {
 		fprintf(stderr, "sluice-proxy: log %s: %s\n", px.config->log_path, strerror(errno));
 		goto out;

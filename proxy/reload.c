@@ -183,19 +183,24 @@ void reload_now(struct proxy *px, const char *why)
 		} else {
 			if (strcmp(c->state_dir, px->config->state_dir) != 0 ||
 			    strcmp(c->log_path, px->config->log_path) != 0 ||
+			    c->log_chain != px->config->log_chain ||
+			    strcmp(c->user, px->config->user) != 0 ||
 			    c->nlisten != px->config->nlisten ||
 			    memcmp(c->listen, px->config->listen,
 				   c->nlisten * sizeof(c->listen[0])) != 0 ||
 			    c->nnameservers != px->config->nnameservers ||
 			    memcmp(c->nameservers, px->config->nameservers,
 				   c->nnameservers * sizeof(c->nameservers[0])) != 0)
-				fprintf(stderr, "sluice-proxy: reload: listen, state, log and "
-						"nameserver changes take effect at the next start\n");
+				fprintf(stderr, "sluice-proxy: reload: listen, state, log, log-chain, "
+						"user and nameserver changes take effect at the next "
+						"start\n");
 			/* keep what is bound to this process: listeners, files */
 			memcpy(c->listen, px->config->listen, sizeof(c->listen));
 			c->nlisten = px->config->nlisten;
 			memcpy(c->state_dir, px->config->state_dir, sizeof(c->state_dir));
 			memcpy(c->log_path, px->config->log_path, sizeof(c->log_path));
+			c->log_chain = px->config->log_chain;
+			memcpy(c->user, px->config->user, sizeof(c->user));
 			config_free(px->config);
 			px->config = c;
 		}
