@@ -1,9 +1,11 @@
 /*
  * main.c: sluice-proxy, the chokepoint.
  *
- * Reads like a script: arguments, config, state directory, log, listeners,
- * resolver, policy, signals, then the loop. Runs in the foreground; stops
- * on SIGINT or SIGTERM; SIGHUP reloads the policy (reload.c).
+ * Reads like a script: arguments, config, state directory, replay window,
+ * CA, log, listeners, resolver, policy and stamp keys (as root, when started
+ * so), then the drop to `user` (priv.c), signals, then the loop. Runs in the
+ * foreground; stops on SIGINT or SIGTERM; SIGHUP reloads the policy
+ * (reload.c).
  */
 #include "proxy.h"
 
@@ -226,6 +228,8 @@ int main(int argc, char **argv)
 		goto out_loop;
 	if (reload_init(&px) == -1)
 		goto out_resolve;
+	if (priv_drop(&px) == -1)
+		goto out_reload;
 	if (signals_init(&px) == -1) {
 		fprintf(stderr, "sluice-proxy: signals: %s\n", strerror(errno));
 		goto out_reload;
