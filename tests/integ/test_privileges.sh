@@ -64,7 +64,11 @@ SH
 chmod 755 "$LAB_DIR/mint.sh"
 priv_conf "user $TU" "log-rotate-bytes 4096" "log-keep 3" "intercept on" \
 	"allow tok.test:9443" "upstream-ca tok.test $LAB_DIR/tls/ca.crt" \
-	"inject tok host=tok.test header=Authorization prefix=\"Bearer \" command=$LAB_DIR/mint.sh unattributed=yes"
+	"inject tok host=tok.test header=Authorization prefix=\"Bearer \" command=$LAB_DIR/mint.sh unattributed=yes" \
+	"allow api.test:9443" "upstream-ca api.test $LAB_DIR/tls/ca.crt" \
+	"inject f host=api.test path=/api header=Authorization prefix=\"Bearer \" file=$LAB_DIR/api.secret unattributed=yes"
+echo "$LAB_TOKEN" >"$LAB_DIR/api.secret"
+chmod 600 "$LAB_DIR/api.secret"
 sl key init >/dev/null || lab_bail "sluice key init"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 
@@ -122,6 +126,13 @@ expect_eq "the CA key is root's alone (0600)" "600 root" "$(stat -c '%a %U' "$ST
 out=$(hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$STATE/ca.crt" https://tok.test:9443/api 2>&1)
 expect_eq "an intercepted request (the CA key read before the drop) gets its minted credential" "api ok" "$out"
 expect_eq "... the token command ran as the user, with no_new_privs" "$TUID 1" "$(cat "$LOGDIR/mint.out" 2>&1)"
+# file= secrets are read for each request, so as the user
+out=$(hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$STATE/ca.crt" -w ' %{http_code}' https://api.test:9443/api 2>&1)
+expect_eq "a file= secret only root can read (0600 root) cannot be had: 502" 502 "${out##* }"
+expect_re "... the row says the file cannot be read" 'secret file .*api\.secret cannot be read' "$(logq path=/api --field detail)"
+chown "$TU" "$LAB_DIR/api.secret"
+out=$(hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$STATE/ca.crt" https://api.test:9443/api 2>&1)
+expect_eq "... owned by the user (0600), it is injected" "api ok" "$out"
 
 for i in $(seq 1 10); do
 	pcode "http://good.test/r$i" >/dev/null
