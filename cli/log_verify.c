@@ -10,7 +10,11 @@
  * first line where that fails. The first line of the oldest file is not
  * checked (its predecessor was rotated away, or it is the log's first row:
  * prev null). Rows cut from the newest end leave no trace a chain could
- * show. It writes nothing.
+ * show. The chain is not keyed: whoever rewrites a row and every row after
+ * it makes a chain that holds. So a run that holds prints the last row's
+ * hash, and --anchor HASH (such a hash, kept elsewhere) also requires a row
+ * that still hashes to it: then nothing up to that row was rewritten. It
+ * writes nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +44,9 @@ struct walk {
 	uint64_t first_line;
 	const char *last_path;
 	uint64_t last_line;
-	char *line; /* VERIFY_LINE_MAX + 1 */
+	const char *anchor; /* --anchor: a row must hash to it; NULL: none */
+	bool anchored;      /* a row did */
+	char *line;         /* VERIFY_LINE_MAX + 1 */
 };
 
 /* "x.log.3" is generation 3 of "x.log"; anything else is generation 0 of itself. */
@@ -162,6 +168,8 @@ static int step_line(struct walk *w, const char *path, uint64_t lineno, const ch
 		w->first_path = path;
 		w->first_line = lineno;
 	}
+	if (w->anchor != NULL && strcmp(w->chain.last, w->anchor) == 0)
+		w->anchored = true;
 	w->last_path = path;
 	w->last_line = lineno;
 	return 0;
@@ -230,18 +238,32 @@ int log_verify_cmd(int argc, char **argv)
 	long n;
 	int ret = EXIT_ERROR;
 
+	const char *anchor = NULL;
+	int first = 1;
+
 	if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		cli_usage(stdout, "log");
 		return EXIT_OK;
 	}
-	for (int i = 1; i < argc; i++) {
+	if (argc >= 2 && strcmp(argv[1], "--anchor") == 0) {
+		anchor = argc >= 3 ? argv[2] : "";
+		if (strlen(anchor) != NETLOG_PREV_HEX ||
+		    strspn(anchor, "0123456789abcdef") != NETLOG_PREV_HEX) {
+			fprintf(stderr, "log verify: bad --anchor \"%s\": a row's hash, 64 lower-case "
+					"hex digits\n", anchor);
+			cli_usage(stderr, "log");
+			return EXIT_USAGE;
+		}
+		first = 3;
+	}
+	for (int i = first; i < argc; i++) {
 		if (argv[i][0] == '-') {
 			fprintf(stderr, "log verify: unknown option \"%s\"\n", argv[i]);
 			cli_usage(stderr, "log");
 			return EXIT_USAGE;
 		}
 	}
-	if (argc - 1 > VERIFY_FILES_MAX) {
+	if (argc - first > VERIFY_FILES_MAX) {
 		fprintf(stderr, "log verify: more than %d files\n", VERIFY_FILES_MAX);
 		return EXIT_USAGE;
 	}
@@ -253,7 +275,9 @@ int log_verify_cmd(int argc, char **argv)
 		goto out_free;
 	}
 	netlog_chain_init(&w.chain);
-	n = argc > 1 ? order_files(argv + 1, (size_t)argc - 1, files) : config_files(files);
+	w.anchor = anchor;
+	n = argc > first ? order_files(argv + first, (size_t)(argc - first), files)
+			 : config_files(files);
 	if (n <= 0)
 		goto out_free;
 	for (long i = 0; i < n; i++) {
@@ -266,6 +290,9 @@ int log_verify_cmd(int argc, char **argv)
 		printf("log verify: no rows to check\n");
 	} else if (!w.chain.started) {
 		printf("log verify: no row carries prev: this log is not chained (log-chain on)\n");
+	} else if (anchor != NULL && !w.anchored) {
+		printf("log verify: no row hashes to the anchor %s: the rows up to it were "
+		       "rewritten, or it was rotated away\n", anchor);
 	} else {
 		printf("log verify: the chain holds: %llu rows, %s:%llu to %s:%llu; %s",
 		       (unsigned long long)w.chain.chained, w.first_path,
@@ -276,7 +303,9 @@ int log_verify_cmd(int argc, char **argv)
 		if (w.chain.unchained > 0)
 			printf("; %llu rows before it carry no prev",
 			       (unsigned long long)w.chain.unchained);
-		printf("\n");
+		if (anchor != NULL)
+			printf("; the anchor is in it");
+		printf("; last row's hash %s\n", w.chain.last);
 		ret = EXIT_OK;
 	}
 out_free:

@@ -54,6 +54,9 @@ out=$(vlog)
 rc=$?
 expect_eq "sluice log verify (the config's log and its rotated files) exits 0" 0 "$rc"
 expect_re "... saying the chain holds, from the log's first row" 'chain holds.*network\.log\.2:1 .*first row' "$out"
+head=$(printf '%s' "$out" | sed -n "s/.*last row's hash \([0-9a-f]*\).*/\1/p")
+expect_eq "... and giving the last row's hash (an anchor to keep elsewhere)" \
+	"$(tail -1 "$NETLOG" | tr -d '\n' | sha256sum | cut -d' ' -f1)" "$head"
 out=$(vlog "$NETLOG" "$NETLOG.1" "$NETLOG.2")
 expect_eq "verify FILE... takes rotated files in rotation order, whatever the order given" 0 $?
 
@@ -75,6 +78,12 @@ expect_eq "after a restart the first row's prev hashes the last row written befo
 expect_eq "... which is still the row just before it in the file" "$last_before" "$prevline"
 out=$(vlog)
 expect_eq "... and verify still exits 0" "0" "$?"
+out=$(vlog --anchor "$head")
+rc=$?
+expect_eq "verify --anchor (the hash printed before the restart) exits 0" 0 "$rc"
+expect_re "... the anchor is in the chain" 'the anchor is in it' "$out"
+sl log verify --anchor abc >/dev/null 2>&1
+expect_eq "a malformed --anchor is a usage error (2)" 2 $?
 
 # tampering, each on a copy of the three files
 lab_stop_proxy
@@ -125,6 +134,30 @@ out=$(vlog "$d"/network.log*)
 rc=$?
 expect_eq "the last row cut short: verify exits 1" 1 "$rc"
 expect_re "... naming it" "network\\.log:$n: " "$out"
+
+d=$(copy rewrite)
+# a rewrite: one row edited and every prev after it computed again
+"$PY" - "$d/network.log.2" "$d/network.log.1" "$d/network.log" <<'PYEOF'
+import hashlib, sys
+prev = None
+for n, path in enumerate(sys.argv[1:]):
+    out = []
+    for i, line in enumerate(open(path, "rb").read().split(b"\n")[:-1]):
+        if n == 1 and i == 1:
+            line = line.replace(b'"status":200', b'"status":299')
+        if prev is not None:
+            line = line[: line.rindex(b',"prev":')] + b',"prev":"' + hashlib.sha256(prev).hexdigest().encode() + b'"}'
+        out.append(line)
+        prev = line
+    open(path, "wb").write(b"".join(l + b"\n" for l in out))
+PYEOF
+grep -q '"status":299' "$d/network.log.1" || lab_bail "the rewrite changed a row"
+out=$(vlog "$d"/network.log*)
+expect_eq "a row edited and every later prev recomputed: the chain alone holds (exit 0)" 0 $?
+out=$(vlog --anchor "$head" "$d"/network.log*)
+rc=$?
+expect_eq "... but verify --anchor (the hash kept from before) exits 1" 1 "$rc"
+expect_re "... saying no row hashes to it" 'no row hashes to the anchor' "$out"
 
 d=$(copy tail)
 sed -i '$d' "$d/network.log"
