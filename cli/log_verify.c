@@ -148,7 +148,7 @@ static int step_line(struct walk *w, const char *path, uint64_t lineno, const ch
 	const char *why = NULL;
 	json_error_t jerr;
 	json_t *row = json_loadb(s, len, JSON_REJECT_DUPLICATES, &jerr);
-	int r = netlog_row_prev(s, len, hex);
+	int r = netlog_chain_prev(s, len, hex);
 	bool object = row != NULL && json_is_object(row), agrees = false;
 
 	if (object) {

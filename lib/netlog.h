@@ -83,7 +83,7 @@ void netlog_chain_hash(const char *line, size_t len, char out[NETLOG_PREV_HEX + 
  * The prev a row ends with: 1 with its hex in out, 0 for null (the log's
  * first row), -1 when the row does not end in a prev field.
  */
-int netlog_row_prev(const char *row, size_t len, char out[NETLOG_PREV_HEX + 1]);
+int netlog_chain_prev(const char *row, size_t len, char out[NETLOG_PREV_HEX + 1]);
 
 /*
  * The hash of path's last line into out: 1, or 0 when the file is missing

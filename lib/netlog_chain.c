@@ -44,7 +44,7 @@ void netlog_chain_hash(const char *line, size_t len, char out[NETLOG_PREV_HEX + 
 	hex_of(md, out);
 }
 
-int netlog_row_prev(const char *row, size_t len, char out[NETLOG_PREV_HEX + 1])
+int netlog_chain_prev(const char *row, size_t len, char out[NETLOG_PREV_HEX + 1])
 {
 	size_t klen = sizeof(prev_key) - 1;
 	size_t hexed = klen + 1 + NETLOG_PREV_HEX + 2; /* ,"prev":"HEX"} */
@@ -142,7 +142,7 @@ enum netlog_chain_verdict netlog_chain_step(struct netlog_chain *c, const char *
 {
 	char prev[NETLOG_PREV_HEX + 1];
 	enum netlog_chain_verdict v = NETLOG_CHAIN_OK;
-	int r = netlog_row_prev(line, len, prev);
+	int r = netlog_chain_prev(line, len, prev);
 
 	*why = NULL;
 	if (r == -1 && !c->started) {

@@ -2,7 +2,7 @@
  * fuzz_chain.c: the log chain's checker on arbitrary lines.
  *
  * The input is split at newlines and every line is handed to
- * netlog_row_prev and netlog_chain_step (a log file is what an attacker who
+ * netlog_chain_prev and netlog_chain_step (a log file is what an attacker who
  * edits the log controls). Beyond not crashing: a prev found is 64 lower-case
  * hex digits, the counters add up, and a well-formed chain of as many
  * rows, walked beside it, always holds.
@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (i < size && s[i] != '\n')
 			continue;
-		r = netlog_row_prev(s + start, i - start, hex);
+		r = netlog_chain_prev(s + start, i - start, hex);
 		if (r == 1 && (strlen(hex) != NETLOG_PREV_HEX ||
 			       strspn(hex, "0123456789abcdef") != NETLOG_PREV_HEX))
 			abort();

@@ -4,7 +4,7 @@
  *
  * The writer is run against files in a temporary directory and its rows
  * are hashed here again; the known answers come from sha256sum, not from
- * this code. netlog_row_prev reads rows placed right before a PROT_NONE page
+ * this code. netlog_chain_prev reads rows placed right before a PROT_NONE page
  * (guard.h), so an over-read faults.
  */
 #include <stdarg.h>
@@ -90,7 +90,7 @@ static void write_rows(struct netlog *nl, int n, const char *tag)
 /* The prev of line s, as the checker reads it: 1 (hex in out), 0 null, -1 none. */
 static int prev_of(const char *s, char *out)
 {
-	return netlog_row_prev(s, strlen(s), out);
+	return netlog_chain_prev(s, strlen(s), out);
 }
 
 static void expect_prev_is_hash_of(const char *row, const char *before)
@@ -137,15 +137,15 @@ static void test_row_prev(void **state)
 	static const char bare[] = ",\"prev\":null}";
 
 	g = guard_copy(hexed, sizeof(hexed) - 1);
-	assert_int_equal(netlog_row_prev(g, sizeof(hexed) - 1, out), 1);
+	assert_int_equal(netlog_chain_prev(g, sizeof(hexed) - 1, out), 1);
 	assert_string_equal(out, SHA_ABC);
 	g = guard_copy(nulled, sizeof(nulled) - 1);
-	assert_int_equal(netlog_row_prev(g, sizeof(nulled) - 1, out), 0);
+	assert_int_equal(netlog_chain_prev(g, sizeof(nulled) - 1, out), 0);
 	g = guard_copy(bare, sizeof(bare) - 1);
-	assert_int_equal(netlog_row_prev(g, sizeof(bare) - 1, out), 0);
+	assert_int_equal(netlog_chain_prev(g, sizeof(bare) - 1, out), 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		g = guard_copy(bad[i], strlen(bad[i]));
-		if (netlog_row_prev(g, strlen(bad[i]), out) != -1)
+		if (netlog_chain_prev(g, strlen(bad[i]), out) != -1)
 			fail_msg("accepted as a prev: %s", bad[i]);
 	}
 }
