@@ -175,6 +175,7 @@ int main(int argc, char **argv)
 
 	memset(&px, 0, sizeof(px));
 	px.sig_io.fd = -1;
+	px.run_fd = -1;
 	while ((opt = getopt(argc, argv, "c:th")) != -1) {
 		switch (opt) {
 		case 'c':

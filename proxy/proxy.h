@@ -61,6 +61,7 @@ struct proxy {
 	struct policy *policy;
 	struct netlog *netlog;
 	char run_id[GRANT_RUN_ID_LEN + 1];
+	int run_fd; /* STATE/proxy.run, share-locked while we run; -1 none */
 	struct listener listeners[CONFIG_MAX_LISTEN];
 	size_t nlisteners;
 	struct session *sessions; /* live sessions, doubly linked */

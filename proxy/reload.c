@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -230,27 +231,50 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 	loop_timer_set(l, t, WATCH_MS, on_watch, px);
 }
 
+/*
+ * STATE/proxy.run, holding a shared flock for as long as this process
+ * lives (px->run_fd): the file outlives a kill -9, and a proxy running as
+ * `user` cannot unlink it from a root-owned state directory, so the CLI
+ * takes an unlocked one for a proxy that has stopped. The lock is taken
+ * before the rename, so the file is never seen unlocked while we run.
+ */
 static int write_run_id(struct proxy *px)
 {
 	unsigned char raw[GRANT_RUN_ID_LEN / 2];
-	char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
-	FILE *f;
+	char path[PATH_MAX + 16], tmp[PATH_MAX + 32], line[GRANT_RUN_ID_LEN + 2];
+	int fd, e;
 
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
 		return -1;
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(px->run_id + 2 * i, 3, "%02x", raw[i]);
+	snprintf(line, sizeof(line), "%s\n", px->run_id);
 	snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
 	snprintf(tmp, sizeof(tmp), "%s/.proxy.run.%d", px->config->state_dir, (int)getpid());
-	f = fopen(tmp, "w");
-	if (f == NULL)
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd == -1)
 		return -1;
-	fprintf(f, "%s\n", px->run_id);
-	if (fclose(f) != 0 || rename(tmp, path) == -1) {
+	if (flock(fd, LOCK_SH) == -1 || write(fd, line, GRANT_RUN_ID_LEN + 1) != GRANT_RUN_ID_LEN + 1 ||
+	    rename(tmp, path) == -1) {
+		e = errno;
+		close(fd);
 		unlink(tmp);
+		errno = e;
 		return -1;
 	}
+	px->run_fd = fd;
 	return 0;
+}
+
+static void remove_run_id(struct proxy *px)
+{
+	char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
+	unlink(path); /* may fail as `user`: the lock released below says we stopped */
+	if (px->run_fd >= 0)
+		close(px->run_fd);
+	px->run_fd = -1;
 }
 
 int reload_init(struct proxy *px)
@@ -270,10 +294,7 @@ int reload_init(struct proxy *px)
 		file_changed(&px->watch_config);
 	file_changed(&px->watch_store);
 	if (rebuild(px) == -1) {
-		char path[PATH_MAX + 16];
-
-		snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
-		unlink(path);
+		remove_run_id(px);
 		return -1;
 	}
 	loop_timer_set(px->loop, &px->watch_timer, WATCH_MS, on_watch, px);
@@ -282,11 +303,8 @@ int reload_init(struct proxy *px)
 
 void reload_release(struct proxy *px)
 {
-	char path[PATH_MAX + 16];
-
 	loop_timer_cancel(px->loop, &px->watch_timer);
-	snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
-	unlink(path);
+	remove_run_id(px);
 	policy_free(px->policy);
 	px->policy = NULL;
 }

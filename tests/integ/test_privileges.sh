@@ -207,9 +207,16 @@ stop_status() {
 	wait "$1"
 	ST=$?
 }
+sl allow add session.test --level session >/dev/null 2>&1
+expect_eq "while it runs, a session grant can be added (STATE/proxy.run, share-locked)" 0 $?
 stop_status "$PROXY_PID"
 PROXY_PID=
 expect_eq "the proxy (as the user) stops on SIGTERM with status 0" 0 "$ST"
+expect_eq "... it could not remove STATE/proxy.run from the root-owned state dir" yes \
+	"$([ -e "$STATE/proxy.run" ] && echo yes || echo no)"
+out=$(sl allow add session2.test --level session 2>&1)
+expect_eq "... yet a session grant is refused: no proxy holds the file's lock" 1 $?
+expect_re "... saying no proxy runs" 'no running sluice-proxy .*left from one that stopped' "$out"
 stop_status "$FPID"
 s1=$ST
 stop_status "$F2"
