@@ -144,6 +144,16 @@ wait_log 2 path=/after-rotate
 expect_eq "... into the new file" 1 "$(logq path=/after-rotate --count)"
 expect_eq "the proxy is still running" yes "$(proxy_alive && echo yes || echo no)"
 
+# the replay window, mapped before the drop, is still written to
+st=$("$PY" "$INTEG_DIR/stamp.py" "$STATE/stamp.key" 10.88.0.5 podman 00112233aabbccdd 1)
+H='Host: good.test\r\n'
+out=$(raw "GET http://good.test/rp1 HTTP/1.1\r\n${H}Sluice-Stamp: $st\r\nConnection: close\r\n\r\n")
+expect_eq "a stamped request is served and attributed (the user reads the key file)" "200 10.88.0.5@podman" \
+	"$(meta_status "$out") $(logq path=/rp1 --field who)"
+out=$(raw "GET http://good.test/rp2 HTTP/1.1\r\n${H}Sluice-Stamp: $st\r\nConnection: close\r\n\r\n")
+expect_refusal "the same stamp again is refused as a replay (STATE/stamp.seen, mapped before the drop)" "$out" 403 stamp-replay
+expect_eq "... and STATE/stamp.seen stays root's, 0600" "600 root" "$(stat -c '%a %U' "$STATE/stamp.seen")"
+
 # sluice-forward in front, with --netns, --own and --mark
 FWD=$SLUICE_BUILD/sluice-forward
 SNS=slq${HNS#slh}
