@@ -181,20 +181,32 @@ out_unlink:
 
 /*
  * Read STATE/proxy.run into run (GRANT_RUN_ID_LEN + 1 bytes). Returns 0,
- * or -1 with errno: ENOENT when no proxy has started, EINVAL when the file
- * does not hold a run id.
+ * or -1 with errno: ENOENT when no proxy has left one, ESRCH when the one
+ * there is not locked by a running proxy (it was killed, or ran as `user`
+ * and could not remove it from a root-owned state directory), EINVAL when
+ * the file does not hold a run id.
  */
 static int run_id_read(const struct config *c, char *run)
 {
 	char path[PATH_MAX];
 	char *buf;
 	size_t len;
-	int ret = -1;
+	int fd, ret = -1;
 
 	if (state_file(c, RUN_NAME, path, sizeof(path)) == -1) {
 		errno = ENAMETOOLONG;
 		return -1;
 	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	/* the running proxy holds a shared lock: an exclusive one is ours only when it stopped */
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		close(fd);
+		errno = ESRCH;
+		return -1;
+	}
+	close(fd);
 	if (file_read(path, 64, &buf, &len) == -1)
 		return -1;
 	if (len == GRANT_RUN_ID_LEN + 1 && buf[GRANT_RUN_ID_LEN] == '\n') {
@@ -379,6 +391,10 @@ static int allow_add(int argc, char **argv)
 		if (errno == ENOENT)
 			fprintf(stderr,
 				"allow: no running sluice-proxy (%s/%s missing); a session grant lasts only while it runs\n",
+				c->state_dir, RUN_NAME);
+		else if (errno == ESRCH)
+			fprintf(stderr,
+				"allow: no running sluice-proxy (%s/%s is left from one that stopped); a session grant lasts only while it runs\n",
 				c->state_dir, RUN_NAME);
 		else if (errno == EINVAL)
 			fprintf(stderr,

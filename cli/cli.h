@@ -75,6 +75,9 @@ const char *log_time_cell(const char *ts, char *buf, size_t size);
 /* p as the "principal" object of --json output (a new reference), or NULL. */
 json_t *log_principal_json(const struct principal *p);
 
+/* log_verify.c: `log verify [FILE...]`, argv[0] is "verify"; returns the exit status */
+int log_verify_cmd(int argc, char **argv);
+
 /* logview.c: the views that group rows instead of listing them */
 enum logview_kind {
 	LOGVIEW_BY_HOST, /* per host, per principal: allowed / refused / observed, last time */

@@ -4,7 +4,9 @@
  * sluice-forward signs each connection's stamp with the current key and
  * sluice-proxy verifies it (stamp.h). The file is root-only (0600), written
  * whole to a temporary file and renamed, under an flock on the key file's
- * lock. Rotation adds a new current key and gives the old one an expiry
+ * lock; a rewrite keeps the old file's group and its group-read bit (a
+ * proxy running as `user NAME` reads it through the group: root:GROUP 0640),
+ * never more. Rotation adds a new current key and gives the old one an expiry
  * (its grace period) so stamps already in flight still verify. Key bytes
  * are never printed.
  */
@@ -62,10 +64,15 @@ static int keys_load(const char *path, struct stamp_key *keys, size_t *n, bool *
 	return ret;
 }
 
-/* Replace the key file with keys[0..n), 0600. Returns 0 or -1 after printing. */
+/*
+ * Replace the key file with keys[0..n): 0600, or the old file's group with
+ * 0640 when the old one was group-readable. Returns 0 or -1 after printing.
+ */
 static int keys_save(const char *dir, const char *path, const struct stamp_key *keys, size_t n)
 {
 	char tmp[PATH_MAX];
+	struct stat old;
+	bool group = stat(path, &old) == 0 && (old.st_mode & S_IRGRP) != 0;
 	FILE *f;
 	int fd;
 
@@ -76,6 +83,12 @@ static int keys_save(const char *dir, const char *path, const struct stamp_key *
 	fd = mkostemp(tmp, O_CLOEXEC); /* created 0600 */
 	if (fd == -1) {
 		put_errno("create", tmp, errno);
+		return -1;
+	}
+	if (group && (fchown(fd, (uid_t)-1, old.st_gid) == -1 || fchmod(fd, 0640) == -1)) {
+		put_errno("keep the group of", path, errno);
+		close(fd);
+		unlink(tmp);
 		return -1;
 	}
 	f = fdopen(fd, "w");

@@ -30,10 +30,11 @@ static const struct verb verbs[] = {
 	  "allow add GRANT [--level once|session|permanent] [--ttl SECONDS]\n"
 	  "allow rm GRANT\n"
 	  "allow list [--json]\n" },
-	{ "log", cmd_log, "read the network log: who used each host, who was refused",
+	{ "log", cmd_log, "read the network log: who used each host, who was refused; verify its chain",
 	  "log [--json] [--host HOST] [--decision allow|refuse|observe] [--who WHO] [-n N] [-f]\n"
 	  "log --by-host [--json] [--host HOST] [--decision D] [--who WHO] [-n N]\n"
-	  "log --refused [--json] [--host HOST] [--decision refuse|observe] [--who WHO] [-n N]\n" },
+	  "log --refused [--json] [--host HOST] [--decision refuse|observe] [--who WHO] [-n N]\n"
+	  "log verify [--anchor HASH] [FILE...]\n" },
 	{ "key", cmd_key, "create, rotate or list the stamp keys in STATE/stamp.key",
 	  "key init\n"
 	  "key rotate [--grace SECONDS]\n"
@@ -159,6 +160,8 @@ void cli_usage(FILE *f, const char *verb)
 		   "  2  usage: an unknown verb or option, a missing or malformed argument\n"
 		   "  verify exits 0 when the wall holds, 1 naming each probe that leaked\n"
 		   "  (open, answered, timeout), 2 unproven: the proxy did not answer\n"
+		   "  log verify exits 0 when the chain holds, 1 naming the first broken row\n"
+		   "  (or when no row is chained, or none hashes to --anchor)\n"
 		   "  wall denied exits 0 after --count lines or on SIGINT/SIGTERM, 1 when\n"
 		   "  --timeout passed first, 3 on a netlink or namespace error\n");
 }

@@ -7,9 +7,13 @@
  * connection attributed by its client's cgroup, where the engine makes
  * them: --engine-cgroup, --engine-uid, --engine-state), signals, the loop.
  * SIGHUP re-reads the key file (after `sluice key rotate`); SIGINT and
- * SIGTERM stop it. `--wait` is a separate mode (wait.c): no key, no loop.
+ * SIGTERM stop it. Once listening it keeps only the capabilities its
+ * options still use (drop_caps) and sets no_new_privs; it stays uid 0,
+ * which reads the root-only key file on SIGHUP. `--wait` is a separate mode
+ * (wait.c): no key, no loop.
  */
 #include <arpa/inet.h>
+#include <cap-ng.h>
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -229,6 +234,57 @@ static void on_signal(struct loop *l, struct loop_io *io, uint32_t events)
 	}
 }
 
+/*
+ * Keep only what the running forwarder still needs, in every set and the
+ * bounding set: CAP_SYS_ADMIN to setns into a re-created --netns (and
+ * CAP_NET_BIND_SERVICE when a listener there has a port below 1024), and
+ * CAP_NET_ADMIN for --mark's SO_MARK on each upstream socket. sock_diag
+ * lookups of sockets in our own namespace and reading the cgroup2 tree need
+ * none. Returns 0 or -1 after printing (the forwarder must not run).
+ */
+static int drop_caps(const struct forwarder *fw)
+{
+	bool low_port = false;
+
+	for (size_t i = 0; i < fw->nlisteners; i++) {
+		const struct sockaddr_storage *a = &fw->listeners[i].addr;
+		uint16_t port = a->ss_family == AF_INET
+					? ntohs(((const struct sockaddr_in *)(const void *)a)->sin_port)
+					: ntohs(((const struct sockaddr_in6 *)(const void *)a)->sin6_port);
+
+		if (!fw->listeners[i].own && port < 1024)
+			low_port = true;
+	}
+	capng_clear(CAPNG_SELECT_BOTH);
+	if (fw->netns != NULL)
+		capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET,
+			     CAP_SYS_ADMIN);
+	if (fw->netns != NULL && low_port)
+		capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET,
+			     CAP_NET_BIND_SERVICE);
+	if (fw->mark != 0)
+		capng_update(CAPNG_ADD, CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_BOUNDING_SET,
+			     CAP_NET_ADMIN);
+	/* the bounding set first: dropping from it needs CAP_SETPCAP, which goes next */
+	if (capng_apply(CAPNG_SELECT_BOUNDS) != 0 || capng_apply(CAPNG_SELECT_CAPS) != 0 ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
+		fprintf(stderr, "sluice-forward: cannot drop capabilities: %s\n", strerror(errno));
+		return -1;
+	}
+	/* what the kernel holds now must be exactly that */
+	capng_clear(CAPNG_SELECT_BOTH);
+	if (capng_get_caps_process() != 0 ||
+	    capng_have_capability(CAPNG_EFFECTIVE, CAP_SYS_ADMIN) != (fw->netns != NULL) ||
+	    capng_have_capability(CAPNG_EFFECTIVE, CAP_NET_ADMIN) != (fw->mark != 0) ||
+	    capng_have_capability(CAPNG_EFFECTIVE, CAP_SETPCAP) ||
+	    capng_have_capability(CAPNG_EFFECTIVE, CAP_DAC_OVERRIDE) ||
+	    prctl(PR_CAPBSET_READ, CAP_SETUID, 0, 0, 0) != 0) {
+		fprintf(stderr, "sluice-forward: capabilities not dropped as asked; stopping\n");
+		return -1;
+	}
+	return 0;
+}
+
 static void before_sleep(struct loop *l, void *arg)
 {
 	conn_free_dead(arg);
@@ -355,6 +411,8 @@ int main(int argc, char **argv)
 			on_signal, &fw) == -1)
 		goto out;
 	loop_set_hook(fw.loop, before_sleep, &fw);
+	if (drop_caps(&fw) == -1)
+		goto out;
 	fprintf(stderr, "sluice-forward: running: net %s, boot %s, key %u, %zu listeners (%zu own)\n",
 		fw.net, fw.boot, fw.key.kid, fw.nlisteners, nown);
 	ret = loop_run(fw.loop) == 0 && !fw.failed ? 0 : 1;

@@ -375,6 +375,47 @@ static void d_log_keep(struct parser *p, char **w, size_t nw)
 		p->c->log_keep = (unsigned)v;
 }
 
+static void d_log_chain(struct parser *p, char **w, size_t nw)
+{
+	if (strcmp(w[1], "on") == 0)
+		p->c->log_chain = true;
+	else if (strcmp(w[1], "off") == 0)
+		p->c->log_chain = false;
+	else
+		perr(p, "log-chain: expected on or off, got \"%s\"", w[1]);
+}
+
+/*
+ * A user name as useradd takes one: a letter or '_' first, then letters,
+ * digits, '_', '-' or '.', at most CONFIG_USER_MAX bytes. Whether the user
+ * exists is the proxy's question, at start.
+ */
+static void d_user(struct parser *p, char **w, size_t nw)
+{
+	const char *s = w[1];
+	size_t len = strlen(s);
+
+	if (len > CONFIG_USER_MAX) {
+		perr(p, "user: name longer than %d bytes", CONFIG_USER_MAX);
+		return;
+	}
+	for (size_t i = 0; i < len; i++) {
+		char ch = s[i];
+		bool alpha = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
+
+		if (!alpha && (i == 0 || !((ch >= '0' && ch <= '9') || ch == '-' || ch == '.'))) {
+			perr(p, "user: bad name \"%s\": a letter or '_' first, then letters, digits, "
+				"'_', '-' or '.'", s);
+			return;
+		}
+	}
+	if (strcmp(s, "root") == 0) {
+		perr(p, "user: root is what the proxy drops; name an unprivileged user");
+		return;
+	}
+	memcpy(p->c->user, s, len + 1);
+}
+
 static void d_max_body_bytes(struct parser *p, char **w, size_t nw)
 {
 	uint64_t v;
@@ -449,6 +490,8 @@ static const struct directive directives[] = {
 	{ "log", 1, false, false, d_log },
 	{ "log-rotate-bytes", 1, false, false, d_log_rotate_bytes },
 	{ "log-keep", 1, false, false, d_log_keep },
+	{ "log-chain", 1, false, false, d_log_chain },
+	{ "user", 1, false, false, d_user },
 	{ "max-connections", 1, false, false, d_max_connections },
 	{ "max-connections-per-client", 1, false, false, d_max_connections_per_client },
 	{ "max-body-bytes", 1, false, false, d_max_body_bytes },
@@ -780,6 +823,9 @@ void config_print(const struct config *c, FILE *out)
 	fprintf(out, "log %s\n", c->log_path);
 	fprintf(out, "log-rotate-bytes %llu\n", (unsigned long long)c->log_rotate_bytes);
 	fprintf(out, "log-keep %u\n", c->log_keep);
+	fprintf(out, "log-chain %s\n", c->log_chain ? "on" : "off");
+	if (c->user[0] != '\0')
+		fprintf(out, "user %s\n", c->user);
 	fprintf(out, "max-connections %u\n", c->max_conns);
 	fprintf(out, "max-connections-per-client %u\n", config_per_client(c));
 	fprintf(out, "max-body-bytes %llu\n", (unsigned long long)c->max_body_bytes);

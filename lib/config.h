@@ -15,6 +15,10 @@
  *   log FILE                  default STATE/network.log
  *   log-rotate-bytes N        rotate the log past N bytes; default 16777216
  *   log-keep N                rotated files kept; default 5
+ *   log-chain on|off          every row carries prev, the SHA-256 of the row
+ *                             before it (netlog.h); default off
+ *   user NAME                 sluice-proxy, started as root, drops to NAME
+ *                             (and its groups) once bound; default none
  *   max-connections N         client connections; default 4096, past it 503
  *   max-connections-per-client N  connections one client (address, then stamped
  *                             principal) may hold; default max-connections / 16
@@ -64,6 +68,7 @@
 #define CONFIG_MAX_NAMESERVERS 8
 #define CONFIG_MAX_FILE (1024 * 1024)
 #define CONFIG_MAX_RULES 256
+#define CONFIG_USER_MAX 32 /* a user name, as useradd allows */
 
 enum policy_mode {
 	MODE_ENFORCE,
@@ -103,6 +108,8 @@ struct config {
 	char log_path[PATH_MAX];
 	uint64_t log_rotate_bytes;
 	unsigned log_keep;
+	bool log_chain;                  /* rows carry prev (netlog.h) */
+	char user[CONFIG_USER_MAX + 1];  /* "" : no user directive */
 	unsigned max_conns;
 	unsigned max_conns_per_client; /* 0: max_conns / 16 (config_per_client) */
 	uint64_t max_body_bytes; /* 0: no cap */

@@ -2,7 +2,10 @@
  * netlog.c: writing and rotating the network log.
  *
  * Formatting is by hand into a fixed buffer: every string is capped, so a
- * row has a known maximum size and never allocates.
+ * row has a known maximum size and never allocates. With log-chain on the
+ * row ends in prev, the hash of the line before it (netlog_chain.c holds the
+ * hashing and the tail reading); the writer keeps it in memory, across
+ * rotation, and knows what a failed write left in the file.
  */
 #include "netlog.h"
 
@@ -18,6 +21,7 @@
 #include <unistd.h>
 
 #define ROW_MAX 26624 /* 14 strings at TEXT_CAP plus as, path and ua, every byte escaped */
+#define PREV_MAX (NETLOG_PREV_HEX + 16) /* ,"prev":"HEX" */
 #define PATH_CAP 200
 #define UA_CAP 120
 #define TEXT_CAP 256
@@ -28,6 +32,10 @@ struct netlog {
 	uint64_t rotate_bytes;
 	unsigned keep;
 	bool warned;
+	bool chain;      /* log-chain on: rows end in prev */
+	bool has_prev;   /* prev holds the hash of the last line; false: none yet */
+	bool cut;        /* the file ends in a row written only in part: a newline first */
+	char prev[NETLOG_PREV_HEX + 1];
 	char path[PATH_MAX];
 };
 
@@ -42,7 +50,30 @@ static int open_log(struct netlog *l)
 	return 0;
 }
 
-struct netlog *netlog_open(const char *path, uint64_t rotate_bytes, unsigned keep)
+/*
+ * The chain's start: the hash of the file's last line, else of FILE.1's (the
+ * file it rotated from), else none. A last line cut short is hashed as it
+ * is and gets its newline before the next row. Returns 0 or -1 with errno.
+ */
+static int chain_resume(struct netlog *l)
+{
+	char older[PATH_MAX + 16];
+	bool unterminated;
+	int r = netlog_chain_last(l->path, l->prev, &unterminated);
+
+	if (r == 0 && l->keep > 0) {
+		snprintf(older, sizeof(older), "%s.1", l->path);
+		r = netlog_chain_last(older, l->prev, &unterminated);
+		unterminated = false; /* not the file we append to */
+	}
+	if (r == -1)
+		return -1;
+	l->has_prev = r == 1;
+	l->cut = unterminated;
+	return 0;
+}
+
+struct netlog *netlog_open(const char *path, uint64_t rotate_bytes, unsigned keep, bool chain)
 {
 	struct netlog *l = calloc(1, sizeof(*l));
 
@@ -56,7 +87,8 @@ struct netlog *netlog_open(const char *path, uint64_t rotate_bytes, unsigned kee
 	strcpy(l->path, path);
 	l->rotate_bytes = rotate_bytes;
 	l->keep = keep;
-	if (open_log(l) == -1) {
+	l->chain = chain;
+	if ((chain && chain_resume(l) == -1) || open_log(l) == -1) {
 		int e = errno;
 		free(l);
 		errno = e;
@@ -162,7 +194,7 @@ size_t netlog_escape(const char *s, size_t len, size_t cap, char *out, size_t si
  * every byte escaped), so a row is never cut.
  */
 struct row_out {
-	char buf[ROW_MAX];
+	char buf[ROW_MAX + PREV_MAX];
 	size_t len;
 };
 
@@ -319,18 +351,46 @@ int netlog_write(struct netlog *l, const struct netlog_row *r)
 	put_ms(&o, "connect_ms", r->connect_ms);
 	put_str(&o, "ua", r->ua, r->ua_len, UA_CAP);
 	put_cstr(&o, "detail", r->detail);
+	if (l->chain) {
+		put_key(&o, "prev");
+		if (l->has_prev) {
+			o.buf[o.len++] = '"';
+			put_raw(&o, l->prev, NETLOG_PREV_HEX);
+			o.buf[o.len++] = '"';
+		} else {
+			put_raw(&o, "null", 4);
+		}
+	}
 	put_raw(&o, "}\n", 2);
 
 	if (l->fd < 0 && open_log(l) == -1)
 		return -1; /* reported once at the failed reopen; retried each row */
-	if (l->rotate_bytes > 0 && l->size + o.len > l->rotate_bytes && l->size > 0)
+	if (l->rotate_bytes > 0 && l->size + o.len > l->rotate_bytes && l->size > 0) {
 		rotate(l);
-	n = write(l->fd, o.buf, o.len);
+		l->cut = false; /* the cut row went with the old file */
+	}
+	n = 1;
+	if (l->cut && (n = write(l->fd, "\n", 1)) == 1) {
+		l->cut = false;
+		l->size++;
+	}
+	if (n == 1)
+		n = write(l->fd, o.buf, o.len);
+	else
+		n = -1;
+	if (n > 0 && l->chain) {
+		/* what the file now holds last: this row, or the part of it written */
+		netlog_chain_hash(o.buf, (size_t)n < o.len ? (size_t)n : o.len - 1, l->prev);
+		l->has_prev = true;
+		l->cut = (size_t)n < o.len;
+	}
 	if (n != (ssize_t)o.len) {
 		if (!l->warned)
 			fprintf(stderr, "sluice-proxy: netlog: write %s: %s\n", l->path,
 				n == -1 ? strerror(errno) : "short write");
 		l->warned = true;
+		if (n > 0)
+			l->size += (uint64_t)n;
 		return -1;
 	}
 	l->size += o.len;

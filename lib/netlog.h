@@ -6,6 +6,13 @@
  * for an answered request survives the process dying right after. Rotation
  * by size renames FILE to FILE.1 (shifting older ones) and reopens. A write
  * error is reported on stderr once and never stops the proxy.
+ *
+ * With chain on (log-chain on) every row ends in "prev": the SHA-256 (hex)
+ * of the exact bytes of the row before it, its newline not included, or
+ * null for the very first row; the first row of a file hashes the last row
+ * of the file it rotated from, the first row after a restart the last line
+ * the file (or, when it is empty, FILE.1) holds. netlog_chain.c has the hash,
+ * the tail reading and the checker behind `sluice log verify`.
  */
 #ifndef SLUICE_NETLOG_H
 #define SLUICE_NETLOG_H
@@ -49,8 +56,12 @@ struct netlog_row {
 	const char *detail;
 };
 
-/* Open path for appending (created 0640). Returns NULL with errno. */
-struct netlog *netlog_open(const char *path, uint64_t rotate_bytes, unsigned keep);
+/*
+ * Open path for appending (created 0640). With chain, the hash of the last
+ * line already there is read first (a last line cut short gets its newline,
+ * and stays a broken row). Returns NULL with errno.
+ */
+struct netlog *netlog_open(const char *path, uint64_t rotate_bytes, unsigned keep, bool chain);
 void netlog_close(struct netlog *l);
 /* Format and write one row. Returns 0 or -1 (already reported). */
 int netlog_write(struct netlog *l, const struct netlog_row *r);
@@ -60,5 +71,46 @@ int netlog_write(struct netlog *l, const struct netlog_row *r);
  * valid UTF-8 are escaped. Returns the output length.
  */
 size_t netlog_escape(const char *s, size_t len, size_t cap, char *out, size_t size);
+
+/* --- netlog_chain.c --------------------------------------------------- */
+
+#define NETLOG_PREV_HEX 64 /* SHA-256 in hex */
+
+/* The hex SHA-256 of line[0..len) into out (NUL-terminated). */
+void netlog_chain_hash(const char *line, size_t len, char out[NETLOG_PREV_HEX + 1]);
+
+/*
+ * The prev a row ends with: 1 with its hex in out, 0 for null (the log's
+ * first row), -1 when the row does not end in a prev field.
+ */
+int netlog_chain_prev(const char *row, size_t len, char out[NETLOG_PREV_HEX + 1]);
+
+/*
+ * The hash of path's last line into out: 1, or 0 when the file is missing
+ * or empty, -1 with errno. *unterminated: the file does not end in '\n'
+ * (its last line, hashed as it is, was cut short).
+ */
+int netlog_chain_last(const char *path, char out[NETLOG_PREV_HEX + 1], bool *unterminated);
+
+/* Walking a chain, line by line, oldest first (files in rotation order). */
+struct netlog_chain {
+	uint64_t lines;      /* lines stepped so far */
+	uint64_t unchained;  /* lines without prev before the chain started */
+	uint64_t chained;    /* lines whose prev held */
+	bool started;        /* a line with prev was seen */
+	bool from_start;     /* the chain's first row has prev null: the log's first row */
+	char last[NETLOG_PREV_HEX + 1]; /* hash of the last line stepped */
+};
+
+enum netlog_chain_verdict {
+	NETLOG_CHAIN_OK,        /* its prev holds, or it is the first line (unchecked) */
+	NETLOG_CHAIN_UNCHAINED, /* no prev, before any row that had one */
+	NETLOG_CHAIN_BROKEN,    /* *why says how */
+};
+
+void netlog_chain_init(struct netlog_chain *c);
+/* Step over one line (no newline). A broken line sets *why (static text). */
+enum netlog_chain_verdict netlog_chain_step(struct netlog_chain *c, const char *line, size_t len,
+					    const char **why);
 
 #endif

@@ -1,9 +1,11 @@
 /*
  * main.c: sluice-proxy, the chokepoint.
  *
- * Reads like a script: arguments, config, state directory, log, listeners,
- * resolver, policy, signals, then the loop. Runs in the foreground; stops
- * on SIGINT or SIGTERM; SIGHUP reloads the policy (reload.c).
+ * Reads like a script: arguments, config, state directory, replay window,
+ * CA, log, listeners, resolver, policy and stamp keys (as root, when started
+ * so), then the drop to `user` (priv.c), signals, then the loop. Runs in the
+ * foreground; stops on SIGINT or SIGTERM; SIGHUP reloads the policy
+ * (reload.c).
  */
 #include "proxy.h"
 
@@ -173,6 +175,7 @@ int main(int argc, char **argv)
 
 	memset(&px, 0, sizeof(px));
 	px.sig_io.fd = -1;
+	px.run_fd = -1;
 	while ((opt = getopt(argc, argv, "c:th")) != -1) {
 		switch (opt) {
 		case 'c':
@@ -209,7 +212,7 @@ int main(int argc, char **argv)
 	if (replay_open(&px) == -1 || tls_init(&px) == -1)
 		goto out;
 	px.netlog = netlog_open(px.config->log_path, px.config->log_rotate_bytes,
-				px.config->log_keep);
+				px.config->log_keep, px.config->log_chain);
 	if (px.netlog == NULL) {
 		fprintf(stderr, "sluice-proxy: log %s: %s\n", px.config->log_path, strerror(errno));
 		goto out;
@@ -226,6 +229,8 @@ int main(int argc, char **argv)
 		goto out_loop;
 	if (reload_init(&px) == -1)
 		goto out_resolve;
+	if (priv_drop(&px) == -1)
+		goto out_reload;
 	if (signals_init(&px) == -1) {
 		fprintf(stderr, "sluice-proxy: signals: %s\n", strerror(errno));
 		goto out_reload;

@@ -13,6 +13,7 @@
  * inject.c   credentials onto decrypted requests; masking them in responses
  * token.c    token commands: minted secrets, cached, run without blocking
  * limit.c    connections counted per client address or stamped principal
+ * priv.c     the drop from root to `user NAME`, and what that user must reach
  */
 #ifndef SLUICE_PROXY_H
 #define SLUICE_PROXY_H
@@ -63,6 +64,7 @@ struct proxy {
 	struct policy *policy;
 	struct netlog *netlog;
 	char run_id[GRANT_RUN_ID_LEN + 1];
+	int run_fd; /* STATE/proxy.run, share-locked while we run; -1 none */
 	struct listener listeners[CONFIG_MAX_LISTEN];
 	size_t nlisteners;
 	struct session *sessions; /* live sessions, doubly linked */
@@ -104,6 +106,16 @@ void token_release_all(struct proxy *px);
 int tls_init(struct proxy *px);
 void tls_release(struct proxy *px);
 bool tls_intercepts(const struct proxy *px, const struct host *h, uint16_t port);
+
+/* priv.c */
+/*
+ * Without `user`: a note on stderr when running as root; 0. With it: switch
+ * to the user and its groups, no capability in any set, no_new_privs, check
+ * that root cannot be had back and that the user can read the config, the
+ * grant store and the stamp keys and write the log's directory. Returns 0,
+ * or -1 after printing why (the proxy must not start).
+ */
+int priv_drop(struct proxy *px);
 
 /* replay.c */
 int replay_open(struct proxy *px);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -183,19 +184,24 @@ void reload_now(struct proxy *px, const char *why)
 		} else {
 			if (strcmp(c->state_dir, px->config->state_dir) != 0 ||
 			    strcmp(c->log_path, px->config->log_path) != 0 ||
+			    c->log_chain != px->config->log_chain ||
+			    strcmp(c->user, px->config->user) != 0 ||
 			    c->nlisten != px->config->nlisten ||
 			    memcmp(c->listen, px->config->listen,
 				   c->nlisten * sizeof(c->listen[0])) != 0 ||
 			    c->nnameservers != px->config->nnameservers ||
 			    memcmp(c->nameservers, px->config->nameservers,
 				   c->nnameservers * sizeof(c->nameservers[0])) != 0)
-				fprintf(stderr, "sluice-proxy: reload: listen, state, log and "
-						"nameserver changes take effect at the next start\n");
+				fprintf(stderr, "sluice-proxy: reload: listen, state, log, log-chain, "
+						"user and nameserver changes take effect at the next "
+						"start\n");
 			/* keep what is bound to this process: listeners, files */
 			memcpy(c->listen, px->config->listen, sizeof(c->listen));
 			c->nlisten = px->config->nlisten;
 			memcpy(c->state_dir, px->config->state_dir, sizeof(c->state_dir));
 			memcpy(c->log_path, px->config->log_path, sizeof(c->log_path));
+			c->log_chain = px->config->log_chain;
+			memcpy(c->user, px->config->user, sizeof(c->user));
 			config_free(px->config);
 			px->config = c;
 		}
@@ -225,27 +231,50 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 	loop_timer_set(l, t, WATCH_MS, on_watch, px);
 }
 
+/*
+ * STATE/proxy.run, holding a shared flock for as long as this process
+ * lives (px->run_fd): the file outlives a kill -9, and a proxy running as
+ * `user` cannot unlink it from a root-owned state directory, so the CLI
+ * takes an unlocked one for a proxy that has stopped. The lock is taken
+ * before the rename, so the file is never seen unlocked while we run.
+ */
 static int write_run_id(struct proxy *px)
 {
 	unsigned char raw[GRANT_RUN_ID_LEN / 2];
-	char path[PATH_MAX + 16], tmp[PATH_MAX + 32];
-	FILE *f;
+	char path[PATH_MAX + 16], tmp[PATH_MAX + 32], line[GRANT_RUN_ID_LEN + 2];
+	int fd, e;
 
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
 		return -1;
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(px->run_id + 2 * i, 3, "%02x", raw[i]);
+	snprintf(line, sizeof(line), "%s\n", px->run_id);
 	snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
 	snprintf(tmp, sizeof(tmp), "%s/.proxy.run.%d", px->config->state_dir, (int)getpid());
-	f = fopen(tmp, "w");
-	if (f == NULL)
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd == -1)
 		return -1;
-	fprintf(f, "%s\n", px->run_id);
-	if (fclose(f) != 0 || rename(tmp, path) == -1) {
+	if (flock(fd, LOCK_SH) == -1 || write(fd, line, GRANT_RUN_ID_LEN + 1) != GRANT_RUN_ID_LEN + 1 ||
+	    rename(tmp, path) == -1) {
+		e = errno;
+		close(fd);
 		unlink(tmp);
+		errno = e;
 		return -1;
 	}
+	px->run_fd = fd;
 	return 0;
+}
+
+static void remove_run_id(struct proxy *px)
+{
+	char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
+	unlink(path); /* may fail as `user`: the lock released below says we stopped */
+	if (px->run_fd >= 0)
+		close(px->run_fd);
+	px->run_fd = -1;
 }
 
 int reload_init(struct proxy *px)
@@ -265,10 +294,7 @@ int reload_init(struct proxy *px)
 		file_changed(&px->watch_config);
 	file_changed(&px->watch_store);
 	if (rebuild(px) == -1) {
-		char path[PATH_MAX + 16];
-
-		snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
-		unlink(path);
+		remove_run_id(px);
 		return -1;
 	}
 	loop_timer_set(px->loop, &px->watch_timer, WATCH_MS, on_watch, px);
@@ -277,11 +303,8 @@ int reload_init(struct proxy *px)
 
 void reload_release(struct proxy *px)
 {
-	char path[PATH_MAX + 16];
-
 	loop_timer_cancel(px->loop, &px->watch_timer);
-	snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
-	unlink(path);
+	remove_run_id(px);
 	policy_free(px->policy);
 	px->policy = NULL;
 }

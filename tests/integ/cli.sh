@@ -75,6 +75,12 @@ t "session without proxy.run fails" eval 'run 1 $C allow add s.example --level s
 	has "allow: no running sluice-proxy ($T/state/proxy.run missing); a session grant lasts only while it runs" "$T/err" &&
 	hasnt "^s.example" "$store"'
 printf '0123456789abcdef\n' >"$T/state/proxy.run"
+t "a proxy.run no running proxy holds a lock on is refused" eval 'run 1 $C allow add s.example --level session &&
+	has "allow: no running sluice-proxy ($T/state/proxy.run is left from one that stopped)" "$T/err" &&
+	hasnt "^s.example" "$store"'
+# stand in for a running proxy: it holds a shared flock on proxy.run
+exec 9<"$T/state/proxy.run"
+flock -s 9
 t "session with proxy.run records the run id" eval 'run 0 $C allow add s.example --level session &&
 	grep -q "^s.example session [0-9]* 0123456789abcdef$" "$store" && run 0 $C allow list &&
 	grep -Eq "^s.example +session +when proxy stops" "$T/out"'
@@ -83,6 +89,7 @@ t "a session grant of another run is shown as ended" eval 'run 0 $C allow list &
 	grep -Eq "^s.example +session +ended" "$T/out"'
 printf 'nonsense\n' >"$T/state/proxy.run"
 t "a malformed proxy.run is refused" run 1 $C allow add s2.example --level session
+exec 9<&-
 rm -f "$T/state/proxy.run"
 
 t "allow list --json" eval 'run 0 $C allow list --json &&

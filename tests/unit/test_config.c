@@ -546,6 +546,51 @@ static void test_intercept(void **state)
 	expect_errors("intercept\n", 1, "t.conf:1: intercept: expects 1 argument, got 0\n");
 }
 
+static void test_log_chain_and_user(void **state)
+{
+	struct config *c = config_new();
+
+	assert_false(c->log_chain);
+	assert_string_equal(c->user, "");
+	config_free(c);
+	c = parse_ok("log-chain on\nuser sluice\n");
+	assert_true(c->log_chain);
+	assert_string_equal(c->user, "sluice");
+	{
+		char *p = print_text(c);
+
+		assert_non_null(strstr(p, "\nlog-chain on\nuser sluice\n"));
+		free(p);
+	}
+	config_free(c);
+	c = parse_ok("log-chain off\nuser _s.lu-ice9\n");
+	assert_false(c->log_chain);
+	assert_string_equal(c->user, "_s.lu-ice9");
+	config_free(c);
+	c = parse_ok("user abcdefghijklmnopqrstuvwxyz012345\n"); /* 32 bytes */
+	assert_int_equal(strlen(c->user), 32);
+	config_free(c);
+	expect_errors("log-chain yes\n", 1, "t.conf:1: log-chain: expected on or off, got \"yes\"\n");
+	expect_errors("log-chain on\nlog-chain on\n", 1,
+		      "t.conf:2: log-chain: given twice (first on line 1)\n");
+	expect_errors("user a\nuser b\n", 1, "t.conf:2: user: given twice (first on line 1)\n");
+	expect_errors("user\n", 1, "t.conf:1: user: expects 1 argument, got 0\n");
+	expect_errors("user a b\n", 1, "t.conf:1: user: expects 1 argument, got 2\n");
+	expect_errors("user root\n", 1,
+		      "t.conf:1: user: root is what the proxy drops; name an unprivileged user\n");
+	expect_errors("user abcdefghijklmnopqrstuvwxyz0123456\n", 1,
+		      "t.conf:1: user: name longer than 32 bytes\n");
+	expect_errors("user -x\n", 1,
+		      "t.conf:1: user: bad name \"-x\": a letter or '_' first, then letters, "
+		      "digits, '_', '-' or '.'\n");
+	expect_errors("user 1x\n", 1,
+		      "t.conf:1: user: bad name \"1x\": a letter or '_' first, then letters, "
+		      "digits, '_', '-' or '.'\n");
+	expect_errors("user a/b\n", 1,
+		      "t.conf:1: user: bad name \"a/b\": a letter or '_' first, then letters, "
+		      "digits, '_', '-' or '.'\n");
+}
+
 static void test_passthrough(void **state)
 {
 	struct config *c = parse_ok("passthrough *.Bank.Example.\npassthrough pinned.example\n"
@@ -1108,6 +1153,7 @@ static void test_print_defaults(void **state)
 			       "log ./state/network.log\n"
 			       "log-rotate-bytes 16777216\n"
 			       "log-keep 5\n"
+			       "log-chain off\n"
 			       "max-connections 4096\n"
 			       "max-connections-per-client 256\n"
 			       "max-body-bytes 0\n"
@@ -1176,6 +1222,7 @@ int main(void)
 		cmocka_unit_test(test_many_errors),
 		cmocka_unit_test(test_null_errs),
 		cmocka_unit_test(test_intercept),
+		cmocka_unit_test(test_log_chain_and_user),
 		cmocka_unit_test(test_passthrough),
 		cmocka_unit_test(test_upstream_ca),
 		cmocka_unit_test(test_body_limit),

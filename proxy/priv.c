@@ -1,0 +1,169 @@
+/*
+ * priv.c: dropping root, the `user NAME` directive.
+ *
+ * main.c calls priv_drop once everything that needs root is done: the
+ * listeners bound, the log and the replay window opened, the CA key and the
+ * stamp keys read, the run id written. It then takes NAME's uid, gid and
+ * groups (initgroups), empties every capability set and the bounding set,
+ * sets no_new_privs (token commands run as NAME and can gain nothing), and
+ * proves that root cannot be had back. From then on the config, the grant
+ * store and the stamp keys are re-read as NAME, and rotation renames and
+ * creates files in the log's directory as NAME; priv_drop checks, as NAME,
+ * that it can, and refuses to start naming what it cannot. It does not
+ * chown or chmod anything: the operator lays out the files.
+ */
+#include "proxy.h"
+
+#include <cap-ng.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#define PW_BUF 16384
+
+/* The user's ids. Returns 0 or -1 after printing. */
+static int lookup(const char *name, uid_t *uid, gid_t *gid)
+{
+	struct passwd pw, *found = NULL;
+	char *buf = malloc(PW_BUF);
+	int e;
+
+	if (buf == NULL)
+		return -1;
+	e = getpwnam_r(name, &pw, buf, PW_BUF, &found);
+	if (found == NULL) {
+		fprintf(stderr, "sluice-proxy: user %s: %s\n", name,
+			e != 0 ? strerror(e) : "no such user");
+		free(buf);
+		return -1;
+	}
+	*uid = pw.pw_uid;
+	*gid = pw.pw_gid;
+	free(buf);
+	if (*uid == 0) {
+		fprintf(stderr, "sluice-proxy: user %s: has uid 0; name an unprivileged user\n", name);
+		return -1;
+	}
+	return 0;
+}
+
+/* Whether the user can open path for reading (missing: fine when optional). */
+static bool can_read(const char *user, const char *what, const char *path, bool optional)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		close(fd);
+		return true;
+	}
+	if (optional && errno == ENOENT)
+		return true;
+	fprintf(stderr, "sluice-proxy: user %s cannot read the %s %s: %s\n", user, what, path,
+		strerror(errno));
+	return false;
+}
+
+/*
+ * As the user: everything the proxy will read or write from now on. Every
+ * failure is printed. Returns 0 or -1.
+ */
+static int check_access(struct proxy *px)
+{
+	const struct config *c = px->config;
+	char logdir[PATH_MAX];
+	bool good = true;
+
+	if (px->config_path[0] != '\0')
+		good = can_read(c->user, "config", px->config_path, false) && good;
+	good = can_read(c->user, "grant store", px->watch_store.path, true) && good;
+	good = can_read(c->user, "stamp keys", px->watch_keys.path, true) && good;
+	snprintf(logdir, sizeof(logdir), "%s", c->log_path);
+	if (access(dirname(logdir), W_OK | X_OK) == -1) {
+		snprintf(logdir, sizeof(logdir), "%s", c->log_path);
+		fprintf(stderr, "sluice-proxy: user %s cannot write the log's directory %s (rotation "
+				"renames and creates files there): %s\n",
+			c->user, dirname(logdir), strerror(errno));
+		good = false;
+	}
+	if (!good)
+		fprintf(stderr, "sluice-proxy: the proxy reads those as %s from now on; make them "
+				"readable (or writable) by it or its group, then start again\n",
+			c->user);
+	return good ? 0 : -1;
+}
+
+/* After the switch: no capability anywhere, and no way back to root. */
+static int verify_dropped(uid_t uid, gid_t gid)
+{
+	uid_t r, e, s;
+	gid_t rg, eg, sg;
+
+	if (getresuid(&r, &e, &s) == -1 || r != uid || e != uid || s != uid ||
+	    getresgid(&rg, &eg, &sg) == -1 || rg != gid || eg != gid || sg != gid)
+		return -1;
+	if (setuid(0) != -1 || setgid(0) != -1 || seteuid(0) != -1)
+		return -1;
+	capng_clear(CAPNG_SELECT_BOTH);
+	if (capng_get_caps_process() != 0 || capng_have_capabilities(CAPNG_SELECT_CAPS) != CAPNG_NONE ||
+	    capng_have_capabilities(CAPNG_SELECT_BOUNDS) != CAPNG_NONE)
+		return -1;
+	/* and as the kernel says it, without the library */
+	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
+		if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1)
+			return -1;
+	return 0;
+}
+
+int priv_drop(struct proxy *px)
+{
+	const char *user = px->config->user;
+	uid_t uid;
+	gid_t gid;
+
+	if (user[0] == '\0') {
+		if (geteuid() == 0)
+			fprintf(stderr, "sluice-proxy: note: running as root with every capability; "
+					"add `user NAME` to the config to drop to NAME once bound\n");
+		return 0;
+	}
+	if (lookup(user, &uid, &gid) == -1)
+		return -1;
+	if (geteuid() != 0) {
+		if (getuid() == uid && geteuid() == uid)
+			return check_access(px); /* started as the user already */
+		fprintf(stderr, "sluice-proxy: user %s: started as uid %u, which cannot switch to "
+				"it; start as root or as %s\n", user, (unsigned)geteuid(), user);
+		return -1;
+	}
+	/* the bounding set first, while CAP_SETPCAP is still ours */
+	capng_clear(CAPNG_SELECT_BOTH | CAPNG_SELECT_BOUNDS);
+	if (capng_apply(CAPNG_SELECT_BOUNDS) != 0) {
+		fprintf(stderr, "sluice-proxy: user %s: cannot empty the bounding set\n", user);
+		return -1;
+	}
+	if (initgroups(user, gid) == -1 || setresgid(gid, gid, gid) == -1 ||
+	    setresuid(uid, uid, uid) == -1) {
+		fprintf(stderr, "sluice-proxy: user %s: cannot switch to uid %u gid %u: %s\n", user,
+			(unsigned)uid, (unsigned)gid, strerror(errno));
+		return -1;
+	}
+	capng_clear(CAPNG_SELECT_BOTH);
+	if (capng_apply(CAPNG_SELECT_CAPS) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
+	    verify_dropped(uid, gid) == -1) {
+		fprintf(stderr, "sluice-proxy: user %s: privileges not dropped as asked; stopping\n",
+			user);
+		return -1;
+	}
+	if (check_access(px) == -1)
+		return -1;
+	fprintf(stderr, "sluice-proxy: running as %s (uid %u gid %u), no capabilities\n", user,
+		(unsigned)uid, (unsigned)gid);
+	return 0;
+}
