@@ -45,7 +45,7 @@ expect_re "the real container's cgroup is podman's libpod_parent/libpod-<id>" \
 
 lab_write_conf "listen $SBX_PROXY" "intercept on" "allow api.test:9443" \
 	"upstream-ca api.test $LAB_DIR/tls/ca.crt" \
-	"inject ctr host=api.test path=/api header=Authorization prefix=\"Bearer \" env=SLUICE_LAB_TOKEN principal=container:$chid"
+	"inject ctr host=api.test:9443 path=/api header=Authorization prefix=\"Bearer \" env=SLUICE_LAB_TOKEN principal=container:$chid"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 sl key init >/dev/null 2>&1 || lab_bail "sluice key init"
 export SLUICE_LAB_TOKEN=$LAB_TOKEN

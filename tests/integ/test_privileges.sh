@@ -64,9 +64,9 @@ SH
 chmod 755 "$LAB_DIR/mint.sh"
 priv_conf "user $TU" "log-rotate-bytes 4096" "log-keep 3" "intercept on" \
 	"allow tok.test:9443" "upstream-ca tok.test $LAB_DIR/tls/ca.crt" \
-	"inject tok host=tok.test header=Authorization prefix=\"Bearer \" command=$LAB_DIR/mint.sh unattributed=yes" \
+	"inject tok host=tok.test:9443 header=Authorization prefix=\"Bearer \" command=$LAB_DIR/mint.sh unattributed=yes" \
 	"allow api.test:9443" "upstream-ca api.test $LAB_DIR/tls/ca.crt" \
-	"inject f host=api.test path=/api header=Authorization prefix=\"Bearer \" file=$LAB_DIR/api.secret unattributed=yes"
+	"inject f host=api.test:9443 path=/api header=Authorization prefix=\"Bearer \" file=$LAB_DIR/api.secret unattributed=yes"
 echo "$LAB_TOKEN" >"$LAB_DIR/api.secret"
 chmod 600 "$LAB_DIR/api.secret"
 sl key init >/dev/null || lab_bail "sluice key init"
