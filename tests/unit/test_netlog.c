@@ -538,7 +538,7 @@ static void test_row_with_hostile_strings(void **state)
 	(void)state;
 	tmpdir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/network.log", dir);
-	l = netlog_open(path, 0, 0);
+	l = netlog_open(path, 0, 0, false);
 	assert_non_null(l);
 	for (unsigned c = 0; c < 256; c++)
 		all[c] = (unsigned char)(c ^ 0xa5);
@@ -600,7 +600,7 @@ static void test_rotation_keeps_whole_rows(void **state)
 	(void)state;
 	tmpdir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/network.log", dir);
-	l = netlog_open(path, 2048, 2);
+	l = netlog_open(path, 2048, 2, false);
 	assert_non_null(l);
 	for (int i = 0; i < 100; i++) {
 		r.req = (uint64_t)i;
