@@ -4,19 +4,23 @@
  *
  * The client's socket is found with one exact sock_diag lookup in our own
  * namespace (sockdiag.c) and its cgroup v2 id read from the answer. The id
- * is the inode number of the cgroup's directory in the cgroup2 hierarchy,
- * found by a bounded walk that compares readdir's d_ino (cgroupfs gives
- * the id there without a stat). A cgroup's name is its maker's choice, so
- * the path names a container or a build only where the engine makes them
- * (lib/cgpath.c: the component right below an --engine-cgroup parent is
+ * is the inode number of the cgroup's directory in the cgroup2 hierarchy.
+ * Only a cgroup inside an --engine-cgroup subtree can name a container or a
+ * build, so only those subtrees are searched for it, by a bounded walk that
+ * compares readdir's d_ino (cgroupfs gives the id there without a stat): a
+ * user's own cgroups elsewhere, however many, cost nothing to look through,
+ * and a cgroup not found there is user. A cgroup's name is its maker's
+ * choice, so the path names a container or a build only where the engine
+ * makes them (lib/cgpath.c: the component right below an --engine-cgroup parent is
  * libpod-<id>[.scope] or *buildah-*.scope), when every directory down to
  * it is owned by root or the engine uid and the parent and that directory
  * by the engine uid, and, for a container, when the engine's latest
  * snapshot of our --net lists the id (STATE/engine.jsonl, lib/snapids.c,
  * re-read when the file changes). Anything else is user. The last few
  * answers are cached for a second (not a container the snapshot does not
- * list yet). A cgroup not found fails closed: the caller resets the
- * client. Does not trust the client's own claims, does not follow
+ * list yet). An engine subtree too big to search (more than
+ * WALK_DIRS_MAX directories) fails closed: the caller resets the client.
+ * Does not trust the client's own claims, does not follow
  * symlinks, does not run the engine.
  */
 #include "forward.h"
@@ -153,6 +157,53 @@ static int walk_dir(struct walk *w, int dfd, size_t len, unsigned depth)
 		w->path[len] = '\0';
 	closedir(d);
 	return found;
+}
+
+/* Whether parent a's subtree holds parent b's: equal, or b below a on a component boundary. */
+static bool parent_covers(const char *a, const char *b)
+{
+	size_t n = strcmp(a, "/") == 0 ? 0 : strlen(a);
+
+	return strncmp(a, b, n) == 0 && (b[n] == '\0' || b[n] == '/');
+}
+
+/*
+ * Look for w->id in the subtree of each engine parent, the parent itself
+ * included (a parent inside another's subtree is searched with that one).
+ * A parent that does not exist holds nothing. Returns 1 found (w->path
+ * names it), 0 not in any.
+ */
+static int search_engine(const struct cgroup_map *m, struct walk *w)
+{
+	char dir[sizeof(m->root) + sizeof(w->path)];
+	struct stat st;
+
+	for (size_t i = 0; i < m->nparents; i++) {
+		const char *p = m->parents[i];
+		size_t len = strcmp(p, "/") == 0 ? 0 : strlen(p);
+		bool covered = false;
+		int fd;
+
+		for (size_t j = 0; j < m->nparents && !covered; j++)
+			covered = j != i && parent_covers(m->parents[j], p) &&
+				  (j < i || !parent_covers(p, m->parents[j]));
+		if (covered || len >= sizeof(w->path) ||
+		    snprintf(dir, sizeof(dir), "%s%s", m->root, len == 0 ? "" : p) >= (int)sizeof(dir))
+			continue;
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd == -1)
+			continue;
+		memcpy(w->path, p, len);
+		w->path[len] = '\0';
+		if (fstat(fd, &st) == 0 && (uint64_t)st.st_ino == w->id) {
+			close(fd);
+			return 1;
+		}
+		if (walk_dir(w, fd, len, 0) == 1)
+			return 1;
+	}
+	w->path[0] = '\0';
+	return 0;
 }
 
 /* One line: the engine state file could not be had, so no container is known. */
@@ -368,7 +419,10 @@ static bool engine_vouches(struct forwarder *fw, const char *who, const char *pa
 	return false;
 }
 
-/* The principal of cgroup id: cached, else walked and classified. Returns 0 or -1 with *err. */
+/*
+ * The principal of cgroup id: cached, else searched for in the engine
+ * subtrees and classified; not there: user. Returns 0 or -1 with *err.
+ */
 static int principal_of(struct forwarder *fw, const char *who, uint64_t id,
 			char out[STAMP_AS_MAX + 1], const char **err)
 {
@@ -377,8 +431,7 @@ static int principal_of(struct forwarder *fw, const char *who, uint64_t id,
 	struct cgpath_match cm;
 	bool cache = true;
 	struct walk *w;
-	struct stat st;
-	int fd, ret = -1;
+	int ret = -1;
 
 	for (size_t i = 0; i < CGROUP_CACHE; i++) {
 		if (m->cache[i].until_ms > now && m->cache[i].id == id) {
@@ -392,18 +445,11 @@ static int principal_of(struct forwarder *fw, const char *who, uint64_t id,
 		return -1;
 	}
 	w->id = id;
-	fd = open(m->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd == -1) {
-		*err = "cannot open the cgroup2 mount";
+	if (search_engine(m, w) == 0 && w->dirs >= WALK_DIRS_MAX) {
+		*err = "cgroup not found in the engine cgroups (walk limit reached)";
 		goto out_free;
 	}
-	if (fstat(fd, &st) == 0 && (uint64_t)st.st_ino == id) {
-		close(fd); /* the root cgroup */
-	} else if (walk_dir(w, fd, 0, 0) == 0) {
-		*err = w->dirs >= WALK_DIRS_MAX ? "cgroup not found (walk limit reached)"
-						: "cgroup not found";
-		goto out_free;
-	}
+	/* not found: w->path is "", which names the user */
 	if (cgpath_classify(w->path, m->parents, m->nparents, &cm) == -1) {
 		*err = "cgroup name cannot be a principal";
 		goto out_free;

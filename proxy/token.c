@@ -6,16 +6,18 @@
  * arguments, so a reload that keeps them keeps the token). When a request
  * needs it and it is missing, stale (an upstream answered 401 to it) or
  * past 90% of its TTL, the command is started (posix_spawn, no shell,
- * stdin and stderr /dev/null, the proxy's environment) and the request
- * waits in SS_TOKEN;
+ * stdin and stderr /dev/null, the proxy's environment without any variable
+ * an env= rule of the config names: those are other rules' secrets) and
+ * the request waits in SS_TOKEN;
  * so do the requests that need it while that run is in flight: one run
  * serves them all. Its stdout (the value, then optionally a TTL in
  * seconds: inject_token_parse) is read through a pipe watched by the loop,
  * and its exit through a pidfd watched by the loop: nothing here sleeps
  * or waits. A run must close its output within TOKEN_RUN_MS and exit
  * within TOKEN_EXIT_MS after that, exit 0 and print a usable token; when
- * it overruns it is killed (SIGKILL, with its process group) and reaped
- * when its pidfd says so.
+ * it overruns or fails, its process group is killed (SIGKILL), also when
+ * the command itself has exited and what it started holds the output, and
+ * the command is reaped when its pidfd says so.
  * A failed run fails every request waiting on it: each is refused with a
  * 502 saying why (never the output).
  *
@@ -60,6 +62,7 @@ struct token {
 	bool exited;          /* ... it was reaped, with status */
 	int status;
 	pid_t pid;            /* the child not reaped yet (a run, or a killed one); 0 none */
+	pid_t pgid;           /* the run's process group (the child's pid), kept once reaped; 0 none */
 	struct loop_io io;    /* its stdout */
 	struct loop_io pidio; /* its pidfd: readable once it exited */
 	struct loop_timer timer;
@@ -124,8 +127,6 @@ static void run_end(struct token *t, const char *fail)
 	loop_timer_cancel(l, &t->timer);
 	if (t->io.fd >= 0)
 		loop_io_close(l, &t->io);
-	if (t->pid > 0 && !t->exited)
-		kill_group(t->pid);
 	t->running = false;
 	if (fail == NULL && !(WIFEXITED(t->status) && WEXITSTATUS(t->status) == 0))
 		fail = "the token command failed";
@@ -135,7 +136,13 @@ static void run_end(struct token *t, const char *fail)
 		if (n < 0)
 			fail = "the token command printed no usable token";
 	}
-	explicit_bzero(buf_head(&t->out), buf_len(&t->out));
+	if (t->pid > 0 && !t->exited)
+		kill_group(t->pid);
+	else if (fail != NULL && t->pgid > 0)
+		kill(-t->pgid, SIGKILL); /* reaped: what it started may still hold the output */
+	t->pgid = 0;
+	if (buf_len(&t->out) > 0) /* no output: no buffer either */
+		explicit_bzero(buf_head(&t->out), buf_len(&t->out));
 	buf_release(&t->out);
 	value_wipe(t);
 	t->gen++;
@@ -218,6 +225,43 @@ static void on_timeout(struct loop *l, struct loop_timer *tm)
 				 : "the token command did not finish within 10 s");
 }
 
+/* Whether the environment entry e ("NAME=value") is a variable an env= rule of c names. */
+static bool env_secret(const char *e, const struct config *c)
+{
+	size_t n = strcspn(e, "=");
+
+	for (size_t i = 0; i < c->nrules; i++) {
+		const struct inject_rule *r = &c->rules[i];
+
+		if (r->source == INJECT_ENV && strlen(r->source_arg) == n &&
+		    memcmp(r->source_arg, e, n) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The environment for a token command: the proxy's, without the variables
+ * env= rules name. The array is the caller's to free; its strings are
+ * environ's. NULL when out of memory.
+ */
+static char **command_env(const struct config *c)
+{
+	size_t n = 0, k = 0;
+	char **envp;
+
+	while (environ[n] != NULL)
+		n++;
+	envp = calloc(n + 1, sizeof(*envp));
+	if (envp == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!env_secret(environ[i], c))
+			envp[k++] = environ[i];
+	envp[k] = NULL;
+	return envp;
+}
+
 /*
  * Start the command with posix_spawn: the proxy is suspended until the
  * child has exec'd (glibc's CLONE_VFORK), so no copy of a client socket
@@ -227,22 +271,26 @@ static void on_timeout(struct loop *l, struct loop_timer *tm)
  * blocked signals, SIGPIPE at its default, and a process group of its own
  * (its pid), so killing it kills what it started too.
  */
-static int spawn(const struct inject_rule *r, int out, pid_t *pid)
+static int spawn(const struct inject_rule *r, const struct config *c, int out, pid_t *pid)
 {
 	char argbuf[INJECT_ARGS_MAX + 1];
 	char *argv[INJECT_ARGV_MAX + 2];
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none, pipe_only;
+	char **envp;
 	int ret = -1;
 
 	if (inject_command_argv(r, argbuf, sizeof(argbuf), argv, INJECT_ARGV_MAX + 2) < 0)
+		return -1;
+	envp = command_env(c);
+	if (envp == NULL)
 		return -1;
 	sigemptyset(&none);
 	sigemptyset(&pipe_only);
 	sigaddset(&pipe_only, SIGPIPE);
 	if (posix_spawn_file_actions_init(&fa) != 0)
-		return -1;
+		goto out_env;
 	if (posix_spawnattr_init(&at) != 0)
 		goto out_fa;
 	if (posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0) == 0 &&
@@ -253,15 +301,17 @@ static int spawn(const struct inject_rule *r, int out, pid_t *pid)
 	    posix_spawnattr_setpgroup(&at, 0) == 0 &&
 	    posix_spawnattr_setsigmask(&at, &none) == 0 &&
 	    posix_spawnattr_setsigdefault(&at, &pipe_only) == 0 &&
-	    posix_spawn(pid, argv[0], &fa, &at, argv, environ) == 0)
+	    posix_spawn(pid, argv[0], &fa, &at, argv, envp) == 0)
 		ret = 0;
 	posix_spawnattr_destroy(&at);
 out_fa:
 	posix_spawn_file_actions_destroy(&fa);
+out_env:
+	free(envp);
 	return ret;
 }
 
-static int run_start(struct token *t, const struct inject_rule *r)
+static int run_start(struct token *t, const struct inject_rule *r, const struct config *c)
 {
 	struct loop *l = t->px->loop;
 	int p[2], pfd;
@@ -272,7 +322,7 @@ static int run_start(struct token *t, const struct inject_rule *r)
 		return -1;
 	}
 	/* only our end is non-blocking: the command writes blocking */
-	if (fcntl(p[0], F_SETFL, O_NONBLOCK) == -1 || spawn(r, p[1], &pid) == -1) {
+	if (fcntl(p[0], F_SETFL, O_NONBLOCK) == -1 || spawn(r, c, p[1], &pid) == -1) {
 		close(p[0]);
 		close(p[1]);
 		snprintf(t->error, sizeof(t->error), "the token command cannot be started");
@@ -282,6 +332,7 @@ static int run_start(struct token *t, const struct inject_rule *r)
 	t->ran = true;
 	t->started = loop_now(l);
 	t->pid = pid;
+	t->pgid = pid;
 	t->running = true;
 	t->out_closed = false;
 	t->exited = false;
@@ -353,7 +404,7 @@ int token_get(struct session *s, const struct inject_rule *r, char **val, size_t
 	/* a woken request never starts a run; nor does one within the interval */
 	runnable = !usable && !waited && t->pid == 0 && may_run(t, c);
 	if (runnable) {
-		if (run_start(t, r) == -1) {
+		if (run_start(t, r, c) == -1) {
 			snprintf(why, size, "%s", t->error);
 			return -1;
 		}
@@ -426,6 +477,8 @@ void token_release_all(struct proxy *px)
 			/* at exit: SIGKILL ends it at once */
 			kill_group(t->pid);
 			waitpid(t->pid, NULL, 0);
+		} else if (t->running && t->pgid > 0) {
+			kill(-t->pgid, SIGKILL); /* reaped, but what it started holds the output */
 		}
 		if (t->io.fd >= 0)
 			loop_io_close(px->loop, &t->io);

@@ -5,7 +5,10 @@
 #      the token command on every request (at most one run per
 #      token-min-interval per rule, a failing command likewise), and a
 #      command that closes its output and sleeps on does not stall the loop:
-#      plain requests are served at once meanwhile;
+#      plain requests are served at once meanwhile; a token command is not
+#      given the variables other rules' env= name, and a command whose
+#      leader exits while its child holds its output has that child killed
+#      with its process group at the deadline;
 #   8. a rule for host= injects on port 443 only; a rule for host:8443 on
 #      8443 only; rules on different ports do not overlap;
 #   9. a wildcard over a public suffix (*.co.uk, *.github.io, *.com) is
@@ -195,6 +198,55 @@ lab_write_conf "intercept on" 'inject a host=x.test path=/v1 header=X-A env=A' \
 	'inject b host=x.test:443 path=/v1 header=X-B env=B'
 out=$(sl check "$CONF" 2>&1)
 expect_re "host=x.test and host=x.test:443 on one path overlap" 'overlaps inject a' "$out"
+
+# ---------------------------------------------------------------- 7. a token command's environment and its orphans
+# envdump.sh writes the environment it was given; orphan.sh exits at once and
+# leaves a child (doze: sleep under a name of this lab's) holding its output
+cat >"$LAB_DIR/envdump.sh" <<SH
+#!/bin/sh
+env >"$LAB_DIR/envdump.txt"
+echo a-dumped-token
+echo 60
+SH
+cp "$(command -v sleep)" "$LAB_DIR/doze"
+cat >"$LAB_DIR/orphan.sh" <<SH
+#!/bin/sh
+"$LAB_DIR/doze" 40 &
+exit 0
+SH
+chmod 700 "$LAB_DIR/envdump.sh" "$LAB_DIR/orphan.sh"
+lab_write_conf "intercept on" "allow port.test" "upstream-ca port.test $O" \
+	'inject pt host=port.test path=/echo header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
+	"inject envdump host=port.test path=/envdump header=Authorization command=$LAB_DIR/envdump.sh unattributed=yes" \
+	"inject orphan host=port.test path=/orphan header=Authorization command=$LAB_DIR/orphan.sh unattributed=yes"
+: >"$LAB_DIR/port443.jsonl"
+export SLUICE_LAB_TOKEN=$LAB_TOKEN SLUICE_LAB_PLAIN=plain-and-visible
+lab_run_proxy
+unset SLUICE_LAB_TOKEN SLUICE_LAB_PLAIN
+out=$(icurl -w ' %{http_code}' https://port.test/echo 2>&1)
+expect_eq "control: rule pt's env=SLUICE_LAB_TOKEN is in the proxy's environment (the origin got it)" \
+	"1" "$(grep -c "Bearer $LAB_TOKEN" "$LAB_DIR/port443.jsonl")"
+out=$(icurl -w ' %{http_code}' https://port.test/envdump 2>&1)
+expect_re "a token command that writes its environment to a file mints its token" ' 200$' "$out"
+expect_eq "... it wrote its environment (with the proxy's other variables)" \
+	"SLUICE_LAB_PLAIN=plain-and-visible" "$(grep '^SLUICE_LAB_PLAIN=' "$LAB_DIR/envdump.txt")"
+expect_eq "... and not the variable another rule's env= names" "" \
+	"$(grep '^SLUICE_LAB_TOKEN=' "$LAB_DIR/envdump.txt")"
+expect_eq "... nor that secret under any name" 0 "$(grep -c "$LAB_TOKEN" "$LAB_DIR/envdump.txt")"
+# the leader exits at once, its child holds the output: the run overruns
+icurl -o "$LAB_DIR/orphan.out" -w ' %{http_code}' https://port.test/orphan >"$LAB_DIR/orphan.code" 2>&1 &
+opid=$!
+sleep 1
+ndoze=$(pgrep -fc "^$LAB_DIR/doze")
+wait "$opid"
+expect_ge "control: while the run was on, the command's child was running" 1 "$ndoze"
+expect_re "a command whose leader exits while its child holds the output: refused at the deadline" \
+	"rule orphan: the token command did not finish within 10 s.* 502$" \
+	"$(cat "$LAB_DIR/orphan.out" "$LAB_DIR/orphan.code" | tr '\n' ' ')"
+if wait_until 2 [ "$(pgrep -fc "^$LAB_DIR/doze")" = 0 ]; then ok "... and its child, in the command's process group, was killed then"; else not_ok "... and its child, in the command's process group, was killed then" "$(pgrep -fa "^$LAB_DIR/doze" | head -3)"; fi
+left=$(pgrep -f "^$LAB_DIR/doze") # before the fix it lived on: end it by its pid
+[ -n "$left" ] && kill $left 2>/dev/null
+lab_stop_proxy
 
 # ---------------------------------------------------------------- 9. public suffixes
 lab_write_conf "allow good.test"
