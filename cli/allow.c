@@ -110,11 +110,9 @@ static int store_lock(const struct config *c)
 	}
 	if (state_file(c, LOCK_NAME, path, sizeof(path)) == -1)
 		return -1;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd == -1) {
-		put_errno("open", path, errno);
+	fd = cli_open_state("allow", path, O_RDWR | O_CREAT, 0600);
+	if (fd == -1)
 		return -1;
-	}
 	while (flock(fd, LOCK_EX) == -1) {
 		if (errno != EINTR) {
 			put_errno("lock", path, errno);

@@ -178,8 +178,10 @@ int cmd_key(int argc, char **argv)
 		put_errno("mkdir", c->state_dir, errno);
 		goto out_config;
 	}
-	lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lockfd == -1 || flock(lockfd, LOCK_EX) == -1) {
+	lockfd = cli_open_state("key", lock, O_RDWR | O_CREAT, 0600);
+	if (lockfd == -1)
+		goto out_config;
+	if (flock(lockfd, LOCK_EX) == -1) {
 		put_errno("lock", lock, errno);
 		goto out_lock;
 	}

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define PW_BUF 16384
@@ -71,6 +72,38 @@ static bool can_read(const char *user, const char *what, const char *path, bool 
 }
 
 /*
+ * As the user: that it cannot write STATE, and that the log is not there.
+ * Root (the CLI, the proxy at its next start) writes STATE; whatever runs as
+ * the user (the proxy, its token commands) could plant a link there for
+ * root to follow. Prints the failure. Returns whether STATE is closed.
+ */
+static bool state_closed(const struct config *c)
+{
+	char logdir[PATH_MAX];
+	struct stat sd, ld;
+	bool good = true;
+
+	snprintf(logdir, sizeof(logdir), "%s", c->log_path);
+	if (stat(c->state_dir, &sd) == 0 && stat(dirname(logdir), &ld) == 0 &&
+	    sd.st_dev == ld.st_dev && sd.st_ino == ld.st_ino) {
+		fprintf(stderr, "sluice-proxy: user %s: the log %s is in the state directory %s, "
+				"which the user would have to write; put the log in its own directory "
+				"owned by %s (log /var/log/sluice/network.log)\n",
+			c->user, c->log_path, c->state_dir, c->user);
+		good = false;
+	}
+	if (access(c->state_dir, W_OK) == 0) {
+		fprintf(stderr, "sluice-proxy: user %s can write the state directory %s: what runs "
+				"as %s could plant links there that root follows; keep it root:GROUP "
+				"0750 and put the log in its own directory owned by %s "
+				"(log /var/log/sluice/network.log)\n",
+			c->user, c->state_dir, c->user, c->user);
+		good = false;
+	}
+	return good;
+}
+
+/*
  * As the user: everything the proxy will read or write from now on. Every
  * failure is printed. Returns 0 or -1.
  */
@@ -84,6 +117,7 @@ static int check_access(struct proxy *px)
 		good = can_read(c->user, "config", px->config_path, false) && good;
 	good = can_read(c->user, "grant store", px->watch_store.path, true) && good;
 	good = can_read(c->user, "stamp keys", px->watch_keys.path, true) && good;
+	good = state_closed(c) && good;
 	snprintf(logdir, sizeof(logdir), "%s", c->log_path);
 	if (access(dirname(logdir), W_OK | X_OK) == -1) {
 		snprintf(logdir, sizeof(logdir), "%s", c->log_path);
@@ -119,6 +153,16 @@ static int verify_dropped(uid_t uid, gid_t gid)
 		if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1)
 			return -1;
 	return 0;
+}
+
+int priv_owner(const struct config *c, uid_t *uid)
+{
+	gid_t gid;
+
+	*uid = FILE_NO_UID;
+	if (c->user[0] == '\0')
+		return 0;
+	return lookup(c->user, uid, &gid);
 }
 
 int priv_drop(struct proxy *px)
