@@ -62,6 +62,9 @@ void cli_put_strerror(FILE *f, int e);
  */
 int cli_open_state(const char *verb, const char *path, int flags, mode_t mode);
 
+/* The uid of the config's `user` (who may own the log files), FILE_NO_UID without one. */
+uid_t cli_user_uid(const struct config *c);
+
 /* check.c */
 int cmd_check(int argc, char **argv);
 

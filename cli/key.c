@@ -80,7 +80,7 @@ static int keys_save(const char *dir, const char *path, const struct stamp_key *
 		fprintf(stderr, "key: %s: path too long\n", dir);
 		return -1;
 	}
-	fd = mkostemp(tmp, O_CLOEXEC); /* created 0600 */
+	fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW); /* created 0600 */
 	if (fd == -1) {
 		put_errno("create", tmp, errno);
 		return -1;

@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -134,6 +135,16 @@ int cli_open_state(const char *verb, const char *path, int flags, mode_t mode)
 		fputc('\n', stderr);
 	}
 	return fd;
+}
+
+uid_t cli_user_uid(const struct config *c)
+{
+	struct passwd *pw;
+
+	if (c->user[0] == '\0')
+		return FILE_NO_UID;
+	pw = getpwnam(c->user);
+	return pw != NULL && pw->pw_uid != 0 ? pw->pw_uid : FILE_NO_UID;
 }
 
 /* Print each line of a synopsis, the first after lead, the others indented to match. */

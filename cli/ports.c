@@ -142,7 +142,7 @@ static int registry_save(const struct registry *reg)
 		return -1;
 	}
 	ports_format(&reg->r, text, len + 1);
-	fd = mkostemp(tmp, O_CLOEXEC);
+	fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW);
 	if (fd == -1) {
 		put_errno("create", tmp, errno);
 		goto out_free;

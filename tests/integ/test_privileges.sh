@@ -122,6 +122,10 @@ out=$(try_start)
 expect_re "a symbolic link the user planted at the log's path: the proxy does not start" 'exit 1$' "$out"
 expect_re "... naming the log and saying it is a link" "log $NETLOG: a symbolic link" "$out"
 expect_eq "... and the root-owned file it points to gained nothing" "$V0" "$(victim_sum)"
+out=$(sl log 2>&1)
+expect_re "sluice log, as root, does not read through it either" "log: open $NETLOG: a symbolic link" "$out"
+out=$(sl log verify 2>&1)
+expect_re "... nor does sluice log verify" "open $NETLOG: a symbolic link" "$out"
 rm -f "$NETLOG"
 chgrp "$TU" "$STATE" && chmod 775 "$STATE"
 out=$(try_start)
