@@ -9,8 +9,10 @@
  * proves that root cannot be had back. From then on the config, the grant
  * store and the stamp keys are re-read as NAME, and rotation renames and
  * creates files in the log's directory as NAME; priv_drop checks, as NAME,
- * that it can, and refuses to start naming what it cannot. It does not
- * chown or chmod anything: the operator lays out the files.
+ * that it can, and refuses to start naming what it cannot. It also refuses
+ * when NAME can write STATE, or the log is in STATE: root writes there (the
+ * CLI, the proxy's next start), and what runs as NAME could plant links for
+ * it. It does not chown or chmod anything: the operator lays out the files.
  */
 #include "proxy.h"
 
@@ -117,7 +119,6 @@ static int check_access(struct proxy *px)
 		good = can_read(c->user, "config", px->config_path, false) && good;
 	good = can_read(c->user, "grant store", px->watch_store.path, true) && good;
 	good = can_read(c->user, "stamp keys", px->watch_keys.path, true) && good;
-	good = state_closed(c) && good;
 	snprintf(logdir, sizeof(logdir), "%s", c->log_path);
 	if (access(dirname(logdir), W_OK | X_OK) == -1) {
 		snprintf(logdir, sizeof(logdir), "%s", c->log_path);
@@ -130,7 +131,8 @@ static int check_access(struct proxy *px)
 		fprintf(stderr, "sluice-proxy: the proxy reads those as %s from now on; make them "
 				"readable (or writable) by it or its group, then start again\n",
 			c->user);
-	return good ? 0 : -1;
+	/* the opposite direction: what it must not be able to write */
+	return state_closed(c) && good ? 0 : -1;
 }
 
 /* After the switch: no capability anywhere, and no way back to root. */

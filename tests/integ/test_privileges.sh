@@ -6,7 +6,13 @@
 # the stamp keys as that user: a grant added live, a config change and a
 # rotated stamp key are still picked up, and the log still rotates. It
 # refuses to start, naming the file, when the user could not read or write
-# what it needs. Started as root without `user` it says so, once.
+# what it needs, and when the user could write STATE or the log is in STATE.
+# Root follows no link planted where the user writes (the log's directory)
+# or in STATE: the proxy refuses a link or a file not root's or the user's
+# at the log path, sluice log and log verify refuse it too, the CLI refuses
+# a link at its lock files and engine.jsonl (the target unchanged, nothing
+# created), and a ca.key not root's is refused. Started as root without
+# `user` it refuses a log the user left, then says it runs as root, once.
 # sluice-forward keeps only the capabilities its options use (CAP_SYS_ADMIN
 # for --netns, CAP_NET_ADMIN for --mark; sock_diag and the cgroup lookups of
 # --own need none) and still stamps with them.
