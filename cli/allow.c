@@ -110,11 +110,9 @@ static int store_lock(const struct config *c)
 	}
 	if (state_file(c, LOCK_NAME, path, sizeof(path)) == -1)
 		return -1;
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd == -1) {
-		put_errno("open", path, errno);
+	fd = cli_open_state("allow", path, O_RDWR | O_CREAT, 0600);
+	if (fd == -1)
 		return -1;
-	}
 	while (flock(fd, LOCK_EX) == -1) {
 		if (errno != EINTR) {
 			put_errno("lock", path, errno);
@@ -138,7 +136,8 @@ static int store_save(const struct config *c, const struct grant *g, size_t n)
 	if (state_file(c, STORE_NAME, path, sizeof(path)) == -1 ||
 	    state_file(c, "." STORE_NAME ".XXXXXX", tmp, sizeof(tmp)) == -1)
 		return -1;
-	fd = mkostemp(tmp, O_CLOEXEC);
+	/* O_CREAT | O_EXCL (mkostemp's own): a new file, never a name planted before */
+	fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW);
 	if (fd == -1) {
 		put_errno("create", tmp, errno);
 		return -1;

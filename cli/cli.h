@@ -54,6 +54,17 @@ int cli_num_parse(const char *s, int base, unsigned long lo, unsigned long hi, u
 /* fputs strerror(e) with a lower-case first letter (diagnostics read that way). */
 void cli_put_strerror(FILE *f, int e);
 
+/*
+ * Open a file of STATE's that the CLI (root) writes or locks, through
+ * file_open_owned: never a symbolic link, a hard link, or a file not
+ * root's (or the caller's). verb prefixes the diagnostic. Returns the fd,
+ * or -1 after printing why.
+ */
+int cli_open_state(const char *verb, const char *path, int flags, mode_t mode);
+
+/* The uid of the config's `user` (who may own the log files), FILE_NO_UID without one. */
+uid_t cli_user_uid(const struct config *c);
+
 /* check.c */
 int cmd_check(int argc, char **argv);
 

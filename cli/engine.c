@@ -173,11 +173,9 @@ static int record(const struct engine *e, const struct snapshot *s)
 		put_errno("mkdir", e->state_dir, errno);
 		goto out_line;
 	}
-	fd = open(e->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd == -1) {
-		put_errno("open", e->path, errno);
+	fd = cli_open_state("engine", e->path, O_RDWR | O_APPEND | O_CREAT, 0600);
+	if (fd == -1)
 		goto out_line;
-	}
 	while (flock(fd, LOCK_EX) == -1) {
 		if (errno != EINTR) {
 			put_errno("lock", e->path, errno);

@@ -80,7 +80,7 @@ static int keys_save(const char *dir, const char *path, const struct stamp_key *
 		fprintf(stderr, "key: %s: path too long\n", dir);
 		return -1;
 	}
-	fd = mkostemp(tmp, O_CLOEXEC); /* created 0600 */
+	fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW); /* created 0600 */
 	if (fd == -1) {
 		put_errno("create", tmp, errno);
 		return -1;
@@ -178,8 +178,10 @@ int cmd_key(int argc, char **argv)
 		put_errno("mkdir", c->state_dir, errno);
 		goto out_config;
 	}
-	lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lockfd == -1 || flock(lockfd, LOCK_EX) == -1) {
+	lockfd = cli_open_state("key", lock, O_RDWR | O_CREAT, 0600);
+	if (lockfd == -1)
+		goto out_config;
+	if (flock(lockfd, LOCK_EX) == -1) {
 		put_errno("lock", lock, errno);
 		goto out_lock;
 	}

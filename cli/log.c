@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "file.h"
 
 #define READ_CHUNK 65536
 #define ROW_MAX (1024 * 1024) /* a longer line is not a row the proxy wrote */
@@ -51,6 +52,8 @@ struct tail {
 
 struct reader {
 	const char *path;
+	uid_t owner;    /* who besides root and us may own the log (the proxy's user) */
+	const char *why; /* the last open's refusal, or NULL */
 	int fd;
 	dev_t dev;
 	ino_t ino;
@@ -353,7 +356,8 @@ static int reader_open(struct reader *r)
 {
 	struct stat st;
 
-	r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
+	/* the log's directory is the proxy user's: no link planted there is followed */
+	r->fd = file_open_owned(r->path, O_RDONLY, 0, r->owner, &r->why);
 	if (r->fd == -1)
 		return -1;
 	if (fstat(r->fd, &st) == -1) {
@@ -664,10 +668,14 @@ int cmd_log(int argc, char **argv)
 	}
 	snaps_load(&sn);
 	r.path = c->log_path;
+	r.owner = cli_user_uid(c);
 	r.fd = -1;
 	if (reader_open(&r) == -1 && !(do_follow && errno == ENOENT)) {
 		fprintf(stderr, "log: open %s: ", r.path);
-		cli_put_strerror(stderr, errno);
+		if (r.why != NULL)
+			fputs(r.why, stderr);
+		else
+			cli_put_strerror(stderr, errno);
 		fputc('\n', stderr);
 		goto out_snaps;
 	}

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "file.h"
 #include "netlog.h"
 
 #define VERIFY_LINE_MAX (1024 * 1024) /* a longer line is not a row the proxy wrote */
@@ -46,6 +47,8 @@ struct walk {
 	uint64_t last_line;
 	const char *anchor; /* --anchor: a row must hash to it; NULL: none */
 	bool anchored;      /* a row did */
+	bool owned;         /* the config's files: opened as file_open_owned does, owner */
+	uid_t owner;        /* the proxy's user, who may own them */
 	char *line;         /* VERIFY_LINE_MAX + 1 */
 };
 
@@ -112,13 +115,15 @@ static long order_files(char **paths, size_t n, struct vfile *out)
 }
 
 /* The config's log and the rotated files of it that exist, oldest first. */
-static long config_files(struct vfile *out)
+static long config_files(struct vfile *out, struct walk *w)
 {
 	struct config *c = cli_config_load();
 	size_t k = 0;
 
 	if (c == NULL)
 		return -1;
+	w->owned = true;
+	w->owner = cli_user_uid(c);
 	for (unsigned i = c->log_keep; i >= 1; i--) {
 		int n = snprintf(out[k].path, sizeof(out[k].path), "%s.%u", c->log_path, i);
 
@@ -182,11 +187,19 @@ static int walk_file(struct walk *w, const char *path)
 	size_t len = 0;
 	uint64_t lineno = 0;
 	bool too_long = false;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = -1;
+	const char *why = NULL;
+	int fd, ret = -1;
 
+	/* files named on the command line are the operator's choice; the config's are in
+	 * the proxy user's directory, where a planted link must not be followed */
+	fd = w->owned ? file_open_owned(path, O_RDONLY, 0, w->owner, &why)
+		      : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd == -1) {
 		fprintf(stderr, "log verify: open %s: ", path);
-		cli_put_strerror(stderr, errno);
+		if (why != NULL)
+			fputs(why, stderr);
+		else
+			cli_put_strerror(stderr, errno);
 		fputc('\n', stderr);
 		return -1;
 	}
@@ -277,7 +290,7 @@ int log_verify_cmd(int argc, char **argv)
 	netlog_chain_init(&w.chain);
 	w.anchor = anchor;
 	n = argc > first ? order_files(argv + first, (size_t)(argc - first), files)
-			 : config_files(files);
+			 : config_files(files, &w);
 	if (n <= 0)
 		goto out_free;
 	for (long i = 0; i < n; i++) {

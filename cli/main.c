@@ -8,11 +8,13 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
+#include "file.h"
 
 #define DEFAULT_CONFIG "etc/sluice.conf"
 
@@ -116,6 +118,33 @@ void cli_put_strerror(FILE *f, int e)
 
 	fputc(tolower((unsigned char)s[0]), f);
 	fputs(s + 1, f);
+}
+
+int cli_open_state(const char *verb, const char *path, int flags, mode_t mode)
+{
+	const char *why;
+	int fd = file_open_owned(path, flags, mode, FILE_NO_UID, &why);
+
+	if (fd == -1 && why != NULL)
+		fprintf(stderr, "%s: refusing %s: %s; sluice did not leave it there: remove it and "
+				"find who could write the state directory\n",
+			verb, path, why);
+	else if (fd == -1) {
+		fprintf(stderr, "%s: open %s: ", verb, path);
+		cli_put_strerror(stderr, errno);
+		fputc('\n', stderr);
+	}
+	return fd;
+}
+
+uid_t cli_user_uid(const struct config *c)
+{
+	struct passwd *pw;
+
+	if (c->user[0] == '\0')
+		return FILE_NO_UID;
+	pw = getpwnam(c->user);
+	return pw != NULL && pw->pw_uid != 0 ? pw->pw_uid : FILE_NO_UID;
 }
 
 /* Print each line of a synopsis, the first after lead, the others indented to match. */

@@ -196,6 +196,7 @@ static ssize_t capture_read(int fd, struct capture *c, bool is_err)
 			return -2;
 		c->out = grown;
 		c->cap = ncap;
+		c->out[c->len] = '\0'; /* NUL-ended even when the command prints nothing */
 	}
 	n = read(fd, c->out + c->len, c->cap - c->len - 1);
 	if (n > 0) {

@@ -84,9 +84,15 @@ static int registry_open(struct registry *reg, enum reg_mode mode)
 			return -1;
 		}
 	} else {
-		reg->lockfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		const char *why;
+
+		reg->lockfd = file_open_owned(lock, O_RDWR | O_CREAT, 0644, FILE_NO_UID, &why);
 		if (reg->lockfd == -1 && mode == REG_WRITE && errno == ENOENT)
 			return 0; /* no directory: no registry, nothing to lock */
+		if (reg->lockfd == -1 && why != NULL) {
+			fprintf(stderr, "ports: refusing %s: %s\n", lock, why);
+			return -1;
+		}
 		if (reg->lockfd == -1) {
 			put_errno("lock", lock, errno);
 			return -1;
@@ -136,7 +142,7 @@ static int registry_save(const struct registry *reg)
 		return -1;
 	}
 	ports_format(&reg->r, text, len + 1);
-	fd = mkostemp(tmp, O_CLOEXEC);
+	fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW);
 	if (fd == -1) {
 		put_errno("create", tmp, errno);
 		goto out_free;

@@ -407,7 +407,7 @@ static int state_write(const struct config *c, const struct opts *o, const struc
 	if (state_path(c, o, p, ext, path, sizeof(path)) == -1)
 		return -1;
 	snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-	fd = mkostemp(tmp, O_CLOEXEC); /* 0600 */
+	fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW); /* 0600 */
 	if (fd == -1) {
 		fprintf(stderr, "wall: create %s: ", tmp);
 		goto out_errno;

@@ -390,6 +390,13 @@ static EVP_PKEY *read_key(const char *path, const char **err)
 		*err = CA_KEY_NAME " is not a regular file";
 		goto out_close;
 	}
+	/* another user's key, even 0600, is one that user could have swapped in */
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		*err = geteuid() == 0 ? CA_KEY_NAME " is not owned by root (someone else could "
+					"have put it there): make a new CA"
+				      : CA_KEY_NAME " is owned by neither root nor us";
+		goto out_close;
+	}
 	if ((st.st_mode & 077) != 0) {
 		*err = CA_KEY_NAME " is open to group or other: chmod 600 it";
 		goto out_close;

@@ -1,6 +1,7 @@
 /*
- * file.c: reading a small file whole and making directories, for the CLI and
- * the daemons alike.
+ * file.c: reading a small file whole, making directories and opening the
+ * files root keeps beside others' (STATE, the log's directory), for the CLI
+ * and the daemons alike. It does not lock: callers flock what they share.
  */
 #include "file.h"
 
@@ -83,4 +84,53 @@ int file_mkdir_p(const char *dir, mode_t mode)
 		p[i] = dir[i];
 	}
 	return 0;
+}
+
+const char *file_refusal(const struct stat *st, uid_t self, uid_t other)
+{
+	if (!S_ISREG(st->st_mode))
+		return "not a regular file";
+	if (st->st_uid != 0 && st->st_uid != self && (other == FILE_NO_UID || st->st_uid != other))
+		return other == FILE_NO_UID || other == self ? "not owned by root or by us"
+							     : "not owned by root, us or the proxy's user";
+	if (st->st_nlink != 1)
+		return "a hard link (more than one name)";
+	return NULL;
+}
+
+int file_open_owned(const char *path, int flags, mode_t mode, uid_t other, const char **why)
+{
+	const char *no = NULL;
+	struct stat st;
+	int fd, fl, e;
+
+	if (why != NULL)
+		*why = NULL;
+	fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode);
+	if (fd == -1) {
+		if (errno == ELOOP)
+			no = "a symbolic link";
+		goto out;
+	}
+	if (fstat(fd, &st) == -1)
+		goto out_close;
+	no = file_refusal(&st, geteuid(), other);
+	if (no != NULL) {
+		errno = EPERM;
+		goto out_close;
+	}
+	/* O_NONBLOCK only kept a FIFO from blocking the open; a regular file drops it */
+	if (!(flags & O_NONBLOCK) && ((fl = fcntl(fd, F_GETFL)) == -1 ||
+				      fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == -1))
+		goto out_close;
+	return fd;
+out_close:
+	e = errno;
+	close(fd);
+	errno = e;
+	fd = -1;
+out:
+	if (why != NULL)
+		*why = no;
+	return fd;
 }

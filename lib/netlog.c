@@ -9,6 +9,8 @@
  */
 #include "netlog.h"
 
+#include "file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -35,15 +37,22 @@ struct netlog {
 	bool chain;      /* log-chain on: rows end in prev */
 	bool has_prev;   /* prev holds the hash of the last line; false: none yet */
 	bool cut;        /* the file ends in a row written only in part: a newline first */
+	uid_t owner;     /* who besides root and us may own the files (FILE_NO_UID: nobody) */
 	char prev[NETLOG_PREV_HEX + 1];
 	char path[PATH_MAX];
 };
 
-static int open_log(struct netlog *l)
+/*
+ * The log's directory may be the proxy's user's: what is at the path is
+ * opened only when it is a regular file of root's, ours or that user's,
+ * with no other name, never through a symbolic link (root would append
+ * client text to whatever it named).
+ */
+static int open_log(struct netlog *l, const char **why)
 {
 	struct stat st;
 
-	l->fd = open(l->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	l->fd = file_open_owned(l->path, O_WRONLY | O_APPEND | O_CREAT, 0640, l->owner, why);
 	if (l->fd == -1)
 		return -1;
 	l->size = fstat(l->fd, &st) == 0 ? (uint64_t)st.st_size : 0;
@@ -55,15 +64,15 @@ static int open_log(struct netlog *l)
  * file it rotated from), else none. A last line cut short is hashed as it
  * is and gets its newline before the next row. Returns 0 or -1 with errno.
  */
-static int chain_resume(struct netlog *l)
+static int chain_resume(struct netlog *l, const char **why)
 {
 	char older[PATH_MAX + 16];
 	bool unterminated;
-	int r = netlog_chain_last(l->path, l->prev, &unterminated);
+	int r = netlog_chain_last(l->path, l->owner, l->prev, &unterminated, why);
 
 	if (r == 0 && l->keep > 0) {
 		snprintf(older, sizeof(older), "%s.1", l->path);
-		r = netlog_chain_last(older, l->prev, &unterminated);
+		r = netlog_chain_last(older, l->owner, l->prev, &unterminated, why);
 		unterminated = false; /* not the file we append to */
 	}
 	if (r == -1)
@@ -73,10 +82,13 @@ static int chain_resume(struct netlog *l)
 	return 0;
 }
 
-struct netlog *netlog_open(const char *path, uint64_t rotate_bytes, unsigned keep, bool chain)
+struct netlog *netlog_open(const char *path, uint64_t rotate_bytes, unsigned keep, bool chain,
+			   uid_t owner, const char **why)
 {
 	struct netlog *l = calloc(1, sizeof(*l));
 
+	if (why != NULL)
+		*why = NULL;
 	if (l == NULL)
 		return NULL;
 	if (strlen(path) >= sizeof(l->path) - 8) {
@@ -88,7 +100,8 @@ struct netlog *netlog_open(const char *path, uint64_t rotate_bytes, unsigned kee
 	l->rotate_bytes = rotate_bytes;
 	l->keep = keep;
 	l->chain = chain;
-	if ((chain && chain_resume(l) == -1) || open_log(l) == -1) {
+	l->owner = owner;
+	if ((chain && chain_resume(l, why) == -1) || open_log(l, why) == -1) {
 		int e = errno;
 		free(l);
 		errno = e;
@@ -109,6 +122,7 @@ void netlog_close(struct netlog *l)
 static void rotate(struct netlog *l)
 {
 	char from[PATH_MAX + 16], to[PATH_MAX + 16];
+	const char *why;
 
 	if (l->keep == 0) {
 		unlink(l->path);
@@ -122,8 +136,9 @@ static void rotate(struct netlog *l)
 		rename(l->path, to);
 	}
 	close(l->fd);
-	if (open_log(l) == -1 && !l->warned) {
-		fprintf(stderr, "sluice-proxy: netlog: reopen %s: %s\n", l->path, strerror(errno));
+	if (open_log(l, &why) == -1 && !l->warned) {
+		fprintf(stderr, "sluice-proxy: netlog: reopen %s: %s\n", l->path,
+			why != NULL ? why : strerror(errno));
 		l->warned = true;
 	}
 }
@@ -363,7 +378,7 @@ int netlog_write(struct netlog *l, const struct netlog_row *r)
 	}
 	put_raw(&o, "}\n", 2);
 
-	if (l->fd < 0 && open_log(l) == -1)
+	if (l->fd < 0 && open_log(l, NULL) == -1)
 		return -1; /* reported once at the failed reopen; retried each row */
 	if (l->rotate_bytes > 0 && l->size + o.len > l->rotate_bytes && l->size > 0) {
 		rotate(l);

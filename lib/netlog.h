@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "stamp.h"
 
@@ -59,9 +60,13 @@ struct netlog_row {
 /*
  * Open path for appending (created 0640). With chain, the hash of the last
  * line already there is read first (a last line cut short gets its newline,
- * and stays a broken row). Returns NULL with errno.
+ * and stays a broken row). The files must be regular, not symbolic or hard
+ * links, and owned by root, by us or by owner (the proxy's user, who
+ * creates them on rotation; FILE_NO_UID: nobody else). Returns NULL with
+ * errno, and *why (may be NULL) set when a file was refused.
  */
-struct netlog *netlog_open(const char *path, uint64_t rotate_bytes, unsigned keep, bool chain);
+struct netlog *netlog_open(const char *path, uint64_t rotate_bytes, unsigned keep, bool chain,
+			   uid_t owner, const char **why);
 void netlog_close(struct netlog *l);
 /* Format and write one row. Returns 0 or -1 (already reported). */
 int netlog_write(struct netlog *l, const struct netlog_row *r);
@@ -88,9 +93,12 @@ int netlog_chain_prev(const char *row, size_t len, char out[NETLOG_PREV_HEX + 1]
 /*
  * The hash of path's last line into out: 1, or 0 when the file is missing
  * or empty, -1 with errno. *unterminated: the file does not end in '\n'
- * (its last line, hashed as it is, was cut short).
+ * (its last line, hashed as it is, was cut short). path is opened as
+ * netlog_open's files are (owner likewise); *why (may be NULL) says why
+ * it was refused.
  */
-int netlog_chain_last(const char *path, char out[NETLOG_PREV_HEX + 1], bool *unterminated);
+int netlog_chain_last(const char *path, uid_t owner, char out[NETLOG_PREV_HEX + 1],
+		      bool *unterminated, const char **why);
 
 /* Walking a chain, line by line, oldest first (files in rotation order). */
 struct netlog_chain {

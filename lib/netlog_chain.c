@@ -13,6 +13,8 @@
  */
 #include "netlog.h"
 
+#include "file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -67,7 +69,8 @@ int netlog_chain_prev(const char *row, size_t len, char out[NETLOG_PREV_HEX + 1]
 	return 1;
 }
 
-int netlog_chain_last(const char *path, char out[NETLOG_PREV_HEX + 1], bool *unterminated)
+int netlog_chain_last(const char *path, uid_t owner, char out[NETLOG_PREV_HEX + 1],
+		      bool *unterminated, const char **why)
 {
 	char chunk[TAIL_CHUNK];
 	struct stat st;
@@ -77,7 +80,8 @@ int netlog_chain_last(const char *path, char out[NETLOG_PREV_HEX + 1], bool *unt
 	int fd, ret = -1;
 
 	*unterminated = false;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* read as root at start: a link planted in the log's directory must not leak a hash */
+	fd = file_open_owned(path, O_RDONLY, 0, owner, why);
 	if (fd == -1)
 		return errno == ENOENT ? 0 : -1;
 	errno = 0; /* a short read below is EIO */

@@ -169,7 +169,8 @@ static void before_sleep(struct loop *l, void *arg)
 int main(int argc, char **argv)
 {
 	struct proxy px;
-	const char *config_path = "etc/sluice.conf";
+	const char *config_path = "etc/sluice.conf", *why = NULL;
+	uid_t log_owner;
 	bool check_only = false;
 	int opt, ret = 1;
 
@@ -211,10 +212,17 @@ int main(int argc, char **argv)
 	}
 	if (replay_open(&px) == -1 || tls_init(&px) == -1)
 		goto out;
+	if (priv_owner(px.config, &log_owner) == -1)
+		goto out;
 	px.netlog = netlog_open(px.config->log_path, px.config->log_rotate_bytes,
-				px.config->log_keep, px.config->log_chain);
+				px.config->log_keep, px.config->log_chain, log_owner, &why);
 	if (px.netlog == NULL) {
-		fprintf(stderr, "sluice-proxy: log %s: %s\n", px.config->log_path, strerror(errno));
+		fprintf(stderr, "sluice-proxy: log %s: %s\n", px.config->log_path,
+			why != NULL ? why : strerror(errno));
+		if (why != NULL)
+			fprintf(stderr, "sluice-proxy: refusing to open it: the log and its rotated "
+					"files must be regular files of root's or the proxy user's, "
+					"with one name; remove what is there, then start again\n");
 		goto out;
 	}
 	px.loop = loop_new();

@@ -9,8 +9,10 @@
  * proves that root cannot be had back. From then on the config, the grant
  * store and the stamp keys are re-read as NAME, and rotation renames and
  * creates files in the log's directory as NAME; priv_drop checks, as NAME,
- * that it can, and refuses to start naming what it cannot. It does not
- * chown or chmod anything: the operator lays out the files.
+ * that it can, and refuses to start naming what it cannot. It also refuses
+ * when NAME can write STATE, or the log is in STATE: root writes there (the
+ * CLI, the proxy's next start), and what runs as NAME could plant links for
+ * it. It does not chown or chmod anything: the operator lays out the files.
  */
 #include "proxy.h"
 
@@ -24,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define PW_BUF 16384
@@ -71,6 +74,38 @@ static bool can_read(const char *user, const char *what, const char *path, bool 
 }
 
 /*
+ * As the user: that it cannot write STATE, and that the log is not there.
+ * Root (the CLI, the proxy at its next start) writes STATE; whatever runs as
+ * the user (the proxy, its token commands) could plant a link there for
+ * root to follow. Prints the failure. Returns whether STATE is closed.
+ */
+static bool state_closed(const struct config *c)
+{
+	char logdir[PATH_MAX];
+	struct stat sd, ld;
+	bool good = true;
+
+	snprintf(logdir, sizeof(logdir), "%s", c->log_path);
+	if (stat(c->state_dir, &sd) == 0 && stat(dirname(logdir), &ld) == 0 &&
+	    sd.st_dev == ld.st_dev && sd.st_ino == ld.st_ino) {
+		fprintf(stderr, "sluice-proxy: user %s: the log %s is in the state directory %s, "
+				"which the user would have to write; put the log in its own directory "
+				"owned by %s (log /var/log/sluice/network.log)\n",
+			c->user, c->log_path, c->state_dir, c->user);
+		good = false;
+	}
+	if (access(c->state_dir, W_OK) == 0) {
+		fprintf(stderr, "sluice-proxy: user %s can write the state directory %s: what runs "
+				"as %s could plant links there that root follows; keep it root:GROUP "
+				"0750 and put the log in its own directory owned by %s "
+				"(log /var/log/sluice/network.log)\n",
+			c->user, c->state_dir, c->user, c->user);
+		good = false;
+	}
+	return good;
+}
+
+/*
  * As the user: everything the proxy will read or write from now on. Every
  * failure is printed. Returns 0 or -1.
  */
@@ -96,7 +131,8 @@ static int check_access(struct proxy *px)
 		fprintf(stderr, "sluice-proxy: the proxy reads those as %s from now on; make them "
 				"readable (or writable) by it or its group, then start again\n",
 			c->user);
-	return good ? 0 : -1;
+	/* the opposite direction: what it must not be able to write */
+	return state_closed(c) && good ? 0 : -1;
 }
 
 /* After the switch: no capability anywhere, and no way back to root. */
@@ -119,6 +155,16 @@ static int verify_dropped(uid_t uid, gid_t gid)
 		if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1)
 			return -1;
 	return 0;
+}
+
+int priv_owner(const struct config *c, uid_t *uid)
+{
+	gid_t gid;
+
+	*uid = FILE_NO_UID;
+	if (c->user[0] == '\0')
+		return 0;
+	return lookup(c->user, uid, &gid);
 }
 
 int priv_drop(struct proxy *px)

@@ -26,6 +26,7 @@
 
 #include "buf.h"
 #include "config.h"
+#include "file.h"
 #include "http.h"
 #include "loop.h"
 #include "netlog.h"
@@ -112,10 +113,13 @@ bool tls_intercepts(const struct proxy *px, const struct host *h, uint16_t port)
  * Without `user`: a note on stderr when running as root; 0. With it: switch
  * to the user and its groups, no capability in any set, no_new_privs, check
  * that root cannot be had back and that the user can read the config, the
- * grant store and the stamp keys and write the log's directory. Returns 0,
- * or -1 after printing why (the proxy must not start).
+ * grant store and the stamp keys and write the log's directory, but cannot
+ * write the state directory, which must not be the log's. Returns 0, or -1
+ * after printing why (the proxy must not start).
  */
 int priv_drop(struct proxy *px);
+/* The uid of `user` into *uid, FILE_NO_UID without one. Returns 0 or -1 after printing. */
+int priv_owner(const struct config *c, uid_t *uid);
 
 /* replay.c */
 int replay_open(struct proxy *px);

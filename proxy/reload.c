@@ -251,7 +251,10 @@ static int write_run_id(struct proxy *px)
 	snprintf(line, sizeof(line), "%s\n", px->run_id);
 	snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
 	snprintf(tmp, sizeof(tmp), "%s/.proxy.run.%d", px->config->state_dir, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	/* a fresh file: never one planted at the name (a link to root's file to truncate) */
+	if (unlink(tmp) == -1 && errno != ENOENT)
+		return -1;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd == -1)
 		return -1;
 	if (flock(fd, LOCK_SH) == -1 || write(fd, line, GRANT_RUN_ID_LEN + 1) != GRANT_RUN_ID_LEN + 1 ||

@@ -33,6 +33,7 @@ int replay_open(struct proxy *px)
 {
 	char path[PATH_MAX];
 	struct replay_file *f;
+	const char *why = NULL;
 	struct stat st;
 	int fd;
 
@@ -41,7 +42,8 @@ int replay_open(struct proxy *px)
 		fprintf(stderr, "sluice-proxy: state dir path too long\n");
 		return -1;
 	}
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	/* root's, one name, no link: it is truncated and written through the map */
+	fd = file_open_owned(path, O_RDWR | O_CREAT, 0600, FILE_NO_UID, &why);
 	if (fd == -1 || fstat(fd, &st) == -1)
 		goto fail;
 	if (st.st_size != (off_t)sizeof(*f)) {
@@ -67,7 +69,7 @@ int replay_open(struct proxy *px)
 	px->replay = &f->window;
 	return 0;
 fail:
-	fprintf(stderr, "sluice-proxy: %s: %s\n", path, strerror(errno));
+	fprintf(stderr, "sluice-proxy: %s: %s\n", path, why != NULL ? why : strerror(errno));
 	if (fd != -1)
 		close(fd);
 	return -1;

@@ -6,7 +6,13 @@
 # the stamp keys as that user: a grant added live, a config change and a
 # rotated stamp key are still picked up, and the log still rotates. It
 # refuses to start, naming the file, when the user could not read or write
-# what it needs. Started as root without `user` it says so, once.
+# what it needs, and when the user could write STATE or the log is in STATE.
+# Root follows no link planted where the user writes (the log's directory)
+# or in STATE: the proxy refuses a link or a file not root's or the user's
+# at the log path, sluice log and log verify refuse it too, the CLI refuses
+# a link at its lock files and engine.jsonl (the target unchanged, nothing
+# created), and a ca.key not root's is refused. Started as root without
+# `user` it refuses a log the user left, then says it runs as root, once.
 # sluice-forward keeps only the capabilities its options use (CAP_SYS_ADMIN
 # for --netns, CAP_NET_ADMIN for --mark; sock_diag and the cgroup lookups of
 # --own need none) and still stamps with them.
@@ -91,6 +97,93 @@ out=$(start_fails)
 expect_re "the config not readable by the user: the proxy does not start" 'exit 1$' "$out"
 expect_re "... naming it" "$CONF" "$out"
 chmod 644 "$CONF"
+
+# What runs as the user (the proxy, its token commands) writes the log's
+# directory; root must follow nothing planted there, nor in STATE.
+VICTIM=$LAB_DIR/victim
+echo "root's file" >"$VICTIM"
+chmod 644 "$VICTIM"
+victim_sum() { sha256sum "$VICTIM" | cut -d' ' -f1; }
+V0=$(victim_sum)
+# try_start: the proxy in the background; if it comes up, one request (a row
+# it logs) and a SIGTERM. Prints "exit N" and its stderr.
+try_start() {
+	local pid st
+	ip netns exec "$HNS" "$SLUICE_BUILD/sluice-proxy" -c "$CONF" >"$LAB_DIR/try.err" 2>&1 &
+	pid=$!
+	up_or_gone() { ! kill -0 "$pid" 2>/dev/null || hx bash -c "</dev/tcp/$PROXY_ADDR/$PROXY_PORT"; }
+	wait_until 10 up_or_gone
+	if kill -0 "$pid" 2>/dev/null; then
+		pcode http://good.test/planted >/dev/null
+		sleep 0.3
+		kill "$pid"
+	fi
+	wait "$pid"
+	st=$?
+	cat "$LAB_DIR/try.err"
+	echo "exit $st"
+}
+runuser -u "$TU" -- ln -sfn "$VICTIM" "$NETLOG" || not_ok "the user can plant a link in its log directory"
+out=$(try_start)
+expect_re "a symbolic link the user planted at the log's path: the proxy does not start" 'exit 1$' "$out"
+expect_re "... naming the log and saying it is a link" "log $NETLOG: a symbolic link" "$out"
+expect_eq "... and the root-owned file it points to gained nothing" "$V0" "$(victim_sum)"
+out=$(sl log 2>&1)
+expect_re "sluice log, as root, does not read through it either" "log: open $NETLOG: a symbolic link" "$out"
+out=$(sl log verify 2>&1)
+expect_re "... nor does sluice log verify" "open $NETLOG: a symbolic link" "$out"
+rm -f "$NETLOG"
+chgrp "$TU" "$STATE" && chmod 775 "$STATE"
+out=$(try_start)
+expect_re "the state directory writable by the user's group: the proxy does not start" 'exit 1$' "$out"
+expect_re "... saying the user can write it" "user $TU can write the state directory $STATE" "$out"
+expect_re "... and where the log and STATE belong" 'keep it root:GROUP 0750 and put the log in its own directory owned by .*log /var/log/sluice/network\.log' "$out"
+chgrp root "$STATE" && chmod 757 "$STATE"
+out=$(try_start)
+expect_re "... writable by others: refused too" "user $TU can write the state directory" "$out"
+chmod 755 "$STATE"
+sed -i "s|^log .*|log $STATE/network.log|" "$CONF"
+out=$(try_start)
+expect_re "the log in the state directory: the proxy does not start" 'exit 1$' "$out"
+expect_re "... saying to give the log its own directory" "the log $STATE/network.log is in the state directory $STATE.*log /var/log/sluice/network\.log" "$out"
+rm -f "$STATE/network.log"
+chown "$TU" "$STATE/ca.key"
+priv_conf "user $TU" "intercept on"
+out=$(try_start)
+expect_re "ca.key owned by the user (0600): the proxy does not start" 'exit 1$' "$out"
+expect_re "... saying ca.key is not root's" 'ca\.key is not owned by root' "$out"
+chown root "$STATE/ca.key"
+
+# the CLI, as root, in STATE: a planted link is refused, its target untouched
+NEW=$LAB_DIR/made-by-root
+ln -sfn "$NEW" "$STATE/grants.lock"
+out=$(sl allow add planted.test 2>&1)
+expect_eq "a dangling link at STATE/grants.lock: sluice allow add fails" 1 "$?"
+expect_re "... naming the lock file, a link" "refusing $STATE/grants.lock: a symbolic link" "$out"
+expect_eq "... and root created nothing where it pointed" no "$([ -e "$NEW" ] && echo yes || echo no)"
+expect_eq "... nor granted anything" 0 "$(cat "$STATE/grants" 2>/dev/null | grep -c planted.test)"
+rm -f "$STATE/grants.lock"
+ln -sfn "$NEW" "$STATE/.stamp.key.lock"
+out=$(sl key list 2>&1)
+expect_re "a dangling link at STATE/.stamp.key.lock: sluice key refuses it" "refusing $STATE/\.stamp\.key\.lock: a symbolic link" "$out"
+expect_eq "... and root created nothing where it pointed" no "$([ -e "$NEW" ] && echo yes || echo no)"
+rm -f "$STATE/.stamp.key.lock"
+ln -s "$VICTIM" "$STATE/engine.jsonl"
+out=$(sl engine snapshot --podman true 2>&1)
+expect_re "a link at STATE/engine.jsonl: sluice engine snapshot refuses it" "refusing $STATE/engine\.jsonl: a symbolic link" "$out"
+expect_eq "... and the root-owned file it points to gained nothing" "$V0" "$(victim_sum)"
+rm -f "$STATE/engine.jsonl"
+ln "$VICTIM" "$STATE/engine.jsonl"
+out=$(sl engine snapshot --podman true 2>&1)
+expect_re "a hard link at STATE/engine.jsonl: refused too" "refusing $STATE/engine\.jsonl: a hard link" "$out"
+expect_eq "... the file unchanged" "$V0" "$(victim_sum)"
+rm -f "$STATE/engine.jsonl"
+priv_conf "user $TU" "log-rotate-bytes 4096" "log-keep 3" "intercept on" \
+	"allow tok.test:9443" "upstream-ca tok.test $LAB_DIR/tls/ca.crt" \
+	"inject tok host=tok.test:9443 header=Authorization prefix=\"Bearer \" command=$LAB_DIR/mint.sh unattributed=yes" \
+	"allow api.test:9443" "upstream-ca api.test $LAB_DIR/tls/ca.crt" \
+	"inject f host=api.test:9443 path=/api header=Authorization prefix=\"Bearer \" file=$LAB_DIR/api.secret unattributed=yes"
+rm -f "$NETLOG"*
 : >"$LAB_DIR/proxy.err"
 
 lab_run_proxy
@@ -234,8 +327,12 @@ expect_eq "the forwarders stop on SIGTERM with status 0" "0 0" "$s1 $ST"
 grep -q 'Sanitizer' "$LAB_DIR/proxy.err" "$LAB_DIR/forward.err" "$LAB_DIR/forward2.err" &&
 	not_ok "no sanitizer report" "$(grep -h -A3 Sanitizer "$LAB_DIR/proxy.err" "$LAB_DIR/forward.err" "$LAB_DIR/forward2.err" | head -5)"
 
-# root without `user`: a note, once
+# root without `user`: the log the user left is not root's to append to
 priv_conf
+out=$(start_fails)
+expect_re "root without user: the log file the user created is refused" "log $NETLOG: not owned by root" "$out"
+chown root "$NETLOG"*
+# ... and a note, once
 : >"$LAB_DIR/proxy.err"
 lab_run_proxy
 kill -HUP "$PROXY_PID"

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "guard.h"
 #include "netlog.h"
 
@@ -538,7 +539,7 @@ static void test_row_with_hostile_strings(void **state)
 	(void)state;
 	tmpdir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/network.log", dir);
-	l = netlog_open(path, 0, 0, false);
+	l = netlog_open(path, 0, 0, false, FILE_NO_UID, NULL);
 	assert_non_null(l);
 	for (unsigned c = 0; c < 256; c++)
 		all[c] = (unsigned char)(c ^ 0xa5);
@@ -600,7 +601,7 @@ static void test_rotation_keeps_whole_rows(void **state)
 	(void)state;
 	tmpdir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/network.log", dir);
-	l = netlog_open(path, 2048, 2, false);
+	l = netlog_open(path, 2048, 2, false, FILE_NO_UID, NULL);
 	assert_non_null(l);
 	for (int i = 0; i < 100; i++) {
 		r.req = (uint64_t)i;

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +159,7 @@ static void test_writer_chains_rows(void **state)
 	char prev[NETLOG_PREV_HEX + 1];
 
 	path_in(path, sizeof(path), "plain.log");
-	nl = netlog_open(path, 0, 5, true);
+	nl = netlog_open(path, 0, 5, true, FILE_NO_UID, NULL);
 	assert_non_null(nl);
 	write_rows(nl, 4, "a");
 	netlog_close(nl);
@@ -179,7 +180,7 @@ static void test_writer_chain_off(void **state)
 	struct lines l;
 
 	path_in(path, sizeof(path), "off.log");
-	nl = netlog_open(path, 0, 5, false);
+	nl = netlog_open(path, 0, 5, false, FILE_NO_UID, NULL);
 	assert_non_null(nl);
 	write_rows(nl, 2, "o");
 	netlog_close(nl);
@@ -200,7 +201,7 @@ static void test_writer_rotation(void **state)
 	struct lines cur, one, two;
 
 	path_in(path, sizeof(path), "rot.log");
-	nl = netlog_open(path, 1500, 5, true);
+	nl = netlog_open(path, 1500, 5, true, FILE_NO_UID, NULL);
 	assert_non_null(nl);
 	write_rows(nl, 9, "r");
 	netlog_close(nl);
@@ -225,11 +226,11 @@ static void test_writer_restart(void **state)
 	struct lines l, o;
 
 	path_in(path, sizeof(path), "restart.log");
-	nl = netlog_open(path, 0, 5, true);
+	nl = netlog_open(path, 0, 5, true, FILE_NO_UID, NULL);
 	assert_non_null(nl);
 	write_rows(nl, 2, "s");
 	netlog_close(nl);
-	nl = netlog_open(path, 0, 5, true);
+	nl = netlog_open(path, 0, 5, true, FILE_NO_UID, NULL);
 	assert_non_null(nl);
 	write_rows(nl, 1, "t");
 	netlog_close(nl);
@@ -240,7 +241,7 @@ static void test_writer_restart(void **state)
 
 	snprintf(older, sizeof(older), "%s.1", path);
 	assert_int_equal(rename(path, older), 0);
-	nl = netlog_open(path, 0, 5, true);
+	nl = netlog_open(path, 0, 5, true, FILE_NO_UID, NULL);
 	assert_non_null(nl);
 	write_rows(nl, 1, "u");
 	netlog_close(nl);
@@ -265,7 +266,7 @@ static void test_writer_after_cut(void **state)
 	assert_non_null(f);
 	fputs("{\"ts\":\"x\",\"prev\":null}\n{\"ts\":\"y\",\"pr", f);
 	assert_int_equal(fclose(f), 0);
-	nl = netlog_open(path, 0, 5, true);
+	nl = netlog_open(path, 0, 5, true, FILE_NO_UID, NULL);
 	assert_non_null(nl);
 	write_rows(nl, 1, "c");
 	netlog_close(nl);
@@ -293,22 +294,22 @@ static void test_chain_last(void **state)
 	char *text = malloc(big + 8);
 
 	path_in(path, sizeof(path), "last.log");
-	assert_int_equal(netlog_chain_last(path, out, &unterminated), 0); /* missing */
+	assert_int_equal(netlog_chain_last(path, FILE_NO_UID, out, &unterminated, NULL), 0); /* missing */
 	put_file(path, "", 0);
-	assert_int_equal(netlog_chain_last(path, out, &unterminated), 0); /* empty */
+	assert_int_equal(netlog_chain_last(path, FILE_NO_UID, out, &unterminated, NULL), 0); /* empty */
 	put_file(path, "one\nabc\n", 8);
-	assert_int_equal(netlog_chain_last(path, out, &unterminated), 1);
+	assert_int_equal(netlog_chain_last(path, FILE_NO_UID, out, &unterminated, NULL), 1);
 	assert_string_equal(out, SHA_ABC);
 	assert_false(unterminated);
 	put_file(path, "one\nabc", 7);
-	assert_int_equal(netlog_chain_last(path, out, &unterminated), 1);
+	assert_int_equal(netlog_chain_last(path, FILE_NO_UID, out, &unterminated, NULL), 1);
 	assert_string_equal(out, SHA_ABC);
 	assert_true(unterminated);
 	put_file(path, "abc", 3);
-	assert_int_equal(netlog_chain_last(path, out, &unterminated), 1);
+	assert_int_equal(netlog_chain_last(path, FILE_NO_UID, out, &unterminated, NULL), 1);
 	assert_string_equal(out, SHA_ABC);
 	put_file(path, "abc\n\n", 5); /* an empty last line */
-	assert_int_equal(netlog_chain_last(path, out, &unterminated), 1);
+	assert_int_equal(netlog_chain_last(path, FILE_NO_UID, out, &unterminated, NULL), 1);
 	assert_string_equal(out, SHA_EMPTY);
 	/* a last line longer than the reading chunk, after a newline inside a chunk */
 	assert_non_null(text);
@@ -317,10 +318,49 @@ static void test_chain_last(void **state)
 		text[i] = (char)('a' + i % 26);
 	text[big] = '\n';
 	put_file(path, text, big + 1);
-	assert_int_equal(netlog_chain_last(path, out, &unterminated), 1);
+	assert_int_equal(netlog_chain_last(path, FILE_NO_UID, out, &unterminated, NULL), 1);
 	netlog_chain_hash(text + 2, big - 2, want);
 	assert_string_equal(out, want);
 	free(text);
+}
+
+/*
+ * A symbolic link planted at the log's path (or at FILE.1) is neither read
+ * for the chain's start nor appended to; the file it names is unchanged.
+ */
+static void test_open_refuses_links(void **state)
+{
+	char path[128], older[140], target[128], out[NETLOG_PREV_HEX + 1];
+	const char *why = NULL;
+	struct netlog *nl;
+	struct stat st;
+	bool unterminated;
+
+	(void)state;
+	path_in(path, sizeof(path), "linked.log");
+	path_in(target, sizeof(target), "target");
+	snprintf(older, sizeof(older), "%s.1", path);
+	put_file(target, "secret\n", 7);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(netlog_chain_last(path, FILE_NO_UID, out, &unterminated, &why), -1);
+	assert_int_equal(errno, ELOOP);
+	assert_string_equal(why, "a symbolic link");
+	nl = netlog_open(path, 0, 5, true, FILE_NO_UID, &why);
+	assert_null(nl);
+	assert_int_equal(errno, ELOOP);
+	nl = netlog_open(path, 0, 5, false, FILE_NO_UID, &why);
+	assert_null(nl);
+	assert_string_equal(why, "a symbolic link");
+	unlink(path);
+	assert_int_equal(symlink(target, older), 0); /* the rotated file, read when the log is empty */
+	nl = netlog_open(path, 0, 5, true, FILE_NO_UID, &why);
+	assert_null(nl);
+	assert_int_equal(errno, ELOOP);
+	assert_int_equal(stat(target, &st), 0);
+	assert_int_equal(st.st_size, 7);
+	unlink(older);
+	unlink(path);
+	unlink(target);
 }
 
 /* Lines for the checker: each a row whose prev is the hash of the one before. */
@@ -432,11 +472,11 @@ static void test_writer_passes_checker(void **state)
 	struct lines l;
 
 	path_in(path, sizeof(path), "both.log");
-	nl = netlog_open(path, 1500, 5, true);
+	nl = netlog_open(path, 1500, 5, true, FILE_NO_UID, NULL);
 	assert_non_null(nl);
 	write_rows(nl, 5, "p");
 	netlog_close(nl);
-	nl = netlog_open(path, 1500, 5, true);
+	nl = netlog_open(path, 1500, 5, true, FILE_NO_UID, NULL);
 	assert_non_null(nl);
 	write_rows(nl, 5, "q");
 	netlog_close(nl);
@@ -469,6 +509,7 @@ int main(void)
 		cmocka_unit_test(test_writer_restart),
 		cmocka_unit_test(test_writer_after_cut),
 		cmocka_unit_test(test_chain_last),
+		cmocka_unit_test(test_open_refuses_links),
 		cmocka_unit_test(test_checker),
 		cmocka_unit_test(test_checker_unchained_first),
 		cmocka_unit_test(test_writer_passes_checker),
