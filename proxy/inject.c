@@ -47,7 +47,7 @@ static void secret_wipe(struct request *r)
 
 void inject_end(struct session *s)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 
 	/* the request head that carried the credential went through these */
 	if (r->secret != NULL) {
@@ -68,7 +68,7 @@ void inject_end(struct session *s)
 /* The rule's secret into r->secret. Returns 0, 1 (a token is being minted), or -1 with why[]. */
 static int secret_fetch(struct session *s, char *why, size_t size)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	const struct inject_rule *rule = r->rule;
 	int k;
 	struct stat st;
@@ -139,9 +139,11 @@ oom:
  */
 int inject_begin(struct session *s, const struct http_request *req)
 {
-	struct request *r = &s->r;
-	const char *src = s->stamped ? s->stamp.src : NULL;
-	const char *as = s->stamped && s->stamp.as[0] != '\0' ? s->stamp.as : NULL;
+	struct request *r = s->r;
+	const char *src = s->stamp != NULL ? s->stamp->src : NULL;
+	const char *as = s->stamp != NULL && s->stamp->as[0] != '\0' ? s->stamp->as : NULL;
+	char whobuf[SESSION_WHO_MAX];
+	const char *who = session_who(s, whobuf, sizeof(whobuf));
 	char why[256];
 	size_t n = 1;
 
@@ -150,9 +152,9 @@ int inject_begin(struct session *s, const struct http_request *req)
 	r->rule = inject_match(session_config(s), r->t.host.name, req->path, req->path_len);
 	if (r->rule == NULL)
 		return 0;
-	if (!inject_serves(r->rule, s->stamped ? s->who : NULL, src, as)) {
+	if (!inject_serves(r->rule, s->stamp != NULL ? who : NULL, src, as)) {
 		snprintf(r->detail, sizeof(r->detail), "rule %s does not serve %s; sent without it",
-			 r->rule->name, s->who);
+			 r->rule->name, who);
 		r->rule = NULL;
 		return 0;
 	}
@@ -190,7 +192,7 @@ static bool header_is(const struct http_header *h, const char *name)
  */
 int inject_header_plan(const struct session *s, const struct http_request *req)
 {
-	const struct inject_rule *rule = s->r.rule;
+	const struct inject_rule *rule = s->r->rule;
 	int found = -1, count = 0;
 
 	if (rule->require[0] == '\0')
@@ -210,7 +212,7 @@ int inject_header_plan(const struct session *s, const struct http_request *req)
 /* Mask the secret in cout[from..] (a complete response head) in place. Returns 0 or -1. */
 int inject_scrub_head(struct session *s, size_t from)
 {
-	struct scrub *sc = s->r.scrub;
+	struct scrub *sc = s->r->scrub;
 	char *p = buf_head(&s->cout) + from, *tmp;
 	size_t len = buf_len(&s->cout) - from, used = 0, w;
 
@@ -235,7 +237,7 @@ int inject_scrub_head(struct session *s, size_t from)
 /* Scrub in[0..n) onto cout; with chunk, as one chunk of what came out. Returns 0 or -1. */
 static int emit(struct session *s, const char *in, size_t n, bool chunk, bool end)
 {
-	struct scrub *sc = s->r.scrub;
+	struct scrub *sc = s->r->scrub;
 	char out[INJECT_SCRUB_PIECE + SCRUB_MAX_LEN];
 	size_t used = 0, w = 0;
 
@@ -261,7 +263,7 @@ static int emit(struct session *s, const char *in, size_t n, bool chunk, bool en
  */
 int inject_move_body(struct session *s)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	bool moved = false;
 
 	while (buf_len(&s->uin) > 0 && !r->resp_done && buf_room(&s->cout) >= INJECT_SCRUB_ROOM) {
@@ -316,5 +318,5 @@ int inject_move_body(struct session *s)
 /* A body read to its end (EOF-delimited): what the scrubber holds goes out. */
 int inject_body_eof(struct session *s)
 {
-	return s->r.scrub != NULL ? emit(s, NULL, 0, false, true) : 0;
+	return s->r->scrub != NULL ? emit(s, NULL, 0, false, true) : 0;
 }

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <openssl/ssl.h>
+#include <stdio.h>
 
 #include "proxy.h"
 #include "inject.h"
@@ -89,8 +90,51 @@ struct request {
 	struct scrub *scrub;            /* masks it in the response */
 	bool scrub_final;               /* the response body ended: scrubber flushed */
 	uint64_t sent_ms;  /* when the request head was queued upstream */
+
+	/* dial.c: the checked addresses, tried in order (a reused upstream: its one) */
+	struct sockaddr_storage dial[DIAL_MAX];
+	size_t ndial, idial;
+	int dial_errno;
 };
 
+/*
+ * What ufd is connected (or connecting) to, kept with it across keep-alive
+ * requests; allocated by dial_start for the length of its name, freed by
+ * dial_close.
+ */
+struct upstream {
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} addr;              /* the checked address dialed; AF_UNSPEC until one is */
+	uint16_t port;
+	enum grant_via via;
+	enum host_kind kind;
+	struct in6_addr ip;  /* HOST_IPV4 / HOST_IPV6: the literal (struct host's addr) */
+	char name[];         /* the canonical host name, NUL-terminated */
+};
+
+/* A tunnel's two directions (session_tunnel_begin). */
+struct tunnel {
+	struct relay_dir to_up, to_cli;
+};
+
+/* An intercepted CONNECT's own state (tls.c), allocated when one begins. */
+struct intercept {
+	struct target tunnel; /* the CONNECT target every request must name */
+	char err[128];
+	char resume_key[HOST_NAME_MAX_LEN + 8]; /* "host:port" of the upstream TLS session */
+};
+
+/*
+ * A client connection. What an idle one needs stays here (under 1 KiB);
+ * the request in flight (r), the upstream's identity (up), a tunnel's
+ * relay (tun), an intercepted CONNECT's state (ix) and a verified stamp
+ * are allocated when they begin
+ * and freed when they end: an idle connection holds none of them, nor a
+ * buffer.
+ */
 struct session {
 	struct proxy *px;
 	struct session *next, *prev;
@@ -100,6 +144,8 @@ struct session {
 	bool pumping, again, closed;
 	bool c_woke; /* the client sent while we were not reading it */
 	bool u_hup;  /* upstream hung up and left epoll: read it without waiting */
+	bool up_ready;
+	bool lingering;
 	char client[INET6_ADDRSTRLEN + 8];
 
 	int cfd;
@@ -109,13 +155,8 @@ struct session {
 	int ufd; /* upstream, kept across keep-alive requests */
 	struct loop_io uio;
 	struct buf uin, uout;
-	struct buf replay; /* a request head sent on a reused upstream, until answered */
-	struct target up;  /* what ufd is connected (or connecting) to */
-	bool up_ready;
-	struct sockaddr_storage dial[DIAL_MAX];
-	size_t ndial, idial;
-	char up_addr[INET6_ADDRSTRLEN + 8]; /* the address ufd is connected to */
-	int dial_errno;
+	struct buf replay;   /* a request head sent on a reused upstream, until answered */
+	struct upstream *up; /* what ufd is connected (or connecting) to; NULL without one */
 	struct resolve_query *q;
 	double t_phase;    /* start of resolve or connect, proxy_now_ms */
 	uint64_t phase_ms; /* the same in loop time, for the deadline */
@@ -124,29 +165,34 @@ struct session {
 	uint64_t accepted_ms;
 	uint64_t active_ms; /* last byte moved either way */
 	uint64_t head_ms;   /* first byte of the head being read, 0 if none */
-	bool lingering;
 
-	struct request r;
-	struct relay_dir to_up, to_cli;
+	struct request *r; /* the request in flight; NULL while idle (session_request_new) */
+	struct tunnel *tun; /* a CONNECT relaying bytes (SS_TUNNEL), from its 200 to the close */
 
 	/* an intercepted CONNECT (tls.c): requests arrive decrypted */
-	SSL *cssl;            /* the client side, our leaf for tunnel.host */
+	SSL *cssl;            /* the client side, our leaf for ix->tunnel.host */
 	SSL *ussl;            /* the upstream side, verified; lives with ufd */
+	struct intercept *ix; /* from the CONNECT's 200 to the close */
 	bool intercept;       /* the handshake is done: heads come through cssl */
-	struct target tunnel; /* the CONNECT target every request must name */
 	bool c_tls_out, u_tls_out; /* TLS must write before it can go on */
 	bool sni_bad;
-	char tls_err[128];
-	char resume_key[HOST_NAME_MAX_LEN + 8]; /* "host:port" of the upstream TLS session */
 	bool sni_pending; /* a passthrough tunnel whose ClientHello is not read yet */
-	struct token *token; /* the token this session waits for (SS_TOKEN) */
 	bool token_waited;   /* woken from SS_TOKEN: a failed run fails this request */
 	bool reissued;       /* the request now being sent was re-issued after a 401 */
+	struct token *token; /* the token this session waits for (SS_TOKEN) */
 
-	struct stamp stamp; /* verified on the first head; every request inherits it */
-	bool stamped;
-	char who[STAMP_NET_MAX + 48]; /* "src@net" or "unattributed" */
+	struct stamp *stamp; /* verified on the first head, every request inherits it; NULL: unattributed */
 };
+
+/* Who a row names: "src@net" of the stamp, or "unattributed". */
+static inline const char *session_who(const struct session *s, char *buf, size_t size)
+{
+	if (s->stamp == NULL)
+		return "unattributed";
+	snprintf(buf, size, "%s@%s", s->stamp->src, s->stamp->net);
+	return buf;
+}
+#define SESSION_WHO_MAX (STAMP_NET_MAX + 48)
 
 static inline const struct config *session_config(const struct session *s)
 {
@@ -165,6 +211,7 @@ static inline bool session_would_block(void)
 }
 
 /* session.c */
+int session_request_new(struct session *s);
 void session_log(struct session *s);
 void session_abort(struct session *s, const char *why);
 void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
@@ -216,6 +263,9 @@ void dial_next(struct session *s);
 void dial_connected(struct session *s, uint32_t events);
 void dial_close(struct session *s);
 void dial_close_fd(struct session *s);
+bool dial_up_is(const struct upstream *u, const struct target *t);
+void dial_up_target(const struct upstream *u, struct target *t);
+void dial_up_format(const struct upstream *u, char *buf, size_t size);
 const void *dial_addr_bytes(const struct sockaddr_storage *ss);
 void dial_refuse_address(struct session *s, int family, const void *addr,
 			 const struct verdict *v);

@@ -102,9 +102,9 @@ static int servername(SSL *ssl, int *alert, void *arg)
 
 	if (s == NULL || name == NULL)
 		return SSL_TLSEXT_ERR_OK;
-	if (host_canon(name, strlen(name), &h, &err) == 0 && host_equal(&h, &s->tunnel.host))
+	if (host_canon(name, strlen(name), &h, &err) == 0 && host_equal(&h, &s->ix->tunnel.host))
 		return SSL_TLSEXT_ERR_OK;
-	snprintf(s->tls_err, sizeof(s->tls_err), "%.100s", name);
+	snprintf(s->ix->err, sizeof(s->ix->err), "%.100s", name);
 	s->sni_bad = true;
 	*alert = SSL_AD_UNRECOGNIZED_NAME;
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
@@ -305,9 +305,15 @@ static int handshake(SSL *ssl, bool *out)
  */
 void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len)
 {
-	s->tunnel = s->r.t;
-	s->r.status = 200;
-	s->r.resp_started = true;
+	if (s->ix == NULL)
+		s->ix = calloc(1, sizeof(*s->ix));
+	if (s->ix == NULL) {
+		session_close(s, "out of memory");
+		return;
+	}
+	s->ix->tunnel = s->r->t;
+	s->r->status = 200;
+	s->r->resp_started = true;
 	buf_append(&s->cout, tunnel_ok, len);
 	session_enter(s, SS_TLS_ACCEPT);
 }
@@ -315,9 +321,9 @@ void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len)
 /* The client's handshake did not complete: the tunnel's row says why, then close. */
 static void accept_failed(struct session *s, const char *reason, const char *detail)
 {
-	s->r.decision = "refuse";
-	s->r.reason = reason;
-	snprintf(s->r.detail, sizeof(s->r.detail), "%s", detail);
+	s->r->decision = "refuse";
+	s->r->reason = reason;
+	snprintf(s->r->detail, sizeof(s->r->detail), "%s", detail);
 	session_log(s);
 	session_close(s, NULL);
 }
@@ -342,14 +348,14 @@ void tls_step_accept(struct session *s)
 			accept_failed(s, "malformed", "bytes after CONNECT before our 200");
 			return;
 		}
-		if (leaf_get(t->leaves, s->tunnel.host.name, &cert, &key, &minted) == -1 ||
+		if (leaf_get(t->leaves, s->ix->tunnel.host.name, &cert, &key, &minted) == -1 ||
 		    (s->cssl = SSL_new(t->server)) == NULL ||
 		    SSL_set_ex_data(s->cssl, sess_idx, s) != 1 ||
 		    SSL_use_certificate(s->cssl, cert) != 1 || SSL_use_PrivateKey(s->cssl, key) != 1 ||
 		    SSL_set_fd(s->cssl, s->cfd) != 1) {
-			snprintf(s->tls_err, sizeof(s->tls_err), "no certificate for the client: %s",
+			snprintf(s->ix->err, sizeof(s->ix->err), "no certificate for the client: %s",
 				 tls_error_text());
-			accept_failed(s, "tls-setup", s->tls_err);
+			accept_failed(s, "tls-setup", s->ix->err);
 			return;
 		}
 		SSL_set_accept_state(s->cssl);
@@ -362,7 +368,7 @@ void tls_step_accept(struct session *s)
 
 		if (s->sni_bad)
 			snprintf(why, sizeof(why),
-				 "the client's TLS server name %s is not the CONNECT host", s->tls_err);
+				 "the client's TLS server name %s is not the CONNECT host", s->ix->err);
 		else
 			snprintf(why, sizeof(why),
 				 "client TLS handshake failed: %s (does the client trust the sluice "
@@ -377,7 +383,7 @@ void tls_step_accept(struct session *s)
 		unsigned alen = 0;
 
 		SSL_get0_alpn_selected(s->cssl, &alpn, &alen);
-		snprintf(s->r.detail, sizeof(s->r.detail), "intercepted: %s%s", SSL_get_version(s->cssl),
+		snprintf(s->r->detail, sizeof(s->r->detail), "intercepted: %s%s", SSL_get_version(s->cssl),
 			 alen > 0 ? ", ALPN http/1.1" : "");
 	}
 	session_log(s);
@@ -391,7 +397,7 @@ void tls_step_accept(struct session *s)
 int tls_connect_begin(struct session *s)
 {
 	struct tls *t = s->px->tls;
-	const struct host *h = &s->r.t.host;
+	const struct host *h = &s->r->t.host;
 	SSL_CTX *ctx = t->client;
 	X509_VERIFY_PARAM *vp;
 
@@ -411,13 +417,13 @@ int tls_connect_begin(struct session *s)
 		goto fail;
 	}
 	/* resume the last verified session with this host and port, if any */
-	snprintf(s->resume_key, sizeof(s->resume_key), "%s:%u", h->name, s->r.t.port);
-	if (SSL_set_ex_data(s->ussl, ssl_idx_key, s->resume_key) != 1)
+	snprintf(s->ix->resume_key, sizeof(s->ix->resume_key), "%s:%u", h->name, s->r->t.port);
+	if (SSL_set_ex_data(s->ussl, ssl_idx_key, s->ix->resume_key) != 1)
 		goto fail;
 	{
-		struct resume *r = resume_slot(t, s->resume_key);
+		struct resume *r = resume_slot(t, s->ix->resume_key);
 
-		if (r->sess != NULL && strcmp(r->key, s->resume_key) == 0)
+		if (r->sess != NULL && strcmp(r->key, s->ix->resume_key) == 0)
 			SSL_set_session(s->ussl, r->sess);
 	}
 	SSL_set_connect_state(s->ussl);
@@ -433,7 +439,7 @@ fail:
 
 void tls_step_connect(struct session *s)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	int rc = handshake(s->ussl, &s->u_tls_out);
 	long v;
 
@@ -542,17 +548,17 @@ int tls_peek_sni(struct session *s)
 	r = tls_hello_sni(p, (size_t)n, name, sizeof(name));
 	if (r == TLS_HELLO_FOUND) {
 		if (host_canon(name, strlen(name), &h, &err) == -1 ||
-		    !host_equal(&h, &s->r.t.host)) {
-			s->r.decision = "refuse";
-			s->r.reason = "sni-mismatch";
-			snprintf(s->r.detail, sizeof(s->r.detail),
+		    !host_equal(&h, &s->r->t.host)) {
+			s->r->decision = "refuse";
+			s->r->reason = "sni-mismatch";
+			snprintf(s->r->detail, sizeof(s->r->detail),
 				 "passthrough: the TLS server name %s is not the CONNECT host", name);
 			session_abort(s, NULL);
 			return -1;
 		}
-		snprintf(s->r.detail, sizeof(s->r.detail), "passthrough; TLS server name %s", name);
+		snprintf(s->r->detail, sizeof(s->r->detail), "passthrough; TLS server name %s", name);
 	} else {
-		snprintf(s->r.detail, sizeof(s->r.detail), "passthrough; %s",
+		snprintf(s->r->detail, sizeof(s->r->detail), "passthrough; %s",
 			 r == TLS_HELLO_NONE ? "no TLS server name"
 			 : r == TLS_HELLO_MORE ? "ClientHello split, server name not read"
 					       : "not a TLS ClientHello");

@@ -232,7 +232,7 @@ int token_get(struct session *s, const struct inject_rule *r, char **val, size_t
 		}
 		memcpy(*val, t->value, t->len + 1);
 		*len = t->len;
-		s->r.minted = t;
+		s->r->minted = t;
 		return 1;
 	}
 	if (waited && t->pid == 0 && t->error[0] != '\0') {
