@@ -128,12 +128,12 @@ struct intercept {
 };
 
 /*
- * A client connection. What an idle one needs stays here (under 1 KiB);
- * the request in flight (r), the upstream's identity (up), a tunnel's
- * relay (tun), an intercepted CONNECT's state (ix) and a verified stamp
- * are allocated when they begin
- * and freed when they end: an idle connection holds none of them, nor a
- * buffer.
+ * A client connection. What an idle one needs stays here (under 1 KiB, see
+ * session.c); the request in flight (r), the upstream's identity (up), a
+ * tunnel's relay (tun), an intercepted CONNECT's state (ix) and a verified
+ * stamp are allocated when they begin and freed when they end, and the
+ * buffers when bytes come and go: an idle connection holds none but its
+ * stamp and its kept upstream's identity.
  */
 struct session {
 	struct proxy *px;
@@ -181,7 +181,8 @@ struct session {
 	bool reissued;       /* the request now being sent was re-issued after a 401 */
 	struct token *token; /* the token this session waits for (SS_TOKEN) */
 
-	struct stamp *stamp; /* verified on the first head, every request inherits it; NULL: unattributed */
+	struct stamp *stamp; /* verified on the first head; every request inherits it.
+				NULL: unattributed */
 };
 
 /* Who a row names: "src@net" of the stamp, or "unattributed". */
