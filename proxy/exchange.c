@@ -55,12 +55,10 @@ static int stamp_first_head(struct session *s, const struct http_request *req)
 			       st.boot, (unsigned long long)st.seq);
 		return -1;
 	}
-	s->stamp = malloc(sizeof(*s->stamp));
-	if (s->stamp == NULL) {
+	if (session_stamp_keep(s, &st) == -1) {
 		session_close(s, "out of memory");
 		return -1;
 	}
-	*s->stamp = st;
 	return 0;
 }
 

@@ -30,12 +30,13 @@ static const char tunnel_ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
 /*
  * An idle connection costs under 1 KiB (issue 10): its struct session, and
- * at most a verified stamp and a kept-alive upstream's identity (its name
- * and malloc's headers in the 64 bytes). The rest comes and goes with the
- * request, the tunnel or the interception that needs it.
+ * at most a verified stamp and a kept-alive upstream's identity (their
+ * texts, the host name and malloc's headers in the 160 bytes). The rest
+ * comes and goes with the request, the tunnel or the interception that
+ * needs it.
  */
-_Static_assert(sizeof(struct session) + sizeof(struct stamp) + sizeof(struct upstream) + 64 <=
-		       1024,
+_Static_assert(sizeof(struct session) + sizeof(struct sess_stamp) + sizeof(struct upstream) +
+			       160 <= 1024,
 	       "an idle connection must cost under 1 KiB");
 
 static void on_timer(struct loop *l, struct loop_timer *t);
@@ -56,6 +57,44 @@ int session_request_new(struct session *s)
 	return 0;
 }
 
+/*
+ * Keep a verified stamp for the connection's life, in as many bytes as its
+ * texts need (a struct stamp is 288). Returns 0 or -1.
+ */
+int session_stamp_keep(struct session *s, const struct stamp *st)
+{
+	size_t ls = strlen(st->src) + 1, ln = strlen(st->net) + 1, la = strlen(st->as) + 1;
+	struct sess_stamp *k = malloc(sizeof(*k) + ls + ln + la);
+
+	if (k == NULL)
+		return -1;
+	k->seq = st->seq;
+	k->kid = st->kid;
+	memcpy(k->boot, st->boot, sizeof(k->boot));
+	memcpy(k->text, st->src, ls);
+	memcpy(k->text + ls, st->net, ln);
+	memcpy(k->text + ls + ln, st->as, la);
+	k->src = k->text;
+	k->net = k->text + ls;
+	k->as = k->text + ls + ln;
+	free(s->stamp);
+	s->stamp = k;
+	return 0;
+}
+
+/* The kept stamp as the log row takes it. */
+static void stamp_expand(const struct sess_stamp *k, struct stamp *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->version = 1;
+	st->kid = k->kid;
+	st->seq = k->seq;
+	snprintf(st->src, sizeof(st->src), "%s", k->src);
+	snprintf(st->net, sizeof(st->net), "%s", k->net);
+	snprintf(st->as, sizeof(st->as), "%s", k->as);
+	memcpy(st->boot, k->boot, sizeof(st->boot));
+}
+
 /* Give the request's storage back; its row is written (the session is idle or closing). */
 static void request_free(struct session *s)
 {
@@ -70,6 +109,7 @@ void session_log(struct session *s)
 {
 	struct request *r = s->r;
 	struct netlog_row row;
+	struct stamp st;
 	char who[SESSION_WHO_MAX];
 
 	if (r == NULL || !r->active)
@@ -80,7 +120,10 @@ void session_log(struct session *s)
 	row.req = s->nreq;
 	row.run = s->px->run_id;
 	row.who = session_who(s, who, sizeof(who));
-	row.stamp = s->stamp;
+	if (s->stamp != NULL) {
+		stamp_expand(s->stamp, &st);
+		row.stamp = &st;
+	}
 	row.client = s->client;
 	row.kind = r->method == HTTP_CONNECT ? "tunnel" : s->intercept ? "https" : "http";
 	row.method = r->method != HTTP_UNKNOWN ? http_method_name(r->method) : NULL;

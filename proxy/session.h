@@ -115,6 +115,18 @@ struct upstream {
 	char name[];         /* the canonical host name, NUL-terminated */
 };
 
+/*
+ * A verified stamp, kept for the connection's rows and rules: its fields,
+ * the texts allocated to their length (session_stamp_keep).
+ */
+struct sess_stamp {
+	uint64_t seq;
+	uint32_t kid;
+	char boot[17];
+	const char *src, *net, *as; /* into text; as is "" when absent */
+	char text[];                /* src, net and as, each NUL-terminated */
+};
+
 /* A tunnel's two directions (session_tunnel_begin). */
 struct tunnel {
 	struct relay_dir to_up, to_cli;
@@ -181,8 +193,8 @@ struct session {
 	bool reissued;       /* the request now being sent was re-issued after a 401 */
 	struct token *token; /* the token this session waits for (SS_TOKEN) */
 
-	struct stamp *stamp; /* verified on the first head; every request inherits it.
-				NULL: unattributed */
+	struct sess_stamp *stamp; /* verified on the first head; every request inherits it.
+				     NULL: unattributed */
 };
 
 /* Who a row names: "src@net" of the stamp, or "unattributed". */
@@ -213,6 +225,7 @@ static inline bool session_would_block(void)
 
 /* session.c */
 int session_request_new(struct session *s);
+int session_stamp_keep(struct session *s, const struct stamp *st);
 void session_log(struct session *s);
 void session_abort(struct session *s, const char *why);
 void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
