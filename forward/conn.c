@@ -10,7 +10,11 @@
  * relays bytes both ways and parses nothing more. Upstream sockets carry
  * --mark's SO_MARK; one that cannot fails its dial.
  *
- * An upstream connect unanswered in 2 s is re-dialled on a new socket, at
+ * The stamped head is written as soon as the connect is issued: on loopback
+ * or a fast link the handshake is already done, the write proves it, and
+ * the connection goes straight to relaying (no wait for writability, no
+ * dial timer). Otherwise (EAGAIN: still connecting) it waits for the
+ * connect, and one unanswered in 2 s is re-dialled on a new socket, at
  * most 8 times. When the upstream closes first and has acknowledged every
  * byte, the client side is closed with an RST (user-mode network stacks
  * stall on a FIN'd connection's TIME_WAIT reuse); a client that closes
@@ -49,6 +53,8 @@ struct conn {
 	struct conn *next; /* dead list */
 	enum conn_state state;
 	bool closed;
+	bool c_woke;       /* the client sent while we were not reading it (C_DIAL) */
+	uint32_t cev, uev; /* the events that woke this pump, per side (relay hints) */
 	int cfd, ufd;
 	struct loop_io cio, uio;
 	struct loop_timer timer;
@@ -170,6 +176,16 @@ fail:
 
 static void on_timer(struct loop *l, struct loop_timer *t);
 
+/* The upstream is connected: relay both ways (the rest of the head first). */
+static void relay_begin(struct conn *c)
+{
+	loop_timer_cancel(c->fw->loop, &c->timer);
+	relay_dir_init(&c->up, c->cfd, c->ufd, &c->in);
+	relay_dir_init(&c->down, c->ufd, c->cfd, &c->out);
+	c->state = C_RELAY;
+	c->cev = c->uev = EPOLLIN | EPOLLOUT; /* the first pump looks at both ways */
+}
+
 static void dial(struct conn *c)
 {
 	const struct sockaddr_storage *ss = &c->ln->upstream;
@@ -200,7 +216,23 @@ static void dial(struct conn *c)
 		conn_close(c, true);
 		return;
 	}
-	if ((connect(fd, (const struct sockaddr *)ss, len) == -1 && errno != EINPROGRESS) ||
+	if (connect(fd, (const struct sockaddr *)ss, len) == -1 && errno != EINPROGRESS) {
+		close(fd);
+		conn_close(c, true); /* refused: answered, so not re-dialled */
+		return;
+	}
+	/* a write that takes bytes proves the handshake is done */
+	if (buf_write_fd(&c->in, fd) > 0) {
+		if (loop_io_add(c->fw->loop, &c->uio, fd, EPOLLIN, on_upstream, c) == -1) {
+			close(fd);
+			conn_close(c, true);
+			return;
+		}
+		c->ufd = fd;
+		relay_begin(c);
+		return;
+	}
+	if (errno != EAGAIN ||
 	    loop_io_add(c->fw->loop, &c->uio, fd, EPOLLOUT, on_upstream, c) == -1) {
 		close(fd);
 		conn_close(c, true); /* refused: answered, so not re-dialled */
@@ -257,11 +289,7 @@ static void dial_done(struct conn *c, uint32_t events)
 		conn_close(c, true); /* refused: answered, so not re-dialled */
 		return;
 	}
-	loop_timer_cancel(c->fw->loop, &c->timer);
-	relay_dir_init(&c->up, c->cfd, c->ufd, &c->in);
-	relay_dir_init(&c->down, c->ufd, c->cfd, &c->out);
-	c->up.fresh = false; /* the stamped head is waiting in the buffer */
-	c->state = C_RELAY;
+	relay_begin(c);
 }
 
 static int outq(int fd)
@@ -271,11 +299,28 @@ static int outq(int fd)
 	return ioctl(fd, SIOCOUTQ, &n) == -1 ? -1 : n;
 }
 
+/*
+ * Whether direction d has something to do after a wake-up with src_ev on
+ * its source and dst_ev on its destination: it waits for neither, or what
+ * it waits for came. A read that would only say EAGAIN is spared.
+ */
+static bool dir_woken(const struct relay_dir *d, uint32_t src_ev, uint32_t dst_ev)
+{
+	if (d->src_hup || ((src_ev | dst_ev) & (EPOLLERR | EPOLLHUP)))
+		return true;
+	if (d->want_write)
+		return (dst_ev & EPOLLOUT) != 0;
+	return !d->want_read || (src_ev & (EPOLLIN | EPOLLRDHUP)) != 0;
+}
+
 static void step_relay(struct conn *c)
 {
+	bool up = dir_woken(&c->up, c->cev, c->uev), down = dir_woken(&c->down, c->uev, c->cev);
+
+	c->cev = c->uev = 0;
 	/* the client-bound direction never shuts by itself: see below */
-	if (relay_dir_pump(&c->up, relay_dir_done(&c->down)) == -1 ||
-	    relay_dir_pump(&c->down, true) == -1) {
+	if ((up && relay_dir_pump(&c->up, relay_dir_done(&c->down)) == -1) ||
+	    (down && relay_dir_pump(&c->down, true) == -1)) {
 		conn_close(c, true);
 		return;
 	}
@@ -300,6 +345,12 @@ static void update_interest(struct conn *c)
 		ci = EPOLLIN;
 		break;
 	case C_DIAL:
+		/*
+		 * Leave the client's EPOLLIN on (two epoll_ctl calls per
+		 * connection otherwise); only a client that does send now,
+		 * before the upstream is up, has it switched off.
+		 */
+		ci = c->c_woke ? 0 : c->cio.events & EPOLLIN;
 		ui = EPOLLOUT;
 		break;
 	case C_RELAY:
@@ -364,6 +415,9 @@ static void on_client(struct loop *l, struct loop_io *io, uint32_t events)
 {
 	struct conn *c = io->arg;
 
+	c->cev |= events;
+	if (c->state == C_DIAL && (events & EPOLLIN))
+		c->c_woke = true;
 	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
 		if (c->state == C_RELAY && !(events & EPOLLERR)) {
 			hung_up(c, io, &c->up);
@@ -379,6 +433,7 @@ static void on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
 {
 	struct conn *c = io->arg;
 
+	c->uev |= events;
 	if (c->state == C_DIAL) {
 		dial_done(c, events);
 		if (!c->closed)

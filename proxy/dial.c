@@ -12,9 +12,12 @@
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
+
+_Static_assert(DIAL_MAX <= 255, "struct upstream counts its addresses in a uint8_t");
 
 /* Close the upstream socket only; buffers and the dial list stay (try_replay). */
 void dial_close_fd(struct session *s)
@@ -37,7 +40,8 @@ void dial_close(struct session *s)
 	resolve_cancel(s->q);
 	s->q = NULL;
 	dial_close_fd(s);
-	s->up_addr[0] = '\0';
+	free(s->up);
+	s->up = NULL;
 	buf_release(&s->uin);
 	buf_release(&s->uout);
 	buf_release(&s->replay);
@@ -47,7 +51,7 @@ void dial_close(struct session *s)
 void dial_refuse_address(struct session *s, int family, const void *addr,
 			 const struct verdict *v)
 {
-	const char *name = s->r.t.host.name;
+	const char *name = s->r->t.host.name;
 	char a[INET6_ADDRSTRLEN], range[64];
 	struct ipnet net;
 
@@ -58,7 +62,7 @@ void dial_refuse_address(struct session *s, int family, const void *addr,
 	}
 	ipaddr_format(family, addr, a, sizeof(a));
 	ipnet_format(&net, range, sizeof(range));
-	if (s->r.t.host.kind == HOST_NAME)
+	if (s->r->t.host.kind == HOST_NAME)
 		session_refuse(s, v->status, v->reason, v->proxy_status,
 			       "%s resolves to %s, in denied range %s; if that is intended, add "
 			       "to the config: allow-private %s %s",
@@ -70,43 +74,145 @@ void dial_refuse_address(struct session *s, int family, const void *addr,
 			       a, range, name, range);
 }
 
+/* Whether u is the upstream of target t (same port and host). */
+bool dial_up_is(const struct upstream *u, const struct target *t)
+{
+	if (u == NULL || u->port != t->port || u->kind != t->host.kind)
+		return false;
+	if (u->kind == HOST_NAME)
+		return strcmp(upstream_name(u), t->host.name) == 0;
+	return memcmp(&u->ip, &t->host.addr,
+		      u->kind == HOST_IPV4 ? sizeof(struct in_addr) : sizeof(struct in6_addr)) == 0;
+}
+
+/* The target u was dialed for, whole again (to be judged after a reload). */
+void dial_up_target(const struct upstream *u, struct target *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->port = u->port;
+	t->via = u->via;
+	t->host.kind = u->kind;
+	snprintf(t->host.name, sizeof(t->host.name), "%s", upstream_name(u));
+	memcpy(&t->host.addr, &u->ip, sizeof(t->host.addr));
+}
+
+/* Address i of u as a struct sockaddr_storage. */
+static void up_addr_get(const struct upstream *u, size_t i, struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, &u->addr[i], sizeof(u->addr[i]));
+}
+
+/* The address u is connected to, as a row names it ("" before one is dialed). */
+void dial_up_format(const struct upstream *u, char *buf, size_t size)
+{
+	struct sockaddr_storage ss;
+
+	buf[0] = '\0';
+	if (u == NULL || u->iaddr >= u->naddr)
+		return;
+	up_addr_get(u, u->iaddr, &ss);
+	sockaddr_format(&ss, buf, size);
+}
+
+/* Judge every address of u's answer set as host h's (after a reload); v says. */
+void dial_up_judge(const struct policy *p, const struct upstream *u, const struct host *h,
+		   struct verdict *v)
+{
+	for (size_t i = 0; v->allow && i < u->naddr; i++) {
+		struct sockaddr_storage ss;
+
+		up_addr_get(u, i, &ss);
+		policy_judge_addr(p, h, ss.ss_family, dial_addr_bytes(&ss), v);
+	}
+}
+
+/*
+ * A request sent on the kept upstream: its dial list is the upstream's
+ * answer set, from the address in use on, as when it was first dialed
+ * (try_replay goes on from there).
+ */
+void dial_reuse(struct session *s)
+{
+	struct request *r = s->r;
+	const struct upstream *u = s->up;
+
+	for (size_t i = 0; i < u->naddr; i++)
+		up_addr_get(u, i, &r->dial[i]);
+	r->ndial = u->naddr;
+	r->idial = u->iaddr;
+	dial_up_format(u, r->dialed, sizeof(r->dialed));
+}
+
+/*
+ * Keep the request's target and its checked answer set (at most DIAL_MAX)
+ * as the upstream's, in as many bytes as they need. Returns 0 or -1.
+ */
+static int up_keep(struct session *s, const struct sockaddr_storage *addrs, size_t n)
+{
+	const struct target *t = &s->r->t;
+	size_t nlen = strlen(t->host.name) + 1;
+	struct upstream *u = malloc(sizeof(*u) + n * sizeof(u->addr[0]) + nlen);
+
+	if (u == NULL)
+		return -1;
+	memset(u, 0, sizeof(*u));
+	u->port = t->port;
+	u->via = t->via;
+	u->kind = t->host.kind;
+	memcpy(&u->ip, &t->host.addr, sizeof(t->host.addr));
+	u->naddr = u->iaddr = (uint8_t)n;
+	for (size_t i = 0; i < n; i++) {
+		memset(&u->addr[i], 0, sizeof(u->addr[i]));
+		memcpy(&u->addr[i], &addrs[i],
+		       addrs[i].ss_family == AF_INET ? sizeof(struct sockaddr_in)
+						     : sizeof(struct sockaddr_in6));
+	}
+	memcpy((char *)&u->addr[n], t->host.name, nlen);
+	free(s->up);
+	s->up = u;
+	return 0;
+}
+
 void dial_next(struct session *s)
 {
 	struct proxy *px = s->px;
+	struct request *r = s->r;
 
-	while (s->idial < s->ndial) {
-		const struct sockaddr_storage *ss = &s->dial[s->idial];
+	while (r->idial < r->ndial) {
+		const struct sockaddr_storage *ss = &r->dial[r->idial];
 		socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
 							 : sizeof(struct sockaddr_in6);
 		int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 		if (fd == -1) {
-			s->dial_errno = errno;
+			r->dial_errno = errno;
 			break;
 		}
 		if (connect(fd, (const struct sockaddr *)ss, len) == -1 && errno != EINPROGRESS) {
-			s->dial_errno = errno;
+			r->dial_errno = errno;
 			close(fd);
-			s->idial++;
+			r->idial++;
 			continue;
 		}
 		if (loop_io_add(px->loop, &s->uio, fd, EPOLLOUT, session_on_upstream, s) == -1) {
-			s->dial_errno = errno;
+			r->dial_errno = errno;
 			close(fd);
 			break;
 		}
 		s->ufd = fd;
-		sockaddr_format(ss, s->up_addr, sizeof(s->up_addr));
-		memcpy(s->r.dialed, s->up_addr, sizeof(s->r.dialed));
+		if (s->up != NULL)
+			s->up->iaddr = (uint8_t)r->idial;
+		sockaddr_format(ss, r->dialed, sizeof(r->dialed));
 		s->t_phase = proxy_now_ms();
 		s->phase_ms = loop_now(px->loop);
 		session_enter(s, SS_CONNECT);
 		return;
 	}
-	s->up_addr[0] = s->r.dialed[0] = '\0';
+	r->dialed[0] = '\0';
 	session_refuse(s, 502, "connect-failed", "connection_refused",
-		       "could not connect to %s port %u: %s", s->r.t.host.name, s->r.t.port,
-		       strerror(s->dial_errno ? s->dial_errno : ECONNREFUSED));
+		       "could not connect to %s port %u: %s", r->t.host.name, r->t.port,
+		       strerror(r->dial_errno ? r->dial_errno : ECONNREFUSED));
 }
 
 /* Whether ss is one of our own listening sockets (a request to ourselves). */
@@ -154,25 +260,29 @@ static void dial_checked(struct session *s, const struct sockaddr_storage *addrs
 	for (size_t i = 0; i < n; i++) {
 		const struct sockaddr_storage *ss = &addrs[i];
 
-		policy_judge_addr(s->px->policy, &s->r.t.host, ss->ss_family, dial_addr_bytes(ss), &v);
+		policy_judge_addr(s->px->policy, &s->r->t.host, ss->ss_family, dial_addr_bytes(ss), &v);
 		if (!v.allow) {
 			dial_refuse_address(s, ss->ss_family, dial_addr_bytes(ss), &v);
 			return;
 		}
 		if (is_own_listener(s->px, ss)) {
 			session_refuse(s, 403, "own-address", "destination_ip_prohibited",
-				       "%s port %u is sluice-proxy itself", s->r.t.host.name,
-				       s->r.t.port);
+				       "%s port %u is sluice-proxy itself", s->r->t.host.name,
+				       s->r->t.port);
 			return;
 		}
 	}
 	/* all judged above; the first DIAL_MAX are tried */
 	if (n > DIAL_MAX)
 		n = DIAL_MAX;
-	memcpy(s->dial, addrs, n * sizeof(*addrs));
-	s->ndial = n;
-	s->idial = 0;
-	s->dial_errno = 0;
+	if (up_keep(s, addrs, n) == -1) {
+		session_close(s, "out of memory");
+		return;
+	}
+	memcpy(s->r->dial, addrs, n * sizeof(*addrs));
+	s->r->ndial = n;
+	s->r->idial = 0;
+	s->r->dial_errno = 0;
 	dial_next(s);
 }
 
@@ -191,16 +301,16 @@ static void on_resolved(void *arg, int status, const struct sockaddr_storage *ad
 	struct sockaddr_storage dial[RESOLVE_MAX];
 
 	s->q = NULL;
-	s->r.dns_ms = proxy_now_ms() - s->t_phase;
+	s->r->dns_ms = proxy_now_ms() - s->t_phase;
 	if (status != 0) {
 		session_refuse(s, 502, "dns-failed", "dns_error", "could not resolve %s: %s",
-			       s->r.t.host.name, error ? error : "no answer");
+			       s->r->t.host.name, error ? error : "no answer");
 		session_pump(s);
 		return;
 	}
 	memcpy(dial, addrs, n * sizeof(*addrs));
 	for (size_t i = 0; i < n; i++)
-		set_port(&dial[i], s->r.t.port);
+		set_port(&dial[i], s->r->t.port);
 	dial_checked(s, dial, n);
 	session_pump(s);
 }
@@ -208,9 +318,10 @@ static void on_resolved(void *arg, int status, const struct sockaddr_storage *ad
 /* Dial the request's target; the caller has closed any other upstream. */
 void dial_start(struct session *s)
 {
-	const struct host *h = &s->r.t.host;
+	const struct host *h = &s->r->t.host;
 
-	s->up = s->r.t;
+	free(s->up); /* the caller closed it already */
+	s->up = NULL;
 	if (h->kind != HOST_NAME) {
 		struct sockaddr_storage ss;
 
@@ -226,7 +337,7 @@ void dial_start(struct session *s)
 			in6->sin6_family = AF_INET6;
 			in6->sin6_addr = h->addr.v6;
 		}
-		set_port(&ss, s->r.t.port);
+		set_port(&ss, s->r->t.port);
 		dial_checked(s, &ss, 1);
 		return;
 	}
@@ -238,7 +349,7 @@ void dial_start(struct session *s)
 
 void dial_connected(struct session *s, uint32_t events)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	int err = 0;
 	socklen_t len = sizeof(err);
 	int one = 1;
@@ -252,10 +363,10 @@ void dial_connected(struct session *s, uint32_t events)
 	if (err == EINPROGRESS || err == EALREADY)
 		return;
 	if (err != 0) {
-		s->dial_errno = err;
+		r->dial_errno = err;
 		loop_io_close(s->px->loop, &s->uio);
 		s->ufd = -1;
-		s->idial++;
+		r->idial++;
 		dial_next(s);
 		return;
 	}

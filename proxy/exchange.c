@@ -12,6 +12,7 @@
 #include "session.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -80,9 +81,10 @@ static int stamp_first_head(struct session *s, const struct http_request *req)
 			       st.boot, (unsigned long long)st.seq);
 		return -1;
 	}
-	s->stamp = st;
-	s->stamped = true;
-	snprintf(s->who, sizeof(s->who), "%s@%s", st.src, st.net);
+	if (session_stamp_keep(s, &st) == -1) {
+		session_close(s, "out of memory");
+		return -1;
+	}
 	return stamp_count(s, &st);
 }
 
@@ -105,16 +107,16 @@ static void refuse_verdict(struct session *s, const struct verdict *v)
 	char hint[HOST_NAME_MAX_LEN + 16];
 
 	if (strcmp(v->reason, "not-granted") == 0) {
-		grant_hint(&s->r.t, hint, sizeof(hint));
+		grant_hint(&s->r->t, hint, sizeof(hint));
 		session_refuse(s, v->status, v->reason, v->proxy_status,
 			       "%s is not granted; to grant it run: sluice allow add %s", hint, hint);
 	} else if (strcmp(v->reason, "host-mismatch") == 0) {
 		session_refuse(s, v->status, v->reason, v->proxy_status,
 			       "the Host header names another host than the request target %s; "
 			       "nothing to grant: send the request to the host it names",
-			       s->r.t.host.name);
-	} else if (strcmp(v->reason, "denied-ip") == 0 && s->r.t.host.kind != HOST_NAME) {
-		const struct host *h = &s->r.t.host;
+			       s->r->t.host.name);
+	} else if (strcmp(v->reason, "denied-ip") == 0 && s->r->t.host.kind != HOST_NAME) {
+		const struct host *h = &s->r->t.host;
 
 		dial_refuse_address(s, h->kind == HOST_IPV4 ? AF_INET : AF_INET6, &h->addr, v);
 	} else {
@@ -129,11 +131,6 @@ static void copy_capped(char *dst, size_t size, size_t *len, const char *src, si
 	memcpy(dst, src, n);
 	dst[n] = '\0';
 	*len = n;
-}
-
-static bool same_target(const struct target *a, const struct target *b)
-{
-	return a->port == b->port && host_equal(&a->host, &b->host);
 }
 
 static int put(struct buf *b, const char *p, size_t n)
@@ -161,7 +158,7 @@ static bool header_named(const struct http_header *h, const char *name)
  */
 static int put_target(struct session *s, const struct http_request *req)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	size_t size = req->path_len + 3 * (INJECT_PREFIX_MAX + r->secret_len) +
 		      sizeof(r->rule->field) + 8;
 	char *p;
@@ -185,7 +182,7 @@ static int put_target(struct session *s, const struct http_request *req)
 /* A header rule's line (name: prefix+secret). Returns 0 or -1. */
 static int put_credential(struct session *s)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	size_t size = INJECT_PREFIX_MAX + r->secret_len + 1;
 	char *v = malloc(size);
 	int n;
@@ -213,7 +210,7 @@ static int put_credential(struct session *s)
  */
 static int put_host(struct session *s)
 {
-	const struct target *t = &s->r.t;
+	const struct target *t = &s->r->t;
 	const char *l = t->host.kind == HOST_IPV6 ? "[" : "";
 	const char *r = t->host.kind == HOST_IPV6 ? "]" : "";
 	uint16_t dflt = s->intercept ? 443 : 80;
@@ -230,7 +227,7 @@ static int put_host(struct session *s)
 static int build_upstream_head(struct session *s, const struct http_request *req)
 {
 	struct buf *b = &s->uout;
-	const struct inject_rule *rule = s->r.rule;
+	const struct inject_rule *rule = s->r->rule;
 	int plan = rule != NULL && rule->target == INJECT_HEADER ? inject_header_plan(s, req) : -2;
 
 	if (put(b, req->method_str, req->method_len) == -1 || put(b, " ", 1) == -1 ||
@@ -247,16 +244,16 @@ static int build_upstream_head(struct session *s, const struct http_request *req
 		/* a credential goes in one place, the rule's; a host's answers come unencoded to be scrubbed */
 		if (rule != NULL && plan != -2 && header_named(h, rule->field))
 			continue;
-		if (s->r.scrub != NULL && header_named(h, "Accept-Encoding"))
+		if (s->r->scrub != NULL && header_named(h, "Accept-Encoding"))
 			continue;
 		if (put_header(b, h) == -1)
 			return -1;
 	}
 	if (plan != -2 && put_credential(s) == -1)
 		return -1;
-	if (s->r.scrub != NULL && put(b, "Accept-Encoding: identity\r\n", 27) == -1)
+	if (s->r->scrub != NULL && put(b, "Accept-Encoding: identity\r\n", 27) == -1)
 		return -1;
-	if (s->r.client_close && put(b, "Connection: close\r\n", 19) == -1)
+	if (s->r->client_close && put(b, "Connection: close\r\n", 19) == -1)
 		return -1;
 	return put(b, "\r\n", 2);
 }
@@ -264,20 +261,24 @@ static int build_upstream_head(struct session *s, const struct http_request *req
 /* Which directive set the request's body cap, for the refusal. */
 static const char *cap_name(const struct session *s)
 {
-	return s->r.body_cap == session_config(s)->max_body_bytes ? "max-body-bytes" : "body-limit";
+	return s->r->body_cap == session_config(s)->max_body_bytes ? "max-body-bytes" : "body-limit";
 }
 
 /* Begin the request whose head is buf[0..len): judge it, then forward it. */
 static void start_request(struct session *s, const struct http_request *req, size_t len)
 {
-	struct request *r = &s->r;
+	struct request *r;
 	struct policy_request pr;
 	struct host hh;
 	struct verdict v;
 	const char *err = NULL;
 	int ua;
 
-	memset(r, 0, sizeof(*r));
+	if (session_request_new(s) == -1) {
+		session_close(s, "out of memory");
+		return;
+	}
+	r = s->r;
 	r->active = true;
 	r->t_start = proxy_now_ms();
 	r->dns_ms = r->connect_ms = -1;
@@ -305,7 +306,7 @@ static void start_request(struct session *s, const struct http_request *req, siz
 				       req->target);
 			return;
 		}
-		r->t = s->tunnel;
+		r->t = s->ix->tunnel;
 	} else {
 		if (req->form != HTTP_FORM_ABSOLUTE && req->form != HTTP_FORM_AUTHORITY) {
 			session_refuse(s, 400, "malformed", "http_request_error",
@@ -411,7 +412,7 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	r->req_left = req->content_length;
 	r->req_done = req->body == HTTP_BODY_NONE ||
 		      (req->body == HTTP_BODY_LENGTH && req->content_length == 0);
-	if (!(s->ufd >= 0 && s->up_ready && same_target(&s->up, &r->t)))
+	if (!(s->ufd >= 0 && s->up_ready && dial_up_is(s->up, &r->t)))
 		dial_close(s);
 	if (build_upstream_head(s, req) == -1) {
 		session_refuse(s, 431, "head-too-large", "http_request_error",
@@ -433,7 +434,7 @@ static void start_request(struct session *s, const struct http_request *req, siz
 		 * out; a bodiless idempotent request is then re-sent once on a new
 		 * connection to the same checked address, as browsers do.
 		 */
-		memcpy(r->dialed, s->up_addr, sizeof(r->dialed));
+		dial_reuse(s);
 		buf_release(&s->replay);
 		r->replayable = r->req_done && req->method != HTTP_POST &&
 				req->method != HTTP_PATCH &&
@@ -452,7 +453,7 @@ static void start_request(struct session *s, const struct http_request *req, siz
  */
 static bool try_replay(struct session *s)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 
 	if (!r->replayable || r->resp_started || buf_len(&s->uin) > 0)
 		return false;
@@ -462,7 +463,7 @@ static bool try_replay(struct session *s)
 	if (buf_append(&s->uout, buf_head(&s->replay), buf_len(&s->replay)) == -1)
 		return false;
 	buf_release(&s->replay);
-	s->dial_errno = 0;
+	r->dial_errno = 0;
 	dial_next(s);
 	return true;
 }
@@ -550,14 +551,14 @@ void exchange_head(struct session *s)
 static bool trailer_dropped(const struct session *s, bool request, const struct http_header *h)
 {
 	return http_is_forbidden_trailer(h) ||
-	       (request && s->r.inject_field[0] != '\0' && header_named(h, s->r.inject_field));
+	       (request && s->r->inject_field[0] != '\0' && header_named(h, s->r->inject_field));
 }
 
 /* Add "what trailers dropped: Name, Name" to the row's detail. */
 static void note_dropped(struct session *s, bool request, const struct http_header *f, size_t n)
 {
-	char *d = s->r.detail;
-	size_t size = sizeof(s->r.detail), len = strlen(d);
+	char *d = s->r->detail;
+	size_t size = sizeof(s->r->detail), len = strlen(d);
 	bool first = true;
 
 	for (size_t i = 0; i < n && len + 1 < size; i++) {
@@ -617,7 +618,7 @@ static int move_trailer(struct session *s, bool request, struct buf *in, struct 
  */
 static int move_body(struct session *s, bool request, bool *wait_trailer)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	struct buf *in = request ? &s->cin : &s->uin;
 	struct buf *out = request ? &s->uout : &s->cout;
 	enum http_body kind = request ? r->req_body : r->resp_body;
@@ -682,10 +683,10 @@ static int build_client_head(struct session *s, const struct http_response *resp
 			return -1;
 	}
 	/* a decoded body is framed anew */
-	if (s->r.inflate != NULL && s->r.out_chunked &&
+	if (s->r->inflate != NULL && s->r->out_chunked &&
 	    put(b, "Transfer-Encoding: chunked\r\n", 28) == -1)
 		return -1;
-	if (s->r.client_close && resp->status >= 200 &&
+	if (s->r->client_close && resp->status >= 200 &&
 	    put(b, "Connection: close\r\n", 19) == -1)
 		return -1;
 	return put(b, "\r\n", 2);
@@ -700,7 +701,7 @@ static int build_client_head(struct session *s, const struct http_response *resp
  */
 static bool reissue(struct session *s)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	struct buf b;
 
 	buf_init(&b, HEAD_MAX + buf_len(&s->cin));
@@ -726,7 +727,7 @@ static int response_head(struct session *s)
 {
 	struct http_header hdrs[HEADERS_MAX];
 	struct http_response resp;
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	ssize_t n = http_parse_response(buf_head(&s->uin), buf_len(&s->uin), r->method, &resp, hdrs,
 					HEADERS_MAX);
 
@@ -784,7 +785,7 @@ static int response_head(struct session *s)
 
 static void finish_request(struct session *s)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	bool out_of_step = !r->req_done; /* answered before the body was all sent */
 
 	session_log(s);
@@ -805,7 +806,7 @@ static void finish_request(struct session *s)
 
 void exchange_http(struct session *s)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	bool c_drained = false, u_drained = false;
 
 	for (;;) {

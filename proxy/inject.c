@@ -62,7 +62,7 @@ static void secret_wipe(struct request *r)
 /* The credential was not sent (require= found no placeholder): drop it, keep scrubbing. */
 void inject_unsent(struct session *s)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 
 	secret_wipe(r);
 	free(r->rehead);
@@ -72,7 +72,7 @@ void inject_unsent(struct session *s)
 
 void inject_end(struct session *s)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 
 	/* the request head that carried the credential went through these */
 	if (r->secret != NULL) {
@@ -175,7 +175,7 @@ oom:
  */
 static int scrub_build(struct session *s, char *why, size_t size)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	const struct config *c = session_config(s);
 	struct inject_forms f;
 	int ret = -1;
@@ -229,17 +229,19 @@ out_release:
  */
 int inject_begin(struct session *s, const struct http_request *req)
 {
-	struct request *r = &s->r;
-	const char *src = s->stamped ? s->stamp.src : NULL;
-	const char *as = s->stamped && s->stamp.as[0] != '\0' ? s->stamp.as : NULL;
+	struct request *r = s->r;
+	const char *src = s->stamp != NULL ? s->stamp->src : NULL;
+	const char *as = s->stamp != NULL && s->stamp->as[0] != '\0' ? s->stamp->as : NULL;
+	char whobuf[SESSION_WHO_MAX];
+	const char *who = session_who(s, whobuf, sizeof(whobuf));
 	char why[256];
 
 	if (s->intercept)
 		r->rule = inject_match(session_config(s), r->t.host.name, r->t.port, req->path,
 				       req->path_len);
-	if (r->rule != NULL && !inject_serves(r->rule, s->stamped ? s->who : NULL, src, as)) {
+	if (r->rule != NULL && !inject_serves(r->rule, s->stamp != NULL ? who : NULL, src, as)) {
 		snprintf(r->detail, sizeof(r->detail), "rule %s does not serve %s; sent without it",
-			 r->rule->name, s->who);
+			 r->rule->name, who);
 		r->rule = NULL;
 	}
 	if (r->rule != NULL) {
@@ -272,7 +274,7 @@ static bool header_is(const struct http_header *h, const char *name)
  */
 int inject_header_plan(const struct session *s, const struct http_request *req)
 {
-	const struct inject_rule *rule = s->r.rule;
+	const struct inject_rule *rule = s->r->rule;
 	int found = -1, count = 0;
 
 	if (rule->require[0] == '\0')
@@ -292,7 +294,7 @@ int inject_header_plan(const struct session *s, const struct http_request *req)
 size_t inject_scrub_room(const struct session *s)
 {
 	/* a piece, what the scrubber held back, chunk framing */
-	return INJECT_SCRUB_PIECE + scrub_hold_max(s->r.scrub) + 32;
+	return INJECT_SCRUB_PIECE + scrub_hold_max(s->r->scrub) + 32;
 }
 
 /* The Content-Encoding value v[0..n), trimmed, is exactly name (case-insensitive). */
@@ -338,7 +340,7 @@ static bool coding_identity(const char *v, size_t n)
  */
 int inject_response_coding(struct session *s, const struct http_response *resp)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	const struct http_header *enc = NULL;
 	size_t nenc = 0;
 
@@ -388,7 +390,7 @@ int inject_response_coding(struct session *s, const struct http_response *resp)
 /* A response header the client must not get: it described the body as it came, encoded. */
 bool inject_drops_header(const struct session *s, const struct http_header *h)
 {
-	return s->r.inflate != NULL &&
+	return s->r->inflate != NULL &&
 	       (header_is(h, "Content-Encoding") || header_is(h, "Content-Length") ||
 		header_is(h, "Transfer-Encoding"));
 }
@@ -396,7 +398,7 @@ bool inject_drops_header(const struct session *s, const struct http_header *h)
 /* Mask the secret in cout[from..] (a complete response head) in place. Returns 0 or -1. */
 int inject_scrub_head(struct session *s, size_t from)
 {
-	struct scrub *sc = s->r.scrub;
+	struct scrub *sc = s->r->scrub;
 	char *p = buf_head(&s->cout) + from, *tmp;
 	size_t len = buf_len(&s->cout) - from, used = 0, w;
 
@@ -421,8 +423,8 @@ int inject_scrub_head(struct session *s, size_t from)
 /* Scrub in[0..n) onto cout (with end, all it holds too), as one chunk if out_chunked. */
 static int scrub_out(struct session *s, const char *in, size_t n, bool end)
 {
-	struct scrub *sc = s->r.scrub;
-	bool chunk = s->r.out_chunked;
+	struct scrub *sc = s->r->scrub;
+	bool chunk = s->r->out_chunked;
 	char out[INJECT_SCRUB_PIECE + SCRUB_MAX_LEN];
 	size_t used = 0, w = 0;
 
@@ -449,7 +451,7 @@ static int scrub_out(struct session *s, const char *in, size_t n, bool end)
  */
 static int emit(struct session *s, const char *in, size_t n, size_t *used, const char **why)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	z_stream *z = r->inflate;
 	char dec[INJECT_SCRUB_PIECE];
 	size_t m;
@@ -490,7 +492,7 @@ static int emit(struct session *s, const char *in, size_t n, size_t *used, const
 /* The body ended: what the scrubber holds goes out, then the last chunk. */
 static int finish(struct session *s, const char **why)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 
 	if (r->inflate != NULL && !r->z_end) {
 		*why = "compressed response body cut short";
@@ -512,7 +514,7 @@ static int finish(struct session *s, const char **why)
  */
 int inject_move_body(struct session *s, const char **why)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	bool moved = false;
 
 	*why = "malformed chunked response body";
@@ -575,5 +577,5 @@ int inject_move_body(struct session *s, const char **why)
 /* A body read to its end (EOF-delimited): inject_move_body finishes it. */
 void inject_body_eof(struct session *s)
 {
-	s->r.in_done = true;
+	s->r->in_done = true;
 }

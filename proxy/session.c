@@ -28,24 +28,102 @@
 
 static const char tunnel_ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
+/*
+ * An idle connection costs under 1 KiB (issue 10): its struct session, and
+ * at most a verified stamp and a kept-alive upstream's identity (their
+ * texts, the host name and malloc's headers in the 160 bytes). The rest
+ * comes and goes with the request, the tunnel or the interception that
+ * needs it.
+ */
+_Static_assert(sizeof(struct session) + sizeof(struct sess_stamp) + sizeof(struct upstream) +
+			       160 <= 1024,
+	       "an idle connection must cost under 1 KiB");
+
 static void on_timer(struct loop *l, struct loop_timer *t);
 
 /* --- the log row ------------------------------------------------------- */
 
+/*
+ * The request's storage: a zeroed struct request, allocated for the first
+ * request (or refusal) after the session was idle. Returns 0 or -1.
+ */
+int session_request_new(struct session *s)
+{
+	if (s->r == NULL)
+		s->r = malloc(sizeof(*s->r));
+	if (s->r == NULL)
+		return -1;
+	memset(s->r, 0, sizeof(*s->r));
+	return 0;
+}
+
+/*
+ * Keep a verified stamp for the connection's life, in as many bytes as its
+ * texts need (a struct stamp is 288). Returns 0 or -1.
+ */
+int session_stamp_keep(struct session *s, const struct stamp *st)
+{
+	size_t ls = strlen(st->src) + 1, ln = strlen(st->net) + 1, la = strlen(st->as) + 1;
+	struct sess_stamp *k = malloc(sizeof(*k) + ls + ln + la);
+
+	if (k == NULL)
+		return -1;
+	k->seq = st->seq;
+	k->kid = st->kid;
+	memcpy(k->boot, st->boot, sizeof(k->boot));
+	memcpy(k->text, st->src, ls);
+	memcpy(k->text + ls, st->net, ln);
+	memcpy(k->text + ls + ln, st->as, la);
+	k->src = k->text;
+	k->net = k->text + ls;
+	k->as = k->text + ls + ln;
+	free(s->stamp);
+	s->stamp = k;
+	return 0;
+}
+
+/* The kept stamp as the log row takes it. */
+static void stamp_expand(const struct sess_stamp *k, struct stamp *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->version = 1;
+	st->kid = k->kid;
+	st->seq = k->seq;
+	snprintf(st->src, sizeof(st->src), "%s", k->src);
+	snprintf(st->net, sizeof(st->net), "%s", k->net);
+	snprintf(st->as, sizeof(st->as), "%s", k->as);
+	memcpy(st->boot, k->boot, sizeof(st->boot));
+}
+
+/* Give the request's storage back; its row is written (the session is idle or closing). */
+static void request_free(struct session *s)
+{
+	if (s->r == NULL)
+		return;
+	inject_end(s);
+	free(s->r);
+	s->r = NULL;
+}
+
 void session_log(struct session *s)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	struct netlog_row row;
+	struct stamp st;
+	char who[SESSION_WHO_MAX];
 
-	if (!r->active)
+	if (r == NULL || !r->active)
 		return;
 	r->active = false;
 	memset(&row, 0, sizeof(row));
 	row.conn = s->id;
 	row.req = s->nreq;
 	row.run = s->px->run_id;
-	row.who = s->who;
-	row.stamp = s->stamped ? &s->stamp : NULL;
+	row.who = session_who(s, who, sizeof(who));
+	if (s->stamp != NULL) {
+		stamp_expand(s->stamp, &st);
+		row.stamp = &st;
+	}
 	row.client = s->client;
 	row.kind = r->method == HTTP_CONNECT ? "tunnel" : s->intercept ? "https" : "http";
 	row.method = r->method != HTTP_UNKNOWN ? http_method_name(r->method) : NULL;
@@ -80,8 +158,8 @@ static void tunnel_count(struct session *s)
 {
 	uint64_t reply = sizeof(tunnel_ok) - 1;
 
-	s->r.up = s->to_up.bytes;
-	s->r.down = s->to_cli.bytes > reply ? s->to_cli.bytes - reply : 0;
+	s->r->up = s->tun->to_up.bytes;
+	s->r->down = s->tun->to_cli.bytes > reply ? s->tun->to_cli.bytes - reply : 0;
 }
 
 void session_close(struct session *s, const char *why)
@@ -91,16 +169,22 @@ void session_close(struct session *s, const char *why)
 	if (s->closed)
 		return;
 	s->closed = true;
-	if (s->r.active && s->r.detail[0] == '\0' && why != NULL)
-		snprintf(s->r.detail, sizeof(s->r.detail), "%s", why);
-	if (s->r.method == HTTP_CONNECT && s->state == SS_TUNNEL)
+	if (s->r != NULL && s->r->active && s->r->detail[0] == '\0' && why != NULL)
+		snprintf(s->r->detail, sizeof(s->r->detail), "%s", why);
+	if (s->r != NULL && s->r->method == HTTP_CONNECT && s->state == SS_TUNNEL)
 		tunnel_count(s);
 	session_log(s);
 	loop_timer_cancel(px->loop, &s->timer);
 	dial_close(s);
-	relay_dir_release(&s->to_up);
-	relay_dir_release(&s->to_cli);
+	if (s->tun != NULL) {
+		relay_dir_release(&s->tun->to_up);
+		relay_dir_release(&s->tun->to_cli);
+	}
 	tls_session_free(s);
+	/* its secrets go now; its storage with the session (session_free_dead), as a
+	   caller may still read r, tun or ix after the close */
+	if (s->r != NULL)
+		inject_end(s);
 	if (s->cio.fd >= 0)
 		loop_io_close(px->loop, &s->cio);
 	else
@@ -129,6 +213,10 @@ void session_free_dead(struct proxy *px)
 		struct session *s = px->dead;
 
 		px->dead = s->next;
+		free(s->r);
+		free(s->tun);
+		free(s->ix);
+		free(s->stamp);
 		free(s);
 	}
 }
@@ -169,19 +257,22 @@ void session_refuse(struct session *s, int status, const char *reason,
 	va_start(ap, fmt);
 	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
 	va_end(ap);
-	if (!s->r.active) {
-		memset(&s->r, 0, sizeof(s->r));
-		s->r.active = true;
-		s->r.t_start = proxy_now_ms();
-		s->r.dns_ms = s->r.connect_ms = -1;
+	if (s->r == NULL || !s->r->active) {
+		if (session_request_new(s) == -1) {
+			session_close(s, "out of memory");
+			return;
+		}
+		s->r->active = true;
+		s->r->t_start = proxy_now_ms();
+		s->r->dns_ms = s->r->connect_ms = -1;
 		s->nreq++;
 	}
-	s->r.decision = "refuse";
-	s->r.reason = reason;
-	snprintf(s->r.detail, sizeof(s->r.detail), "%s", ref.detail);
+	s->r->decision = "refuse";
+	s->r->reason = reason;
+	snprintf(s->r->detail, sizeof(s->r->detail), "%s", ref.detail);
 	/* cout holds at most the unsent tail of an earlier response: keep it, append */
-	if (!s->r.resp_started && refuse_write(&s->cout, &ref) == 0)
-		s->r.status = status;
+	if (!s->r->resp_started && refuse_write(&s->cout, &ref) == 0)
+		s->r->status = status;
 	session_log(s);
 	session_enter_drain(s);
 }
@@ -196,11 +287,11 @@ void session_tunnel_refuse(struct session *s, const char *reason, const char *fm
 {
 	va_list ap;
 
-	s->hello = HELLO_DONE;
-	s->r.decision = "refuse";
-	s->r.reason = reason;
+	s->tun->hello = HELLO_DONE;
+	s->r->decision = "refuse";
+	s->r->reason = reason;
 	va_start(ap, fmt);
-	vsnprintf(s->r.detail, sizeof(s->r.detail), fmt, ap);
+	vsnprintf(s->r->detail, sizeof(s->r->detail), fmt, ap);
 	va_end(ap);
 	tunnel_count(s);
 	session_log(s);
@@ -237,27 +328,29 @@ int session_flush_client(struct session *s)
 
 static void step_tunnel(struct session *s)
 {
-	uint64_t before = s->to_up.bytes + s->to_cli.bytes;
+	struct tunnel *tun = s->tun;
+	uint64_t before = tun->to_up.bytes + tun->to_cli.bytes;
 
-	if (s->hello != HELLO_DONE) {
+	if (tun->hello != HELLO_DONE) {
 		/* our 200 goes out; the rest waits for the hellos (tls.c) */
-		if (s->hello != HELLO_RETRY && relay_dir_flush(&s->to_cli) == -1) {
+		if (tun->hello != HELLO_RETRY && relay_dir_flush(&tun->to_cli) == -1) {
 			session_close(s, "tunnel error");
 			return;
 		}
 		if (tls_hello_step(s) == -1)
 			return;
 	}
-	if ((s->hello == HELLO_DONE && relay_dir_pump(&s->to_up, relay_dir_done(&s->to_cli)) == -1) ||
-	    ((s->hello == HELLO_DONE || s->hello == HELLO_RETRY) &&
-	     relay_dir_pump(&s->to_cli, relay_dir_done(&s->to_up)) == -1)) {
+	if ((tun->hello == HELLO_DONE &&
+	     relay_dir_pump(&tun->to_up, relay_dir_done(&tun->to_cli)) == -1) ||
+	    ((tun->hello == HELLO_DONE || tun->hello == HELLO_RETRY) &&
+	     relay_dir_pump(&tun->to_cli, relay_dir_done(&tun->to_up)) == -1)) {
 		session_close(s, "tunnel error");
 		return;
 	}
 	tunnel_count(s);
-	if (s->to_up.bytes + s->to_cli.bytes != before)
+	if (tun->to_up.bytes + tun->to_cli.bytes != before)
 		s->active_ms = session_now(s);
-	if (relay_dir_done(&s->to_up) && relay_dir_done(&s->to_cli))
+	if (relay_dir_done(&tun->to_up) && relay_dir_done(&tun->to_cli))
 		session_close(s, "closed");
 }
 
@@ -301,7 +394,7 @@ static void step_drain(struct session *s)
 /* Whether the current state reads from the client now. */
 static bool want_client_in(const struct session *s)
 {
-	const struct request *r = &s->r;
+	const struct request *r = s->r;
 
 	switch (s->state) {
 	case SS_HEAD:
@@ -309,7 +402,7 @@ static bool want_client_in(const struct session *s)
 	case SS_HTTP:
 		return !r->req_done && buf_room(&s->cin) > 0 && buf_room(&s->uout) > 0;
 	case SS_TUNNEL:
-		return s->to_up.want_read;
+		return s->tun->to_up.want_read;
 	case SS_DRAIN:
 		return buf_len(&s->cout) == 0;
 	case SS_TLS_ACCEPT:
@@ -326,7 +419,7 @@ static bool want_client_in(const struct session *s)
 static void update_interest(struct session *s)
 {
 	struct loop *l = s->px->loop;
-	const struct request *r = &s->r;
+	const struct request *r = s->r;
 	uint32_t c = 0, u = 0;
 
 	if (want_client_in(s)) {
@@ -363,8 +456,8 @@ static void update_interest(struct session *s)
 			u |= EPOLLIN;
 		break;
 	case SS_TUNNEL:
-		c |= s->to_cli.want_write ? EPOLLOUT : 0;
-		u = (s->to_cli.want_read ? EPOLLIN : 0) | (s->to_up.want_write ? EPOLLOUT : 0);
+		c |= s->tun->to_cli.want_write ? EPOLLOUT : 0;
+		u = (s->tun->to_cli.want_read ? EPOLLIN : 0) | (s->tun->to_up.want_write ? EPOLLOUT : 0);
 		break;
 	case SS_DRAIN:
 		if (buf_len(&s->cout) > 0)
@@ -426,8 +519,12 @@ void session_pump(struct session *s)
 		}
 	} while (s->again && !s->closed);
 	s->pumping = false;
-	if (!s->closed)
-		update_interest(s);
+	if (s->closed)
+		return;
+	/* idle between requests: the request's storage goes back (its row is written) */
+	if (s->state == SS_HEAD && s->r != NULL && !s->r->active)
+		request_free(s);
+	update_interest(s);
 }
 
 /*
@@ -457,7 +554,7 @@ static void on_client(struct loop *l, struct loop_io *io, uint32_t events)
 	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
 		if (s->state == SS_TUNNEL && !(events & EPOLLERR)) {
 			/* gone both ways, but what it sent still goes upstream */
-			hung_up(s, io, &s->to_up);
+			hung_up(s, io, &s->tun->to_up);
 			return;
 		}
 		session_close(s, "client hung up");
@@ -488,7 +585,7 @@ void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
 	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
 		if (!(events & EPOLLERR)) {
 			/* the rest of the response is in its socket: keep reading it */
-			hung_up(s, io, s->state == SS_TUNNEL ? &s->to_cli : NULL);
+			hung_up(s, io, s->state == SS_TUNNEL ? &s->tun->to_cli : NULL);
 			return;
 		}
 		session_close(s, "upstream hung up");
@@ -521,14 +618,14 @@ static uint64_t deadline(const struct session *s)
 		return s->phase_ms + TOKEN_WAIT_MS;
 	case SS_HTTP:
 		/* an upload in progress is judged by idleness, the wait after it by response-timeout */
-		if (!s->r.resp_head && s->r.req_done)
-			return s->r.sent_ms + c->response_timeout_ms;
+		if (!s->r->resp_head && s->r->req_done)
+			return s->r->sent_ms + c->response_timeout_ms;
 		return s->active_ms + c->idle_timeout_ms;
 	case SS_TUNNEL:
-		if (s->hello == HELLO_SERVER)
-			return s->hello_ms + c->response_timeout_ms;
-		if (s->hello != HELLO_DONE)
-			return s->hello_ms + c->head_timeout_ms;
+		if (s->tun->hello == HELLO_SERVER)
+			return s->tun->hello_ms + c->response_timeout_ms;
+		if (s->tun->hello != HELLO_DONE)
+			return s->tun->hello_ms + c->head_timeout_ms;
 		return s->active_ms + c->idle_timeout_ms;
 	case SS_DRAIN:
 		return s->active_ms + LINGER_MS;
@@ -557,44 +654,44 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 		break;
 	case SS_RESOLVE:
 		session_refuse(s, 504, "dns-timeout", "dns_timeout", "resolving %s took over %u s",
-			       s->r.t.host.name, c->connect_timeout_ms / 1000);
+			       s->r->t.host.name, c->connect_timeout_ms / 1000);
 		break;
 	case SS_CONNECT:
-		s->dial_errno = ETIMEDOUT;
+		s->r->dial_errno = ETIMEDOUT;
 		loop_io_close(l, &s->uio);
 		s->ufd = -1;
-		s->idial++;
-		if (s->idial < s->ndial) {
+		s->r->idial++;
+		if (s->r->idial < s->r->ndial) {
 			dial_next(s);
 			break;
 		}
-		s->up_addr[0] = s->r.dialed[0] = '\0';
+		s->r->dialed[0] = '\0';
 		session_refuse(s, 504, "connect-timeout", "connection_timeout",
-			       "%s port %u did not answer within %u s", s->r.t.host.name,
-			       s->r.t.port, c->connect_timeout_ms / 1000);
+			       "%s port %u did not answer within %u s", s->r->t.host.name,
+			       s->r->t.port, c->connect_timeout_ms / 1000);
 		break;
 	case SS_HTTP:
-		if (!s->r.resp_head && !s->r.resp_started) {
+		if (!s->r->resp_head && !s->r->resp_started) {
 			session_refuse(s, 504, "upstream-timeout", "http_response_timeout",
-				       "%s sent no response within %u s", s->r.t.host.name,
+				       "%s sent no response within %u s", s->r->t.host.name,
 				       c->response_timeout_ms / 1000);
 			break;
 		}
 		session_close(s, "idle timeout");
 		break;
 	case SS_TUNNEL:
-		if (s->hello == HELLO_SERVER) {
+		if (s->tun->hello == HELLO_SERVER) {
 			session_tunnel_refuse(s, "upstream-timeout",
 					      "passthrough: the server did not answer the ClientHello "
 					      "within %u s",
 					      c->response_timeout_ms / 1000);
 			break;
 		}
-		if (s->hello != HELLO_DONE) {
+		if (s->tun->hello != HELLO_DONE) {
 			session_tunnel_refuse(s, "sni-unreadable",
 					      "passthrough: no whole %sTLS ClientHello within %u s (%zu "
 					      "bytes)",
-					      s->hello == HELLO_RETRY ? "second " : "",
+					      s->tun->hello == HELLO_RETRY ? "second " : "",
 					      c->head_timeout_ms / 1000, buf_len(&s->cin));
 			break;
 		}
@@ -604,9 +701,9 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 		session_close(s, NULL);
 		break;
 	case SS_TLS_ACCEPT:
-		s->r.decision = "refuse";
-		s->r.reason = "client-tls-failed";
-		snprintf(s->r.detail, sizeof(s->r.detail),
+		s->r->decision = "refuse";
+		s->r->reason = "client-tls-failed";
+		snprintf(s->r->detail, sizeof(s->r->detail),
 			 "client TLS handshake not complete within %u s", c->head_timeout_ms / 1000);
 		session_close(s, NULL);
 		break;
@@ -619,7 +716,7 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 		break;
 	case SS_TLS_CONNECT:
 		session_refuse(s, 504, "connect-timeout", "connection_timeout",
-			       "TLS handshake with %s not complete within %u s", s->r.t.host.name,
+			       "TLS handshake with %s not complete within %u s", s->r->t.host.name,
 			       c->connect_timeout_ms / 1000);
 		break;
 	}
@@ -710,15 +807,12 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 	s->cfd = fd;
 	s->ufd = -1;
 	s->cio.fd = s->uio.fd = -1;
-	s->to_up.pipe[0] = s->to_up.pipe[1] = -1;
-	s->to_cli.pipe[0] = s->to_cli.pipe[1] = -1;
 	buf_init(&s->cin, HEAD_MAX);
 	buf_init(&s->cout, IOBUF_MAX);
 	buf_init(&s->uin, RESP_HEAD_MAX);
 	buf_init(&s->uout, IOBUF_MAX);
 	buf_init(&s->replay, HEAD_MAX + 1024);
 	memcpy(s->client, client, sizeof(s->client));
-	snprintf(s->who, sizeof(s->who), "unattributed");
 	s->accepted_ms = s->active_ms = loop_now(px->loop);
 	if (loop_io_add(px->loop, &s->cio, fd, EPOLLIN, on_client, s) == -1) {
 		limit_put(px, s->limit);
@@ -747,12 +841,18 @@ void session_rejudge_all(struct proxy *px)
 	for (struct session *s = px->sessions, *next; s != NULL; s = next) {
 		struct policy_request pr = { 0 };
 		struct verdict v;
-		bool busy = s->state != SS_HEAD && s->state != SS_DRAIN && s->r.active;
-		const struct target *t = busy ? &s->r.t : &s->up;
+		bool busy = s->state != SS_HEAD && s->state != SS_DRAIN && s->r != NULL &&
+			    s->r->active;
+		struct target kept;
+		const struct target *t = &kept;
 
 		next = s->next;
-		if (!busy && s->ufd < 0)
+		if (!busy && (s->ufd < 0 || s->up == NULL))
 			continue;
+		if (busy)
+			t = &s->r->t;
+		else
+			dial_up_target(s->up, &kept);
 		pr.via = t->via;
 		pr.host = &t->host;
 		pr.port = t->port;
@@ -760,11 +860,15 @@ void session_rejudge_all(struct proxy *px)
 		/*
 		 * Every address of the answer set, not only the one in use: a
 		 * replay or a failed connect dials the later ones, and a new
-		 * request would be refused if any of them is now denied.
+		 * request would be refused if any of them is now denied. An idle
+		 * kept-alive upstream keeps its answer set for this (dial_reuse).
 		 */
-		for (size_t i = 0; v.allow && i < s->ndial; i++)
-			policy_judge_addr(px->policy, &t->host, s->dial[i].ss_family,
-					  dial_addr_bytes(&s->dial[i]), &v);
+		if (busy)
+			for (size_t i = 0; v.allow && i < s->r->ndial; i++)
+				policy_judge_addr(px->policy, &t->host, s->r->dial[i].ss_family,
+						  dial_addr_bytes(&s->r->dial[i]), &v);
+		else
+			dial_up_judge(px->policy, s->up, &t->host, &v);
 		if (v.allow)
 			continue;
 		if (!busy) {
@@ -772,9 +876,9 @@ void session_rejudge_all(struct proxy *px)
 			update_interest(s);
 			continue;
 		}
-		s->r.decision = "refuse";
-		s->r.reason = "revoked";
-		snprintf(s->r.detail, sizeof(s->r.detail), "closed by a policy reload: %s",
+		s->r->decision = "refuse";
+		s->r->reason = "revoked";
+		snprintf(s->r->detail, sizeof(s->r->detail), "closed by a policy reload: %s",
 			 v.detail[0] ? v.detail : v.reason);
 		session_close(s, NULL);
 	}
@@ -789,14 +893,19 @@ void session_intercept_begin(struct session *s)
 /* The upstream of a CONNECT is up: answer 200 and start relaying. */
 void session_tunnel_begin(struct session *s)
 {
-	s->r.status = 200;
-	s->r.resp_started = true;
+	s->tun = calloc(1, sizeof(*s->tun));
+	if (s->tun == NULL) {
+		session_close(s, "out of memory");
+		return;
+	}
+	s->r->status = 200;
+	s->r->resp_started = true;
 	buf_append(&s->cout, tunnel_ok, sizeof(tunnel_ok) - 1);
 	/* bytes the client sent after its CONNECT head go first, then splice */
-	relay_dir_init(&s->to_up, s->cfd, s->ufd, &s->cin);
-	relay_dir_init(&s->to_cli, s->ufd, s->cfd, &s->cout);
+	relay_dir_init(&s->tun->to_up, s->cfd, s->ufd, &s->cin);
+	relay_dir_init(&s->tun->to_cli, s->ufd, s->cfd, &s->cout);
 	/* a passthrough host: its ClientHello is read and checked before anything goes up */
-	s->hello = s->px->tls != NULL ? HELLO_CLIENT : HELLO_DONE;
-	s->hello_ms = session_now(s);
+	s->tun->hello = s->px->tls != NULL ? HELLO_CLIENT : HELLO_DONE;
+	s->tun->hello_ms = session_now(s);
 	session_enter(s, SS_TUNNEL);
 }

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <openssl/ssl.h>
+#include <stdio.h>
 
 #include "proxy.h"
 #include "inject.h"
@@ -106,8 +107,77 @@ struct request {
 	bool z_more;                /* its last output filled the piece: it may hold more */
 	bool z_end;                 /* its stream (a gzip member) ended */
 	uint64_t sent_ms;  /* when the request head was queued upstream */
+
+	/* dial.c: the checked addresses, tried in order (a reused upstream: its one) */
+	struct sockaddr_storage dial[DIAL_MAX];
+	size_t ndial, idial;
+	int dial_errno;
 };
 
+/* An address of an upstream's answer set, its port set. */
+union up_addr {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+
+/*
+ * What ufd is connected (or connecting) to, kept with it across keep-alive
+ * requests: the target and every checked address of its answer set (a
+ * replay dials from the one in use on, and a reload re-judges them all).
+ * Allocated by dial.c for the addresses and the name it holds, freed by
+ * dial_close.
+ */
+struct upstream {
+	uint16_t port;
+	enum grant_via via;
+	enum host_kind kind;
+	struct in6_addr ip;   /* HOST_IPV4 / HOST_IPV6: the literal (struct host's addr) */
+	uint8_t naddr;        /* the checked addresses, in dial order (at most DIAL_MAX) */
+	uint8_t iaddr;        /* the one ufd is dialing or connected to; naddr: none yet */
+	union up_addr addr[]; /* naddr of them, then the canonical host name (upstream_name) */
+};
+
+static inline const char *upstream_name(const struct upstream *u)
+{
+	return (const char *)&u->addr[u->naddr];
+}
+
+/*
+ * A verified stamp, kept for the connection's rows and rules: its fields,
+ * the texts allocated to their length (session_stamp_keep).
+ */
+struct sess_stamp {
+	uint64_t seq;
+	uint32_t kid;
+	char boot[17];
+	const char *src, *net, *as; /* into text; as is "" when absent */
+	char text[];                /* src, net and as, each NUL-terminated */
+};
+
+/* A tunnel's two directions (session_tunnel_begin), and a passthrough one's hellos. */
+struct tunnel {
+	struct relay_dir to_up, to_cli;
+	enum hello_phase hello; /* a passthrough tunnel's ClientHello, judged before relaying */
+	uint64_t hello_ms;      /* the phase began (its deadline: head- or response-timeout) */
+	size_t hello_left;      /* HELLO_SERVER: bytes of the ClientHello at cin's head to send */
+};
+
+/* An intercepted CONNECT's own state (tls.c), allocated when one begins. */
+struct intercept {
+	struct target tunnel; /* the CONNECT target every request must name */
+	char err[128];
+	char resume_key[HOST_NAME_MAX_LEN + 8]; /* "host:port" of the upstream TLS session */
+};
+
+/*
+ * A client connection. What an idle one needs stays here (under 1 KiB, see
+ * session.c); the request in flight (r), the upstream's identity (up), a
+ * tunnel's relay (tun), an intercepted CONNECT's state (ix) and a verified
+ * stamp are allocated when they begin and freed when they end, and the
+ * buffers when bytes come and go: an idle connection holds none but its
+ * stamp and its kept upstream's identity.
+ */
 struct session {
 	struct proxy *px;
 	struct session *next, *prev;
@@ -117,23 +187,20 @@ struct session {
 	bool pumping, again, closed;
 	bool c_woke; /* the client sent while we were not reading it */
 	bool u_hup;  /* upstream hung up and left epoll: read it without waiting */
+	bool up_ready;
+	bool lingering;
 	char client[INET6_ADDRSTRLEN + 8];
+	int cfd;                   /* (here, it fills client's padding) */
 	struct limit_entry *limit; /* what this connection is counted against (limit.c) */
 
-	int cfd;
 	struct loop_io cio;
 	struct buf cin, cout;
 
 	int ufd; /* upstream, kept across keep-alive requests */
 	struct loop_io uio;
 	struct buf uin, uout;
-	struct buf replay; /* a request head sent on a reused upstream, until answered */
-	struct target up;  /* what ufd is connected (or connecting) to */
-	bool up_ready;
-	struct sockaddr_storage dial[DIAL_MAX];
-	size_t ndial, idial;
-	char up_addr[INET6_ADDRSTRLEN + 8]; /* the address ufd is connected to */
-	int dial_errno;
+	struct buf replay;   /* a request head sent on a reused upstream, until answered */
+	struct upstream *up; /* what ufd is connected (or connecting) to; NULL without one */
 	struct resolve_query *q;
 	double t_phase;    /* start of resolve or connect, proxy_now_ms */
 	uint64_t phase_ms; /* the same in loop time, for the deadline */
@@ -142,31 +209,34 @@ struct session {
 	uint64_t accepted_ms;
 	uint64_t active_ms; /* last byte moved either way */
 	uint64_t head_ms;   /* first byte of the head being read, 0 if none */
-	bool lingering;
 
-	struct request r;
-	struct relay_dir to_up, to_cli;
+	struct request *r; /* the request in flight; NULL while idle (session_request_new) */
+	struct tunnel *tun; /* a CONNECT relaying bytes (SS_TUNNEL), from its 200 to the close */
 
 	/* an intercepted CONNECT (tls.c): requests arrive decrypted */
-	SSL *cssl;            /* the client side, our leaf for tunnel.host */
+	SSL *cssl;            /* the client side, our leaf for ix->tunnel.host */
 	SSL *ussl;            /* the upstream side, verified; lives with ufd */
+	struct intercept *ix; /* from the CONNECT's 200 to the close */
 	bool intercept;       /* the handshake is done: heads come through cssl */
-	struct target tunnel; /* the CONNECT target every request must name */
 	bool c_tls_out, u_tls_out; /* TLS must write before it can go on */
 	bool sni_bad;
-	char tls_err[128];
-	char resume_key[HOST_NAME_MAX_LEN + 8]; /* "host:port" of the upstream TLS session */
-	enum hello_phase hello; /* a passthrough tunnel's ClientHello, judged before relaying */
-	uint64_t hello_ms;      /* the phase began (its deadline: head- or response-timeout) */
-	size_t hello_left;      /* HELLO_SERVER: bytes of the ClientHello at cin's head to send */
-	struct token *token; /* the token this session waits for (SS_TOKEN) */
 	bool token_waited;   /* woken from SS_TOKEN: a failed run fails this request */
 	bool reissued;       /* the request now being sent was re-issued after a 401 */
+	struct token *token; /* the token this session waits for (SS_TOKEN) */
 
-	struct stamp stamp; /* verified on the first head; every request inherits it */
-	bool stamped;
-	char who[STAMP_NET_MAX + 48]; /* "src@net" or "unattributed" */
+	struct sess_stamp *stamp; /* verified on the first head; every request inherits it.
+				     NULL: unattributed */
 };
+
+/* Who a row names: "src@net" of the stamp, or "unattributed". */
+static inline const char *session_who(const struct session *s, char *buf, size_t size)
+{
+	if (s->stamp == NULL)
+		return "unattributed";
+	snprintf(buf, size, "%s@%s", s->stamp->src, s->stamp->net);
+	return buf;
+}
+#define SESSION_WHO_MAX (STAMP_NET_MAX + 48)
 
 static inline const struct config *session_config(const struct session *s)
 {
@@ -185,6 +255,8 @@ static inline bool session_would_block(void)
 }
 
 /* session.c */
+int session_request_new(struct session *s);
+int session_stamp_keep(struct session *s, const struct stamp *st);
 void session_log(struct session *s);
 void session_abort(struct session *s, const char *why);
 void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
@@ -248,6 +320,12 @@ void dial_next(struct session *s);
 void dial_connected(struct session *s, uint32_t events);
 void dial_close(struct session *s);
 void dial_close_fd(struct session *s);
+bool dial_up_is(const struct upstream *u, const struct target *t);
+void dial_up_target(const struct upstream *u, struct target *t);
+void dial_up_format(const struct upstream *u, char *buf, size_t size);
+void dial_up_judge(const struct policy *p, const struct upstream *u, const struct host *h,
+		   struct verdict *v);
+void dial_reuse(struct session *s);
 const void *dial_addr_bytes(const struct sockaddr_storage *ss);
 void dial_refuse_address(struct session *s, int family, const void *addr,
 			 const struct verdict *v);

@@ -106,9 +106,9 @@ static int servername(SSL *ssl, int *alert, void *arg)
 
 	if (s == NULL || name == NULL)
 		return SSL_TLSEXT_ERR_OK;
-	if (host_canon(name, strlen(name), &h, &err) == 0 && host_equal(&h, &s->tunnel.host))
+	if (host_canon(name, strlen(name), &h, &err) == 0 && host_equal(&h, &s->ix->tunnel.host))
 		return SSL_TLSEXT_ERR_OK;
-	snprintf(s->tls_err, sizeof(s->tls_err), "%.100s", name);
+	snprintf(s->ix->err, sizeof(s->ix->err), "%.100s", name);
 	s->sni_bad = true;
 	*alert = SSL_AD_UNRECOGNIZED_NAME;
 	return SSL_TLSEXT_ERR_ALERT_FATAL;
@@ -309,9 +309,15 @@ static int handshake(SSL *ssl, bool *out)
  */
 void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len)
 {
-	s->tunnel = s->r.t;
-	s->r.status = 200;
-	s->r.resp_started = true;
+	if (s->ix == NULL)
+		s->ix = calloc(1, sizeof(*s->ix));
+	if (s->ix == NULL) {
+		session_close(s, "out of memory");
+		return;
+	}
+	s->ix->tunnel = s->r->t;
+	s->r->status = 200;
+	s->r->resp_started = true;
 	buf_append(&s->cout, tunnel_ok, len);
 	session_enter(s, SS_TLS_ACCEPT);
 }
@@ -319,9 +325,9 @@ void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len)
 /* The client's handshake did not complete: the tunnel's row says why, then close. */
 static void accept_failed(struct session *s, const char *reason, const char *detail)
 {
-	s->r.decision = "refuse";
-	s->r.reason = reason;
-	snprintf(s->r.detail, sizeof(s->r.detail), "%s", detail);
+	s->r->decision = "refuse";
+	s->r->reason = reason;
+	snprintf(s->r->detail, sizeof(s->r->detail), "%s", detail);
 	session_log(s);
 	session_close(s, NULL);
 }
@@ -346,14 +352,14 @@ void tls_step_accept(struct session *s)
 			accept_failed(s, "malformed", "bytes after CONNECT before our 200");
 			return;
 		}
-		if (leaf_get(t->leaves, s->tunnel.host.name, &cert, &key, &minted) == -1 ||
+		if (leaf_get(t->leaves, s->ix->tunnel.host.name, &cert, &key, &minted) == -1 ||
 		    (s->cssl = SSL_new(t->server)) == NULL ||
 		    SSL_set_ex_data(s->cssl, sess_idx, s) != 1 ||
 		    SSL_use_certificate(s->cssl, cert) != 1 || SSL_use_PrivateKey(s->cssl, key) != 1 ||
 		    SSL_set_fd(s->cssl, s->cfd) != 1) {
-			snprintf(s->tls_err, sizeof(s->tls_err), "no certificate for the client: %s",
+			snprintf(s->ix->err, sizeof(s->ix->err), "no certificate for the client: %s",
 				 tls_error_text());
-			accept_failed(s, "tls-setup", s->tls_err);
+			accept_failed(s, "tls-setup", s->ix->err);
 			return;
 		}
 		SSL_set_accept_state(s->cssl);
@@ -366,7 +372,7 @@ void tls_step_accept(struct session *s)
 
 		if (s->sni_bad)
 			snprintf(why, sizeof(why),
-				 "the client's TLS server name %s is not the CONNECT host", s->tls_err);
+				 "the client's TLS server name %s is not the CONNECT host", s->ix->err);
 		else
 			snprintf(why, sizeof(why),
 				 "client TLS handshake failed: %s (does the client trust the sluice "
@@ -381,7 +387,7 @@ void tls_step_accept(struct session *s)
 		unsigned alen = 0;
 
 		SSL_get0_alpn_selected(s->cssl, &alpn, &alen);
-		snprintf(s->r.detail, sizeof(s->r.detail), "intercepted: %s%s", SSL_get_version(s->cssl),
+		snprintf(s->r->detail, sizeof(s->r->detail), "intercepted: %s%s", SSL_get_version(s->cssl),
 			 alen > 0 ? ", ALPN http/1.1" : "");
 	}
 	session_log(s);
@@ -395,7 +401,7 @@ void tls_step_accept(struct session *s)
 int tls_connect_begin(struct session *s)
 {
 	struct tls *t = s->px->tls;
-	const struct host *h = &s->r.t.host;
+	const struct host *h = &s->r->t.host;
 	SSL_CTX *ctx = t->client;
 	X509_VERIFY_PARAM *vp;
 
@@ -415,13 +421,13 @@ int tls_connect_begin(struct session *s)
 		goto fail;
 	}
 	/* resume the last verified session with this host and port, if any */
-	snprintf(s->resume_key, sizeof(s->resume_key), "%s:%u", h->name, s->r.t.port);
-	if (SSL_set_ex_data(s->ussl, ssl_idx_key, s->resume_key) != 1)
+	snprintf(s->ix->resume_key, sizeof(s->ix->resume_key), "%s:%u", h->name, s->r->t.port);
+	if (SSL_set_ex_data(s->ussl, ssl_idx_key, s->ix->resume_key) != 1)
 		goto fail;
 	{
-		struct resume *r = resume_slot(t, s->resume_key);
+		struct resume *r = resume_slot(t, s->ix->resume_key);
 
-		if (r->sess != NULL && strcmp(r->key, s->resume_key) == 0)
+		if (r->sess != NULL && strcmp(r->key, s->ix->resume_key) == 0)
 			SSL_set_session(s->ussl, r->sess);
 	}
 	SSL_set_connect_state(s->ussl);
@@ -437,7 +443,7 @@ fail:
 
 void tls_step_connect(struct session *s)
 {
-	struct request *r = &s->r;
+	struct request *r = s->r;
 	int rc = handshake(s->ussl, &s->u_tls_out);
 	long v;
 
@@ -552,7 +558,7 @@ static void hello_refuse(struct session *s, const char *reason, int alert, const
 static int client_hello(struct session *s, bool again, size_t *wire)
 {
 	struct tls_hello h;
-	const struct host *want = &s->r.t.host;
+	const struct host *want = &s->r->t.host;
 	const char *which = again ? "the second ClientHello (after a HelloRetryRequest)"
 				  : "the TLS ClientHello";
 	size_t cap = TLS_HELLO_WIRE_MAX + (again ? 6 : 0);
@@ -573,7 +579,7 @@ static int client_hello(struct session *s, bool again, size_t *wire)
 		if (n > 0)
 			continue;
 		if (n == -1 && session_would_block()) {
-			s->to_up.want_read = true;
+			s->tun->to_up.want_read = true;
 			return 1;
 		}
 		if (n == 0)
@@ -585,7 +591,7 @@ static int client_hello(struct session *s, bool again, size_t *wire)
 		hello_refuse(s, "sni-unreadable", 0, why);
 		return -1;
 	}
-	s->to_up.want_read = false;
+	s->tun->to_up.want_read = false;
 	if (r == TLS_HELLO_NOT) {
 		snprintf(why, sizeof(why), "%s is not readable: %s", which, h.why);
 		/* an alert only to a client that began a TLS record */
@@ -606,12 +612,12 @@ static int client_hello(struct session *s, bool again, size_t *wire)
 		return -1;
 	}
 	if (again)
-		snprintf(s->r.detail + strlen(s->r.detail), sizeof(s->r.detail) - strlen(s->r.detail),
+		snprintf(s->r->detail + strlen(s->r->detail), sizeof(s->r->detail) - strlen(s->r->detail),
 			 ", again after a HelloRetryRequest");
 	else if (r == TLS_HELLO_FOUND)
-		snprintf(s->r.detail, sizeof(s->r.detail), "passthrough; TLS server name %s", h.name);
+		snprintf(s->r->detail, sizeof(s->r->detail), "passthrough; TLS server name %s", h.name);
 	else
-		snprintf(s->r.detail, sizeof(s->r.detail),
+		snprintf(s->r->detail, sizeof(s->r->detail),
 			 "passthrough; no TLS server name (an address)");
 	*wire = h.wire;
 	return 0;
@@ -640,12 +646,12 @@ static int server_hello(struct session *s, bool *retry)
 		if (n > 0)
 			continue;
 		if (n == -1 && session_would_block()) {
-			s->to_cli.want_read = true;
+			s->tun->to_cli.want_read = true;
 			return 1;
 		}
 		break; /* end of stream or an error: the relay meets it again */
 	}
-	s->to_cli.want_read = false;
+	s->tun->to_cli.want_read = false;
 	*retry = r == TLS_HELLO_RETRY;
 	/* cout holds at most our 200 (IOBUF_MAX > TLS_HELLO_WIRE_MAX + its length) */
 	if (buf_append(&s->cout, buf_head(&s->uin), buf_len(&s->uin)) == -1) {
@@ -659,15 +665,15 @@ static int server_hello(struct session *s, bool *retry)
 
 static void hello_enter(struct session *s, enum hello_phase phase)
 {
-	s->hello = phase;
-	s->hello_ms = session_now(s);
+	s->tun->hello = phase;
+	s->tun->hello_ms = session_now(s);
 	s->again = true;
 	session_arm_timer(s); /* this phase's deadline may be sooner */
 }
 
 /*
  * A passthrough tunnel's hellos (session.c's step_tunnel runs this until
- * s->hello is HELLO_DONE, relaying nothing else meanwhile but our 200):
+ * s->tun->hello is HELLO_DONE, relaying nothing else meanwhile but our 200):
  * the ClientHello is read whole and judged; only its own bytes go up; the
  * server's first message is read and held until it is known not to be a
  * HelloRetryRequest; if it is, it goes to the client and the second
@@ -679,7 +685,7 @@ int tls_hello_step(struct session *s)
 	size_t wire = 0;
 	bool retry = false;
 
-	switch (s->hello) {
+	switch (s->tun->hello) {
 	case HELLO_CLIENT:
 		switch (client_hello(s, false, &wire)) {
 		case -1:
@@ -687,29 +693,29 @@ int tls_hello_step(struct session *s)
 		case 1:
 			return 0;
 		}
-		s->hello_left = wire;
+		s->tun->hello_left = wire;
 		hello_enter(s, HELLO_SERVER);
 		/* fall through */
 	case HELLO_SERVER:
 		/* the ClientHello alone; what the client sent after it waits */
-		while (s->hello_left > 0) {
-			ssize_t n = write(s->ufd, buf_head(&s->cin), s->hello_left);
+		while (s->tun->hello_left > 0) {
+			ssize_t n = write(s->ufd, buf_head(&s->cin), s->tun->hello_left);
 
 			if (n > 0) {
 				buf_consume(&s->cin, (size_t)n);
-				s->hello_left -= (size_t)n;
-				s->to_up.bytes += (uint64_t)n;
+				s->tun->hello_left -= (size_t)n;
+				s->tun->to_up.bytes += (uint64_t)n;
 				s->active_ms = session_now(s);
 				continue;
 			}
 			if (n == -1 && session_would_block()) {
-				s->to_up.want_write = true;
+				s->tun->to_up.want_write = true;
 				return 0;
 			}
 			session_close(s, "tunnel error");
 			return -1;
 		}
-		s->to_up.want_write = false;
+		s->tun->to_up.want_write = false;
 		switch (server_hello(s, &retry)) {
 		case -1:
 			return -1;
