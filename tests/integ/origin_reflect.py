@@ -21,6 +21,9 @@ front); ?h=NAME names the credential header (default authorization):
              the compressed stream short, ?members=N sends it N times over
              (gzip members one after the other), ?frame=chunked|eof frames it so
   last       the value raw and percent-encoded
+  echo-quote the value as Python's urllib.parse.quote ('/' raw), quote_plus
+             (a space as '+') and urlencode write it, of the whole value and
+             of it without its first word (the scheme)
   range      "you sent <V>" (V the header's value), honouring a Range header
              of bytes=A-B / A- / -N ranges: one range 206 with Content-Range,
              several 206 multipart/byteranges, none 200 with the whole body;
@@ -110,6 +113,12 @@ def respond(target, host, hmap):
         frame = q.get("frame", ["cl"])[0]
         if frame != "cl":
             return head_and_body(status, headers, body, frame)
+    elif seg == "echo-quote":
+        bare = val.split(" ", 1)[1] if val.lower().startswith(("bearer ", "basic ")) else val
+        body = ("quote: %s\nplus: %s\nform: %s\nbare-quote: %s\nbare-plus: %s\n" %
+                (urllib.parse.quote(val), urllib.parse.quote_plus(val),
+                 urllib.parse.urlencode({"v": val}), urllib.parse.quote(bare),
+                 urllib.parse.quote_plus(bare))).encode("latin-1")
     elif seg == "range":
         body = ("you sent <%s>\n" % val).encode("latin-1")
         spec = q["force"][0] if "force" in q else None

@@ -1,6 +1,7 @@
 #!/bin/bash
 # A reflected secret is masked in every form it was sent in, not only raw:
-# percent-encoded (upper case as sent, lower case, twice), inside JSON
+# percent-encoded (upper case as sent, lower case, twice, as Python's
+# urllib.parse.quote and quote_plus write it), inside JSON
 # (Python's escapes, PHP's escaping '/' too), base64 at any
 # alignment (so inside the base64 of the header value with its prefix too),
 # urlsafe base64, and a Basic credential's decoded user:pass and password.
@@ -30,6 +31,7 @@ BASIC=$(printf %s "$USERPASS" | base64 -w0)
 TOK='minted+tok/7777abcd'
 ST='stamped/only+secret42'
 PH='placeholder/rule+secret9'
+SP='sp ace/val+ue=42:x'
 printf '%s\n' "$BASIC" >"$LAB_DIR/basic.secret"
 chmod 600 "$LAB_DIR/basic.secret"
 printf '#!/bin/sh\necho "%s"\necho 600\n' "$TOK" >"$LAB_DIR/mint.sh"
@@ -42,12 +44,13 @@ lab_write_conf "intercept on" \
 	"inject bas host=api.test:9445 path=/basic header=Authorization prefix=\"Basic \" file=$LAB_DIR/basic.secret unattributed=yes" \
 	"inject tok host=tok.test:9445 path=/api header=X-Token command=$LAB_DIR/mint.sh unattributed=yes" \
 	'inject st host=tls.test:9445 header=Authorization prefix="Bearer " env=SCRUB_ST' \
-	'inject ph host=tok.test:9445 path=/ph header=X-Ph require=sandbox-placeholder env=SCRUB_PH unattributed=yes'
+	'inject ph host=tok.test:9445 path=/ph header=X-Ph require=sandbox-placeholder env=SCRUB_PH unattributed=yes' \
+	'inject sp host=api.test:9445 path=/sp header=X-Sp env=SCRUB_SP unattributed=yes'
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 sl key init >/dev/null 2>&1 || lab_bail "sluice key init"
-export SCRUB_HDR=$HDR SCRUB_Q=$QS SCRUB_ST=$ST SCRUB_PH=$PH
+export SCRUB_HDR=$HDR SCRUB_Q=$QS SCRUB_ST=$ST SCRUB_PH=$PH SCRUB_SP=$SP
 lab_run_proxy
-unset SCRUB_HDR SCRUB_Q SCRUB_ST SCRUB_PH
+unset SCRUB_HDR SCRUB_Q SCRUB_ST SCRUB_PH SCRUB_SP
 CA=$STATE/ca.crt
 icurl() { hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$CA" "$@"; }
 oq() { jq_ "$R" "$@"; }
@@ -62,7 +65,8 @@ for v in sys.argv[2:]:
     b = v.encode("latin-1")
     up = urllib.parse.quote(v, safe="")
     js = json.dumps(v)[1:-1]
-    forms = {"raw": v, "json": js, "json-php": js.replace("/", "\\/"), "pct": up, "pct-lower": "".join(
+    forms = {"raw": v, "json": js, "json-php": js.replace("/", "\\/"), "pct": up,
+             "quote": urllib.parse.quote(v), "quote-plus": urllib.parse.quote_plus(v), "pct-lower": "".join(
         c.lower() if i > 0 and up[i - 1] == "%" or i > 1 and up[i - 2] == "%" else c
         for i, c in enumerate(up)), "pct-twice": urllib.parse.quote(up, safe="")}
     for k in range(3):
@@ -116,6 +120,18 @@ expect_re "... the Location header came back, masked" '^Location: https://back.t
 	"$(grep -i '^location' "$LAB_DIR/c1" | tr -d '\r')"
 ORIGIN_LINE=/q/echo-url?a=1 check "percent-encoded (as sent, lower case, twice) and decoded reflections" "/q/echo-url?a=1&key=x" \
 	"$LAB_DIR/c1" "$QS"
+
+# Python's urllib.parse.quote ('/' left raw) and quote_plus / urlencode (a space as '+')
+icurl -D - 'https://api.test:9445/h/echo-quote' >"$LAB_DIR/cq" 2>&1
+check "urllib.parse.quote and quote_plus reflections of a Bearer value" "/h/echo-quote" "$LAB_DIR/cq" "$HDR"
+expect_eq "... control: the origin sent quote()'s form ('/' left raw)" 1 \
+	"$(oq 'line~/h/echo-quote' "sent~$("$PY" -c 'import sys,urllib.parse;print(urllib.parse.quote(sys.argv[1]))' "$HDR")" --count)"
+icurl -D "$LAB_DIR/cq2.h" -o "$LAB_DIR/cq2.b" 'https://api.test:9445/sp/echo-quote?h=x-sp' >"$LAB_DIR/cq2" 2>&1
+cat "$LAB_DIR/cq2.h" "$LAB_DIR/cq2.b" >>"$LAB_DIR/cq2"
+check "quote and quote_plus of a value with a space (quote_plus writes '+')" "/sp/echo-quote?h=x-sp" "$LAB_DIR/cq2" "$SP"
+expect_eq "... the masks keep each form's length (the body is as long as the origin's)" \
+	"$(oq 'line~/sp/echo-quote' --field sent | "$PY" -c 'import sys;print(len(sys.stdin.read()[:-1].split("\r\n\r\n",1)[1]))')" \
+	"$(wc -c <"$LAB_DIR/cq2.b")"
 
 # base64 of the header value with its prefix, and of the value at every alignment
 icurl -D - 'https://api.test:9445/h/echo-b64' >"$LAB_DIR/c2" 2>&1
@@ -279,5 +295,5 @@ expect_eq "a 206 the origin sends although no Range went up: refused 502 range-r
 expect_eq "... control: the origin did send the piece asked for, 206" "HTTP/1.1 206 1" \
 	"$(oq 'line~/h/range?force=' --field sent | head -1 | cut -d' ' -f1-2) $(oq 'line~/h/range?force=' "sent~you sent <Bearer ${HDR:0:$((cut - pre))}" --count)"
 
-expect_eq "no value appears in the network log" none "$(forms "$NETLOG" "$HDR" "$QS" "$BASIC" "$TOK" "$ST")"
+expect_eq "no value appears in the network log" none "$(forms "$NETLOG" "$HDR" "$QS" "$BASIC" "$TOK" "$ST" "$SP")"
 lab_done
