@@ -5,7 +5,8 @@
 # public suffix of the list's private section) is refused 403 not-granted,
 # plain HTTP and CONNECT alike, and never reaches the origin. A passthrough
 # wildcard follows the same rule: `passthrough *.amazonaws.com` tunnels
-# api.amazonaws.com untouched but decrypts tenant.s3.amazonaws.com. The
+# api.amazonaws.com untouched but decrypts tenant.s3.amazonaws.com.
+# `sluice allow add` of such a wildcard notes what it leaves out. The
 # names are the lab's (TEST-NET addresses inside the lab's namespaces),
 # added to the host namespace's hosts file.
 source "$(dirname "$0")/lab.sh"
@@ -69,4 +70,12 @@ expect_re "tenant.s3.amazonaws.com is intercepted (decrypted by the proxy), not 
 	"^intercepted: " "$(logq kind=tunnel host=tenant.s3.amazonaws.com --field detail)"
 expect_eq "... so its request never reached the origin untouched (the proxy refuses the origin's certificate)" \
 	0 "$(origq ev=req 'line~/pt-tenant' --count)"
+
+# --- the CLI says what such a wildcard leaves out
+out=$(sl allow add '*.amazonaws.com' 2>&1)
+expect_re "sluice allow add '*.amazonaws.com' adds it and notes the public suffixes below it it does not cover" \
+	'^allow: note: \*\.amazonaws\.com does not cover names under the [0-9]+ public suffixes listed below it \(.*amazonaws\.com.*\); grant such a host exactly.*added \*\.amazonaws\.com permanent$' \
+	"$(echo $out)"
+out=$(sl allow add '*.lab-only.example.com' 2>&1)
+expect_eq "... no note for a wildcard with no public suffix below it" "added *.lab-only.example.com permanent" "$out"
 lab_done
