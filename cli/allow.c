@@ -13,9 +13,11 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <libpsl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -309,6 +311,65 @@ static int usage_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
+/*
+ * The text public suffix list beside the one libpsl loads (Debian:
+ * public_suffix_list.dat next to the .dafsa) into buf. Returns 0, or -1
+ * when there is none to name.
+ */
+static int suffix_text_path(char *buf, size_t size)
+{
+	const char *dist = psl_dist_filename();
+	const char *slash = dist != NULL ? strrchr(dist, '/') : NULL;
+	int n;
+
+	if (slash == NULL)
+		return -1;
+	n = snprintf(buf, size, "%.*s/public_suffix_list.dat", (int)(slash - dist), dist);
+	return n < 0 || (size_t)n >= size ? -1 : 0;
+}
+
+/*
+ * A wildcard *.S never covers a name under a public suffix below S (grant.h):
+ * say so when the list names some (a cloud's tenants), with two of them.
+ * Silent when the text list is not at hand; this note is advice, the
+ * proxy's rule holds regardless.
+ */
+static void suffix_note(const struct grant *g)
+{
+	char path[4096], line[512], first[2][HOST_NAME_MAX_LEN + 1];
+	size_t sl = strlen(g->host), n = 0;
+	FILE *f;
+
+	if (!g->wildcard || suffix_text_path(path, sizeof(path)) == -1)
+		return;
+	f = fopen(path, "re");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *e = line + strcspn(line, " \t\r\n"), *p = line;
+		size_t len;
+
+		*e = '\0';
+		/* comments, blank lines, and exceptions ("!x.y": not a suffix) */
+		if (p[0] == '/' || p[0] == '\0' || p[0] == '!')
+			continue;
+		if (p[0] == '*' && p[1] == '.')
+			p += 2; /* "*.x.S": every name under x.S is a suffix */
+		len = strlen(p);
+		if (len > sl + 1 && p[len - sl - 1] == '.' && strcasecmp(p + len - sl, g->host) == 0) {
+			if (n < 2 && strlen(line) < sizeof(first[n]))
+				memcpy(first[n], line, strlen(line) + 1);
+			n++;
+		}
+	}
+	fclose(f);
+	if (n > 0)
+		fprintf(stderr,
+			"allow: note: *.%s does not cover names under the %zu public suffix%s listed "
+			"below it (%s%s%s); grant such a host exactly\n",
+			g->host, n, n == 1 ? "" : "es", first[0], n > 1 ? ", " : "", n > 1 ? first[1] : "");
+}
+
 static int pattern_arg(const char *s, struct grant *g)
 {
 	const char *err = "bad grant";
@@ -428,6 +489,7 @@ static int allow_add(int argc, char **argv)
 		       replaced ? "replaced" : "added", pat, g.run);
 	else
 		printf("%s %s permanent\n", replaced ? "replaced" : "added", pat);
+	suffix_note(&g);
 	ret = EXIT_OK;
 out_free:
 	free(s.g);

@@ -852,17 +852,13 @@ void config_print(const struct config *c, FILE *out)
 
 bool config_passthrough(const struct config *c, const char *host)
 {
-	size_t hl = strlen(host);
-
 	for (size_t i = 0; i < c->npassthrough; i++) {
 		const struct config_pattern *pt = &c->passthrough[i];
-		size_t sl = strlen(pt->host);
 
 		if (!pt->wildcard && strcmp(pt->host, host) == 0)
 			return true;
-		/* a strict subdomain, as a wildcard grant (names only: an IP has no dot-suffix) */
-		if (pt->wildcard && hl > sl + 1 && host[hl - sl - 1] == '.' &&
-		    memcmp(host + hl - sl, pt->host, sl) == 0 && strchr(host, ':') == NULL)
+		/* as a wildcard grant (names only: an IP has no dot-suffix) */
+		if (pt->wildcard && strchr(host, ':') == NULL && grant_wildcard_covers(pt->host, host))
 			return true;
 	}
 	return false;

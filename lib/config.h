@@ -80,7 +80,7 @@ struct config_exception {
 	struct ipnet net;
 };
 
-/* A passthrough pattern: exact host, or with wildcard its strict subdomains. */
+/* A passthrough pattern: exact host, or with wildcard the names grant_wildcard_covers gives. */
 struct config_pattern {
 	char host[HOST_NAME_MAX_LEN + 1]; /* canonical; for a wildcard the suffix without "*." */
 	bool wildcard;

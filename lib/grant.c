@@ -14,6 +14,12 @@
  * is parsed: the config's allow and passthrough, `sluice allow add`, the
  * store. When the list cannot be loaded every wildcard is refused, saying
  * so: a wildcard that cannot be checked is not accepted.
+ *
+ * A wildcard that parsed still never reaches across a public suffix below
+ * its own: *.S covers a name only when S is the name's registrable domain
+ * or below it, so *.amazonaws.com covers www.amazonaws.com but not a
+ * tenant of s3.amazonaws.com (grant_wildcard_covers, for grants and
+ * passthrough alike). Without the list at match time it covers nothing.
  */
 #include "grant.h"
 
@@ -38,10 +44,11 @@ void grant_suffix_list(const char *path)
 }
 
 /*
- * Whether a wildcard over the canonical suffix may be granted: false, with
- * *err, when the suffix is a public suffix or the list is not at hand.
+ * The public suffix list, loaded on first use, kept, and loaded again when
+ * its path changes; NULL: not at hand (tried again on the next call). Once
+ * a wildcard parsed, the list is loaded, so matching reads no file.
  */
-static bool suffix_private(const char *suffix, const char **err)
+static const psl_ctx_t *suffix_list(void)
 {
 	static psl_ctx_t *psl;
 	static const char *loaded; /* the path psl came from */
@@ -52,6 +59,17 @@ static bool suffix_private(const char *suffix, const char **err)
 		psl = path != NULL && path[0] != '\0' ? psl_load_file(path) : NULL;
 		loaded = path;
 	}
+	return psl;
+}
+
+/*
+ * Whether a wildcard over the canonical suffix may be granted: false, with
+ * *err, when the suffix is a public suffix or the list is not at hand.
+ */
+static bool suffix_private(const char *suffix, const char **err)
+{
+	const psl_ctx_t *psl = suffix_list();
+
 	if (psl == NULL) {
 		*err = "the public suffix list cannot be loaded (Debian: install publicsuffix), so no "
 		       "wildcard can be checked and none is accepted; exact hosts are fine";
@@ -116,6 +134,27 @@ char *grant_format(const struct grant *g, char *buf, size_t size)
 	return buf;
 }
 
+bool grant_wildcard_covers(const char *suffix, const char *name)
+{
+	size_t nl = strlen(name), sl = strlen(suffix);
+	const psl_ctx_t *psl;
+	const char *reg;
+
+	/* A strict subdomain: at least one label and a dot before the suffix. */
+	if (!(nl > sl + 1 && name[nl - sl - 1] == '.' && memcmp(name + nl - sl, suffix, sl) == 0))
+		return false;
+	psl = suffix_list();
+	if (psl == NULL)
+		return false;
+	/*
+	 * NULL: the name is itself a public suffix (s3.amazonaws.com). Else reg
+	 * and the suffix both end name on a label boundary, so the suffix is reg
+	 * or below it exactly when it is no shorter.
+	 */
+	reg = psl_registrable_domain(psl, name);
+	return reg != NULL && sl >= strlen(reg);
+}
+
 bool grant_matches(const struct grant *g, const struct host *h, uint16_t port,
 		   enum grant_via via)
 {
@@ -125,13 +164,8 @@ bool grant_matches(const struct grant *g, const struct host *h, uint16_t port,
 	} else if (g->port != port) {
 		return false;
 	}
-	if (g->wildcard) {
-		size_t hl = strlen(h->name), sl = strlen(g->host);
-
-		/* A strict subdomain: at least one label and a dot before the suffix. */
-		return h->kind == HOST_NAME && hl > sl + 1 && h->name[hl - sl - 1] == '.' &&
-		       memcmp(h->name + hl - sl, g->host, sl) == 0;
-	}
+	if (g->wildcard)
+		return h->kind == HOST_NAME && grant_wildcard_covers(g->host, h->name);
 	/* Canonical text is unambiguous across kinds: a name never reads as an IP. */
 	return strcmp(h->name, g->host) == 0;
 }

@@ -73,14 +73,24 @@ int grant_parse(const char *s, size_t len, struct grant *g, const char **err);
  * The public suffix list file grant_parse loads (a DAFSA or a .dat file);
  * NULL, the default, is the system's (libpsl's psl_dist_filename(),
  * Debian: /usr/share/publicsuffix/public_suffix_list.dafsa). The string
- * must outlive every grant_parse. For tests.
+ * must outlive every grant_parse and grant_wildcard_covers. For tests.
  */
 void grant_suffix_list(const char *path);
 
 /* Write the pattern as the user would type it ("*.example.com:8443"). */
 char *grant_format(const struct grant *g, char *buf, size_t size);
 
-/* Whether g covers this canonical host and port reached this way. */
+/*
+ * Whether a wildcard over the canonical suffix covers the canonical name: a
+ * strict subdomain of it whose registrable domain (the public suffix list,
+ * private section included) is the suffix or above it, so that *.S never
+ * reaches across a public suffix below S (*.amazonaws.com does not cover
+ * x.s3.amazonaws.com, nor s3.amazonaws.com itself). False when the list
+ * cannot be loaded.
+ */
+bool grant_wildcard_covers(const char *suffix, const char *name);
+
+/* Whether g covers this canonical host and port reached this way (wildcards: grant_wildcard_covers). */
 bool grant_matches(const struct grant *g, const struct host *h, uint16_t port,
 		   enum grant_via via);
 

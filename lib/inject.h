@@ -231,7 +231,9 @@ void inject_forms_init(struct inject_forms *f);
 /*
  * Add the forms of secret[0..slen) written after prefix (a rule's prefix=,
  * "" for none): the value raw; percent-encoded as inject_query_rewrite
- * writes it (upper-case hex), with lower-case hex, and encoded twice; as
+ * writes it (upper-case hex), with lower-case hex, encoded twice, with '/'
+ * left raw (Python's urllib.parse.quote) and with a space as '+'
+ * (quote_plus, urlencode); as
  * inside a JSON string (Python's escapes, and with '/' escaped, PHP's); the
  * base64 characters only the value decides at each of the 3 alignments in
  * a larger blob, standard and urlsafe alphabets (so base64 of prefix+value

@@ -4,11 +4,12 @@
  * An origin that reflects a credential rarely shows it only as sent: an
  * echoed URL or a Location carries a query rule's value percent-encoded (in
  * upper case as the proxy writes it, in lower case, or encoded once more
- * inside another URL), a debugging page shows a header base64'd, a Basic
- * credential is shown decoded, a JSON string escapes it (and '/' too, in
- * PHP's). Each form here is a string the scrubber masks byte for byte; a
- * prefix (prefix=) is not secret and is not masked,
- * but the value inside "prefix+value" is found in every form: raw and
+ * inside another URL; as Python's urllib.parse.quote writes it, '/' left
+ * raw, or quote_plus, a space as '+'), a debugging page shows a header
+ * base64'd, a Basic credential is shown decoded, a JSON string escapes it
+ * (and '/' too, in PHP's). Each form here is a string the scrubber masks
+ * byte for byte, with as many '*'; a prefix (prefix=) is not secret and
+ * is not masked, but the value inside "prefix+value" is found in every form: raw and
  * percent-encoding are byte-wise, and base64 is taken at all three
  * alignments, so base64 of the whole header value contains one of them.
  *
@@ -72,9 +73,16 @@ static bool is_unreserved(unsigned char ch)
 	       ch == '-' || ch == '.' || ch == '_' || ch == '~';
 }
 
-/* s[0..n) percent-encoded as inject_query_rewrite writes it, hex digits from hex. */
+/* How add_encoded writes the two bytes encoders disagree on. */
+enum pct_style {
+	PCT_ALL,   /* every byte but the unreserved: inject_query_rewrite, quote(v, safe="") */
+	PCT_SLASH, /* '/' left raw: Python's urllib.parse.quote(v) (safe="/") */
+	PCT_PLUS,  /* ' ' as '+': Python's quote_plus(v), urlencode, HTML form posts */
+};
+
+/* s[0..n) percent-encoded in style, hex digits from hex. */
 static int add_encoded(struct inject_forms *f, const char *s, size_t n, const char *hex,
-		       char **out, size_t *outlen)
+		       enum pct_style style, char **out, size_t *outlen)
 {
 	char *p = malloc(3 * n + 1);
 	size_t w = 0;
@@ -84,8 +92,10 @@ static int add_encoded(struct inject_forms *f, const char *s, size_t n, const ch
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)s[i];
 
-		if (is_unreserved(ch)) {
+		if (is_unreserved(ch) || (style == PCT_SLASH && ch == '/')) {
 			p[w++] = (char)ch;
+		} else if (style == PCT_PLUS && ch == ' ') {
+			p[w++] = '+';
 		} else {
 			p[w++] = '%';
 			p[w++] = hex[ch >> 4];
@@ -250,6 +260,7 @@ static bool is_basic(const char *prefix)
 
 int inject_forms_add(struct inject_forms *f, const char *prefix, const char *secret, size_t slen)
 {
+	static const char upper[] = "0123456789ABCDEF";
 	char *p, *once;
 	size_t n;
 
@@ -261,12 +272,14 @@ int inject_forms_add(struct inject_forms *f, const char *prefix, const char *sec
 		return -1;
 	memcpy(p, secret, slen);
 	if (take(f, p, slen) == -1 ||
-	    add_encoded(f, secret, slen, "0123456789ABCDEF", NULL, NULL) == -1 ||
-	    add_encoded(f, secret, slen, "0123456789abcdef", NULL, NULL) == -1 ||
-	    add_encoded(f, secret, slen, "0123456789ABCDEF", &once, &n) == -1)
+	    add_encoded(f, secret, slen, upper, PCT_ALL, NULL, NULL) == -1 ||
+	    add_encoded(f, secret, slen, "0123456789abcdef", PCT_ALL, NULL, NULL) == -1 ||
+	    add_encoded(f, secret, slen, upper, PCT_SLASH, NULL, NULL) == -1 ||
+	    add_encoded(f, secret, slen, upper, PCT_PLUS, NULL, NULL) == -1 ||
+	    add_encoded(f, secret, slen, upper, PCT_ALL, &once, &n) == -1)
 		return -1;
 	/* encoded twice: a URL carrying it, itself a parameter of another URL */
-	if (add_encoded(f, once, n, "0123456789ABCDEF", NULL, NULL) == -1) {
+	if (add_encoded(f, once, n, upper, PCT_ALL, NULL, NULL) == -1) {
 		explicit_bzero(once, n);
 		free(once);
 		return -1;

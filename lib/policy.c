@@ -2,7 +2,9 @@
  * policy.c: the one decision every path asks for.
  *
  * A policy is an immutable snapshot built from the config and the grant
- * store; judging never allocates and never looks anything up. Order of
+ * store; judging never allocates and never looks anything up over the
+ * network (a wildcard grant consults the public suffix list, in memory
+ * since the wildcard parsed: grant_wildcard_covers). Order of
  * checks: Host header against destination, destination address (for IP
  * literals here, for resolved names through policy_judge_addr), then
  * grants. Only the grant check is relaxed by observe mode. Resolving,

@@ -222,7 +222,11 @@ static int put_host(struct session *s)
 
 /*
  * The origin-form head sent upstream: the canonical Host first, hop-by-hop
- * and Proxy-* removed, a credential added.
+ * and Proxy-* removed, a credential added. To a host whose answers are
+ * scrubbed, identity is asked for and Range, If-Range and Request-Range
+ * (Apache's old spelling) are dropped: the origin answers with the whole
+ * body, so a secret is never split between two ranges the scrubber sees
+ * apart.
  */
 static int build_upstream_head(struct session *s, const struct http_request *req)
 {
@@ -245,6 +249,10 @@ static int build_upstream_head(struct session *s, const struct http_request *req
 		if (rule != NULL && plan != -2 && header_named(h, rule->field))
 			continue;
 		if (s->r->scrub != NULL && header_named(h, "Accept-Encoding"))
+			continue;
+		/* a range of the body could hold part of a secret, the next range the rest: the whole is asked */
+		if (s->r->scrub != NULL && (header_named(h, "Range") || header_named(h, "If-Range") ||
+					    header_named(h, "Request-Range")))
 			continue;
 		if (put_header(b, h) == -1)
 			return -1;

@@ -22,11 +22,14 @@
  * pass the scrubber unseen, so a response that comes gzip or deflate
  * anyway is decoded (zlib, at most INJECT_INFLATE_MAX bytes: a "zip bomb"
  * is cut there) and sent unencoded, chunked, and any other coding is
- * refused (502 encoded-response). Every byte of the head and body is
- * scrubbed before the client sees it: a Content-Length body keeps its
- * length; a chunked body is taken apart and chunked again, so a secret
- * split across chunks is found too (trailers are dropped). The row names
- * the rule that injected and counts what was masked.
+ * refused (502 encoded-response). Range, If-Range and Request-Range are
+ * not sent to such a host, so the origin answers the whole body, and a 206
+ * that comes anyway is refused (502 range-response): a secret split across
+ * two ranges would pass the scrubber in pieces. Every byte of the head
+ * and body is scrubbed before the client sees it: a Content-Length body
+ * keeps its length; a chunked body is taken apart and chunked again, so a
+ * secret split across chunks is found too (trailers are dropped). The row
+ * names the rule that injected and counts what was masked.
  *
  * A command rule's token comes from token.c: a request whose token is
  * being minted waits (SS_TOKEN); a bodiless request answered 401 has its
@@ -329,11 +332,13 @@ static bool coding_identity(const char *v, size_t n)
 }
 
 /*
- * A scrubbed response must reach the scrubber unencoded: the request asked
- * for identity, and a compressed body would carry the secret past it. A
- * final response with a body under one Content-Encoding of gzip, x-gzip or
- * deflate (not a 206: a range of it cannot be decoded alone) is decoded
- * here (r->inflate), scrubbed and sent without that header, chunked (close
+ * A scrubbed response must reach the scrubber whole and unencoded: the
+ * request asked for identity and no range. A 206 is refused (502
+ * range-response, nothing of it sent): pieces the client joins could hold
+ * a secret no piece holds whole. A compressed body would carry the secret
+ * past the scrubber: a final response with a body under one
+ * Content-Encoding of gzip, x-gzip or deflate is decoded here
+ * (r->inflate), scrubbed and sent without that header, chunked (close
  * delimited to an HTTP/1.0 client); any other coding, a list or a second
  * header refuses it (502 encoded-response, nothing of it sent). Sets how
  * the scrubbed body is framed. Returns 0, or -1 when refused.
@@ -346,6 +351,14 @@ int inject_response_coding(struct session *s, const struct http_response *resp)
 
 	if (r->scrub == NULL || resp->status < 200)
 		return 0;
+	if (resp->status == 206) {
+		/* no Range went up (build_upstream_head); a range, joined to another, could show a secret */
+		session_refuse(s, 502, "range-response", "http_response_incomplete",
+			       "%s answered with a range (206) although none was asked for; "
+			       "sluice-proxy cannot scrub a secret split across ranges",
+			       r->t.host.name);
+		return -1;
+	}
 	r->out_chunked = resp->body == HTTP_BODY_CHUNKED;
 	if (resp->body == HTTP_BODY_NONE ||
 	    (resp->body == HTTP_BODY_LENGTH && resp->content_length == 0))
@@ -360,14 +373,13 @@ int inject_response_coding(struct session *s, const struct http_response *resp)
 	}
 	if (enc == NULL)
 		return 0;
-	if (nenc > 1 || resp->status == 206 ||
-	    !(coding_is(enc->value, enc->value_len, "gzip") ||
-	      coding_is(enc->value, enc->value_len, "x-gzip") ||
-	      coding_is(enc->value, enc->value_len, "deflate"))) {
+	if (nenc > 1 || !(coding_is(enc->value, enc->value_len, "gzip") ||
+			  coding_is(enc->value, enc->value_len, "x-gzip") ||
+			  coding_is(enc->value, enc->value_len, "deflate"))) {
 		session_refuse(s, 502, "encoded-response", "http_response_content_coding",
-			       "%s answered%s with Content-Encoding: %.*s although identity was "
+			       "%s answered with Content-Encoding: %.*s although identity was "
 			       "asked for; sluice-proxy cannot scrub a secret from it",
-			       r->t.host.name, resp->status == 206 ? " a range" : "",
+			       r->t.host.name,
 			       (int)(enc->value_len > 32 ? 32 : enc->value_len), enc->value);
 		return -1;
 	}

@@ -21,6 +21,14 @@ front); ?h=NAME names the credential header (default authorization):
              the compressed stream short, ?members=N sends it N times over
              (gzip members one after the other), ?frame=chunked|eof frames it so
   last       the value raw and percent-encoded
+  echo-quote the value as Python's urllib.parse.quote ('/' raw), quote_plus
+             (a space as '+') and urlencode write it, of the whole value and
+             of it without its first word (the scheme)
+  range      "you sent <V>" (V the header's value), honouring a Range header
+             of bytes=A-B / A- / -N ranges: one range 206 with Content-Range,
+             several 206 multipart/byteranges, none 200 with the whole body;
+             ?force=A-B answers 206 with that range whatever was asked
+             (an origin that sends a range nobody asked for)
 A request without the header uses the last value of it seen for this Host
 (any path) whose scheme (first word, lower case; "" for none) is ?s= (of
 the header ?of=, default the same): an origin that shows a stored
@@ -105,12 +113,52 @@ def respond(target, host, hmap):
         frame = q.get("frame", ["cl"])[0]
         if frame != "cl":
             return head_and_body(status, headers, body, frame)
+    elif seg == "echo-quote":
+        bare = val.split(" ", 1)[1] if val.lower().startswith(("bearer ", "basic ")) else val
+        body = ("quote: %s\nplus: %s\nform: %s\nbare-quote: %s\nbare-plus: %s\n" %
+                (urllib.parse.quote(val), urllib.parse.quote_plus(val),
+                 urllib.parse.urlencode({"v": val}), urllib.parse.quote(bare),
+                 urllib.parse.quote_plus(bare))).encode("latin-1")
+    elif seg == "range":
+        body = ("you sent <%s>\n" % val).encode("latin-1")
+        spec = q["force"][0] if "force" in q else None
+        if spec is None and hmap.get("range", "").startswith("bytes="):
+            spec = hmap["range"][len("bytes="):]
+        if spec is not None:
+            return ranged(body, spec)
     elif seg == "last":
         body = ("last: %s\npct: %s\n" % (val, urllib.parse.quote(val, safe=""))).encode("latin-1")
     else:
         body = b"reflect origin\n"
     headers.append(("Content-Length", str(len(body))))
     return head_and_body(status, headers, body, "cl")
+
+
+def ranged(body, spec):
+    """A 206 of body for the byte ranges in spec ("0-9,10-", "-5"); one range plain, more multipart."""
+    parts = []
+    for r in spec.split(","):
+        a, _, b = r.strip().partition("-")
+        if a == "":
+            first, last = max(0, len(body) - int(b)), len(body) - 1
+        else:
+            first, last = int(a), min(int(b), len(body) - 1) if b else len(body) - 1
+        parts.append((first, last))
+    total = len(body)
+    if len(parts) == 1:
+        first, last = parts[0]
+        piece = body[first:last + 1]
+        headers = [("Content-Range", "bytes %d-%d/%d" % (first, last, total)),
+                   ("Content-Length", str(len(piece)))]
+        return head_and_body(206, headers, piece, "cl")
+    out = b""
+    for first, last in parts:
+        out += (b"--SEP\r\nContent-Type: text/plain\r\nContent-Range: bytes %d-%d/%d\r\n\r\n" %
+                (first, last, total)) + body[first:last + 1] + b"\r\n"
+    out += b"--SEP--\r\n"
+    headers = [("Content-Type", "multipart/byteranges; boundary=SEP"),
+               ("Content-Length", str(len(out)))]
+    return head_and_body(206, headers, out, "cl")
 
 
 def head_and_body(status, headers, body, frame):
@@ -121,7 +169,7 @@ def head_and_body(status, headers, body, frame):
                         for i in range(0, len(body), 5)) + b"0\r\n\r\n"
     elif frame == "eof":
         headers.append(("Connection", "close"))
-    reasons = {200: "OK", 302: "Found"}
+    reasons = {200: "OK", 206: "Partial Content", 302: "Found"}
     head = "HTTP/1.1 %d %s\r\n" % (status, reasons[status])
     head += "".join("%s: %s\r\n" % kv for kv in headers) + "\r\n"
     return head.encode("latin-1") + body

@@ -1,6 +1,7 @@
 #!/bin/bash
 # A reflected secret is masked in every form it was sent in, not only raw:
-# percent-encoded (upper case as sent, lower case, twice), inside JSON
+# percent-encoded (upper case as sent, lower case, twice, as Python's
+# urllib.parse.quote and quote_plus write it), inside JSON
 # (Python's escapes, PHP's escaping '/' too), base64 at any
 # alignment (so inside the base64 of the header value with its prefix too),
 # urlsafe base64, and a Basic credential's decoded user:pass and password.
@@ -30,6 +31,7 @@ BASIC=$(printf %s "$USERPASS" | base64 -w0)
 TOK='minted+tok/7777abcd'
 ST='stamped/only+secret42'
 PH='placeholder/rule+secret9'
+SP='sp ace/val+ue=42:x'
 printf '%s\n' "$BASIC" >"$LAB_DIR/basic.secret"
 chmod 600 "$LAB_DIR/basic.secret"
 printf '#!/bin/sh\necho "%s"\necho 600\n' "$TOK" >"$LAB_DIR/mint.sh"
@@ -42,12 +44,13 @@ lab_write_conf "intercept on" \
 	"inject bas host=api.test:9445 path=/basic header=Authorization prefix=\"Basic \" file=$LAB_DIR/basic.secret unattributed=yes" \
 	"inject tok host=tok.test:9445 path=/api header=X-Token command=$LAB_DIR/mint.sh unattributed=yes" \
 	'inject st host=tls.test:9445 header=Authorization prefix="Bearer " env=SCRUB_ST' \
-	'inject ph host=tok.test:9445 path=/ph header=X-Ph require=sandbox-placeholder env=SCRUB_PH unattributed=yes'
+	'inject ph host=tok.test:9445 path=/ph header=X-Ph require=sandbox-placeholder env=SCRUB_PH unattributed=yes' \
+	'inject sp host=api.test:9445 path=/sp header=X-Sp env=SCRUB_SP unattributed=yes'
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 sl key init >/dev/null 2>&1 || lab_bail "sluice key init"
-export SCRUB_HDR=$HDR SCRUB_Q=$QS SCRUB_ST=$ST SCRUB_PH=$PH
+export SCRUB_HDR=$HDR SCRUB_Q=$QS SCRUB_ST=$ST SCRUB_PH=$PH SCRUB_SP=$SP
 lab_run_proxy
-unset SCRUB_HDR SCRUB_Q SCRUB_ST SCRUB_PH
+unset SCRUB_HDR SCRUB_Q SCRUB_ST SCRUB_PH SCRUB_SP
 CA=$STATE/ca.crt
 icurl() { hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$CA" "$@"; }
 oq() { jq_ "$R" "$@"; }
@@ -62,7 +65,8 @@ for v in sys.argv[2:]:
     b = v.encode("latin-1")
     up = urllib.parse.quote(v, safe="")
     js = json.dumps(v)[1:-1]
-    forms = {"raw": v, "json": js, "json-php": js.replace("/", "\\/"), "pct": up, "pct-lower": "".join(
+    forms = {"raw": v, "json": js, "json-php": js.replace("/", "\\/"), "pct": up,
+             "quote": urllib.parse.quote(v), "quote-plus": urllib.parse.quote_plus(v), "pct-lower": "".join(
         c.lower() if i > 0 and up[i - 1] == "%" or i > 1 and up[i - 2] == "%" else c
         for i, c in enumerate(up)), "pct-twice": urllib.parse.quote(up, safe="")}
     for k in range(3):
@@ -116,6 +120,18 @@ expect_re "... the Location header came back, masked" '^Location: https://back.t
 	"$(grep -i '^location' "$LAB_DIR/c1" | tr -d '\r')"
 ORIGIN_LINE=/q/echo-url?a=1 check "percent-encoded (as sent, lower case, twice) and decoded reflections" "/q/echo-url?a=1&key=x" \
 	"$LAB_DIR/c1" "$QS"
+
+# Python's urllib.parse.quote ('/' left raw) and quote_plus / urlencode (a space as '+')
+icurl -D - 'https://api.test:9445/h/echo-quote' >"$LAB_DIR/cq" 2>&1
+check "urllib.parse.quote and quote_plus reflections of a Bearer value" "/h/echo-quote" "$LAB_DIR/cq" "$HDR"
+expect_eq "... control: the origin sent quote()'s form ('/' left raw)" 1 \
+	"$(oq 'line~/h/echo-quote' "sent~$("$PY" -c 'import sys,urllib.parse;print(urllib.parse.quote(sys.argv[1]))' "$HDR")" --count)"
+icurl -D "$LAB_DIR/cq2.h" -o "$LAB_DIR/cq2.b" 'https://api.test:9445/sp/echo-quote?h=x-sp' >"$LAB_DIR/cq2" 2>&1
+cat "$LAB_DIR/cq2.h" "$LAB_DIR/cq2.b" >>"$LAB_DIR/cq2"
+check "quote and quote_plus of a value with a space (quote_plus writes '+')" "/sp/echo-quote?h=x-sp" "$LAB_DIR/cq2" "$SP"
+expect_eq "... the masks keep each form's length (the body is as long as the origin's)" \
+	"$(oq 'line~/sp/echo-quote' --field sent | "$PY" -c 'import sys;print(len(sys.stdin.read()[:-1].split("\r\n\r\n",1)[1]))')" \
+	"$(wc -c <"$LAB_DIR/cq2.b")"
 
 # base64 of the header value with its prefix, and of the value at every alignment
 icurl -D - 'https://api.test:9445/h/echo-b64' >"$LAB_DIR/c2" 2>&1
@@ -223,5 +239,61 @@ expect_eq "plain HTTP from a rule's host: the reflection is masked, the row coun
 	"$(forms "$LAB_DIR/c12" "$HDR") $(logq 'path=/reflect?mode=chunked' --field scrubbed) $(logq 'path=/reflect?mode=chunked' --field kind)"
 expect_eq "... control: the origin got the value" 1 "$(grep -c "Bearer $HDR" "$LAB_DIR/inet.jsonl")"
 
-expect_eq "no value appears in the network log" none "$(forms "$NETLOG" "$HDR" "$QS" "$BASIC" "$TOK" "$ST")"
+# Range: each piece of a resource holding the secret passes the scrubber
+# whole-less (0-K, then K+1-; or one multi-range cut inside it) and the client
+# joins them. To a host a rule names, Range, If-Range and Request-Range are
+# not sent up (the origin answers the whole body, which is scrubbed), and a
+# 206 that comes anyway is refused (502 range-response).
+# joined FILE...: the bodies of the responses in FILEs (curl -o output),
+# multipart/byteranges parts taken out, joined in order
+joined() {
+	"$PY" -c 'import re, sys
+out = b""
+for f in sys.argv[1:]:
+    b = open(f, "rb").read()
+    if b.startswith(b"--SEP\r\n"):
+        for part in b.split(b"--SEP")[1:-1]:
+            out += part.split(b"\r\n\r\n", 1)[1][:-2]
+    else:
+        out += b
+sys.stdout.write(out.decode("latin-1"))' "$@"
+}
+pre=$(printf 'you sent <Bearer ' | wc -c)
+cut=$((pre + ${#HDR} / 2))
+out=$(icurl -o "$LAB_DIR/rp" -w '%{http_code}' -H 'Range: bytes=0-4' 'https://pass.test:9445/x/range' 2>&1)
+expect_eq "control: to a host no rule names, the range route honours Range (206, the piece asked for)" \
+	"206 you s" "$out $(cat "$LAB_DIR/rp")"
+c1=$(icurl -o "$LAB_DIR/r1" -w '%{http_code}' -H "Range: bytes=0-$((cut - 1))" -H 'If-Range: "x"' \
+	'https://api.test:9445/h/range?p=1' 2>&1)
+c2=$(icurl -o "$LAB_DIR/r2" -w '%{http_code}' -H "Range: bytes=$cut-" -H "Request-Range: bytes=$cut-" \
+	'https://api.test:9445/h/range?p=2' 2>&1)
+joined "$LAB_DIR/r1" "$LAB_DIR/r2" >"$LAB_DIR/r12"
+expect_eq "two Range requests whose pieces split the secret: the client never sees the whole value across both" \
+	none "$(forms "$LAB_DIR/r12" "$HDR")"
+expect_eq "... both answered 200 with the whole body, masked, the rows count one each" \
+	"200 200 you sent <Bearer $stars> 1 1" \
+	"$c1 $c2 $(tr -d '\n' <"$LAB_DIR/r1") $(logq 'path=/h/range?p=1' --field scrubbed) $(logq 'path=/h/range?p=2' --field scrubbed)"
+expect_eq "... the origin got no Range, If-Range or Request-Range, and did reflect the value" \
+	"0 0 1 1" \
+	"$("$PY" -c 'import json,sys
+n = 0
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if "/h/range?p=" in r["line"]:
+        n += len({"range", "if-range", "request-range"} & set(r["headers"]))
+print(n)' "$R") $(oq 'line~/h/range?p=' 'sent~ 206 ' --count) $(oq 'line~/h/range?p=1' "sent~$HDR" --count) $(oq 'line~/h/range?p=2' "sent~$HDR" --count)"
+c3=$(icurl -o "$LAB_DIR/r3" -w '%{http_code}' -H "Range: bytes=0-$((cut - 1)),$cut-" \
+	'https://api.test:9445/h/range?p=3' 2>&1)
+joined "$LAB_DIR/r3" >"$LAB_DIR/r3j"
+expect_eq "one multi-range request cut inside the secret: its parts joined never hold the value" \
+	"200 none" "$c3 $(forms "$LAB_DIR/r3j" "$HDR")"
+icurl -D - -o "$LAB_DIR/r4" 'https://api.test:9445/h/range?force=0-'$((cut - 1)) >"$LAB_DIR/r4h" 2>&1
+cat "$LAB_DIR/r4" >>"$LAB_DIR/r4h"
+expect_eq "a 206 the origin sends although no Range went up: refused 502 range-response, nothing of it sent" \
+	"502 range-response none" \
+	"$(logq 'path=/h/range?force=0-'$((cut - 1)) --field status) $(logq 'path=/h/range?force=0-'$((cut - 1)) --field reason) $(grep -c 'you sent' "$LAB_DIR/r4h" | sed 's/^0$/none/')"
+expect_eq "... control: the origin did send the piece asked for, 206" "HTTP/1.1 206 1" \
+	"$(oq 'line~/h/range?force=' --field sent | head -1 | cut -d' ' -f1-2) $(oq 'line~/h/range?force=' "sent~you sent <Bearer ${HDR:0:$((cut - pre))}" --count)"
+
+expect_eq "no value appears in the network log" none "$(forms "$NETLOG" "$HDR" "$QS" "$BASIC" "$TOK" "$ST" "$SP")"
 lab_done

@@ -615,6 +615,13 @@ static void test_passthrough(void **state)
 	assert_false(config_passthrough(c, "example"));
 	config_free(c);
 
+	/* as a wildcard grant: never across a public suffix below the pattern's */
+	c = parse_ok("passthrough *.amazonaws.com\n");
+	assert_true(config_passthrough(c, "www.amazonaws.com"));
+	assert_false(config_passthrough(c, "bucket.s3.amazonaws.com"));
+	assert_false(config_passthrough(c, "s3.amazonaws.com"));
+	config_free(c);
+
 	expect_errors("passthrough host.example:443\n", 1,
 		      "t.conf:1: passthrough: bad pattern \"host.example:443\": no port here (every port is passed through)\n");
 	expect_errors("passthrough a.example\npassthrough A.example.\n", 1,

@@ -122,6 +122,28 @@ static void test_no_suffix_list(void **state)
 	assert_int_equal(parse_guarded("*.example.com", &g, &err), 0);
 }
 
+/* A wildcard parsed while the list was at hand matches nothing once it is not (fail closed). */
+static void test_no_suffix_list_at_match(void **state)
+{
+	struct grant g, exact;
+	struct host h;
+	uint16_t port;
+	bool has, wild, plain;
+	const char *err = NULL;
+
+	assert_int_equal(parse_guarded("*.example.com", &g, &err), 0);
+	assert_int_equal(parse_guarded("www.example.com", &exact, &err), 0);
+	assert_int_equal(host_port_parse("www.example.com", 15, 0, &h, &port, &has, &err), 0);
+	assert_true(grant_matches(&g, &h, 443, GRANT_VIA_CONNECT));
+	grant_suffix_list("/nonexistent/public_suffix_list.dafsa");
+	wild = grant_matches(&g, &h, 443, GRANT_VIA_CONNECT);
+	plain = grant_matches(&exact, &h, 443, GRANT_VIA_CONNECT);
+	grant_suffix_list(NULL);
+	assert_false(wild);
+	assert_true(plain);
+	assert_true(grant_matches(&g, &h, 443, GRANT_VIA_CONNECT));
+}
+
 struct match_case {
 	const char *grant;
 	const char *host;
@@ -169,6 +191,23 @@ static const struct match_case match_cases[] = {
 	{ "1.2.3.4", "1.2.3.5", 443, C, false },
 	{ "*.example.com", "xn--bcher-kva.example.com", 443, C, true },
 	{ "*.xn--bcher-kva.example", "www.bücher.example", 443, C, true },
+	/*
+	 * a wildcard never reaches across a public suffix below it: *.S covers H
+	 * only when S is H's registrable domain or below it (s3.amazonaws.com
+	 * and global.ssl.fastly.net are in the list's private section)
+	 */
+	{ "*.amazonaws.com", "attacker.s3.amazonaws.com", 443, C, false },
+	{ "*.amazonaws.com", "a.b.s3.amazonaws.com", 443, C, false },
+	{ "*.amazonaws.com", "attacker.s3.amazonaws.com", 80, H, false },
+	{ "*.amazonaws.com", "s3.amazonaws.com", 443, C, false },
+	{ "*.amazonaws.com", "ec2.amazonaws.com", 443, C, true },
+	{ "*.amazonaws.com", "www.amazonaws.com", 80, H, true },
+	{ "*.fastly.net", "tenant.global.ssl.fastly.net", 443, C, false },
+	{ "*.fastly.net", "www.fastly.net", 443, C, true },
+	{ "*.bucket.s3.amazonaws.com", "x.bucket.s3.amazonaws.com", 443, C, true },
+	{ "*.sub.example.com", "x.sub.example.com", 443, C, true },
+	{ "*.sub.example.com", "a.b.sub.example.com", 443, C, true },
+	{ "*.me.github.io", "www.me.github.io", 443, C, true },
 };
 
 static void test_match_table(void **state)
@@ -385,6 +424,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_table),
 		cmocka_unit_test(test_no_suffix_list),
+		cmocka_unit_test(test_no_suffix_list_at_match),
 		cmocka_unit_test(test_match_table),
 		cmocka_unit_test(test_live),
 		cmocka_unit_test(test_store_parse),

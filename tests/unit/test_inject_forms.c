@@ -1,7 +1,7 @@
 /*
  * test_inject_forms.c: the forms of a secret the scrubber masks
  * (lib/inject_forms.c). Expected strings were computed with Python's
- * urllib.parse.quote and base64; the alignment property is checked
+ * urllib.parse.quote, quote_plus and base64; the alignment property is checked
  * against a plain base64 encoder written here, and a scrubber built from
  * the forms against the whole-buffer reference of tests/scrub_ref.h.
  * Secrets are read from guard pages so a read past one faults.
@@ -58,6 +58,8 @@ static void test_reserved_value(void **state)
 		"a%2Bb%2Fc%3Dd%3Ae%20f%3F",       /* what inject_query_rewrite sends */
 		"a%2bb%2fc%3dd%3ae%20f%3f",       /* lower-case hex */
 		"a%252Bb%252Fc%253Dd%253Ae%2520f%253F", /* inside another URL */
+		"a%2Bb/c%3Dd%3Ae%20f%3F",         /* urllib.parse.quote: '/' left raw */
+		"a%2Bb%2Fc%3Dd%3Ae+f%3F",         /* urllib.parse.quote_plus: ' ' as '+' */
 		"YStiL2M9ZDplIGY/", "YStiL2M9ZDplIGY_", /* base64, urlsafe, aligned */
 		"ErYi9jPWQ6ZSBmP", "hK2IvYz1kOmUgZj", /* one and two bytes in */
 		"a+b\\/c=d:e f?",                 /* in PHP's JSON; Python's is the raw form */
@@ -71,6 +73,34 @@ static void test_reserved_value(void **state)
 	no_duplicates(&f);
 	inject_forms_release(&f);
 	assert_int_equal(f.n, 0);
+}
+
+/*
+ * Python's urllib.parse.quote (safe="/" by default) and quote_plus (space
+ * as '+', what urlencode writes): as Python writes them, each only when it
+ * differs from the other forms.
+ */
+static void test_python_quote(void **state)
+{
+	struct inject_forms f;
+
+	forms_of(&f, "", "hdr+sec/ret=0123456789~x", 24);
+	assert_true(has(&f, "hdr%2Bsec/ret%3D0123456789~x"));   /* quote */
+	assert_true(has(&f, "hdr%2Bsec%2Fret%3D0123456789~x")); /* quote_plus, as quote(safe="") */
+	no_duplicates(&f);
+	inject_forms_release(&f);
+	forms_of(&f, "", "two words+x=", 12);
+	assert_true(has(&f, "two+words%2Bx%3D"));   /* quote_plus */
+	assert_true(has(&f, "two%20words%2Bx%3D")); /* quote, as quote(safe="") */
+	no_duplicates(&f);
+	inject_forms_release(&f);
+	/* a '/' and a space, nothing else reserved: raw-slash and plus forms */
+	forms_of(&f, "", "a/b c", 5);
+	assert_true(has(&f, "a/b%20c"));
+	assert_true(has(&f, "a%2Fb+c"));
+	assert_true(has(&f, "a%2Fb%20c"));
+	no_duplicates(&f);
+	inject_forms_release(&f);
 }
 
 /* Unreserved bytes encode to themselves: the raw form once, no copies. */
@@ -276,6 +306,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reserved_value),
+		cmocka_unit_test(test_python_quote),
 		cmocka_unit_test(test_unreserved_value),
 		cmocka_unit_test(test_binary_value),
 		cmocka_unit_test(test_json),

@@ -380,6 +380,35 @@ static void test_ip_literal_grant(void **state)
 	policy_free(p);
 }
 
+/*
+ * A wildcard grant stops at a public suffix below it, CONNECT and plain
+ * HTTP alike: *.amazonaws.com does not reach a tenant of s3.amazonaws.com.
+ */
+static void test_wildcard_public_suffix_below(void **state)
+{
+	struct grant store[1];
+	struct policy *p;
+	struct verdict v;
+
+	store[0] = grant_of("*.amazonaws.com", GRANT_PERMANENT);
+	p = policy_new(NULL, store, 1, false, NULL, 0, RUN, NOW);
+	assert_non_null(p);
+	judge(p, "attacker-bucket.s3.amazonaws.com", 443, GRANT_VIA_CONNECT, NULL, &v);
+	assert_false(v.allow);
+	assert_int_equal(v.status, 403);
+	assert_string_equal(v.reason, "not-granted");
+	judge(p, "attacker-bucket.s3.amazonaws.com", 80, GRANT_VIA_HTTP,
+	      "attacker-bucket.s3.amazonaws.com", &v);
+	assert_false(v.allow);
+	assert_string_equal(v.reason, "not-granted");
+	judge(p, "www.amazonaws.com", 443, GRANT_VIA_CONNECT, NULL, &v);
+	assert_true(v.allow);
+	assert_string_equal(v.reason, "granted");
+	judge(p, "ec2.amazonaws.com", 80, GRANT_VIA_HTTP, "ec2.amazonaws.com", &v);
+	assert_true(v.allow);
+	policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -391,6 +420,7 @@ int main(void)
 		cmocka_unit_test(test_exceptions),
 		cmocka_unit_test(test_own_addresses),
 		cmocka_unit_test(test_ip_literal_grant),
+		cmocka_unit_test(test_wildcard_public_suffix_below),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
