@@ -181,8 +181,12 @@ void session_close(struct session *s, const char *why)
 		relay_dir_release(&s->tun->to_cli);
 	}
 	tls_session_free(s);
-	/* its secrets go now; its storage with the session (session_free_dead), as a
-	   caller may still read r, tun or ix after the close */
+	/*
+	 * The request's secrets go now; its storage, the tunnel's and the
+	 * interception's go with the session (session_free_dead): a caller
+	 * may still read them after the close, as it could when they were
+	 * part of the session.
+	 */
 	if (s->r != NULL)
 		inject_end(s);
 	if (s->cio.fd >= 0)
