@@ -187,16 +187,15 @@ struct session {
 	bool pumping, again, closed;
 	bool c_woke; /* the client sent while we were not reading it */
 	bool u_hup;  /* upstream hung up and left epoll: read it without waiting */
-	bool up_ready;
-	bool lingering;
 	char client[INET6_ADDRSTRLEN + 8];
-	int cfd;                   /* (here, it fills client's padding) */
+	/* (the two fds sit here, in client's padding) */
+	int cfd;
+	int ufd; /* upstream, kept across keep-alive requests */
 	struct limit_entry *limit; /* what this connection is counted against (limit.c) */
 
 	struct loop_io cio;
 	struct buf cin, cout;
 
-	int ufd; /* upstream, kept across keep-alive requests */
 	struct loop_io uio;
 	struct buf uin, uout;
 	struct buf replay;   /* a request head sent on a reused upstream, until answered */
@@ -222,6 +221,8 @@ struct session {
 	bool sni_bad;
 	bool token_waited;   /* woken from SS_TOKEN: a failed run fails this request */
 	bool reissued;       /* the request now being sent was re-issued after a 401 */
+	bool up_ready;       /* ufd is connected */
+	bool lingering;      /* SS_DRAIN: our side is shut, what the client sends is read away */
 	struct token *token; /* the token this session waits for (SS_TOKEN) */
 
 	struct sess_stamp *stamp; /* verified on the first head; every request inherits it.
