@@ -345,18 +345,35 @@ static void step_tunnel(struct session *s)
 		if (tls_hello_step(s) == -1)
 			return;
 	}
+	/* toward the client the relay never shuts: the end is passed on below */
 	if ((tun->hello == HELLO_DONE &&
 	     relay_dir_pump(&tun->to_up, relay_dir_done(&tun->to_cli)) == -1) ||
 	    ((tun->hello == HELLO_DONE || tun->hello == HELLO_RETRY) &&
-	     relay_dir_pump(&tun->to_cli, relay_dir_done(&tun->to_up)) == -1)) {
+	     relay_dir_pump(&tun->to_cli, true) == -1)) {
 		session_close(s, "tunnel error");
 		return;
 	}
 	tunnel_count(s);
 	if (tun->to_up.bytes + tun->to_cli.bytes != before)
 		s->active_ms = session_now(s);
-	if (relay_dir_done(&tun->to_up) && relay_dir_done(&tun->to_cli))
+	if (relay_dir_done(&tun->to_up) && relay_dir_done(&tun->to_cli)) {
 		session_close(s, "closed");
+		return;
+	}
+	/*
+	 * The upstream is done while the client still sends: the row goes down
+	 * before the client can see the end, so a kill -9 after it learns the
+	 * answer is complete cannot lose the row. It counts what the client
+	 * sent until now.
+	 */
+	if (relay_dir_done(&tun->to_cli) && !tun->ended) {
+		tun->ended = true;
+		if (s->r->detail[0] == '\0')
+			snprintf(s->r->detail, sizeof(s->r->detail), "closed");
+		session_log(s);
+		if (shutdown(s->cfd, SHUT_WR) == -1 && errno != ENOTCONN)
+			session_close(s, "tunnel error");
+	}
 }
 
 static void step_drain(struct session *s)

@@ -161,6 +161,7 @@ struct tunnel {
 	enum hello_phase hello; /* a passthrough tunnel's ClientHello, judged before relaying */
 	uint64_t hello_ms;      /* the phase began (its deadline: head- or response-timeout) */
 	size_t hello_left;      /* HELLO_SERVER: bytes of the ClientHello at cin's head to send */
+	bool ended;             /* the upstream's end was passed on to the client (step_tunnel) */
 };
 
 /* An intercepted CONNECT's own state (tls.c), allocated when one begins. */

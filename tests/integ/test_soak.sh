@@ -47,13 +47,31 @@ done
 # the two would leave an answered request without its row)
 if command -v strace >/dev/null; then
 	# attached to the running proxy, detached after (the proxy runs on)
-	strace -p "$PROXY_PID" -f -qq -e trace=write,sendto -s 65536 -xx -o "$LAB_DIR/order.st" 2>/dev/null &
+	strace -p "$PROXY_PID" -f -qq -e trace=write,sendto,shutdown -s 65536 -xx -o "$LAB_DIR/order.st" 2>/dev/null &
 	ST_PID=$!
 	sleep 0.5 # strace attaches
 	raw 'GET http://good.test/echo?order-plain HTTP/1.1\r\nHost: good.test\r\nConnection: close\r\n\r\n' >/dev/null
 	raw 'GET http://other.test/order-refuse HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n' >/dev/null
+	# a passthrough tunnel the origin ends first (Connection: close): the row
+	# goes down before the proxy passes the end on (its shutdown of the client)
+	hx "$PY" - <<'PYEOF' >"$LAB_DIR/order-tunnel.out" 2>&1
+import os, ssl, sys
+sys.path.insert(0, os.environ["INTEG_DIR"])
+from raw import tunnel
+s, head, st = tunnel("127.0.0.1", 3128, "pass.test:8443")
+t = ssl.create_default_context(cafile=os.environ["SOAK_ORIGIN_CA"]).wrap_socket(s, server_hostname="pass.test")
+t.sendall(b"GET /order-tunnel HTTP/1.1\r\nHost: pass.test:8443\r\nConnection: close\r\n\r\n")
+got = b""
+while True:
+    d = t.recv(65536)
+    if not d:
+        break
+    got += d
+print(st, got.split(b"\r\n")[0].decode())
+PYEOF
 	wait_log 3 'path=/echo?order-plain'
 	wait_log 3 path=/order-refuse
+	wait_log 3 kind=tunnel host=pass.test
 	sleep 0.3
 	kill "$ST_PID" 2>/dev/null
 	wait "$ST_PID" 2>/dev/null
@@ -64,6 +82,8 @@ for l in open(sys.argv[1]):
     m = re.match(r'\d+\s+(write|sendto)\((\d+), "((?:\\x[0-9a-f]{2})*)"', l)
     if m:
         ws.append((int(m.group(2)), bytes.fromhex(m.group(3).replace("\\x", ""))))
+    elif re.match(r'\d+\s+shutdown\(\d+, SHUT_WR', l):
+        ws.append((-1, b""))
 def order(path, status):
     row = [i for i, (fd, d) in enumerate(ws) if d.startswith(b'{"ts"') and (b'"path":"%s"' % path) in d]
     ans = [i for i, (fd, d) in enumerate(ws) if d.startswith(b"HTTP/1.1 %d" % status)
@@ -71,16 +91,28 @@ def order(path, status):
     if not row or not ans:
         return "%s:unseen(row %d, answer %d)" % (path.decode(), len(row), len(ans))
     return "%s:%s" % (path.decode(), "row-first" if row[0] < ans[-1] else "answer-first")
-print(order(b"/echo?order-plain", 200), order(b"/order-refuse", 403))
+def order_tunnel():
+    ok = [i for i, (fd, d) in enumerate(ws) if d.startswith(b"HTTP/1.1 200 Connection established")]
+    row = [i for i, (fd, d) in enumerate(ws) if d.startswith(b'{"ts"') and b'"kind":"tunnel"' in d
+           and b'"host":"pass.test"' in d]
+    shut = [i for i, (fd, d) in enumerate(ws) if fd < 0 and ok and i > ok[-1]]
+    if not ok or not row or not shut:
+        return "tunnel:unseen(200 %d, row %d, shutdown %d)" % (len(ok), len(row), len(shut))
+    return "tunnel:%s" % ("row-first" if row[-1] < shut[0] else "end-first")
+print(order(b"/echo?order-plain", 200), order(b"/order-refuse", 403), order_tunnel())
 PYEOF
 )
 	echo "# write order: $order"
 	expect_re "a served request's row is written before its answer reaches the client" \
 		'/echo\?order-plain:row-first' "$order"
 	expect_re "... and a refusal's" '/order-refuse:row-first' "$order"
+	expect_re "a passthrough tunnel the origin ended was answered" "^200 HTTP/1.1 [0-9]{3} " \
+		"$(cat "$LAB_DIR/order-tunnel.out")"
+	expect_re "... and its row was written before the proxy passed the end on to the client" \
+		'tunnel:row-first' "$order"
 	proxy_alive || lab_bail "sluice-proxy runs on after strace detached"
 else
-	ok "# SKIP the write order (no strace)"
+	not_ok "strace is installed (deps/debian-packages): the write order cannot be checked"
 fi
 
 # --- the proxy, killed -9 at random moments
