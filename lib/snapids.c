@@ -8,6 +8,7 @@
  * only what it reads; `sluice log` (cli/snapshot.c) is the full parser.
  */
 #include "snapids.h"
+#include "http_bytes.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,17 +39,6 @@ static bool eat(struct jcur *c, char ch)
 	c->p++;
 	c->n--;
 	return true;
-}
-
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 /*
@@ -91,7 +81,7 @@ static int str(struct jcur *c, char *out, size_t cap, bool *fit)
 				if (c->n < 4)
 					return -1;
 				for (int i = 0; i < 4; i++) {
-					int h = hexval(c->p[i]);
+					int h = hex_value((unsigned char)c->p[i]);
 
 					if (h == -1)
 						return -1;
