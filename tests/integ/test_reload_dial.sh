@@ -20,38 +20,7 @@ expect_eq "control: the second origin is up and recording" 1 "$(recq ev=accept o
 lab_start_proxy "allow multi.test:8181" "allow-private multi.test 10.20.0.0/16"
 
 # one client connection, two requests; the second waits for $LAB_DIR/go
-cat >"$LAB_DIR/client.py" <<'PYEOF'
-import os, socket, sys, time
-go = sys.argv[1]
-s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
-def ask(path):
-    s.sendall(("GET http://multi.test:8181/%s HTTP/1.1\r\nHost: multi.test:8181\r\n\r\n" % path).encode())
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        d = s.recv(4096)
-        if not d:
-            return "closed"
-        buf += d
-    head, _, body = buf.partition(b"\r\n\r\n")
-    n = 0
-    for l in head.split(b"\r\n")[1:]:
-        k, _, v = l.partition(b":")
-        if k.strip().lower() == b"content-length":
-            n = int(v)
-    while len(body) < n:
-        d = s.recv(4096)
-        if not d:
-            break
-        body += d
-    return head.split(b"\r\n")[0].decode() + " " + body[:n].decode("latin-1").replace("\n", " ")
-print("one:", ask("one"), flush=True)
-for _ in range(100):
-    if os.path.exists(go):
-        break
-    time.sleep(0.1)
-print("two:", ask("two"), flush=True)
-PYEOF
-hx "$PY" "$LAB_DIR/client.py" "$LAB_DIR/go" >"$LAB_DIR/client.out" 2>&1 &
+hx "$PY" "$INTEG_DIR/keepalive2.py" multi.test:8181 "$LAB_DIR/go" >"$LAB_DIR/client.out" 2>&1 &
 cpid=$!
 wait_until 5 grep -q '^one:' "$LAB_DIR/client.out"
 expect_re "the first request is served by the first address" '^one: HTTP/1.1 200 .* first$' "$(grep '^one:' "$LAB_DIR/client.out")"

@@ -1,9 +1,8 @@
 #!/bin/bash
 # A request re-sent on a fresh connection after its kept-alive upstream
 # dropped it (the replay) dials from the address in use on through the
-# rest of the checked answer set, as it did before the session was split
-# (h/perf): the kept upstream keeps the whole answer set, not only the
-# address it is connected to. multi.test resolves to a public-looking
+# rest of the checked answer set: the kept upstream keeps the whole answer
+# set, not only the address it is connected to. multi.test resolves to a public-looking
 # address (first) and a private one (second) that an allow-private
 # exception covers; first serves one request, stops listening and drops the
 # next one unanswered; the replay finds first refusing and goes to second.
@@ -22,33 +21,7 @@ expect_eq "control: the second origin is up and recording" 1 "$(recq ev=accept o
 lab_start_proxy "allow multi.test:8181" "allow-private multi.test 10.20.0.0/16"
 
 # one client connection, two bodiless GETs
-cat >"$LAB_DIR/client.py" <<'PYEOF'
-import socket
-s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
-def ask(path):
-    s.sendall(("GET http://multi.test:8181/%s HTTP/1.1\r\nHost: multi.test:8181\r\n\r\n" % path).encode())
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        d = s.recv(4096)
-        if not d:
-            return "closed"
-        buf += d
-    head, _, body = buf.partition(b"\r\n\r\n")
-    n = 0
-    for l in head.split(b"\r\n")[1:]:
-        k, _, v = l.partition(b":")
-        if k.strip().lower() == b"content-length":
-            n = int(v)
-    while len(body) < n:
-        d = s.recv(4096)
-        if not d:
-            break
-        body += d
-    return head.split(b"\r\n")[0].decode() + " " + body[:n].decode("latin-1").replace("\n", " ")
-print("one:", ask("one"), flush=True)
-print("two:", ask("two"), flush=True)
-PYEOF
-hx timeout 30 "$PY" "$LAB_DIR/client.py" >"$LAB_DIR/client.out" 2>&1
+hx timeout 30 "$PY" "$INTEG_DIR/keepalive2.py" multi.test:8181 >"$LAB_DIR/client.out" 2>&1
 expect_re "the first request is served by the first address" '^one: HTTP/1.1 200 .* first$' "$(grep '^one:' "$LAB_DIR/client.out")"
 expect_eq "the first origin dropped the second request unanswered" 1 "$(recq ev=req-dropped origin=first 'line~/two')"
 expect_re "the replay went on to the second address of the answer set" '^two: HTTP/1.1 200 .* second$' "$(grep '^two:' "$LAB_DIR/client.out")"
