@@ -138,7 +138,7 @@ static int put(struct buf *b, const char *p, size_t n)
 	return buf_append(b, p, n);
 }
 
-static int put_header(struct buf *b, const struct http_header *h)
+int exchange_put_header(struct buf *b, const struct http_header *h)
 {
 	if (put(b, h->name, h->name_len) == -1 || put(b, ": ", 2) == -1 ||
 	    put(b, h->value, h->value_len) == -1 || put(b, "\r\n", 2) == -1)
@@ -146,7 +146,7 @@ static int put_header(struct buf *b, const struct http_header *h)
 	return 0;
 }
 
-static bool header_named(const struct http_header *h, const char *name)
+bool exchange_header_named(const struct http_header *h, const char *name)
 {
 	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
 }
@@ -246,15 +246,15 @@ static int build_upstream_head(struct session *s, const struct http_request *req
 		    (int)i == req->host_header)
 			continue;
 		/* a credential goes in one place, the rule's; a host's answers come unencoded to be scrubbed */
-		if (rule != NULL && plan != -2 && header_named(h, rule->field))
+		if (rule != NULL && plan != -2 && exchange_header_named(h, rule->field))
 			continue;
-		if (s->r->scrub != NULL && header_named(h, "Accept-Encoding"))
+		if (s->r->scrub != NULL && exchange_header_named(h, "Accept-Encoding"))
 			continue;
 		/* a range of the body could hold part of a secret, the next range the rest: the whole is asked */
-		if (s->r->scrub != NULL && (header_named(h, "Range") || header_named(h, "If-Range") ||
-					    header_named(h, "Request-Range")))
+		if (s->r->scrub != NULL && (exchange_header_named(h, "Range") || exchange_header_named(h, "If-Range") ||
+					    exchange_header_named(h, "Request-Range")))
 			continue;
-		if (put_header(b, h) == -1)
+		if (exchange_put_header(b, h) == -1)
 			return -1;
 	}
 	if (plan != -2 && put_credential(s) == -1)
@@ -552,130 +552,6 @@ void exchange_head(struct session *s)
 	}
 }
 
-/*
- * Whether a trailer field stays behind: one no trailer may carry, or in a
- * request, one named like the header its credential was injected into.
- */
-static bool trailer_dropped(const struct session *s, bool request, const struct http_header *h)
-{
-	return http_is_forbidden_trailer(h) ||
-	       (request && s->r->inject_field[0] != '\0' && header_named(h, s->r->inject_field));
-}
-
-/* Add "what trailers dropped: Name, Name" to the row's detail. */
-static void note_dropped(struct session *s, bool request, const struct http_header *f, size_t n)
-{
-	char *d = s->r->detail;
-	size_t size = sizeof(s->r->detail), len = strlen(d);
-	bool first = true;
-
-	for (size_t i = 0; i < n && len + 1 < size; i++) {
-		if (!trailer_dropped(s, request, &f[i]))
-			continue;
-		int k = first ? snprintf(d + len, size - len, "%s%s trailers dropped: %.*s",
-					 len > 0 ? "; " : "", request ? "request" : "response",
-					 (int)f[i].name_len, f[i].name)
-			      : snprintf(d + len, size - len, ", %.*s", (int)f[i].name_len,
-					 f[i].name);
-
-		first = false;
-		len = k < 0 || (size_t)k >= size - len ? size - 1 : len + (size_t)k;
-	}
-}
-
-/*
- * A chunked body's trailer section, held in in until it is whole, goes to
- * out without the fields trailer_dropped names; the row names them.
- * Returns 1 when it went, 0 when it waits (*more: for bytes of it still to
- * come; else for room in out), -1 if malformed or over HTTP_TRAILER_MAX.
- */
-static int move_trailer(struct session *s, bool request, struct buf *in, struct buf *out,
-			uint64_t *count, bool *more)
-{
-	struct http_header f[HEADERS_MAX];
-	enum http_error err;
-	size_t nf, need = 2, before = buf_len(out);
-	ssize_t n = http_parse_trailers(buf_head(in), buf_len(in), f, HEADERS_MAX, &nf, &err);
-
-	*more = n == -2;
-	if (n == -2)
-		return 0;
-	if (n < 0)
-		return -1;
-	for (size_t i = 0; i < nf; i++)
-		need += f[i].name_len + f[i].value_len + 4;
-	if (buf_room(out) < need)
-		return 0;
-	for (size_t i = 0; i < nf; i++) {
-		if (!trailer_dropped(s, request, &f[i]) && put_header(out, &f[i]) == -1)
-			return -1;
-	}
-	if (put(out, "\r\n", 2) == -1)
-		return -1;
-	note_dropped(s, request, f, nf);
-	*count += buf_len(out) - before;
-	buf_consume(in, (size_t)n);
-	return 1;
-}
-
-/*
- * Move body bytes client -> upstream (request) or upstream -> client under
- * the framing. Returns 0, or -1 if malformed. *wait_trailer says a chunked
- * body's trailer section is not all here yet: in must be read although it
- * holds bytes.
- */
-static int move_body(struct session *s, bool request, bool *wait_trailer)
-{
-	struct request *r = s->r;
-	struct buf *in = request ? &s->cin : &s->uin;
-	struct buf *out = request ? &s->uout : &s->cout;
-	enum http_body kind = request ? r->req_body : r->resp_body;
-	uint64_t *left = request ? &r->req_left : &r->resp_left;
-	struct http_chunked *ch = request ? &r->req_chunk : &r->resp_chunk;
-	bool *done = request ? &r->req_done : &r->resp_done;
-	uint64_t *count = request ? &r->up : &r->down;
-	size_t n = buf_len(in);
-
-	*wait_trailer = false;
-	if (n > buf_room(out))
-		n = buf_room(out);
-	if (n == 0)
-		return 0;
-	if (kind == HTTP_BODY_LENGTH) {
-		if (n > *left)
-			n = (size_t)*left;
-		*left -= n;
-		*done = *left == 0;
-	} else if (kind == HTTP_BODY_CHUNKED) {
-		ssize_t k;
-
-		ch->hold_trailer = true;
-		if (ch->state != HTTP_CHUNK_TRAILER) {
-			k = http_chunked_scan(ch, buf_head(in), n);
-			if (k < 0)
-				return -1;
-			if (buf_append(out, buf_head(in), (size_t)k) == -1)
-				return -1;
-			buf_consume(in, (size_t)k);
-			*count += (size_t)k;
-		}
-		if (ch->state == HTTP_CHUNK_TRAILER && buf_len(in) > 0) {
-			k = move_trailer(s, request, in, out, count, wait_trailer);
-			if (k == -1)
-				return -1;
-			if (k == 1)
-				ch->state = HTTP_CHUNK_DONE;
-		}
-		*done = ch->state == HTTP_CHUNK_DONE;
-		return 0;
-	}
-	if (buf_append(out, buf_head(in), n) == -1)
-		return -1;
-	buf_consume(in, n);
-	*count += n;
-	return 0;
-}
-
 static int build_client_head(struct session *s, const struct http_response *resp)
 {
 	struct buf *b = &s->cout;
@@ -687,7 +563,7 @@ static int build_client_head(struct session *s, const struct http_response *resp
 		if (http_is_hop_header(resp->headers, resp->nheaders, i) ||
 		    inject_drops_header(s, &resp->headers[i]))
 			continue;
-		if (put_header(b, &resp->headers[i]) == -1)
+		if (exchange_put_header(b, &resp->headers[i]) == -1)
 			return -1;
 	}
 	/* a decoded body is framed anew */
@@ -825,7 +701,7 @@ void exchange_http(struct session *s)
 		if (!r->req_done && buf_len(&s->cin) > 0) {
 			uint64_t before = r->up;
 
-			if (move_body(s, true, &req_trailer) == -1) {
+			if (body_move(s, true, &req_trailer) == -1) {
 				session_refuse(s, 400, "malformed", "http_request_error",
 					       "malformed chunked request body");
 				return;
@@ -901,7 +777,7 @@ void exchange_http(struct session *s)
 			} else if (r->resp_body != HTTP_BODY_EOF) {
 				uint64_t before = r->down;
 
-				if (move_body(s, false, &resp_trailer) == -1) {
+				if (body_move(s, false, &resp_trailer) == -1) {
 					session_abort(s, "malformed chunked response body");
 					return;
 				}

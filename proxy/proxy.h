@@ -4,6 +4,7 @@
  * main.c     arguments, config, listeners, signals, the loop
  * session.c  one client connection: lifecycle, readiness, timers, close
  * exchange.c one HTTP request and its response (session.h)
+ * body.c     its bodies under their framing, trailers filtered (session.h)
  * dial.c     a session's upstream: judge every answer, connect (session.h)
  * resolve.c  c-ares driven by the loop; never a blocking lookup
  * reload.c   the grant store and config: watched, reloaded, re-judged

@@ -6,6 +6,7 @@
  *             log row, close, re-judging after a reload
  * exchange.c  one HTTP request and its response: read and judge the head,
  *             forward it, stream both bodies, keep or drop the upstream
+ * body.c      a request's bodies under their framing, trailers filtered
  * dial.c      the upstream: resolve, judge every answer, connect exactly a
  *             checked address, close
  * tls.c       an intercepted CONNECT: both handshakes, reads and writes
@@ -277,6 +278,17 @@ void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events);
 /* exchange.c */
 void exchange_head(struct session *s);
 void exchange_http(struct session *s);
+int exchange_put_header(struct buf *b, const struct http_header *h); /* "Name: value\r\n" */
+bool exchange_header_named(const struct http_header *h, const char *name); /* any case */
+
+/* body.c */
+/*
+ * Move body bytes client -> upstream (request) or upstream -> client under
+ * the framing. Returns 0, or -1 if malformed. *wait_trailer says a chunked
+ * body's trailer section is not all here yet: in must be read although it
+ * holds bytes.
+ */
+int body_move(struct session *s, bool request, bool *wait_trailer);
 
 /* token.c */
 int token_get(struct session *s, const struct inject_rule *r, char **val, size_t *len,
