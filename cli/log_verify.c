@@ -10,7 +10,12 @@
  * first line where that fails. The first line of the oldest file is not
  * checked (its predecessor was rotated away, or it is the log's first row:
  * prev null). Rows cut from the newest end leave no trace a chain could
- * show. The chain is not keyed: whoever rewrites a row and every row after
+ * show. A line that is the start of a row cut short (what a write that
+ * failed part way, on a full disk, leaves; the writer starts its next row on
+ * a line of its own, with prev the hash of that part) holds when the next
+ * row's prev hashes it; it is named, and nothing can tie it to the row
+ * before it. A cut last line has nothing after it to vouch for it: it is
+ * named too. Neither breaks the chain. The chain is not keyed: whoever rewrites a row and every row after
  * it makes a chain that holds. So a run that holds prints the last row's
  * hash, and --anchor HASH (such a hash, kept elsewhere) also requires a row
  * that still hashes to it: then nothing up to that row was rewritten. It
@@ -45,6 +50,8 @@ struct walk {
 	uint64_t first_line;
 	const char *last_path;
 	uint64_t last_line;
+	const char *cut_path; /* the first line cut short */
+	uint64_t cut_line;
 	const char *anchor; /* --anchor: a row must hash to it; NULL: none */
 	bool anchored;      /* a row did */
 	bool owned;         /* the config's files: opened as file_open_owned does, owner */
@@ -164,11 +171,19 @@ static int step_line(struct walk *w, const char *path, uint64_t lineno, const ch
 				: p == NULL;
 	}
 	json_decref(row);
-	if (!agrees)
-		return broken(w, path, lineno, !object ? "not a JSON object (cut short, or not a row)"
+	if (!object && len > 0 && s[0] == '{') {
+		/* the start of a row, cut short: the next row vouches for it, or breaks */
+		if (netlog_chain_step_cut(&w->chain, s, len) == NETLOG_CHAIN_CUT &&
+		    w->cut_path == NULL) {
+			w->cut_path = path;
+			w->cut_line = lineno;
+		}
+	} else if (!agrees) {
+		return broken(w, path, lineno, !object ? "not a JSON object: not a row"
 						       : "its prev field is not the last, or not a hash");
-	if (netlog_chain_step(&w->chain, s, len, &why) == NETLOG_CHAIN_BROKEN)
+	} else if (netlog_chain_step(&w->chain, s, len, &why) == NETLOG_CHAIN_BROKEN) {
 		return broken(w, path, lineno, why);
+	}
 	if (w->first_path == NULL) {
 		w->first_path = path;
 		w->first_line = lineno;
@@ -237,8 +252,10 @@ static int walk_file(struct walk *w, const char *path)
 		}
 	}
 	ret = 0;
-	if (len > 0 || too_long)
-		ret = broken(w, path, lineno + 1, "it does not end in a newline: the file was cut there");
+	if (too_long)
+		ret = broken(w, path, lineno + 1, "longer than 1 MiB: not a row sluice-proxy wrote");
+	else if (len > 0)
+		ret = step_line(w, path, lineno + 1, w->line, len); /* no newline: cut, or a whole row */
 out_close_fd:
 	close(fd);
 	return ret;
@@ -316,6 +333,16 @@ int log_verify_cmd(int argc, char **argv)
 		if (w.chain.unchained > 0)
 			printf("; %llu rows before it carry no prev",
 			       (unsigned long long)w.chain.unchained);
+		if (w.chain.cut > (w.chain.last_cut ? 1u : 0u))
+			printf("; rows cut short by a failed write: %llu (the first %s:%llu), each "
+			       "vouched for by the row after it; whether rows right before one were "
+			       "removed cannot be shown",
+			       (unsigned long long)(w.chain.cut - (w.chain.last_cut ? 1 : 0)),
+			       w.cut_path, (unsigned long long)w.cut_line);
+		if (w.chain.last_cut)
+			printf("; the last line, %s:%llu, is a row cut short (a failed write, or the "
+			       "file was cut there): nothing after it vouches for it",
+			       w.last_path, (unsigned long long)w.last_line);
 		if (anchor != NULL)
 			printf("; the anchor is in it");
 		printf("; last row's hash %s\n", w.chain.last);

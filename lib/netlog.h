@@ -105,6 +105,8 @@ struct netlog_chain {
 	uint64_t lines;      /* lines stepped so far */
 	uint64_t unchained;  /* lines without prev before the chain started */
 	uint64_t chained;    /* lines whose prev held */
+	uint64_t cut;        /* lines cut short (netlog_chain_step_cut) since it started */
+	bool last_cut;       /* the last line stepped was one: only the next row vouches for it */
 	bool started;        /* a line with prev was seen */
 	bool from_start;     /* the chain's first row has prev null: the log's first row */
 	char last[NETLOG_PREV_HEX + 1]; /* hash of the last line stepped */
@@ -114,11 +116,21 @@ enum netlog_chain_verdict {
 	NETLOG_CHAIN_OK,        /* its prev holds, or it is the first line (unchecked) */
 	NETLOG_CHAIN_UNCHAINED, /* no prev, before any row that had one */
 	NETLOG_CHAIN_BROKEN,    /* *why says how */
+	NETLOG_CHAIN_CUT,       /* a line cut short, after the chain started */
 };
 
 void netlog_chain_init(struct netlog_chain *c);
 /* Step over one line (no newline). A broken line sets *why (static text). */
 enum netlog_chain_verdict netlog_chain_step(struct netlog_chain *c, const char *line, size_t len,
 					    const char **why);
+/*
+ * Step over a line the writer left cut short: a write that failed part way
+ * (a full disk) leaves a prefix of a row, and the writer's next row starts
+ * on a line of its own with prev the hash of that prefix. So the next row
+ * vouches for the cut line; nothing can tie the cut line to the row before
+ * it. Before the chain started it counts as unchained.
+ */
+enum netlog_chain_verdict netlog_chain_step_cut(struct netlog_chain *c, const char *line,
+						size_t len);
 
 #endif

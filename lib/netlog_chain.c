@@ -9,7 +9,7 @@
  * chain breaks. It proves that no row between the chain's first and last
  * was removed, changed or inserted; it cannot see rows cut from either end
  * (rotation drops the oldest ones by design), and it parses no JSON: the
- * caller may.
+ * caller may, and says which lines are cut short (netlog_chain_step_cut).
  */
 #include "netlog.h"
 
@@ -159,8 +159,10 @@ enum netlog_chain_verdict netlog_chain_step(struct netlog_chain *c, const char *
 		*why = "its prev is null, as if no row came before it";
 		v = NETLOG_CHAIN_BROKEN;
 	} else if (r == 1 && c->lines > 0 && strcmp(prev, c->last) != 0) {
-		*why = "its prev is not the hash of the row before it: that row was changed, "
-		       "or rows between them were removed";
+		*why = c->last_cut ? "the line before it is cut short and its prev is not the hash of "
+				     "that line: it was not the writer's cut row, or was changed"
+				   : "its prev is not the hash of the row before it: that row was "
+				     "changed, or rows between them were removed";
 		v = NETLOG_CHAIN_BROKEN;
 	} else if (!c->started) {
 		c->started = true;
@@ -170,5 +172,23 @@ enum netlog_chain_verdict netlog_chain_step(struct netlog_chain *c, const char *
 		c->chained++;
 	netlog_chain_hash(line, len, c->last);
 	c->lines++;
+	c->last_cut = false;
+	return v;
+}
+
+enum netlog_chain_verdict netlog_chain_step_cut(struct netlog_chain *c, const char *line,
+						size_t len)
+{
+	enum netlog_chain_verdict v = NETLOG_CHAIN_UNCHAINED;
+
+	if (c->started) {
+		c->cut++;
+		v = NETLOG_CHAIN_CUT;
+	} else {
+		c->unchained++;
+	}
+	netlog_chain_hash(line, len, c->last);
+	c->lines++;
+	c->last_cut = c->started;
 	return v;
 }

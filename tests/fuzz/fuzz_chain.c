@@ -2,10 +2,12 @@
  * fuzz_chain.c: the log chain's checker on arbitrary lines.
  *
  * The input is split at newlines and every line is handed to
- * netlog_chain_prev and netlog_chain_step (a log file is what an attacker who
- * edits the log controls). Beyond not crashing: a prev found is 64 lower-case
- * hex digits, the counters add up, and a well-formed chain of as many
- * rows, walked beside it, always holds.
+ * netlog_chain_prev and netlog_chain_step, or, when it starts with '{' and
+ * carries no prev, to netlog_chain_step_cut as `sluice log verify` does for
+ * a row cut short (a log file is what an attacker who edits the log
+ * controls). Beyond not crashing: a prev found is 64 lower-case hex digits,
+ * the counters add up, and a well-formed chain of as many rows, walked
+ * beside it, always holds.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +38,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (r == 1 && (strlen(hex) != NETLOG_PREV_HEX ||
 			       strspn(hex, "0123456789abcdef") != NETLOG_PREV_HEX))
 			abort();
-		if (netlog_chain_step(&c, s + start, i - start, &why) == NETLOG_CHAIN_BROKEN) {
+		if (r == -1 && i > start && s[start] == '{') {
+			enum netlog_chain_verdict v = netlog_chain_step_cut(&c, s + start, i - start);
+
+			if (v != NETLOG_CHAIN_CUT && v != NETLOG_CHAIN_UNCHAINED)
+				abort();
+		} else if (netlog_chain_step(&c, s + start, i - start, &why) == NETLOG_CHAIN_BROKEN) {
 			if (why == NULL)
 				abort();
 			broken++;
@@ -53,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		lines++;
 		start = i + 1;
 	}
-	if (c.lines != lines || c.chained + c.unchained + broken != lines)
+	if (c.lines != lines || c.chained + c.unchained + c.cut + broken != lines)
 		abort();
 	return 0;
 }

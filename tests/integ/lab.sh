@@ -333,6 +333,8 @@ NGX
 
 # Extra namespaces a test adds (ip netns add) are listed here and deleted at teardown.
 LAB_EXTRA_NS=()
+# filesystems a test mounted inside LAB_DIR (a small tmpfs, say): unmounted at teardown
+LAB_MOUNTS=()
 
 lab_teardown() {
 	local rc=$?
@@ -365,6 +367,9 @@ lab_teardown() {
 	done
 	[ -n "$HNS" ] && rm -rf "/etc/netns/$HNS"
 	[ -n "$INS" ] && rm -rf "/etc/netns/$INS"
+	for ns in "${LAB_MOUNTS[@]}"; do
+		umount "$ns" 2>/dev/null || umount -l "$ns" 2>/dev/null
+	done
 	if [ -n "$LAB_DIR" ] && [ -d "$LAB_DIR" ]; then
 		if [ -n "${SLUICE_KEEP-}" ]; then
 			echo "# lab kept: $LAB_DIR"

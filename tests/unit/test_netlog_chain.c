@@ -462,6 +462,43 @@ static void test_checker_unchained_first(void **state)
 	assert_false(c.started); /* nothing chained: the caller says so */
 }
 
+/* A row cut short by a failed write: the row after it, hashing the cut part, vouches for it. */
+static void test_checker_cut(void **state)
+{
+	char rows[4][160], h[NETLOG_PREV_HEX + 1];
+	struct netlog_chain c;
+	const char *why;
+
+	netlog_chain_init(&c);
+	snprintf(rows[0], sizeof(rows[0]), "{\"i\":0,\"prev\":null}");
+	snprintf(rows[1], sizeof(rows[1]), "{\"i\":1,\"pr"); /* what the write managed */
+	netlog_chain_hash(rows[1], strlen(rows[1]), h);
+	snprintf(rows[2], sizeof(rows[2]), "{\"i\":2,\"prev\":\"%s\"}", h);
+	assert_int_equal(netlog_chain_step(&c, rows[0], strlen(rows[0]), &why), NETLOG_CHAIN_OK);
+	assert_int_equal(netlog_chain_step_cut(&c, rows[1], strlen(rows[1])), NETLOG_CHAIN_CUT);
+	assert_true(c.last_cut);
+	assert_int_equal(netlog_chain_step(&c, rows[2], strlen(rows[2]), &why), NETLOG_CHAIN_OK);
+	assert_false(c.last_cut);
+	assert_int_equal(c.cut, 1);
+	assert_int_equal(c.chained, 2);
+
+	/* a cut line the next row does not hash: that row breaks, and says so */
+	netlog_chain_init(&c);
+	snprintf(rows[2], sizeof(rows[2]), "{\"i\":2,\"prev\":\"%s\"}", SHA_ABC);
+	netlog_chain_step(&c, rows[0], strlen(rows[0]), &why);
+	netlog_chain_step_cut(&c, rows[1], strlen(rows[1]));
+	assert_int_equal(netlog_chain_step(&c, rows[2], strlen(rows[2]), &why), NETLOG_CHAIN_BROKEN);
+	assert_non_null(strstr(why, "cut short"));
+
+	/* before the chain started a cut line is one more unchained line */
+	netlog_chain_init(&c);
+	assert_int_equal(netlog_chain_step_cut(&c, rows[1], strlen(rows[1])),
+			 NETLOG_CHAIN_UNCHAINED);
+	assert_int_equal(c.unchained, 1);
+	assert_int_equal(c.cut, 0);
+	assert_false(c.last_cut);
+}
+
 /* The writer's rows pass the checker, across rotation and a restart. */
 static void test_writer_passes_checker(void **state)
 {
@@ -512,6 +549,7 @@ int main(void)
 		cmocka_unit_test(test_open_refuses_links),
 		cmocka_unit_test(test_checker),
 		cmocka_unit_test(test_checker_unchained_first),
+		cmocka_unit_test(test_checker_cut),
 		cmocka_unit_test(test_writer_passes_checker),
 	};
 
