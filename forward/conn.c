@@ -32,6 +32,7 @@
 #include <strings.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -189,8 +190,10 @@ static void relay_begin(struct conn *c)
 static void dial(struct conn *c)
 {
 	const struct sockaddr_storage *ss = &c->ln->upstream;
-	socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
-						 : sizeof(struct sockaddr_in6);
+	bool inet = ss->ss_family != AF_UNIX;
+	socklen_t len = ss->ss_family == AF_INET    ? sizeof(struct sockaddr_in)
+			: ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						    : sizeof(struct sockaddr_un);
 	int one = 1;
 	int fd;
 
@@ -207,8 +210,10 @@ static void dial(struct conn *c)
 		conn_close(c, true);
 		return;
 	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (c->fw->mark != 0 &&
+	/* a unix:PATH upstream (a proxy on this host) has no Nagle, and no route to mark */
+	if (inet)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (inet && c->fw->mark != 0 &&
 	    setsockopt(fd, SOL_SOCKET, SO_MARK, &c->fw->mark, sizeof(c->fw->mark)) == -1) {
 		fprintf(stderr, "sluice-forward: dial for client %s: SO_MARK 0x%x: %s: reset\n",
 			c->src, (unsigned)c->fw->mark, strerror(errno));

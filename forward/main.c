@@ -30,6 +30,7 @@
 #include "cgpath.h"
 #include "file.h"
 #include "forward.h"
+#include "iprange.h"
 #include "sockdiag.h"
 
 static const char *key_path;
@@ -42,7 +43,8 @@ static void usage(void)
 		"                      [--engine-cgroup PATH]... [--engine-uid N] [--engine-state FILE]\n"
 		"                      [--mark N] [LISTEN=UPSTREAM]...\n"
 		"       sluice-forward --wait NETNS_PATH ADDR:PORT [--timeout SECONDS]\n"
-		"  LISTEN, UPSTREAM  numeric ADDR:PORT or [V6]:PORT\n"
+		"  LISTEN, UPSTREAM  numeric ADDR:PORT or [V6]:PORT; UPSTREAM also unix:PATH,\n"
+		"                    a sluice-proxy `listen unix:PATH` on this host (no TCP hop)\n"
 		"  --key FILE        the stamp keys (STATE/stamp.key from `sluice key init`)\n"
 		"  --net NAME        the network name every stamp carries\n"
 		"  --netns PATH      LISTEN=UPSTREAM pairs listen inside this network namespace\n"
@@ -157,7 +159,9 @@ static int add_pair(struct forwarder *fw, char *pair, bool own)
 	ln->own = own;
 	if (eq != NULL) {
 		*eq = '\0';
-		if (fwd_parse_addr(pair, &ln->addr) == 0 && fwd_parse_addr(eq + 1, &ln->upstream) == 0) {
+		if (fwd_parse_addr(pair, &ln->addr) == 0 &&
+		    (sockaddr_unix_parse(eq + 1, &ln->upstream) == 0 ||
+		     fwd_parse_addr(eq + 1, &ln->upstream) == 0)) {
 			fw->nlisteners++;
 			return 0;
 		}

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -202,6 +203,9 @@ static bool sockaddr_same(const struct sockaddr_storage *a, const struct sockadd
 {
 	if (a->ss_family != b->ss_family)
 		return false;
+	if (a->ss_family == AF_UNIX)
+		return strcmp(((const struct sockaddr_un *)a)->sun_path,
+			      ((const struct sockaddr_un *)b)->sun_path) == 0;
 	if (a->ss_family == AF_INET) {
 		const struct sockaddr_in *x = (const struct sockaddr_in *)a;
 		const struct sockaddr_in *y = (const struct sockaddr_in *)b;
@@ -220,11 +224,17 @@ static void d_listen(struct parser *p, char **w, size_t nw)
 {
 	struct config *c = p->c;
 	struct sockaddr_storage ss;
-	char buf[64];
+	char buf[128];
+	int u = sockaddr_unix_parse(w[1], &ss);
 
-	if (parse_sockaddr(w[1], true, 0, &ss) == -1) {
-		perr(p, "listen: bad address \"%s\": expected a numeric ADDR:PORT or [ADDR]:PORT",
-		     w[1]);
+	if (u == -1) {
+		perr(p, "listen: bad address \"%s\": unix:PATH needs an absolute path of at most "
+			"107 bytes", w[1]);
+		return;
+	}
+	if (u == 1 && parse_sockaddr(w[1], true, 0, &ss) == -1) {
+		perr(p, "listen: bad address \"%s\": expected a numeric ADDR:PORT, [ADDR]:PORT "
+			"or unix:PATH", w[1]);
 		return;
 	}
 	if (!p->listen_given) {

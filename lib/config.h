@@ -6,7 +6,9 @@
  * Every error is reported as "file:line: message"; a file with any error
  * is not used. Relative paths are taken relative to the working directory.
  *
- *   listen ADDR:PORT          repeatable; default 127.0.0.1:3128
+ *   listen ADDR:PORT          repeatable; default 127.0.0.1:3128; or
+ *          unix:PATH          a socket file (0600, for a sluice-forward on
+ *                             this host: no TCP hop)
  *   allow GRANT               repeatable; the config's own permanent grants
  *   allow-private HOST CIDR   HOST may resolve into CIDR (an exception to
  *                             the deny list); repeatable

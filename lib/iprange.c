@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/un.h>
 
 struct deny_range {
 	struct ipnet net;
@@ -196,8 +197,32 @@ char *sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t size)
 
 		inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
 		snprintf(buf, size, "[%s]:%u", a, ntohs(in6->sin6_port));
+	} else if (ss->ss_family == AF_UNIX) {
+		const struct sockaddr_un *un = (const void *)ss;
+
+		if (un->sun_path[0] == '\0')
+			snprintf(buf, size, "unix");
+		else
+			snprintf(buf, size, "unix:%.*s", (int)sizeof(un->sun_path), un->sun_path);
 	} else {
 		snprintf(buf, size, "?");
 	}
 	return buf;
+}
+
+int sockaddr_unix_parse(const char *s, struct sockaddr_storage *ss)
+{
+	struct sockaddr_un *un = (void *)ss;
+	size_t n;
+
+	if (strncmp(s, "unix:", 5) != 0)
+		return 1;
+	s += 5;
+	n = strlen(s);
+	if (s[0] != '/' || n >= sizeof(un->sun_path) || strchr(s, '\n') != NULL)
+		return -1;
+	memset(ss, 0, sizeof(*ss));
+	un->sun_family = AF_UNIX;
+	memcpy(un->sun_path, s, n + 1);
+	return 0;
 }

@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,7 +51,7 @@ static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
 	struct proxy *px = io->arg;
 
 	for (int i = 0; i < ACCEPT_BATCH; i++) {
-		struct sockaddr_storage peer;
+		struct sockaddr_storage peer = { 0 }; /* a unix peer fills in its family alone */
 		socklen_t len = sizeof(peer);
 		int fd = accept4(io->fd, (struct sockaddr *)&peer, &len,
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -78,25 +79,63 @@ static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
 	}
 }
 
+/*
+ * A unix:PATH listener's file: a socket left by an earlier run is removed;
+ * anything else there is not ours to remove. Returns 0, or -1 with errno.
+ */
+static int unix_path_free(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) == -1)
+		return errno == ENOENT ? 0 : -1;
+	if (!S_ISSOCK(st.st_mode)) {
+		errno = EEXIST;
+		return -1;
+	}
+	return unlink(path);
+}
+
+/* bind; a unix socket file is made 0600 (only its owner, root: sluice-forward, may connect) */
+static int bind_listener(int fd, const struct sockaddr_storage *ss, socklen_t len)
+{
+	mode_t mask = 0;
+	int r;
+
+	if (ss->ss_family == AF_UNIX)
+		mask = umask(0177);
+	r = bind(fd, (const struct sockaddr *)ss, len);
+	if (ss->ss_family == AF_UNIX)
+		umask(mask);
+	return r;
+}
+
 static int listen_on(struct proxy *px, const struct sockaddr_storage *ss)
 {
 	struct listener *ln = &px->listeners[px->nlisteners];
-	socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
-						 : sizeof(struct sockaddr_in6);
-	char name[INET6_ADDRSTRLEN + 16];
+	const char *path = ss->ss_family == AF_UNIX ? ((const struct sockaddr_un *)ss)->sun_path
+						    : NULL;
+	socklen_t len = ss->ss_family == AF_INET    ? sizeof(struct sockaddr_in)
+			: ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						    : sizeof(struct sockaddr_un);
+	char name[128];
 	int one = 1;
 	int fd;
 
 	sockaddr_format(ss, name, sizeof(name));
+	if (path != NULL && unix_path_free(path) == -1)
+		goto fail;
 	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd == -1)
 		goto fail;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	/* accepted sockets inherit TCP_NODELAY from the listener: one call, not one per client */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (path == NULL) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		/* accepted sockets inherit TCP_NODELAY from the listener: one call, not one per client */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	}
 	if (ss->ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, (const struct sockaddr *)ss, len) == -1 || listen(fd, 1024) == -1 ||
+	if (bind_listener(fd, ss, len) == -1 || listen(fd, 1024) == -1 ||
 	    loop_io_add(px->loop, &ln->io, fd, EPOLLIN, on_accept, px) == -1) {
 		int e = errno;
 		close(fd);
@@ -269,6 +308,8 @@ out_loop:
 		int fd = px.listeners[i].io.fd;
 		loop_io_del(px.loop, &px.listeners[i].io);
 		close(fd);
+		if (px.listeners[i].addr.ss_family == AF_UNIX) /* as the user it runs as: may fail */
+			unlink(((const struct sockaddr_un *)&px.listeners[i].addr)->sun_path);
 	}
 	loop_free(px.loop);
 	netlog_close(px.netlog);

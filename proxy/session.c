@@ -798,7 +798,7 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 	struct limit_entry *lim;
 	char client[INET6_ADDRSTRLEN + 8], key[INET6_ADDRSTRLEN + 4], detail[160];
 
-	sockaddr_format(peer, client, sizeof(client));
+	sockaddr_format(peer, client, sizeof(client)); /* "unix" from a unix:PATH listener */
 	if (px->nsessions >= px->config->max_conns) {
 		snprintf(detail, sizeof(detail),
 			 "too many connections (max-connections %u); try again later",
@@ -808,7 +808,10 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 	}
 	/* the address alone: every port of one client counts together */
 	snprintf(key, sizeof(key), "a:");
-	ipaddr_format(peer->ss_family, dial_addr_bytes(peer), key + 2, sizeof(key) - 2);
+	if (peer->ss_family == AF_UNIX)
+		snprintf(key + 2, sizeof(key) - 2, "unix");
+	else
+		ipaddr_format(peer->ss_family, dial_addr_bytes(peer), key + 2, sizeof(key) - 2);
 	lim = limit_take(px, key);
 	if (lim == NULL) {
 		snprintf(detail, sizeof(detail),

@@ -15,10 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "guard.h"
+#include "iprange.h"
 
 /* Parse text (len bytes) into a fresh config; *errs gets the messages (caller frees). */
 static struct config *parse_n(const char *text, size_t len, int *nerr, char **errs)
@@ -162,22 +164,42 @@ static void test_listen(void **state)
 	config_free(c);
 }
 
+static void test_listen_unix(void **state)
+{
+	struct config *c = parse_ok("listen 127.0.0.1:3128\nlisten unix:/run/sluice/proxy.sock\n");
+	char buf[128];
+
+	assert_int_equal(c->nlisten, 2);
+	assert_int_equal(c->listen[1].ss_family, AF_UNIX);
+	assert_string_equal(sockaddr_format(&c->listen[1], buf, sizeof(buf)),
+			    "unix:/run/sluice/proxy.sock");
+	config_free(c);
+	expect_errors("listen unix:proxy.sock\n", 1,
+		      "t.conf:1: listen: bad address \"unix:proxy.sock\": unix:PATH needs an absolute "
+		      "path of at most 107 bytes\n");
+	expect_errors("listen unix:\n", 1,
+		      "t.conf:1: listen: bad address \"unix:\": unix:PATH needs an absolute "
+		      "path of at most 107 bytes\n");
+	expect_errors("listen unix:/a.sock\nlisten unix:/a.sock\n", 1,
+		      "t.conf:2: listen: unix:/a.sock given twice\n");
+}
+
 static void test_listen_errors(void **state)
 {
 	expect_errors("listen 127.0.0.1\n", 1,
-		      "t.conf:1: listen: bad address \"127.0.0.1\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+		      "t.conf:1: listen: bad address \"127.0.0.1\": expected a numeric ADDR:PORT, [ADDR]:PORT or unix:PATH\n");
 	expect_errors("\nlisten localhost:3128\n", 1,
-		      "t.conf:2: listen: bad address \"localhost:3128\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+		      "t.conf:2: listen: bad address \"localhost:3128\": expected a numeric ADDR:PORT, [ADDR]:PORT or unix:PATH\n");
 	expect_errors("listen ::1:3128\n", 1,
-		      "t.conf:1: listen: bad address \"::1:3128\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+		      "t.conf:1: listen: bad address \"::1:3128\": expected a numeric ADDR:PORT, [ADDR]:PORT or unix:PATH\n");
 	expect_errors("listen 127.0.0.1:0\n", 1,
-		      "t.conf:1: listen: bad address \"127.0.0.1:0\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+		      "t.conf:1: listen: bad address \"127.0.0.1:0\": expected a numeric ADDR:PORT, [ADDR]:PORT or unix:PATH\n");
 	expect_errors("listen 127.0.0.1:65536\n", 1,
-		      "t.conf:1: listen: bad address \"127.0.0.1:65536\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+		      "t.conf:1: listen: bad address \"127.0.0.1:65536\": expected a numeric ADDR:PORT, [ADDR]:PORT or unix:PATH\n");
 	expect_errors("listen 127.1:3128\n", 1,
-		      "t.conf:1: listen: bad address \"127.1:3128\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+		      "t.conf:1: listen: bad address \"127.1:3128\": expected a numeric ADDR:PORT, [ADDR]:PORT or unix:PATH\n");
 	expect_errors("listen [fe80::1%eth0]:3128\n", 1,
-		      "t.conf:1: listen: bad address \"[fe80::1%eth0]:3128\": expected a numeric ADDR:PORT or [ADDR]:PORT\n");
+		      "t.conf:1: listen: bad address \"[fe80::1%eth0]:3128\": expected a numeric ADDR:PORT, [ADDR]:PORT or unix:PATH\n");
 	expect_errors("listen 127.0.0.1:3128\nlisten 127.0.0.1:3128\n", 1,
 		      "t.conf:2: listen: 127.0.0.1:3128 given twice\n");
 	expect_errors("listen\n", 1, "t.conf:1: listen: expects 1 argument, got 0\n");
@@ -513,7 +535,7 @@ static void test_many_errors(void **state)
 		      "log-keep 5 6\n"
 		      "max-connections 12\n",
 		      6,
-		      "t.conf:1: listen: bad address \"1.2.3.4\": expected a numeric ADDR:PORT or [ADDR]:PORT\n"
+		      "t.conf:1: listen: bad address \"1.2.3.4\": expected a numeric ADDR:PORT, [ADDR]:PORT or unix:PATH\n"
 		      "t.conf:2: mode: unknown mode \"x\": expected enforce or observe\n"
 		      "t.conf:5: unknown directive \"frob\"\n"
 		      "t.conf:6: head-timeout: 0 out of range 1..86400\n"
@@ -1211,6 +1233,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_empty_and_comments),
 		cmocka_unit_test(test_listen),
+		cmocka_unit_test(test_listen_unix),
 		cmocka_unit_test(test_listen_errors),
 		cmocka_unit_test(test_listen_too_many),
 		cmocka_unit_test(test_allow),
