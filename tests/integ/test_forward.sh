@@ -56,28 +56,7 @@ expect_eq "... none of them reached the proxy (no new row)" "$rows" "$(logq)"
 lab_proxy_control "... none of them reached the proxy (no new row)"
 
 # the origin closes first: the client sees an RST, not a FIN
-out=$(hx "$PY" - 127.0.0.1 $FWD_PORT <<'PYEOF' 2>&1
-import socket, sys, time
-s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
-s.sendall(b"CONNECT good.test:9002 HTTP/1.1\r\nHost: good.test:9002\r\n\r\n")
-got = b""
-end = "timeout"
-t0 = time.monotonic()
-while time.monotonic() - t0 < 5:
-    try:
-        d = s.recv(4096)
-    except ConnectionResetError:
-        end = "rst"
-        break
-    except socket.timeout:
-        break
-    if not d:
-        end = "fin"
-        break
-    got += d
-print(end, b"banner" in got)
-PYEOF
-)
+out=$(hx "$PY" "$INTEG_DIR/tunnel_end.py" 127.0.0.1 $FWD_PORT good.test:9002 2>&1)
 expect_eq "origin closed first (it sent a banner and shut): the client got the banner, then an RST" \
 	"rst True" "$out"
 
