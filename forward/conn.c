@@ -48,6 +48,27 @@ enum conn_state {
 	C_RST_WAIT, /* upstream closed first: waiting for the client's acks */
 };
 
+/*
+ * The states, by name: what each waits for and what its deadline does.
+ * conn_enter is the only way into one; with --trace every transition and
+ * deadline is printed.
+ */
+static const struct conn_state_def {
+	const char *name;
+	const char *waits;
+	const char *late;
+} conn_states[] = {
+	[C_HEAD] = { "head", "the client's first request head", "close (10 s)" },
+	[C_DIAL] = { "dial", "the upstream's connect",
+		     "re-dial on a new socket (every 2 s, 8 tries), then reset the client" },
+	[C_RELAY] = { "relay", "bytes either way", "none: relaying has no deadline" },
+	[C_RST_WAIT] = { "rst-wait", "the client's acks of every byte (the upstream closed first)",
+			 "RST once acked, polled every 10 ms; a plain close after 2 s" },
+};
+
+_Static_assert(sizeof(conn_states) / sizeof(conn_states[0]) == C_RST_WAIT + 1,
+	       "a state without its entry");
+
 struct conn {
 	struct forwarder *fw;
 	struct fwd_listener *ln;
@@ -69,6 +90,15 @@ struct conn {
 };
 
 static void conn_pump(struct conn *c);
+
+static void conn_enter(struct conn *c, enum conn_state state)
+{
+	if (c->fw->trace)
+		fprintf(stderr, "sluice-forward: trace: %s: %s -> %s: waits for %s\n", c->src,
+			conn_states[c->state].name, conn_states[state].name,
+			conn_states[state].waits);
+	c->state = state;
+}
 static void on_upstream(struct loop *l, struct loop_io *io, uint32_t events);
 
 static void conn_close(struct conn *c, bool rst)
@@ -183,7 +213,7 @@ static void relay_begin(struct conn *c)
 	loop_timer_cancel(c->fw->loop, &c->timer);
 	relay_dir_init(&c->up, c->cfd, c->ufd, &c->in);
 	relay_dir_init(&c->down, c->ufd, c->cfd, &c->out);
-	c->state = C_RELAY;
+	conn_enter(c, C_RELAY);
 	c->cev = c->uev = EPOLLIN | EPOLLOUT; /* the first pump looks at both ways */
 }
 
@@ -244,7 +274,7 @@ static void dial(struct conn *c)
 		return;
 	}
 	c->ufd = fd;
-	c->state = C_DIAL;
+	conn_enter(c, C_DIAL);
 	loop_timer_set(c->fw->loop, &c->timer, FWD_DIAL_TIMEOUT_MS, on_timer, c);
 }
 
@@ -336,7 +366,7 @@ static void step_relay(struct conn *c)
 		return;
 	}
 	/* the upstream closed first: an RST, once every byte is acknowledged */
-	c->state = C_RST_WAIT;
+	conn_enter(c, C_RST_WAIT);
 	c->rst_since = loop_now(c->fw->loop);
 	loop_timer_set(c->fw->loop, &c->timer, 0, on_timer, c);
 }
@@ -384,6 +414,10 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 {
 	struct conn *c = t->arg;
 
+	/* rst-wait polls: it is traced as it enters, not each 10 ms */
+	if (c->fw->trace && c->state != C_RST_WAIT)
+		fprintf(stderr, "sluice-forward: trace: %s: %s: deadline passed: %s\n", c->src,
+			conn_states[c->state].name, conn_states[c->state].late);
 	switch (c->state) {
 	case C_HEAD:
 		conn_close(c, false);

@@ -94,6 +94,7 @@ struct forwarder {
 	char boot[17];        /* random per start */
 	uint64_t seq;         /* per boot, one per connection */
 	uint32_t mark;        /* --mark: SO_MARK on upstream sockets; 0 none */
+	bool trace;           /* --trace: each connection's state transitions on stderr */
 	struct conn *dead;    /* closed, freed before the loop sleeps */
 	unsigned nconns;
 	bool failed;          /* stopped by an error, not a signal */

@@ -41,7 +41,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sluice-forward --key FILE --net NAME [--netns PATH] [--own LISTEN=UPSTREAM]...\n"
 		"                      [--engine-cgroup PATH]... [--engine-uid N] [--engine-state FILE]\n"
-		"                      [--mark N] [LISTEN=UPSTREAM]...\n"
+		"                      [--mark N] [--trace] [LISTEN=UPSTREAM]...\n"
 		"       sluice-forward --wait NETNS_PATH ADDR:PORT [--timeout SECONDS]\n"
 		"  LISTEN, UPSTREAM  numeric ADDR:PORT or [V6]:PORT; UPSTREAM also unix:PATH,\n"
 		"                    a sluice-proxy `listen unix:PATH` on this host (no TCP hop)\n"
@@ -64,6 +64,7 @@ static void usage(void)
 		"                    one only while the latest snapshot of --net lists its id\n"
 		"                    (default engine.jsonl beside --key; none there: no container)\n"
 		"  --mark N          SO_MARK N (decimal or 0x hex) on every upstream socket\n"
+		"  --trace           each connection's state transitions and deadlines on stderr\n"
 		"  --wait            exit 0 once a TCP socket listens on ADDR:PORT (or the\n"
 		"                    wildcard address and PORT) in the namespace at NETNS_PATH,\n"
 		"                    which may not exist yet; 1 after --timeout (default 10,\n"
@@ -303,6 +304,7 @@ int main(int argc, char **argv)
 		{ "netns", required_argument, NULL, 's' },
 		{ "own", required_argument, NULL, 'o' },
 		{ "mark", required_argument, NULL, 'm' },
+		{ "trace", no_argument, NULL, 'T' },
 		{ "engine-cgroup", required_argument, NULL, 'c' },
 		{ "engine-uid", required_argument, NULL, 'u' },
 		{ "engine-state", required_argument, NULL, 'e' },
@@ -324,6 +326,7 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'k': key_path = optarg; break;
+		case 'T': fw.trace = true; break;
 		case 'n': net = optarg; break;
 		case 's': fw.netns = optarg; break;
 		case 'o':

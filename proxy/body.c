@@ -18,7 +18,7 @@
 static bool trailer_dropped(const struct session *s, bool request, const struct http_header *h)
 {
 	return http_is_forbidden_trailer(h) ||
-	       (request && s->r->inject_field[0] != '\0' && exchange_header_named(h, s->r->inject_field));
+	       (request && s->r->inject_field[0] != '\0' && head_named(h, s->r->inject_field));
 }
 
 /* Add "what trailers dropped: Name, Name" to the row's detail. */
@@ -66,7 +66,7 @@ static int move_trailer(struct session *s, bool request, struct buf *in, struct 
 	if (buf_room(out) < need)
 		return 0;
 	for (size_t i = 0; i < nf; i++) {
-		if (!trailer_dropped(s, request, &f[i]) && exchange_put_header(out, &f[i]) == -1)
+		if (!trailer_dropped(s, request, &f[i]) && head_put_header(out, &f[i]) == -1)
 			return -1;
 	}
 	if (buf_append(out, "\r\n", 2) == -1)

@@ -1,92 +1,23 @@
 /*
  * exchange.c: one HTTP request and its response.
  *
- * Reads a request head, has the policy judge its target (name, port, Host
- * header), sends the origin-form head upstream without hop-by-hop and
- * Proxy-* headers, streams the request body and the response back under
- * their framing, writes the row, and keeps the upstream for the next
- * request to the same target or drops it. A kept-alive upstream that
- * closes under a bodiless idempotent request gets it once more on a new
- * connection (try_replay).
+ * Reads a request head and begins it in steps (request_begin: the row's
+ * fields and the connection's stamp; request_target; request_judge: the
+ * policy on the target and Host; request_credential; request_send: the
+ * head upstream, on the kept upstream or a new dial), then streams the
+ * request body and the response back under their framing (exchange_http,
+ * one pass of named steps at a time), writes the row, and keeps the
+ * upstream for the next request to the same target or drops it. A
+ * kept-alive upstream that closes under a bodiless idempotent request gets
+ * it once more on a new connection (try_replay). The heads it sends are
+ * written by head.c.
  */
 #include "session.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
-
-static bool is_stamp_header(const struct http_header *h)
-{
-	return h->name_len == sizeof(STAMP_HEADER) - 1 &&
-	       strncasecmp(h->name, STAMP_HEADER, h->name_len) == 0;
-}
-
-/*
- * From its stamp on, a connection counts against the principal that asked
- * (containers behind one forwarder share its address), not the address.
- * Returns 0, or -1 when that principal holds its cap (refused; the row
- * names it).
- */
-static int stamp_count(struct session *s, const struct stamp *st)
-{
-	char key[sizeof(st->src) + sizeof(st->net) + sizeof(st->as) + 8];
-	struct limit_entry *lim;
-
-	snprintf(key, sizeof(key), "p:%s@%s/%s", st->src, st->net, st->as);
-	lim = limit_take(s->px, key);
-	if (lim == NULL) {
-		session_refuse(s, 503, "client-limit", "connection_limit_reached",
-			       "%s@%s%s%s holds too many connections "
-			       "(max-connections-per-client %u); try again later",
-			       st->src, st->net, st->as[0] ? " as " : "", st->as,
-			       config_per_client(session_config(s)));
-		return -1;
-	}
-	limit_put(s->px, s->limit);
-	s->limit = lim;
-	return 0;
-}
-
-/*
- * The first head of a connection may carry sluice-forward's stamp: exactly
- * one Sluice-Stamp header with a MAC under a live key. Then the connection
- * is bound to it (every later request inherits it). None, several (client
- * forgeries the forwarder would have stripped), a bad MAC or no keys: the
- * connection is unattributed. A valid stamp seen before is a replay and is
- * refused. Returns 0, or -1 when refused.
- */
-static int stamp_first_head(struct session *s, const struct http_request *req)
-{
-	const struct http_header *h = NULL;
-	const char *err = NULL;
-	struct stamp st;
-	size_t n = 0;
-
-	for (size_t i = 0; i < req->nheaders; i++) {
-		if (is_stamp_header(&req->headers[i])) {
-			h = &req->headers[i];
-			n++;
-		}
-	}
-	if (n != 1 || s->px->nkeys == 0 ||
-	    stamp_parse(h->value, h->value_len, &st, &err) == -1 ||
-	    !stamp_verify(&st, h->value, s->px->keys, s->px->nkeys, time(NULL)))
-		return 0;
-	if (!stamp_replay_check(s->px->replay, st.boot, st.seq)) {
-		session_refuse(s, 403, "stamp-replay", "http_request_denied",
-			       "stamp of boot %s sequence %llu was already used; a replayed stamp "
-			       "is refused",
-			       st.boot, (unsigned long long)st.seq);
-		return -1;
-	}
-	if (session_stamp_keep(s, &st) == -1) {
-		session_close(s, "out of memory");
-		return -1;
-	}
-	return stamp_count(s, &st);
-}
 
 /* The one line naming the grant that would allow this target. */
 static void grant_hint(const struct target *t, char *out, size_t size)
@@ -133,158 +64,25 @@ static void copy_capped(char *dst, size_t size, size_t *len, const char *src, si
 	*len = n;
 }
 
-static int put(struct buf *b, const char *p, size_t n)
-{
-	return buf_append(b, p, n);
-}
-
-int exchange_put_header(struct buf *b, const struct http_header *h)
-{
-	if (put(b, h->name, h->name_len) == -1 || put(b, ": ", 2) == -1 ||
-	    put(b, h->value, h->value_len) == -1 || put(b, "\r\n", 2) == -1)
-		return -1;
-	return 0;
-}
-
-bool exchange_header_named(const struct http_header *h, const char *name)
-{
-	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
-}
-
-/*
- * The request line with the rule's query parameter written (inject.c
- * decided the rule and holds the secret). Returns 0, or -1 when it does
- * not fit.
- */
-static int put_target(struct session *s, const struct http_request *req)
-{
-	struct request *r = s->r;
-	size_t size = req->path_len + 3 * (INJECT_PREFIX_MAX + r->secret_len) +
-		      sizeof(r->rule->field) + 8;
-	char *p;
-	int n;
-	bool injected = false;
-
-	if (r->rule == NULL || r->rule->target != INJECT_QUERY)
-		return put(&s->uout, req->path, req->path_len);
-	p = malloc(size);
-	if (p == NULL)
-		return -1;
-	n = inject_query_rewrite(r->rule, req->path, req->path_len, r->secret, r->secret_len, p,
-				 size, &injected);
-	r->injected = injected;
-	n = n < 0 ? -1 : put(&s->uout, p, (size_t)n);
-	explicit_bzero(p, size);
-	free(p);
-	return n;
-}
-
-/* A header rule's line (name: prefix+secret). Returns 0 or -1. */
-static int put_credential(struct session *s)
-{
-	struct request *r = s->r;
-	size_t size = INJECT_PREFIX_MAX + r->secret_len + 1;
-	char *v = malloc(size);
-	int n;
-
-	if (v == NULL)
-		return -1;
-	n = inject_header_value(r->rule, r->secret, r->secret_len, v, size);
-	if (n >= 0)
-		n = put(&s->uout, r->rule->field, strlen(r->rule->field)) == -1 ||
-				    put(&s->uout, ": ", 2) == -1 || put(&s->uout, v, (size_t)n) == -1 ||
-				    put(&s->uout, "\r\n", 2) == -1
-			    ? -1
-			    : 0;
-	explicit_bzero(v, size);
-	free(v);
-	r->injected = n == 0;
-	return n;
-}
-
-/*
- * Host as the policy judged it: the canonical name (lower-case A-labels, no
- * trailing dot, an IPv4 literal as a dotted quad, IPv6 bracketed), and the
- * port unless it is the scheme's default. The origin reads the name that
- * was judged, never a spelling of it (GOOD.TEST., full-width letters).
- */
-static int put_host(struct session *s)
-{
-	const struct target *t = &s->r->t;
-	const char *l = t->host.kind == HOST_IPV6 ? "[" : "";
-	const char *r = t->host.kind == HOST_IPV6 ? "]" : "";
-	uint16_t dflt = s->intercept ? 443 : 80;
-
-	if (t->port == dflt)
-		return buf_printf(&s->uout, "Host: %s%s%s\r\n", l, t->host.name, r);
-	return buf_printf(&s->uout, "Host: %s%s%s:%u\r\n", l, t->host.name, r, t->port);
-}
-
-/*
- * The origin-form head sent upstream: the canonical Host first, hop-by-hop
- * and Proxy-* removed, a credential added. To a host whose answers are
- * scrubbed, identity is asked for and Range, If-Range and Request-Range
- * (Apache's old spelling) are dropped: the origin answers with the whole
- * body, so a secret is never split between two ranges the scrubber sees
- * apart.
- */
-static int build_upstream_head(struct session *s, const struct http_request *req)
-{
-	struct buf *b = &s->uout;
-	const struct inject_rule *rule = s->r->rule;
-	int plan = rule != NULL && rule->target == INJECT_HEADER ? inject_header_plan(s, req) : -2;
-
-	if (put(b, req->method_str, req->method_len) == -1 || put(b, " ", 1) == -1 ||
-	    put_target(s, req) == -1 || buf_printf(b, " HTTP/1.%d\r\n", req->minor) == -1 ||
-	    put_host(s) == -1)
-		return -1;
-	for (size_t i = 0; i < req->nheaders; i++) {
-		const struct http_header *h = &req->headers[i];
-
-		/* a stamp never leaves: not the forwarder's, not a client's */
-		if (http_is_hop_header(req->headers, req->nheaders, i) || is_stamp_header(h) ||
-		    (int)i == req->host_header)
-			continue;
-		/* a credential goes in one place, the rule's; a host's answers come unencoded to be scrubbed */
-		if (rule != NULL && plan != -2 && exchange_header_named(h, rule->field))
-			continue;
-		if (s->r->scrub != NULL && exchange_header_named(h, "Accept-Encoding"))
-			continue;
-		/* a range of the body could hold part of a secret, the next range the rest: the whole is asked */
-		if (s->r->scrub != NULL && (exchange_header_named(h, "Range") || exchange_header_named(h, "If-Range") ||
-					    exchange_header_named(h, "Request-Range")))
-			continue;
-		if (exchange_put_header(b, h) == -1)
-			return -1;
-	}
-	if (plan != -2 && put_credential(s) == -1)
-		return -1;
-	if (s->r->scrub != NULL && put(b, "Accept-Encoding: identity\r\n", 27) == -1)
-		return -1;
-	if (s->r->client_close && put(b, "Connection: close\r\n", 19) == -1)
-		return -1;
-	return put(b, "\r\n", 2);
-}
-
 /* Which directive set the request's body cap, for the refusal. */
 static const char *cap_name(const struct session *s)
 {
 	return s->r->body_cap == session_config(s)->max_body_bytes ? "max-body-bytes" : "body-limit";
 }
 
-/* Begin the request whose head is buf[0..len): judge it, then forward it. */
-static void start_request(struct session *s, const struct http_request *req, size_t len)
+/*
+ * A new request from its head: the row's fields (method, path, user
+ * agent), and on the connection's first head its stamp. Returns 0, or -1
+ * when it was refused or the session closed.
+ */
+static int request_begin(struct session *s, const struct http_request *req)
 {
 	struct request *r;
-	struct policy_request pr;
-	struct host hh;
-	struct verdict v;
-	const char *err = NULL;
 	int ua;
 
 	if (session_request_new(s) == -1) {
 		session_close(s, "out of memory");
-		return;
+		return -1;
 	}
 	r = s->r;
 	r->active = true;
@@ -301,39 +99,63 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	if (ua >= 0)
 		copy_capped(r->ua, sizeof(r->ua), &r->ua_len, req->headers[ua].value,
 			    req->headers[ua].value_len);
-	if (s->nreq == 1 && stamp_first_head(s, req) == -1)
-		return;
+	if (s->nreq == 1 && session_stamp_first_head(s, req) == -1)
+		return -1;
+	r->client_close = req->close || req->minor == 0;
+	return 0;
+}
+
+/*
+ * Where the request goes: inside an intercepted CONNECT the tunnel's
+ * target (the head must be origin-form with a Host), else the target the
+ * request line names, canonical. Returns 0, or -1 refused (400).
+ */
+static int request_target(struct session *s, const struct http_request *req)
+{
+	struct request *r = s->r;
+	const char *err = NULL;
 
 	if (s->intercept) {
-		/* decrypted inside a CONNECT: the target is the tunnel's, Host must name it */
 		if (req->form != HTTP_FORM_ORIGIN || req->host_header < 0) {
 			session_refuse(s, 400, "malformed", "http_request_error",
 				       "inside a TLS tunnel send GET /path with a Host header, not "
 				       "%.*s",
 				       (int)(req->target_len > 64 ? 64 : req->target_len),
 				       req->target);
-			return;
+			return -1;
 		}
 		r->t = s->ix->tunnel;
-	} else {
-		if (req->form != HTTP_FORM_ABSOLUTE && req->form != HTTP_FORM_AUTHORITY) {
-			session_refuse(s, 400, "malformed", "http_request_error",
-				       "sluice-proxy is a forward proxy: send http://host/path or "
-				       "CONNECT host:port, not %.*s",
-				       (int)(req->target_len > 64 ? 64 : req->target_len),
-				       req->target);
-			return;
-		}
-		if (host_canon(req->host, req->host_len, &r->t.host, &err) == -1) {
-			session_refuse(s, 400, "malformed", "http_request_error",
-				       "bad host %.*s: %s",
-				       (int)(req->host_len > 64 ? 64 : req->host_len), req->host, err);
-			return;
-		}
-		r->t.port = req->port;
-		r->t.via = req->method == HTTP_CONNECT ? GRANT_VIA_CONNECT : GRANT_VIA_HTTP;
+		return 0;
 	}
-	r->client_close = req->close || req->minor == 0;
+	if (req->form != HTTP_FORM_ABSOLUTE && req->form != HTTP_FORM_AUTHORITY) {
+		session_refuse(s, 400, "malformed", "http_request_error",
+			       "sluice-proxy is a forward proxy: send http://host/path or "
+			       "CONNECT host:port, not %.*s",
+			       (int)(req->target_len > 64 ? 64 : req->target_len), req->target);
+		return -1;
+	}
+	if (host_canon(req->host, req->host_len, &r->t.host, &err) == -1) {
+		session_refuse(s, 400, "malformed", "http_request_error", "bad host %.*s: %s",
+			       (int)(req->host_len > 64 ? 64 : req->host_len), req->host, err);
+		return -1;
+	}
+	r->t.port = req->port;
+	r->t.via = req->method == HTTP_CONNECT ? GRANT_VIA_CONNECT : GRANT_VIA_HTTP;
+	return 0;
+}
+
+/*
+ * The policy's verdict on the target and the Host header (which must name
+ * the same host and port): the row's decision, reason and grant. Returns
+ * 0 allowed (or observed), -1 refused.
+ */
+static int request_judge(struct session *s, const struct http_request *req)
+{
+	struct request *r = s->r;
+	struct policy_request pr;
+	struct host hh;
+	struct verdict v;
+	const char *err = NULL;
 
 	memset(&pr, 0, sizeof(pr));
 	pr.via = r->t.via;
@@ -348,21 +170,21 @@ static void start_request(struct session *s, const struct http_request *req, siz
 				    &err) == -1) {
 			session_refuse(s, 400, "malformed", "http_request_error",
 				       "bad Host header: %s", err);
-			return;
+			return -1;
 		}
 		if (has_port && port != r->t.port) {
 			session_refuse(s, 403, "host-mismatch", "http_request_denied",
 				       "the Host header names port %u but the request goes to port "
 				       "%u; nothing to grant: send the request to the host it names",
 				       port, r->t.port);
-			return;
+			return -1;
 		}
 		pr.host_header = &hh;
 	}
 	policy_judge(s->px->policy, &pr, time(NULL), &v);
 	if (!v.allow) {
 		refuse_verdict(s, &v);
-		return;
+		return -1;
 	}
 	if (v.observed) {
 		r->decision = "observe";
@@ -375,35 +197,38 @@ static void start_request(struct session *s, const struct http_request *req, siz
 		grant_format(v.grant, g, sizeof(g));
 		snprintf(r->grant, sizeof(r->grant), "%s (%s)", g, grant_level_name(v.grant->level));
 	}
+	return 0;
+}
 
-	if (req->method == HTTP_CONNECT) {
-		buf_consume(&s->cin, len);
-		dial_close(s);
-		if (tls_intercepts(s->px, &r->t.host, r->t.port))
-			session_intercept_begin(s);
-		else
-			dial_start(s);
-		return;
-	}
+/*
+ * Before anything goes out: the body's cap, then the credential (which may
+ * wait for its token command), and for a minted token the head kept to be
+ * re-issued once after a 401. Returns 0 go on, 1 waiting for the token
+ * (SS_TOKEN; the head is read again), -1 refused.
+ */
+static int request_credential(struct session *s, const struct http_request *req, size_t len)
+{
+	struct request *r = s->r;
+
 	r->body_cap = config_body_limit(session_config(s), r->t.host.name);
 	if (r->body_cap > 0 && req->body == HTTP_BODY_LENGTH && req->content_length > r->body_cap) {
 		session_refuse(s, 413, "body-too-large", "http_request_error",
 			       "request body of %llu bytes is over %s %llu; nothing was sent",
 			       (unsigned long long)req->content_length, cap_name(s),
 			       (unsigned long long)r->body_cap);
-		return;
+		return -1;
 	}
 	/* a body over its cap is refused before any credential is fetched */
 	switch (inject_begin(s, req)) {
 	case -1:
-		return;
+		return -1;
 	case 1:
 		/* its token is being minted: this head is read again when it is */
 		r->active = false;
 		s->nreq--;
 		s->phase_ms = session_now(s);
 		session_enter(s, SS_TOKEN);
-		return;
+		return 1;
 	}
 	if (s->reissued) {
 		s->reissued = false;
@@ -416,13 +241,25 @@ static void start_request(struct session *s, const struct http_request *req, siz
 			r->rehead_len = len;
 		}
 	}
+	return 0;
+}
+
+/*
+ * The head goes upstream: built (credential written, the rule's name
+ * kept for the row), then on the kept-alive upstream to the same target
+ * (replayable once if it was closing) or on a new dial.
+ */
+static void request_send(struct session *s, const struct http_request *req, size_t len)
+{
+	struct request *r = s->r;
+
 	r->req_body = req->body;
 	r->req_left = req->content_length;
 	r->req_done = req->body == HTTP_BODY_NONE ||
 		      (req->body == HTTP_BODY_LENGTH && req->content_length == 0);
 	if (!(s->ufd >= 0 && s->up_ready && dial_up_is(s->up, &r->t)))
 		dial_close(s);
-	if (build_upstream_head(s, req) == -1) {
+	if (head_upstream(s, req) == -1) {
 		session_refuse(s, 431, "head-too-large", "http_request_error",
 			       "request head too large to forward");
 		return;
@@ -452,6 +289,30 @@ static void start_request(struct session *s, const struct http_request *req, siz
 		return;
 	}
 	dial_start(s);
+}
+
+/*
+ * Begin the request whose head is cin[0..len): its row, its target, the
+ * policy's verdict; a CONNECT then dials (or is intercepted), any other
+ * request gets its credential and goes upstream.
+ */
+static void start_request(struct session *s, const struct http_request *req, size_t len)
+{
+	if (request_begin(s, req) == -1 || request_target(s, req) == -1 ||
+	    request_judge(s, req) == -1)
+		return;
+	if (req->method == HTTP_CONNECT) {
+		buf_consume(&s->cin, len);
+		dial_close(s);
+		if (tls_intercepts(s->px, &s->r->t.host, s->r->t.port))
+			session_intercept_begin(s);
+		else
+			dial_start(s);
+		return;
+	}
+	if (request_credential(s, req, len) != 0)
+		return;
+	request_send(s, req, len);
 }
 
 /*
@@ -552,30 +413,6 @@ void exchange_head(struct session *s)
 	}
 }
 
-static int build_client_head(struct session *s, const struct http_response *resp)
-{
-	struct buf *b = &s->cout;
-
-	if (buf_printf(b, "HTTP/1.1 %d ", resp->status) == -1 ||
-	    put(b, resp->reason, resp->reason_len) == -1 || put(b, "\r\n", 2) == -1)
-		return -1;
-	for (size_t i = 0; i < resp->nheaders; i++) {
-		if (http_is_hop_header(resp->headers, resp->nheaders, i) ||
-		    inject_drops_header(s, &resp->headers[i]))
-			continue;
-		if (exchange_put_header(b, &resp->headers[i]) == -1)
-			return -1;
-	}
-	/* a decoded body is framed anew */
-	if (s->r->inflate != NULL && s->r->out_chunked &&
-	    put(b, "Transfer-Encoding: chunked\r\n", 28) == -1)
-		return -1;
-	if (s->r->client_close && resp->status >= 200 &&
-	    put(b, "Connection: close\r\n", 19) == -1)
-		return -1;
-	return put(b, "\r\n", 2);
-}
-
 /*
  * The upstream refused the minted token (401) of a bodiless request, and
  * token_refused says another token can be had: drop this upstream and its
@@ -648,7 +485,7 @@ static int response_head(struct session *s)
 	}
 	size_t head_at = buf_len(&s->cout);
 
-	if (build_client_head(s, &resp) == -1) {
+	if (head_client(s, &resp) == -1) {
 		session_refuse(s, 502, "upstream-malformed", "http_response_header_section_size",
 			       "%s sent a response head too large", r->t.host.name);
 		return -1;
@@ -688,164 +525,219 @@ static void finish_request(struct session *s)
 	session_enter(s, SS_HEAD);
 }
 
-void exchange_http(struct session *s)
+/*
+ * One pass of exchange_http: what moved, and what its steps learnt that
+ * the next ones (or the next pass) must know.
+ */
+struct pass {
+	bool moved;
+	bool c_drained, u_drained; /* a read said EAGAIN: not again in this wake-up */
+	bool req_trailer;          /* a request trailer section is not all here */
+	bool resp_trailer;         /* ... a response one */
+	bool head_short;           /* the response head is not all here */
+};
+
+/* The request body, client -> uout, under its framing and its cap. Returns 0 or -1 (ended). */
+static int request_body(struct session *s, struct pass *p)
 {
 	struct request *r = s->r;
-	bool c_drained = false, u_drained = false;
+	ssize_t n;
+
+	if (!r->req_done && buf_len(&s->cin) > 0) {
+		uint64_t before = r->up;
+
+		if (body_move(s, true, &p->req_trailer) == -1) {
+			session_refuse(s, 400, "malformed", "http_request_error",
+				       "malformed chunked request body");
+			return -1;
+		}
+		p->moved |= r->up != before || r->req_done;
+		if (r->body_cap > 0 && r->up > r->body_cap) {
+			/* chunked: found out on the way; the origin gets a cut request */
+			session_refuse(s, 413, "body-too-large", "http_request_error",
+				       "chunked request body over %s %llu; the request was cut off",
+				       cap_name(s), (unsigned long long)r->body_cap);
+			return -1;
+		}
+		if (r->req_done) {
+			r->sent_ms = session_now(s); /* the response clock starts now */
+			session_arm_timer(s);
+		}
+	}
+	/* a trailer section is read whole before it goes on */
+	if (!r->req_done && (buf_len(&s->cin) == 0 || p->req_trailer) && !p->c_drained) {
+		n = sio_read(s, false, &s->cin,
+			     r->req_body == HTTP_BODY_LENGTH && r->req_left < IOBUF_MAX
+				     ? (size_t)r->req_left
+				     : 0,
+			     &p->c_drained);
+		if (n > 0) {
+			p->moved = true;
+		} else if (n == 0 || !session_would_block()) {
+			session_close(s, "client closed during the request body");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* What uout holds goes upstream; a failure before any answer may replay. Returns 0 or -1. */
+static int request_write(struct session *s, struct pass *p)
+{
+	struct request *r = s->r;
+	ssize_t n;
+
+	if (buf_len(&s->uout) == 0)
+		return 0;
+	n = sio_write(s, true, &s->uout);
+	if (n > 0) {
+		p->moved = true;
+	} else if (n == -1 && !session_would_block()) {
+		if (try_replay(s))
+			return -1;
+		if (!r->resp_started)
+			session_refuse(s, 502, "connect-failed", "connection_terminated",
+				       "%s closed the connection: %s", r->t.host.name, strerror(errno));
+		else
+			session_abort(s, "upstream write error");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The response, uin -> cout: its head (parsed, re-framed, scrubbed), then
+ * its body right behind it so both leave in one write: scrubbed, under
+ * its framing, or to the end of the stream. Returns 0 or -1.
+ */
+static int response_move(struct session *s, struct pass *p)
+{
+	struct request *r = s->r;
+
+	if (!r->resp_done && !r->resp_head && buf_len(&s->uin) > 0) {
+		int k = response_head(s);
+
+		if (k < 0)
+			return -1;
+		p->moved |= k > 0;
+		p->head_short = k == 0;
+	}
+	if (r->resp_done || !r->resp_head ||
+	    !(buf_len(&s->uin) > 0 || (r->scrub != NULL && (r->in_done || r->z_more))))
+		return 0;
+	if (r->scrub != NULL) {
+		const char *why;
+		int k = inject_move_body(s, &why);
+
+		if (k == -1) {
+			session_abort(s, why);
+			return -1;
+		}
+		p->moved |= k > 0;
+	} else if (r->resp_body != HTTP_BODY_EOF) {
+		uint64_t before = r->down;
+
+		if (body_move(s, false, &p->resp_trailer) == -1) {
+			session_abort(s, "malformed chunked response body");
+			return -1;
+		}
+		p->moved |= r->down != before || r->resp_done;
+	} else {
+		size_t k = buf_len(&s->uin);
+
+		if (k > buf_room(&s->cout))
+			k = buf_room(&s->cout);
+		if (k > 0) {
+			buf_append(&s->cout, buf_head(&s->uin), k);
+			buf_consume(&s->uin, k);
+			r->down += k;
+			p->moved = true;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Read the upstream, only once what was read is used up (so an end of
+ * stream is never early): a body that runs to the end ends here; an end
+ * before the response is a replay or a 502. Returns 0 or -1.
+ */
+static int response_read(struct session *s, struct pass *p)
+{
+	struct request *r = s->r;
+	ssize_t n;
+
+	if (r->resp_done || r->in_done || buf_room(&s->uin) == 0 || buf_room(&s->cout) == 0 ||
+	    !(buf_len(&s->uin) == 0 || p->head_short || p->resp_trailer) ||
+	    (p->u_drained && !s->u_hup))
+		return 0;
+	n = sio_read(s, true, &s->uin, 0, &p->u_drained);
+	if (n > 0) {
+		p->moved = true;
+	} else if (n == 0 && r->resp_head && r->resp_body == HTTP_BODY_EOF &&
+		   buf_len(&s->uin) == 0) {
+		/* a scrubbed body is finished by inject_move_body */
+		if (r->scrub != NULL)
+			inject_body_eof(s);
+		else
+			r->resp_done = true;
+		r->resp_close = true;
+		p->moved = true;
+	} else if (n == 0 || (n == -1 && !session_would_block())) {
+		if (try_replay(s))
+			return -1;
+		if (!r->resp_started)
+			session_refuse(s, 502, "upstream-closed", "connection_terminated",
+				       "%s closed the connection without answering", r->t.host.name);
+		else
+			session_abort(s, "upstream closed mid-response");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * What cout holds goes to the client. The row is written before the
+ * answer's last byte goes out, so a kill -9 between the two cannot leave
+ * an answered request unlogged. Returns 0 or -1.
+ */
+static int response_flush(struct session *s, struct pass *p)
+{
+	if (s->r->resp_done)
+		session_log(s);
+	if (buf_len(&s->cout) > 0) {
+		size_t before = buf_len(&s->cout);
+
+		if (session_flush_client(s) == -1) {
+			session_close(s, "client gone");
+			return -1;
+		}
+		p->moved |= buf_len(&s->cout) != before;
+	}
+	return 0;
+}
+
+/*
+ * SS_HTTP's step: the request body up, the response down, until nothing
+ * moves; a finished exchange leaves the connection for its next head or
+ * its close.
+ */
+void exchange_http(struct session *s)
+{
+	struct pass p = { 0 };
 
 	for (;;) {
-		bool moved = false, req_trailer = false, resp_trailer = false;
-		ssize_t n;
-
-		/* request body: client -> uout -> upstream */
-		if (!r->req_done && buf_len(&s->cin) > 0) {
-			uint64_t before = r->up;
-
-			if (body_move(s, true, &req_trailer) == -1) {
-				session_refuse(s, 400, "malformed", "http_request_error",
-					       "malformed chunked request body");
-				return;
-			}
-			moved |= r->up != before || r->req_done;
-			if (r->body_cap > 0 && r->up > r->body_cap) {
-				/* chunked: found out on the way; the origin gets a cut request */
-				session_refuse(s, 413, "body-too-large", "http_request_error",
-					       "chunked request body over %s %llu; the request "
-					       "was cut off",
-					       cap_name(s), (unsigned long long)r->body_cap);
-				return;
-			}
-			if (r->req_done) {
-				r->sent_ms = session_now(s); /* the response clock starts now */
-				session_arm_timer(s);
-			}
-		}
-		/* a trailer section is read whole before it goes on */
-		if (!r->req_done && (buf_len(&s->cin) == 0 || req_trailer) && !c_drained) {
-			n = sio_read(s, false, &s->cin,
-					r->req_body == HTTP_BODY_LENGTH && r->req_left < IOBUF_MAX
-						? (size_t)r->req_left
-						: 0,
-					&c_drained);
-			if (n > 0) {
-				moved = true;
-			} else if (n == 0 || !session_would_block()) {
-				session_close(s, "client closed during the request body");
-				return;
-			}
-		}
-		if (buf_len(&s->uout) > 0) {
-			n = sio_write(s, true, &s->uout);
-			if (n > 0) {
-				moved = true;
-			} else if (n == -1 && !session_would_block()) {
-				if (try_replay(s))
-					return;
-				if (!r->resp_started)
-					session_refuse(s, 502, "connect-failed", "connection_terminated",
-						       "%s closed the connection: %s", r->t.host.name,
-						       strerror(errno));
-				else
-					session_abort(s, "upstream write error");
-				return;
-			}
-		}
-
-		/* response: upstream -> cout -> client */
-		bool head_short = false;
-
-		if (!r->resp_done && !r->resp_head && buf_len(&s->uin) > 0) {
-			int k = response_head(s);
-
-			if (k < 0)
-				return;
-			moved |= k > 0;
-			head_short = k == 0;
-		}
-		/* the body right behind its head, so both leave in one write */
-		if (!r->resp_done && r->resp_head &&
-		    (buf_len(&s->uin) > 0 || (r->scrub != NULL && (r->in_done || r->z_more)))) {
-			if (r->scrub != NULL) {
-				const char *why;
-				int k = inject_move_body(s, &why);
-
-				if (k == -1) {
-					session_abort(s, why);
-					return;
-				}
-				moved |= k > 0;
-			} else if (r->resp_body != HTTP_BODY_EOF) {
-				uint64_t before = r->down;
-
-				if (body_move(s, false, &resp_trailer) == -1) {
-					session_abort(s, "malformed chunked response body");
-					return;
-				}
-				moved |= r->down != before || r->resp_done;
-			} else {
-				size_t k = buf_len(&s->uin);
-
-				if (k > buf_room(&s->cout))
-					k = buf_room(&s->cout);
-				if (k > 0) {
-					buf_append(&s->cout, buf_head(&s->uin), k);
-					buf_consume(&s->uin, k);
-					r->down += k;
-					moved = true;
-				}
-			}
-		}
-		/* read only once what was read is used up, so an EOF is never early */
-		if (!r->resp_done && !r->in_done && buf_room(&s->uin) > 0 && buf_room(&s->cout) > 0 &&
-		    (buf_len(&s->uin) == 0 || head_short || resp_trailer) &&
-		    (!u_drained || s->u_hup)) {
-			n = sio_read(s, true, &s->uin, 0, &u_drained);
-			if (n > 0) {
-				moved = true;
-			} else if (n == 0 && r->resp_head && r->resp_body == HTTP_BODY_EOF &&
-				   buf_len(&s->uin) == 0) {
-				/* a scrubbed body is finished by inject_move_body */
-				if (r->scrub != NULL)
-					inject_body_eof(s);
-				else
-					r->resp_done = true;
-				r->resp_close = true;
-				moved = true;
-			} else if (n == 0 || (n == -1 && !session_would_block())) {
-				if (try_replay(s))
-					return;
-				if (!r->resp_started)
-					session_refuse(s, 502, "upstream-closed",
-						       "connection_terminated",
-						       "%s closed the connection without answering",
-						       r->t.host.name);
-				else
-					session_abort(s, "upstream closed mid-response");
-				return;
-			}
-		}
-		/*
-		 * The row is written before the answer's last byte goes out, so a
-		 * kill -9 between the two cannot leave an answered request unlogged.
-		 */
-		if (r->resp_done)
-			session_log(s);
-		if (buf_len(&s->cout) > 0) {
-			size_t before = buf_len(&s->cout);
-
-			if (session_flush_client(s) == -1) {
-				session_close(s, "client gone");
-				return;
-			}
-			moved |= buf_len(&s->cout) != before;
-		}
-		if (r->resp_done && (r->req_done || buf_len(&s->uout) == 0)) {
+		p.moved = p.req_trailer = p.resp_trailer = p.head_short = false;
+		if (request_body(s, &p) == -1 || request_write(s, &p) == -1 ||
+		    response_move(s, &p) == -1 || response_read(s, &p) == -1 ||
+		    response_flush(s, &p) == -1)
+			return;
+		if (s->r->resp_done && (s->r->req_done || buf_len(&s->uout) == 0)) {
 			finish_request(s);
 			return;
 		}
-		if (moved)
-			s->active_ms = session_now(s);
-		else
+		if (!p.moved)
 			break;
+		s->active_ms = session_now(s);
 	}
 }

@@ -39,9 +39,10 @@ double proxy_now_ms(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: sluice-proxy [-c FILE]\n"
+	fprintf(stderr, "usage: sluice-proxy [-d] [-c FILE]\n"
 			"       sluice-proxy -t [-c FILE]\n"
 			"  -c FILE  configuration (default etc/sluice.conf)\n"
+			"  -d       trace: each connection's state transitions and deadlines on stderr\n"
 			"  -t       check the configuration and exit\n"
 			"exit: 0 stopped by a signal, 1 could not start, 2 usage\n");
 }
@@ -216,10 +217,13 @@ int main(int argc, char **argv)
 	memset(&px, 0, sizeof(px));
 	px.sig_io.fd = -1;
 	px.run_fd = -1;
-	while ((opt = getopt(argc, argv, "c:th")) != -1) {
+	while ((opt = getopt(argc, argv, "c:dth")) != -1) {
 		switch (opt) {
 		case 'c':
 			config_path = optarg;
+			break;
+		case 'd':
+			px.trace = true;
 			break;
 		case 't':
 			check_only = true;

@@ -2,8 +2,10 @@
  * proxy.h: sluice-proxy's table of contents.
  *
  * main.c     arguments, config, listeners, signals, the loop
- * session.c  one client connection: lifecycle, readiness, timers, close
+ * session.c  one client connection: lifecycle, tunnels, refusals, close
+ * state.c    its states as one table: steps, readiness, deadlines, timeouts
  * exchange.c one HTTP request and its response (session.h)
+ * head.c     the request head sent upstream, the response head sent back
  * body.c     its bodies under their framing, trailers filtered (session.h)
  * dial.c     a session's upstream: judge every answer, connect (session.h)
  * resolve.c  c-ares driven by the loop; never a blocking lookup
@@ -85,6 +87,7 @@ struct proxy {
 	void *resolver; /* resolve.c's state */
 	struct tls *tls; /* tls.c's state; NULL: intercept off */
 	struct token *tokens; /* token.c: minted secrets, one per command source */
+	bool trace;           /* -d: every session's state transitions on stderr */
 };
 
 /* main.c */

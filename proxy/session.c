@@ -3,14 +3,15 @@
  *
  * A session reads a request head, has it judged and forwarded (exchange.c)
  * or tunnelled, over an upstream that dial.c resolved, checked and
- * connected. This file owns the connection's life: readiness, timers, the
- * tunnel relay, refusals, the log row and session_close, the one way a
- * session dies, which writes the row of an unfinished request.
+ * connected. This file owns the connection's life: accept, the tunnel
+ * relay and the drain (two of the states' steps), refusals, the log row and
+ * session_close, the one way a session dies, which writes the row of an
+ * unfinished request, and the re-judging after a reload.
  *
- * All progress happens in session_pump, which runs the state's step until
- * nothing moves and then asks the loop for exactly the readiness it needs.
- * It does not parse bytes (http.c), decide policy (policy.c) or resolve
- * names (resolve.c).
+ * All progress happens in session_pump (state.c, the table of states),
+ * which runs the state's step until nothing moves and then asks the loop
+ * for exactly the readiness it needs. It does not parse bytes (http.c),
+ * decide policy (policy.c) or resolve names (resolve.c).
  */
 #include "session.h"
 
@@ -23,8 +24,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define LINGER_MS 2000 /* reading and discarding after a refusal, at most */
-#define TOKEN_WAIT_MS 15000 /* a request waiting for its token, at most */
 
 static const char tunnel_ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
 
@@ -40,7 +39,6 @@ _Static_assert(sizeof(struct session) + sizeof(struct sess_stamp) + sizeof(struc
 			       sizeof(union up_addr) + 160 <= 1024,
 	       "an idle connection must cost under 1 KiB");
 
-static void on_timer(struct loop *l, struct loop_timer *t);
 
 /* --- the log row ------------------------------------------------------- */
 
@@ -83,6 +81,71 @@ int session_stamp_keep(struct session *s, const struct stamp *st)
 	return 0;
 }
 
+/*
+ * From its stamp on, a connection counts against the principal that asked
+ * (containers behind one forwarder share its address), not the address.
+ * Returns 0, or -1 when that principal holds its cap (refused; the row
+ * names it).
+ */
+static int stamp_count(struct session *s, const struct stamp *st)
+{
+	char key[sizeof(st->src) + sizeof(st->net) + sizeof(st->as) + 8];
+	struct limit_entry *lim;
+
+	snprintf(key, sizeof(key), "p:%s@%s/%s", st->src, st->net, st->as);
+	lim = limit_take(s->px, key);
+	if (lim == NULL) {
+		session_refuse(s, 503, "client-limit", "connection_limit_reached",
+			       "%s@%s%s%s holds too many connections "
+			       "(max-connections-per-client %u); try again later",
+			       st->src, st->net, st->as[0] ? " as " : "", st->as,
+			       config_per_client(session_config(s)));
+		return -1;
+	}
+	limit_put(s->px, s->limit);
+	s->limit = lim;
+	return 0;
+}
+
+/*
+ * The first head of a connection may carry sluice-forward's stamp: exactly
+ * one Sluice-Stamp header with a MAC under a live key. Then the connection
+ * is bound to it (every later request inherits it). None, several (client
+ * forgeries the forwarder would have stripped), a bad MAC or no keys: the
+ * connection is unattributed. A valid stamp seen before is a replay and is
+ * refused. Returns 0, or -1 when refused.
+ */
+int session_stamp_first_head(struct session *s, const struct http_request *req)
+{
+	const struct http_header *h = NULL;
+	const char *err = NULL;
+	struct stamp st;
+	size_t n = 0;
+
+	for (size_t i = 0; i < req->nheaders; i++) {
+		if (head_named(&req->headers[i], STAMP_HEADER)) {
+			h = &req->headers[i];
+			n++;
+		}
+	}
+	if (n != 1 || s->px->nkeys == 0 ||
+	    stamp_parse(h->value, h->value_len, &st, &err) == -1 ||
+	    !stamp_verify(&st, h->value, s->px->keys, s->px->nkeys, time(NULL)))
+		return 0;
+	if (!stamp_replay_check(s->px->replay, st.boot, st.seq)) {
+		session_refuse(s, 403, "stamp-replay", "http_request_denied",
+			       "stamp of boot %s sequence %llu was already used; a replayed stamp "
+			       "is refused",
+			       st.boot, (unsigned long long)st.seq);
+		return -1;
+	}
+	if (session_stamp_keep(s, &st) == -1) {
+		session_close(s, "out of memory");
+		return -1;
+	}
+	return stamp_count(s, &st);
+}
+
 /* The kept stamp as the log row takes it. */
 static void stamp_expand(const struct sess_stamp *k, struct stamp *st)
 {
@@ -97,7 +160,7 @@ static void stamp_expand(const struct sess_stamp *k, struct stamp *st)
 }
 
 /* Give the request's storage back; its row is written (the session is idle or closing). */
-static void request_free(struct session *s)
+void session_request_free(struct session *s)
 {
 	if (s->r == NULL)
 		return;
@@ -303,14 +366,6 @@ void session_tunnel_refuse(struct session *s, const char *reason, const char *fm
 	session_enter_drain(s);
 }
 
-/* Every state change goes through here: the new state's deadline applies. */
-void session_enter(struct session *s, enum sess_state state)
-{
-	s->state = state;
-	s->again = true;
-	session_arm_timer(s);
-}
-
 /* Write out what is queued for the client. Returns -1 if the client is gone. */
 int session_flush_client(struct session *s)
 {
@@ -331,7 +386,7 @@ int session_flush_client(struct session *s)
 
 /* --- tunnel and drain steps -------------------------------------------- */
 
-static void step_tunnel(struct session *s)
+void session_step_tunnel(struct session *s)
 {
 	struct tunnel *tun = s->tun;
 	uint64_t before = tun->to_up.bytes + tun->to_cli.bytes;
@@ -376,7 +431,7 @@ static void step_tunnel(struct session *s)
 	}
 }
 
-static void step_drain(struct session *s)
+void session_step_drain(struct session *s)
 {
 	char sink[4096];
 
@@ -409,353 +464,6 @@ static void step_drain(struct session *s)
 		session_close(s, NULL); /* end of stream or error: done */
 		return;
 	}
-}
-
-/* --- readiness --------------------------------------------------------- */
-
-/* Whether the current state reads from the client now. */
-static bool want_client_in(const struct session *s)
-{
-	const struct request *r = s->r;
-
-	switch (s->state) {
-	case SS_HEAD:
-		return buf_len(&s->cout) == 0;
-	case SS_HTTP:
-		return !r->req_done && buf_room(&s->cin) > 0 && buf_room(&s->uout) > 0;
-	case SS_TUNNEL:
-		return s->tun->to_up.want_read;
-	case SS_DRAIN:
-		return buf_len(&s->cout) == 0;
-	case SS_TLS_ACCEPT:
-		return s->cssl != NULL && !s->c_tls_out;
-	case SS_RESOLVE:
-	case SS_CONNECT:
-	case SS_TLS_CONNECT:
-	case SS_TOKEN:
-		break;
-	}
-	return false;
-}
-
-static void update_interest(struct session *s)
-{
-	struct loop *l = s->px->loop;
-	const struct request *r = s->r;
-	uint32_t c = 0, u = 0;
-
-	if (want_client_in(s)) {
-		c = EPOLLIN;
-		s->c_woke = false;
-	} else if ((s->cio.events & EPOLLIN) && !s->c_woke) {
-		/*
-		 * Leave EPOLLIN on while the client is quiet, as it is between
-		 * a request and its response: switching it off and on again
-		 * would cost two epoll_ctl calls per request. If the client
-		 * does send (c_woke), it is switched off, so nothing spins.
-		 */
-		c = EPOLLIN;
-	}
-	switch (s->state) {
-	case SS_HEAD:
-		if (buf_len(&s->cout) > 0)
-			c |= EPOLLOUT;
-		u = EPOLLIN; /* notice an idle upstream closing */
-		break;
-	case SS_RESOLVE:
-		break;
-	case SS_CONNECT:
-		u = EPOLLOUT;
-		break;
-	case SS_HTTP:
-		if (buf_len(&s->cout) > 0)
-			c |= EPOLLOUT;
-		if (buf_len(&s->uout) > 0)
-			u |= EPOLLOUT;
-		/* a scrubbed body moves only with room for a whole piece: wait for the client */
-		if (!r->resp_done && !r->in_done && buf_room(&s->uin) > 0 &&
-		    buf_room(&s->cout) >= (r->scrub != NULL ? inject_scrub_room(s) : 1))
-			u |= EPOLLIN;
-		break;
-	case SS_TUNNEL:
-		c |= s->tun->to_cli.want_write ? EPOLLOUT : 0;
-		u = (s->tun->to_cli.want_read ? EPOLLIN : 0) | (s->tun->to_up.want_write ? EPOLLOUT : 0);
-		break;
-	case SS_DRAIN:
-		if (buf_len(&s->cout) > 0)
-			c |= EPOLLOUT;
-		break;
-	case SS_TLS_ACCEPT:
-		if (buf_len(&s->cout) > 0)
-			c |= EPOLLOUT;
-		break;
-	case SS_TLS_CONNECT:
-		u = s->u_tls_out ? EPOLLOUT : EPOLLIN;
-		break;
-	case SS_TOKEN:
-		break;
-	}
-	/* TLS that must write before it can read (or the reverse) */
-	if (s->cssl != NULL && s->c_tls_out)
-		c |= EPOLLOUT;
-	if (s->ussl != NULL && s->u_tls_out)
-		u |= EPOLLOUT;
-	if (loop_io_set(l, &s->cio, c) == -1 ||
-	    (s->ufd >= 0 && loop_io_set(l, &s->uio, u) == -1))
-		session_close(s, "epoll_ctl failed");
-}
-
-void session_pump(struct session *s)
-{
-	if (s->pumping) {
-		s->again = true;
-		return;
-	}
-	s->pumping = true;
-	do {
-		s->again = false;
-		switch (s->state) {
-		case SS_HEAD:
-			exchange_head(s);
-			break;
-		case SS_RESOLVE:
-		case SS_CONNECT:
-			break;
-		case SS_HTTP:
-			exchange_http(s);
-			break;
-		case SS_TUNNEL:
-			step_tunnel(s);
-			break;
-		case SS_DRAIN:
-			step_drain(s);
-			break;
-		case SS_TLS_ACCEPT:
-			tls_step_accept(s);
-			break;
-		case SS_TLS_CONNECT:
-			tls_step_connect(s);
-			break;
-		case SS_TOKEN:
-			break; /* token.c wakes it */
-		}
-	} while (s->again && !s->closed);
-	s->pumping = false;
-	if (s->closed)
-		return;
-	/* idle between requests: the request's storage goes back (its row is written) */
-	if (s->state == SS_HEAD && s->r != NULL && !s->r->active)
-		request_free(s);
-	update_interest(s);
-}
-
-/*
- * A peer shut both ways while we were not asking for its events (the other
- * side was slow to take what it sent). Level-triggered EPOLLHUP would fire
- * for ever, so the fd leaves epoll; its socket still holds data and then
- * end of stream, which the pump reads without waiting for readiness,
- * driven by the other side's events.
- */
-static void hung_up(struct session *s, struct loop_io *io, struct relay_dir *d)
-{
-	loop_io_del(s->px->loop, io);
-	if (io == &s->uio)
-		s->u_hup = true;
-	if (d != NULL)
-		d->src_hup = true;
-	session_pump(s);
-}
-
-static void on_client(struct loop *l, struct loop_io *io, uint32_t events)
-{
-	struct session *s = io->arg;
-
-	if ((events & EPOLLIN) && !want_client_in(s))
-		s->c_woke = true; /* bytes we will not read yet: stop asking */
-
-	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
-		if (s->state == SS_TUNNEL && !(events & EPOLLERR)) {
-			/* gone both ways, but what it sent still goes upstream */
-			hung_up(s, io, &s->tun->to_up);
-			return;
-		}
-		session_close(s, "client hung up");
-		return;
-	}
-	session_pump(s);
-}
-
-void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
-{
-	struct session *s = io->arg;
-
-	if (s->state == SS_CONNECT) {
-		dial_connected(s, events);
-		session_pump(s);
-		return;
-	}
-	if (s->state == SS_TLS_CONNECT) {
-		session_pump(s);
-		return;
-	}
-	if (s->state == SS_HEAD) {
-		/* an idle kept-alive upstream said something or closed: drop it */
-		dial_close(s);
-		session_pump(s);
-		return;
-	}
-	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
-		if (!(events & EPOLLERR)) {
-			/* the rest of the response is in its socket: keep reading it */
-			hung_up(s, io, s->state == SS_TUNNEL ? &s->tun->to_cli : NULL);
-			return;
-		}
-		session_close(s, "upstream hung up");
-		return;
-	}
-	session_pump(s);
-}
-
-/* --- timers ------------------------------------------------------------ */
-
-/* The deadline that applies in the current state, in loop milliseconds. */
-static uint64_t deadline(const struct session *s)
-{
-	const struct config *c = session_config(s);
-
-	switch (s->state) {
-	case SS_HEAD:
-		if (s->head_ms != 0)
-			return s->head_ms + c->head_timeout_ms;
-		if (s->nreq == 0)
-			return s->accepted_ms + c->head_timeout_ms;
-		return s->active_ms + c->idle_timeout_ms;
-	case SS_RESOLVE:
-	case SS_CONNECT:
-	case SS_TLS_CONNECT:
-		return s->phase_ms + c->connect_timeout_ms;
-	case SS_TLS_ACCEPT:
-		return s->active_ms + c->head_timeout_ms;
-	case SS_TOKEN:
-		return s->phase_ms + TOKEN_WAIT_MS;
-	case SS_HTTP:
-		/* an upload in progress is judged by idleness, the wait after it by response-timeout */
-		if (!s->r->resp_head && s->r->req_done)
-			return s->r->sent_ms + c->response_timeout_ms;
-		return s->active_ms + c->idle_timeout_ms;
-	case SS_TUNNEL:
-		if (s->tun->hello == HELLO_SERVER)
-			return s->tun->hello_ms + c->response_timeout_ms;
-		if (s->tun->hello != HELLO_DONE)
-			return s->tun->hello_ms + c->head_timeout_ms;
-		return s->active_ms + c->idle_timeout_ms;
-	case SS_DRAIN:
-		return s->active_ms + LINGER_MS;
-	}
-	return 0;
-}
-
-static void on_timer(struct loop *l, struct loop_timer *t)
-{
-	struct session *s = t->arg;
-	uint64_t due = deadline(s);
-	const struct config *c = session_config(s);
-
-	if (due > loop_now(l)) {
-		loop_timer_set(l, t, due - loop_now(l), on_timer, s);
-		return;
-	}
-	switch (s->state) {
-	case SS_HEAD:
-		if (buf_len(&s->cin) > 0)
-			session_refuse(s, 408, "head-timeout", "http_request_error",
-				       "request head not complete within %u s",
-				       c->head_timeout_ms / 1000);
-		else
-			session_close(s, NULL);
-		break;
-	case SS_RESOLVE:
-		session_refuse(s, 504, "dns-timeout", "dns_timeout", "resolving %s took over %u s",
-			       s->r->t.host.name, c->connect_timeout_ms / 1000);
-		break;
-	case SS_CONNECT:
-		s->r->dial_errno = ETIMEDOUT;
-		loop_io_close(l, &s->uio);
-		s->ufd = -1;
-		s->r->idial++;
-		if (s->r->idial < s->r->ndial) {
-			dial_next(s);
-			break;
-		}
-		s->r->dialed[0] = '\0';
-		session_refuse(s, 504, "connect-timeout", "connection_timeout",
-			       "%s port %u did not answer within %u s", s->r->t.host.name,
-			       s->r->t.port, c->connect_timeout_ms / 1000);
-		break;
-	case SS_HTTP:
-		if (!s->r->resp_head && !s->r->resp_started) {
-			session_refuse(s, 504, "upstream-timeout", "http_response_timeout",
-				       "%s sent no response within %u s", s->r->t.host.name,
-				       c->response_timeout_ms / 1000);
-			break;
-		}
-		session_close(s, "idle timeout");
-		break;
-	case SS_TUNNEL:
-		if (s->tun->hello == HELLO_SERVER) {
-			session_tunnel_refuse(s, "upstream-timeout",
-					      "passthrough: the server did not answer the ClientHello "
-					      "within %u s",
-					      c->response_timeout_ms / 1000);
-			break;
-		}
-		if (s->tun->hello != HELLO_DONE) {
-			session_tunnel_refuse(s, "sni-unreadable",
-					      "passthrough: no whole %sTLS ClientHello within %u s (%zu "
-					      "bytes)",
-					      s->tun->hello == HELLO_RETRY ? "second " : "",
-					      c->head_timeout_ms / 1000, buf_len(&s->cin));
-			break;
-		}
-		session_close(s, "idle timeout");
-		break;
-	case SS_DRAIN:
-		session_close(s, NULL);
-		break;
-	case SS_TLS_ACCEPT:
-		s->r->decision = "refuse";
-		s->r->reason = "client-tls-failed";
-		snprintf(s->r->detail, sizeof(s->r->detail),
-			 "client TLS handshake not complete within %u s", c->head_timeout_ms / 1000);
-		session_close(s, NULL);
-		break;
-	case SS_TOKEN:
-		/* token.c fails the run first; this is the backstop */
-		s->token = NULL;
-		session_refuse(s, 504, "inject-failed", "http_request_error",
-			       "no token within %u s; the request was not sent",
-			       TOKEN_WAIT_MS / 1000);
-		break;
-	case SS_TLS_CONNECT:
-		session_refuse(s, 504, "connect-timeout", "connection_timeout",
-			       "TLS handshake with %s not complete within %u s", s->r->t.host.name,
-			       c->connect_timeout_ms / 1000);
-		break;
-	}
-	if (!s->closed)
-		session_pump(s);
-}
-
-/* Make sure the timer fires no later than the current state's deadline. */
-void session_arm_timer(struct session *s)
-{
-	struct loop *l = s->px->loop;
-	uint64_t due = deadline(s);
-	uint64_t now = loop_now(l);
-
-	if (loop_timer_armed(&s->timer) && s->timer.fn == on_timer && s->timer.when_ms <= due)
-		return;
-	loop_timer_set(l, &s->timer, due > now ? due - now : 0, on_timer, s);
 }
 
 /* --- accept and re-judge ----------------------------------------------- */
@@ -839,7 +547,7 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 	buf_init(&s->replay, HEAD_MAX + 1024);
 	memcpy(s->client, client, sizeof(s->client));
 	s->accepted_ms = s->active_ms = loop_now(px->loop);
-	if (loop_io_add(px->loop, &s->cio, fd, EPOLLIN, on_client, s) == -1) {
+	if (loop_io_add(px->loop, &s->cio, fd, EPOLLIN, session_on_client, s) == -1) {
 		limit_put(px, s->limit);
 		close(fd);
 		free(s);
@@ -898,7 +606,7 @@ void session_rejudge_all(struct proxy *px)
 			continue;
 		if (!busy) {
 			dial_close(s);
-			update_interest(s);
+			session_update_interest(s);
 			continue;
 		}
 		s->r->decision = "refuse";

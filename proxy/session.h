@@ -2,10 +2,12 @@
  * session.h: the inside of a client connection, shared by the files that
  * drive it (private to proxy/; proxy.h is the program's table of contents).
  *
- * session.c   lifecycle: accept, readiness, timers, tunnels, refusals, the
- *             log row, close, re-judging after a reload
+ * session.c   lifecycle: accept, tunnels, refusals, the log row, close,
+ *             re-judging after a reload
+ * state.c     the states as one table: steps, readiness, deadlines, timeouts
  * exchange.c  one HTTP request and its response: read and judge the head,
  *             forward it, stream both bodies, keep or drop the upstream
+ * head.c      the heads written: upstream request, client response
  * body.c      a request's bodies under their framing, trailers filtered
  * dial.c      the upstream: resolve, judge every answer, connect exactly a
  *             checked address, close
@@ -259,27 +261,39 @@ static inline bool session_would_block(void)
 
 /* session.c */
 int session_request_new(struct session *s);
+void session_request_free(struct session *s);
+void session_step_tunnel(struct session *s);
+void session_step_drain(struct session *s);
 int session_stamp_keep(struct session *s, const struct stamp *st);
+int session_stamp_first_head(struct session *s, const struct http_request *req);
 void session_log(struct session *s);
 void session_abort(struct session *s, const char *why);
 void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void session_tunnel_refuse(struct session *s, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-void session_enter(struct session *s, enum sess_state state);
 void session_enter_drain(struct session *s);
-void session_arm_timer(struct session *s);
-void session_pump(struct session *s);
 int session_flush_client(struct session *s);
 void session_tunnel_begin(struct session *s);
 void session_intercept_begin(struct session *s);
+
+/* state.c */
+void session_enter(struct session *s, enum sess_state state);
+void session_arm_timer(struct session *s);
+void session_pump(struct session *s);
+void session_update_interest(struct session *s);
+void session_on_client(struct loop *l, struct loop_io *io, uint32_t events);
 void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events);
 
 /* exchange.c */
 void exchange_head(struct session *s);
 void exchange_http(struct session *s);
-int exchange_put_header(struct buf *b, const struct http_header *h); /* "Name: value\r\n" */
-bool exchange_header_named(const struct http_header *h, const char *name); /* any case */
+
+/* head.c */
+int head_upstream(struct session *s, const struct http_request *req); /* into uout; 0 or -1 */
+int head_client(struct session *s, const struct http_response *resp);  /* into cout; 0 or -1 */
+int head_put_header(struct buf *b, const struct http_header *h); /* "Name: value\r\n" */
+bool head_named(const struct http_header *h, const char *name);  /* any case */
 
 /* body.c */
 /*

@@ -462,7 +462,9 @@ lab_run_proxy() {
 	fi
 	ulimit -n 20000 2>/dev/null || ulimit -n 4096 2>/dev/null
 	: >"$LAB_DIR/proxy.err"
-	ip netns exec "$HNS" "$SLUICE_BUILD/sluice-proxy" -c "$CONF" >>"$LAB_DIR/proxy.out" 2>>"$LAB_DIR/proxy.err" &
+	# LAB_PROXY_ARGS: more arguments (say -d, the state trace)
+	ip netns exec "$HNS" "$SLUICE_BUILD/sluice-proxy" ${LAB_PROXY_ARGS-} -c "$CONF" \
+		>>"$LAB_DIR/proxy.out" 2>>"$LAB_DIR/proxy.err" &
 	PROXY_PID=$!
 	sleep 0.05
 	if ! kill -0 "$PROXY_PID" 2>/dev/null; then

@@ -1,0 +1,173 @@
+/*
+ * head.c: the heads sluice-proxy writes.
+ *
+ * The request head it sends upstream (origin-form, the canonical Host,
+ * hop-by-hop, Proxy-* and stamp headers out, a rule's credential in) and
+ * the response head it sends the client (re-framed, hop-by-hop out). It
+ * reads nothing and decides nothing: exchange.c has judged the request,
+ * inject.c chose the rule and holds the secret.
+ */
+#include "session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int put(struct buf *b, const char *p, size_t n)
+{
+	return buf_append(b, p, n);
+}
+
+int head_put_header(struct buf *b, const struct http_header *h)
+{
+	if (put(b, h->name, h->name_len) == -1 || put(b, ": ", 2) == -1 ||
+	    put(b, h->value, h->value_len) == -1 || put(b, "\r\n", 2) == -1)
+		return -1;
+	return 0;
+}
+
+bool head_named(const struct http_header *h, const char *name)
+{
+	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
+}
+
+/*
+ * The request line with the rule's query parameter written (inject.c
+ * decided the rule and holds the secret). Returns 0, or -1 when it does
+ * not fit.
+ */
+static int put_target(struct session *s, const struct http_request *req)
+{
+	struct request *r = s->r;
+	size_t size = req->path_len + 3 * (INJECT_PREFIX_MAX + r->secret_len) +
+		      sizeof(r->rule->field) + 8;
+	char *p;
+	int n;
+	bool injected = false;
+
+	if (r->rule == NULL || r->rule->target != INJECT_QUERY)
+		return put(&s->uout, req->path, req->path_len);
+	p = malloc(size);
+	if (p == NULL)
+		return -1;
+	n = inject_query_rewrite(r->rule, req->path, req->path_len, r->secret, r->secret_len, p,
+				 size, &injected);
+	r->injected = injected;
+	n = n < 0 ? -1 : put(&s->uout, p, (size_t)n);
+	explicit_bzero(p, size);
+	free(p);
+	return n;
+}
+
+/* A header rule's line (name: prefix+secret). Returns 0 or -1. */
+static int put_credential(struct session *s)
+{
+	struct request *r = s->r;
+	size_t size = INJECT_PREFIX_MAX + r->secret_len + 1;
+	char *v = malloc(size);
+	int n;
+
+	if (v == NULL)
+		return -1;
+	n = inject_header_value(r->rule, r->secret, r->secret_len, v, size);
+	if (n >= 0)
+		n = put(&s->uout, r->rule->field, strlen(r->rule->field)) == -1 ||
+				    put(&s->uout, ": ", 2) == -1 || put(&s->uout, v, (size_t)n) == -1 ||
+				    put(&s->uout, "\r\n", 2) == -1
+			    ? -1
+			    : 0;
+	explicit_bzero(v, size);
+	free(v);
+	r->injected = n == 0;
+	return n;
+}
+
+/*
+ * Host as the policy judged it: the canonical name (lower-case A-labels, no
+ * trailing dot, an IPv4 literal as a dotted quad, IPv6 bracketed), and the
+ * port unless it is the scheme's default. The origin reads the name that
+ * was judged, never a spelling of it (GOOD.TEST., full-width letters).
+ */
+static int put_host(struct session *s)
+{
+	const struct target *t = &s->r->t;
+	const char *l = t->host.kind == HOST_IPV6 ? "[" : "";
+	const char *r = t->host.kind == HOST_IPV6 ? "]" : "";
+	uint16_t dflt = s->intercept ? 443 : 80;
+
+	if (t->port == dflt)
+		return buf_printf(&s->uout, "Host: %s%s%s\r\n", l, t->host.name, r);
+	return buf_printf(&s->uout, "Host: %s%s%s:%u\r\n", l, t->host.name, r, t->port);
+}
+
+/*
+ * The origin-form head sent upstream: the canonical Host first, hop-by-hop
+ * and Proxy-* removed, a credential added. To a host whose answers are
+ * scrubbed, identity is asked for and Range, If-Range and Request-Range
+ * (Apache's old spelling) are dropped: the origin answers with the whole
+ * body, so a secret is never split between two ranges the scrubber sees
+ * apart.
+ */
+int head_upstream(struct session *s, const struct http_request *req)
+{
+	struct buf *b = &s->uout;
+	const struct inject_rule *rule = s->r->rule;
+	int plan = rule != NULL && rule->target == INJECT_HEADER ? inject_header_plan(s, req) : -2;
+
+	if (put(b, req->method_str, req->method_len) == -1 || put(b, " ", 1) == -1 ||
+	    put_target(s, req) == -1 || buf_printf(b, " HTTP/1.%d\r\n", req->minor) == -1 ||
+	    put_host(s) == -1)
+		return -1;
+	for (size_t i = 0; i < req->nheaders; i++) {
+		const struct http_header *h = &req->headers[i];
+
+		/* a stamp never leaves: not the forwarder's, not a client's */
+		if (http_is_hop_header(req->headers, req->nheaders, i) || head_named(h, STAMP_HEADER) ||
+		    (int)i == req->host_header)
+			continue;
+		/* a credential goes in one place, the rule's; a host's answers come unencoded to be scrubbed */
+		if (rule != NULL && plan != -2 && head_named(h, rule->field))
+			continue;
+		if (s->r->scrub != NULL && head_named(h, "Accept-Encoding"))
+			continue;
+		/* a range of the body could hold part of a secret, the next range the rest: the whole is asked */
+		if (s->r->scrub != NULL && (head_named(h, "Range") || head_named(h, "If-Range") ||
+					    head_named(h, "Request-Range")))
+			continue;
+		if (head_put_header(b, h) == -1)
+			return -1;
+	}
+	if (plan != -2 && put_credential(s) == -1)
+		return -1;
+	if (s->r->scrub != NULL && put(b, "Accept-Encoding: identity\r\n", 27) == -1)
+		return -1;
+	if (s->r->client_close && put(b, "Connection: close\r\n", 19) == -1)
+		return -1;
+	return put(b, "\r\n", 2);
+}
+
+/* The response head for the client: re-framed, hop-by-hop and scrubbed-away headers out. */
+int head_client(struct session *s, const struct http_response *resp)
+{
+	struct buf *b = &s->cout;
+
+	if (buf_printf(b, "HTTP/1.1 %d ", resp->status) == -1 ||
+	    put(b, resp->reason, resp->reason_len) == -1 || put(b, "\r\n", 2) == -1)
+		return -1;
+	for (size_t i = 0; i < resp->nheaders; i++) {
+		if (http_is_hop_header(resp->headers, resp->nheaders, i) ||
+		    inject_drops_header(s, &resp->headers[i]))
+			continue;
+		if (head_put_header(b, &resp->headers[i]) == -1)
+			return -1;
+	}
+	/* a decoded body is framed anew */
+	if (s->r->inflate != NULL && s->r->out_chunked &&
+	    put(b, "Transfer-Encoding: chunked\r\n", 28) == -1)
+		return -1;
+	if (s->r->client_close && resp->status >= 200 &&
+	    put(b, "Connection: close\r\n", 19) == -1)
+		return -1;
+	return put(b, "\r\n", 2);
+}

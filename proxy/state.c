@@ -1,0 +1,464 @@
+/*
+ * state.c: a session's states, as one table.
+ *
+ * Each state (enum sess_state, session.h) names what it waits for and what
+ * passing its deadline does, and holds its step, whether it reads the
+ * client, the readiness it asks of the loop, its deadline and its timeout.
+ * session_enter is the only way into a state, session_pump runs the step
+ * until nothing moves and then asks the loop for exactly that readiness,
+ * and the timer runs the timeout. With `sluice-proxy -d` every transition
+ * and every deadline passed is printed by name. What the steps do lives
+ * with them (exchange.c, tls.c, session.c's tunnel and drain); this file
+ * moves nothing itself.
+ */
+#include "session.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+#define LINGER_MS 2000 /* reading and discarding after a refusal, at most */
+#define TOKEN_WAIT_MS 15000 /* a request waiting for its token, at most */
+
+static void on_timer(struct loop *l, struct loop_timer *t);
+
+/*
+ * What each state reads from the client, asks of the loop, and when its
+ * deadline is. The table below puts them together with its step and its
+ * timeout.
+ */
+static bool in_head(const struct session *s)
+{
+	return buf_len(&s->cout) == 0; /* the previous response first */
+}
+
+static bool in_none(const struct session *s)
+{
+	return false;
+}
+
+static bool in_http(const struct session *s)
+{
+	return !s->r->req_done && buf_room(&s->cin) > 0 && buf_room(&s->uout) > 0;
+}
+
+static bool in_tunnel(const struct session *s)
+{
+	return s->tun->to_up.want_read;
+}
+
+static bool in_tls_accept(const struct session *s)
+{
+	return s->cssl != NULL && !s->c_tls_out;
+}
+
+/* what is queued for the client goes out; an idle kept upstream is watched for its close */
+static void ask_head(const struct session *s, uint32_t *c, uint32_t *u)
+{
+	if (buf_len(&s->cout) > 0)
+		*c |= EPOLLOUT;
+	*u |= EPOLLIN;
+}
+
+static void ask_flush(const struct session *s, uint32_t *c, uint32_t *u)
+{
+	if (buf_len(&s->cout) > 0)
+		*c |= EPOLLOUT;
+}
+
+static void ask_connect(const struct session *s, uint32_t *c, uint32_t *u)
+{
+	*u |= EPOLLOUT;
+}
+
+static void ask_http(const struct session *s, uint32_t *c, uint32_t *u)
+{
+	const struct request *r = s->r;
+
+	if (buf_len(&s->cout) > 0)
+		*c |= EPOLLOUT;
+	if (buf_len(&s->uout) > 0)
+		*u |= EPOLLOUT;
+	/* a scrubbed body moves only with room for a whole piece: wait for the client */
+	if (!r->resp_done && !r->in_done && buf_room(&s->uin) > 0 &&
+	    buf_room(&s->cout) >= (r->scrub != NULL ? inject_scrub_room(s) : 1))
+		*u |= EPOLLIN;
+}
+
+static void ask_tunnel(const struct session *s, uint32_t *c, uint32_t *u)
+{
+	*c |= s->tun->to_cli.want_write ? EPOLLOUT : 0;
+	*u |= (s->tun->to_cli.want_read ? EPOLLIN : 0) | (s->tun->to_up.want_write ? EPOLLOUT : 0);
+}
+
+static void ask_tls_connect(const struct session *s, uint32_t *c, uint32_t *u)
+{
+	*u |= s->u_tls_out ? EPOLLOUT : EPOLLIN;
+}
+
+static void ask_none(const struct session *s, uint32_t *c, uint32_t *u)
+{
+}
+
+static uint64_t due_head(const struct session *s, const struct config *c)
+{
+	if (s->head_ms != 0)
+		return s->head_ms + c->head_timeout_ms;
+	if (s->nreq == 0)
+		return s->accepted_ms + c->head_timeout_ms;
+	return s->active_ms + c->idle_timeout_ms;
+}
+
+static uint64_t due_connect(const struct session *s, const struct config *c)
+{
+	return s->phase_ms + c->connect_timeout_ms;
+}
+
+static uint64_t due_http(const struct session *s, const struct config *c)
+{
+	/* an upload in progress is judged by idleness, the wait after it by response-timeout */
+	if (!s->r->resp_head && s->r->req_done)
+		return s->r->sent_ms + c->response_timeout_ms;
+	return s->active_ms + c->idle_timeout_ms;
+}
+
+static uint64_t due_tunnel(const struct session *s, const struct config *c)
+{
+	if (s->tun->hello == HELLO_SERVER)
+		return s->tun->hello_ms + c->response_timeout_ms;
+	if (s->tun->hello != HELLO_DONE)
+		return s->tun->hello_ms + c->head_timeout_ms;
+	return s->active_ms + c->idle_timeout_ms;
+}
+
+static uint64_t due_tls_accept(const struct session *s, const struct config *c)
+{
+	return s->active_ms + c->head_timeout_ms;
+}
+
+static uint64_t due_token(const struct session *s, const struct config *c)
+{
+	return s->phase_ms + TOKEN_WAIT_MS;
+}
+
+static uint64_t due_drain(const struct session *s, const struct config *c)
+{
+	return s->active_ms + LINGER_MS;
+}
+
+static void late_head(struct session *s, const struct config *c)
+{
+	if (buf_len(&s->cin) > 0)
+		session_refuse(s, 408, "head-timeout", "http_request_error",
+			       "request head not complete within %u s", c->head_timeout_ms / 1000);
+	else
+		session_close(s, NULL);
+}
+
+static void late_resolve(struct session *s, const struct config *c)
+{
+	session_refuse(s, 504, "dns-timeout", "dns_timeout", "resolving %s took over %u s",
+		       s->r->t.host.name, c->connect_timeout_ms / 1000);
+}
+
+static void late_connect(struct session *s, const struct config *c)
+{
+	s->r->dial_errno = ETIMEDOUT;
+	loop_io_close(s->px->loop, &s->uio);
+	s->ufd = -1;
+	s->r->idial++;
+	if (s->r->idial < s->r->ndial) {
+		dial_next(s);
+		return;
+	}
+	s->r->dialed[0] = '\0';
+	session_refuse(s, 504, "connect-timeout", "connection_timeout",
+		       "%s port %u did not answer within %u s", s->r->t.host.name, s->r->t.port,
+		       c->connect_timeout_ms / 1000);
+}
+
+static void late_http(struct session *s, const struct config *c)
+{
+	if (!s->r->resp_head && !s->r->resp_started) {
+		session_refuse(s, 504, "upstream-timeout", "http_response_timeout",
+			       "%s sent no response within %u s", s->r->t.host.name,
+			       c->response_timeout_ms / 1000);
+		return;
+	}
+	session_close(s, "idle timeout");
+}
+
+static void late_tunnel(struct session *s, const struct config *c)
+{
+	if (s->tun->hello == HELLO_SERVER) {
+		session_tunnel_refuse(s, "upstream-timeout",
+				      "passthrough: the server did not answer the ClientHello "
+				      "within %u s",
+				      c->response_timeout_ms / 1000);
+		return;
+	}
+	if (s->tun->hello != HELLO_DONE) {
+		session_tunnel_refuse(s, "sni-unreadable",
+				      "passthrough: no whole %sTLS ClientHello within %u s (%zu "
+				      "bytes)",
+				      s->tun->hello == HELLO_RETRY ? "second " : "",
+				      c->head_timeout_ms / 1000, buf_len(&s->cin));
+		return;
+	}
+	session_close(s, "idle timeout");
+}
+
+static void late_tls_accept(struct session *s, const struct config *c)
+{
+	s->r->decision = "refuse";
+	s->r->reason = "client-tls-failed";
+	snprintf(s->r->detail, sizeof(s->r->detail),
+		 "client TLS handshake not complete within %u s", c->head_timeout_ms / 1000);
+	session_close(s, NULL);
+}
+
+static void late_tls_connect(struct session *s, const struct config *c)
+{
+	session_refuse(s, 504, "connect-timeout", "connection_timeout",
+		       "TLS handshake with %s not complete within %u s", s->r->t.host.name,
+		       c->connect_timeout_ms / 1000);
+}
+
+static void late_token(struct session *s, const struct config *c)
+{
+	/* token.c fails the run first; this is the backstop */
+	s->token = NULL;
+	session_refuse(s, 504, "inject-failed", "http_request_error",
+		       "no token within %u s; the request was not sent", TOKEN_WAIT_MS / 1000);
+}
+
+static void late_drain(struct session *s, const struct config *c)
+{
+	session_close(s, NULL);
+}
+
+/*
+ * The session's states: each names what it waits for and what passing
+ * its deadline means, and holds the step session_pump runs (NULL: another
+ * file wakes it: the resolver, dial.c's connect, token.c), whether it
+ * reads the client, the readiness it asks of the loop, its deadline and
+ * its timeout. session_enter is the only way into a state; with
+ * `sluice-proxy -d` every transition and every deadline passed is printed
+ * by name.
+ */
+static const struct state_def {
+	const char *name;
+	const char *waits;
+	const char *late; /* what passing the deadline does */
+	void (*step)(struct session *s);
+	bool (*client_in)(const struct session *s);
+	void (*ask)(const struct session *s, uint32_t *c, uint32_t *u);
+	uint64_t (*due)(const struct session *s, const struct config *c);
+	void (*timeout)(struct session *s, const struct config *c);
+} states[] = {
+	[SS_HEAD] = { "head", "a request head from the client",
+		      "408 if part of a head came, else close (head- or idle-timeout)",
+		      exchange_head, in_head, ask_head, due_head, late_head },
+	[SS_RESOLVE] = { "resolve", "the resolver's answer", "504 dns-timeout (connect-timeout)",
+			 NULL, in_none, ask_none, due_connect, late_resolve },
+	[SS_CONNECT] = { "connect", "the upstream's TCP connect",
+			 "the next checked address, else 504 connect-timeout", NULL, in_none,
+			 ask_connect, due_connect, late_connect },
+	[SS_HTTP] = { "http", "request and response bytes",
+		      "504 upstream-timeout before a response (response-timeout), else close "
+		      "(idle-timeout)",
+		      exchange_http, in_http, ask_http, due_http, late_http },
+	[SS_TUNNEL] = { "tunnel", "tunnel bytes either way (a passthrough's hellos first)",
+			"sni-unreadable or upstream-timeout during the hellos, else close "
+			"(idle-timeout)",
+			session_step_tunnel, in_tunnel, ask_tunnel, due_tunnel, late_tunnel },
+	[SS_TLS_ACCEPT] = { "tls-accept", "the client's TLS handshake with our leaf",
+			    "close, row client-tls-failed (head-timeout)", tls_step_accept,
+			    in_tls_accept, ask_flush, due_tls_accept, late_tls_accept },
+	[SS_TLS_CONNECT] = { "tls-connect", "the upstream's TLS handshake",
+			     "504 connect-timeout", tls_step_connect, in_none, ask_tls_connect,
+			     due_connect, late_tls_connect },
+	[SS_TOKEN] = { "token", "the rule's token command (token.c wakes it)",
+		       "504 inject-failed, nothing sent", NULL, in_none, ask_none, due_token,
+		       late_token },
+	[SS_DRAIN] = { "drain", "the last response to go out, then the client's end",
+		       "close (a linger of 2 s)", session_step_drain, in_head, ask_flush, due_drain,
+		       late_drain },
+};
+
+_Static_assert(sizeof(states) / sizeof(states[0]) == SS_DRAIN + 1, "a state without its entry");
+
+/* sluice-proxy -d: one line per transition or deadline, by state name */
+static void trace(const struct session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void trace(const struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!s->px->trace)
+		return;
+	fprintf(stderr, "sluice-proxy: trace: conn %llu: ", (unsigned long long)s->id);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void session_update_interest(struct session *s)
+{
+	struct loop *l = s->px->loop;
+	const struct state_def *d = &states[s->state];
+	uint32_t c = 0, u = 0;
+
+	if (d->client_in(s)) {
+		c = EPOLLIN;
+		s->c_woke = false;
+	} else if ((s->cio.events & EPOLLIN) && !s->c_woke) {
+		/*
+		 * Leave EPOLLIN on while the client is quiet, as it is between
+		 * a request and its response: switching it off and on again
+		 * would cost two epoll_ctl calls per request. If the client
+		 * does send (c_woke), it is switched off, so nothing spins.
+		 */
+		c = EPOLLIN;
+	}
+	d->ask(s, &c, &u);
+	/* TLS that must write before it can read (or the reverse) */
+	if (s->cssl != NULL && s->c_tls_out)
+		c |= EPOLLOUT;
+	if (s->ussl != NULL && s->u_tls_out)
+		u |= EPOLLOUT;
+	if (loop_io_set(l, &s->cio, c) == -1 ||
+	    (s->ufd >= 0 && loop_io_set(l, &s->uio, u) == -1))
+		session_close(s, "epoll_ctl failed");
+}
+
+void session_pump(struct session *s)
+{
+	if (s->pumping) {
+		s->again = true;
+		return;
+	}
+	s->pumping = true;
+	do {
+		s->again = false;
+		if (states[s->state].step != NULL)
+			states[s->state].step(s);
+	} while (s->again && !s->closed);
+	s->pumping = false;
+	if (s->closed)
+		return;
+	/* idle between requests: the request's storage goes back (its row is written) */
+	if (s->state == SS_HEAD && s->r != NULL && !s->r->active)
+		session_request_free(s);
+	session_update_interest(s);
+}
+
+/*
+ * A peer shut both ways while we were not asking for its events (the other
+ * side was slow to take what it sent). Level-triggered EPOLLHUP would fire
+ * for ever, so the fd leaves epoll; its socket still holds data and then
+ * end of stream, which the pump reads without waiting for readiness,
+ * driven by the other side's events.
+ */
+static void hung_up(struct session *s, struct loop_io *io, struct relay_dir *d)
+{
+	loop_io_del(s->px->loop, io);
+	if (io == &s->uio)
+		s->u_hup = true;
+	if (d != NULL)
+		d->src_hup = true;
+	session_pump(s);
+}
+
+void session_on_client(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct session *s = io->arg;
+
+	if ((events & EPOLLIN) && !states[s->state].client_in(s))
+		s->c_woke = true; /* bytes we will not read yet: stop asking */
+
+	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
+		if (s->state == SS_TUNNEL && !(events & EPOLLERR)) {
+			/* gone both ways, but what it sent still goes upstream */
+			hung_up(s, io, &s->tun->to_up);
+			return;
+		}
+		session_close(s, "client hung up");
+		return;
+	}
+	session_pump(s);
+}
+
+void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct session *s = io->arg;
+
+	if (s->state == SS_CONNECT) {
+		dial_connected(s, events);
+		session_pump(s);
+		return;
+	}
+	if (s->state == SS_TLS_CONNECT) {
+		session_pump(s);
+		return;
+	}
+	if (s->state == SS_HEAD) {
+		/* an idle kept-alive upstream said something or closed: drop it */
+		dial_close(s);
+		session_pump(s);
+		return;
+	}
+	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
+		if (!(events & EPOLLERR)) {
+			/* the rest of the response is in its socket: keep reading it */
+			hung_up(s, io, s->state == SS_TUNNEL ? &s->tun->to_cli : NULL);
+			return;
+		}
+		session_close(s, "upstream hung up");
+		return;
+	}
+	session_pump(s);
+}
+
+/* --- timers ------------------------------------------------------------ */
+
+static void on_timer(struct loop *l, struct loop_timer *t)
+{
+	struct session *s = t->arg;
+	const struct state_def *d = &states[s->state];
+	uint64_t due = d->due(s, session_config(s));
+
+	if (due > loop_now(l)) {
+		loop_timer_set(l, t, due - loop_now(l), on_timer, s);
+		return;
+	}
+	trace(s, "%s: deadline passed: %s", d->name, d->late);
+	d->timeout(s, session_config(s));
+	if (!s->closed)
+		session_pump(s);
+}
+
+/* Make sure the timer fires no later than the current state's deadline. */
+void session_arm_timer(struct session *s)
+{
+	struct loop *l = s->px->loop;
+	uint64_t due = states[s->state].due(s, session_config(s));
+	uint64_t now = loop_now(l);
+
+	if (loop_timer_armed(&s->timer) && s->timer.fn == on_timer && s->timer.when_ms <= due)
+		return;
+	loop_timer_set(l, &s->timer, due > now ? due - now : 0, on_timer, s);
+}
+
+/* Every state change goes through here: the new state's deadline applies. */
+void session_enter(struct session *s, enum sess_state state)
+{
+	trace(s, "%s -> %s: waits for %s", states[s->state].name, states[state].name,
+	      states[state].waits);
+	s->state = state;
+	s->again = true;
+	session_arm_timer(s);
+}
