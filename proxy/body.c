@@ -18,14 +18,14 @@
 static bool trailer_dropped(const struct session *s, bool request, const struct http_header *h)
 {
 	return http_is_forbidden_trailer(h) ||
-	       (request && s->r->inject_field[0] != '\0' && head_named(h, s->r->inject_field));
+	       (request && s->x->inject_field[0] != '\0' && head_named(h, s->x->inject_field));
 }
 
 /* Add "what trailers dropped: Name, Name" to the row's detail. */
 static void note_dropped(struct session *s, bool request, const struct http_header *f, size_t n)
 {
-	char *d = s->r->detail;
-	size_t size = sizeof(s->r->detail), len = strlen(d);
+	char *d = s->x->detail;
+	size_t size = sizeof(s->x->detail), len = strlen(d);
 	bool first = true;
 
 	for (size_t i = 0; i < n && len + 1 < size; i++) {
@@ -79,14 +79,14 @@ static int move_trailer(struct session *s, bool request, struct buf *in, struct 
 
 int body_move(struct session *s, bool request, bool *wait_trailer)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	struct buf *in = request ? &s->cin : &s->uin;
 	struct buf *out = request ? &s->uout : &s->cout;
-	enum http_body kind = request ? r->req_body : r->resp_body;
-	uint64_t *left = request ? &r->req_left : &r->resp_left;
-	struct http_chunked *ch = request ? &r->req_chunk : &r->resp_chunk;
-	bool *done = request ? &r->req_done : &r->resp_done;
-	uint64_t *count = request ? &r->up : &r->down;
+	enum http_body kind = request ? x->req_body : x->resp_body;
+	uint64_t *left = request ? &x->req_left : &x->resp_left;
+	struct http_chunked *ch = request ? &x->req_chunk : &x->resp_chunk;
+	bool *done = request ? &x->req_done : &x->resp_done;
+	uint64_t *count = request ? &x->up : &x->down;
 	size_t n = buf_len(in);
 
 	*wait_trailer = false;

@@ -51,7 +51,7 @@ void dial_close(struct session *s)
 void dial_refuse_address(struct session *s, int family, const void *addr,
 			 const struct verdict *v)
 {
-	const char *name = s->r->t.host.name;
+	const char *name = s->x->t.host.name;
 	char a[INET6_ADDRSTRLEN], range[64];
 	struct ipnet net;
 
@@ -62,7 +62,7 @@ void dial_refuse_address(struct session *s, int family, const void *addr,
 	}
 	ipaddr_format(family, addr, a, sizeof(a));
 	ipnet_format(&net, range, sizeof(range));
-	if (s->r->t.host.kind == HOST_NAME)
+	if (s->x->t.host.kind == HOST_NAME)
 		session_refuse(s, v->status, v->reason, v->proxy_status,
 			       "%s resolves to %s, in denied range %s; if that is intended, add "
 			       "to the config: allow-private %s %s",
@@ -134,14 +134,14 @@ void dial_up_judge(const struct policy *p, const struct upstream *u, const struc
  */
 void dial_reuse(struct session *s)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	const struct upstream *u = s->up;
 
 	for (size_t i = 0; i < u->naddr; i++)
-		up_addr_get(u, i, &r->dial[i]);
-	r->ndial = u->naddr;
-	r->idial = u->iaddr;
-	dial_up_format(u, r->dialed, sizeof(r->dialed));
+		up_addr_get(u, i, &x->dial[i]);
+	x->ndial = u->naddr;
+	x->idial = u->iaddr;
+	dial_up_format(u, x->dialed, sizeof(x->dialed));
 }
 
 /*
@@ -150,7 +150,7 @@ void dial_reuse(struct session *s)
  */
 static int up_keep(struct session *s, const struct sockaddr_storage *addrs, size_t n)
 {
-	const struct target *t = &s->r->t;
+	const struct target *t = &s->x->t;
 	size_t nlen = strlen(t->host.name) + 1;
 	struct upstream *u = malloc(sizeof(*u) + n * sizeof(u->addr[0]) + nlen);
 
@@ -177,42 +177,42 @@ static int up_keep(struct session *s, const struct sockaddr_storage *addrs, size
 void dial_next(struct session *s)
 {
 	struct proxy *px = s->px;
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 
-	while (r->idial < r->ndial) {
-		const struct sockaddr_storage *ss = &r->dial[r->idial];
+	while (x->idial < x->ndial) {
+		const struct sockaddr_storage *ss = &x->dial[x->idial];
 		socklen_t len = ss->ss_family == AF_INET ? sizeof(struct sockaddr_in)
 							 : sizeof(struct sockaddr_in6);
 		int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 		if (fd == -1) {
-			r->dial_errno = errno;
+			x->dial_errno = errno;
 			break;
 		}
 		if (connect(fd, (const struct sockaddr *)ss, len) == -1 && errno != EINPROGRESS) {
-			r->dial_errno = errno;
+			x->dial_errno = errno;
 			close(fd);
-			r->idial++;
+			x->idial++;
 			continue;
 		}
 		if (loop_io_add(px->loop, &s->uio, fd, EPOLLOUT, session_on_upstream, s) == -1) {
-			r->dial_errno = errno;
+			x->dial_errno = errno;
 			close(fd);
 			break;
 		}
 		s->ufd = fd;
 		if (s->up != NULL)
-			s->up->iaddr = (uint8_t)r->idial;
-		sockaddr_format(ss, r->dialed, sizeof(r->dialed));
+			s->up->iaddr = (uint8_t)x->idial;
+		sockaddr_format(ss, x->dialed, sizeof(x->dialed));
 		s->t_phase = proxy_now_ms();
 		s->phase_ms = loop_now(px->loop);
 		session_enter(s, SS_CONNECT);
 		return;
 	}
-	r->dialed[0] = '\0';
+	x->dialed[0] = '\0';
 	session_refuse(s, 502, "connect-failed", "connection_refused",
-		       "could not connect to %s port %u: %s", r->t.host.name, r->t.port,
-		       strerror(r->dial_errno ? r->dial_errno : ECONNREFUSED));
+		       "could not connect to %s port %u: %s", x->t.host.name, x->t.port,
+		       strerror(x->dial_errno ? x->dial_errno : ECONNREFUSED));
 }
 
 /* Whether ss is one of our own listening sockets (a request to ourselves). */
@@ -260,15 +260,15 @@ static void dial_checked(struct session *s, const struct sockaddr_storage *addrs
 	for (size_t i = 0; i < n; i++) {
 		const struct sockaddr_storage *ss = &addrs[i];
 
-		policy_judge_addr(s->px->policy, &s->r->t.host, ss->ss_family, dial_addr_bytes(ss), &v);
+		policy_judge_addr(s->px->policy, &s->x->t.host, ss->ss_family, dial_addr_bytes(ss), &v);
 		if (!v.allow) {
 			dial_refuse_address(s, ss->ss_family, dial_addr_bytes(ss), &v);
 			return;
 		}
 		if (is_own_listener(s->px, ss)) {
 			session_refuse(s, 403, "own-address", "destination_ip_prohibited",
-				       "%s port %u is sluice-proxy itself", s->r->t.host.name,
-				       s->r->t.port);
+				       "%s port %u is sluice-proxy itself", s->x->t.host.name,
+				       s->x->t.port);
 			return;
 		}
 	}
@@ -279,10 +279,10 @@ static void dial_checked(struct session *s, const struct sockaddr_storage *addrs
 		session_close(s, "out of memory");
 		return;
 	}
-	memcpy(s->r->dial, addrs, n * sizeof(*addrs));
-	s->r->ndial = n;
-	s->r->idial = 0;
-	s->r->dial_errno = 0;
+	memcpy(s->x->dial, addrs, n * sizeof(*addrs));
+	s->x->ndial = n;
+	s->x->idial = 0;
+	s->x->dial_errno = 0;
 	dial_next(s);
 }
 
@@ -301,16 +301,16 @@ static void on_resolved(void *arg, int status, const struct sockaddr_storage *ad
 	struct sockaddr_storage dial[RESOLVE_MAX];
 
 	s->q = NULL;
-	s->r->dns_ms = proxy_now_ms() - s->t_phase;
+	s->x->dns_ms = proxy_now_ms() - s->t_phase;
 	if (status != 0) {
 		session_refuse(s, 502, "dns-failed", "dns_error", "could not resolve %s: %s",
-			       s->r->t.host.name, error ? error : "no answer");
+			       s->x->t.host.name, error ? error : "no answer");
 		session_pump(s);
 		return;
 	}
 	memcpy(dial, addrs, n * sizeof(*addrs));
 	for (size_t i = 0; i < n; i++)
-		set_port(&dial[i], s->r->t.port);
+		set_port(&dial[i], s->x->t.port);
 	dial_checked(s, dial, n);
 	session_pump(s);
 }
@@ -318,7 +318,7 @@ static void on_resolved(void *arg, int status, const struct sockaddr_storage *ad
 /* Dial the request's target; the caller has closed any other upstream. */
 void dial_start(struct session *s)
 {
-	const struct host *h = &s->r->t.host;
+	const struct host *h = &s->x->t.host;
 
 	free(s->up); /* the caller closed it already */
 	s->up = NULL;
@@ -337,7 +337,7 @@ void dial_start(struct session *s)
 			in6->sin6_family = AF_INET6;
 			in6->sin6_addr = h->addr.v6;
 		}
-		set_port(&ss, s->r->t.port);
+		set_port(&ss, s->x->t.port);
 		dial_checked(s, &ss, 1);
 		return;
 	}
@@ -349,7 +349,7 @@ void dial_start(struct session *s)
 
 void dial_connected(struct session *s, uint32_t events)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	int err = 0;
 	socklen_t len = sizeof(err);
 	int one = 1;
@@ -363,23 +363,23 @@ void dial_connected(struct session *s, uint32_t events)
 	if (err == EINPROGRESS || err == EALREADY)
 		return;
 	if (err != 0) {
-		r->dial_errno = err;
+		x->dial_errno = err;
 		loop_io_close(s->px->loop, &s->uio);
 		s->ufd = -1;
-		r->idial++;
+		x->idial++;
 		dial_next(s);
 		return;
 	}
 	setsockopt(s->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	r->connect_ms = proxy_now_ms() - s->t_phase;
+	x->connect_ms = proxy_now_ms() - s->t_phase;
 	s->up_ready = true;
 	s->active_ms = session_now(s);
-	if (r->method == HTTP_CONNECT) {
+	if (x->method == HTTP_CONNECT) {
 		session_tunnel_begin(s);
 	} else if (s->intercept) {
 		tls_connect_begin(s); /* then SS_HTTP, once verified */
 	} else {
-		r->sent_ms = session_now(s);
+		x->sent_ms = session_now(s);
 		session_enter(s, SS_HTTP);
 	}
 }

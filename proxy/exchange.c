@@ -38,16 +38,16 @@ static void refuse_verdict(struct session *s, const struct verdict *v)
 	char hint[HOST_NAME_MAX_LEN + 16];
 
 	if (strcmp(v->reason, "not-granted") == 0) {
-		grant_hint(&s->r->t, hint, sizeof(hint));
+		grant_hint(&s->x->t, hint, sizeof(hint));
 		session_refuse(s, v->status, v->reason, v->proxy_status,
 			       "%s is not granted; to grant it run: sluice allow add %s", hint, hint);
 	} else if (strcmp(v->reason, "host-mismatch") == 0) {
 		session_refuse(s, v->status, v->reason, v->proxy_status,
 			       "the Host header names another host than the request target %s; "
 			       "nothing to grant: send the request to the host it names",
-			       s->r->t.host.name);
-	} else if (strcmp(v->reason, "denied-ip") == 0 && s->r->t.host.kind != HOST_NAME) {
-		const struct host *h = &s->r->t.host;
+			       s->x->t.host.name);
+	} else if (strcmp(v->reason, "denied-ip") == 0 && s->x->t.host.kind != HOST_NAME) {
+		const struct host *h = &s->x->t.host;
 
 		dial_refuse_address(s, h->kind == HOST_IPV4 ? AF_INET : AF_INET6, &h->addr, v);
 	} else {
@@ -67,7 +67,7 @@ static void copy_capped(char *dst, size_t size, size_t *len, const char *src, si
 /* Which directive set the request's body cap, for the refusal. */
 static const char *cap_name(const struct session *s)
 {
-	return s->r->body_cap == session_config(s)->max_body_bytes ? "max-body-bytes" : "body-limit";
+	return s->x->body_cap == session_config(s)->max_body_bytes ? "max-body-bytes" : "body-limit";
 }
 
 /*
@@ -77,31 +77,31 @@ static const char *cap_name(const struct session *s)
  */
 static int request_begin(struct session *s, const struct http_request *req)
 {
-	struct request *r;
+	struct exchange *x;
 	int ua;
 
-	if (session_request_new(s) == -1) {
+	if (exchange_new(s) == -1) {
 		session_close(s, "out of memory");
 		return -1;
 	}
-	r = s->r;
-	r->active = true;
-	r->t_start = proxy_now_ms();
-	r->dns_ms = r->connect_ms = -1;
-	r->method = req->method;
-	r->minor = req->minor;
-	r->decision = "allow";
+	x = s->x;
+	x->active = true;
+	x->t_start = proxy_now_ms();
+	x->dns_ms = x->connect_ms = -1;
+	x->method = req->method;
+	x->minor = req->minor;
+	x->decision = "allow";
 	s->nreq++;
-	copy_capped(r->path, sizeof(r->path), &r->path_len, req->target, req->target_len);
+	copy_capped(x->path, sizeof(x->path), &x->path_len, req->target, req->target_len);
 	if (req->form == HTTP_FORM_ABSOLUTE)
-		copy_capped(r->path, sizeof(r->path), &r->path_len, req->path, req->path_len);
+		copy_capped(x->path, sizeof(x->path), &x->path_len, req->path, req->path_len);
 	ua = http_find_header(req->headers, req->nheaders, "User-Agent");
 	if (ua >= 0)
-		copy_capped(r->ua, sizeof(r->ua), &r->ua_len, req->headers[ua].value,
+		copy_capped(x->ua, sizeof(x->ua), &x->ua_len, req->headers[ua].value,
 			    req->headers[ua].value_len);
 	if (s->nreq == 1 && session_stamp_first_head(s, req) == -1)
 		return -1;
-	r->client_close = req->close || req->minor == 0;
+	x->client_close = req->close || req->minor == 0;
 	return 0;
 }
 
@@ -112,7 +112,7 @@ static int request_begin(struct session *s, const struct http_request *req)
  */
 static int request_target(struct session *s, const struct http_request *req)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	const char *err = NULL;
 
 	if (s->intercept) {
@@ -124,7 +124,7 @@ static int request_target(struct session *s, const struct http_request *req)
 				       req->target);
 			return -1;
 		}
-		r->t = s->ix->tunnel;
+		x->t = s->ix->tunnel;
 		return 0;
 	}
 	if (req->form != HTTP_FORM_ABSOLUTE && req->form != HTTP_FORM_AUTHORITY) {
@@ -134,13 +134,13 @@ static int request_target(struct session *s, const struct http_request *req)
 			       (int)(req->target_len > 64 ? 64 : req->target_len), req->target);
 		return -1;
 	}
-	if (host_canon(req->host, req->host_len, &r->t.host, &err) == -1) {
+	if (host_canon(req->host, req->host_len, &x->t.host, &err) == -1) {
 		session_refuse(s, 400, "malformed", "http_request_error", "bad host %.*s: %s",
 			       (int)(req->host_len > 64 ? 64 : req->host_len), req->host, err);
 		return -1;
 	}
-	r->t.port = req->port;
-	r->t.via = req->method == HTTP_CONNECT ? GRANT_VIA_CONNECT : GRANT_VIA_HTTP;
+	x->t.port = req->port;
+	x->t.via = req->method == HTTP_CONNECT ? GRANT_VIA_CONNECT : GRANT_VIA_HTTP;
 	return 0;
 }
 
@@ -151,32 +151,32 @@ static int request_target(struct session *s, const struct http_request *req)
  */
 static int request_judge(struct session *s, const struct http_request *req)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	struct policy_request pr;
 	struct host hh;
 	struct verdict v;
 	const char *err = NULL;
 
 	memset(&pr, 0, sizeof(pr));
-	pr.via = r->t.via;
-	pr.host = &r->t.host;
-	pr.port = r->t.port;
+	pr.via = x->t.via;
+	pr.host = &x->t.host;
+	pr.port = x->t.port;
 	if (req->host_header >= 0) {
 		const struct http_header *h = &req->headers[req->host_header];
 		uint16_t port;
 		bool has_port;
 
-		if (host_port_parse(h->value, h->value_len, r->t.port, &hh, &port, &has_port,
+		if (host_port_parse(h->value, h->value_len, x->t.port, &hh, &port, &has_port,
 				    &err) == -1) {
 			session_refuse(s, 400, "malformed", "http_request_error",
 				       "bad Host header: %s", err);
 			return -1;
 		}
-		if (has_port && port != r->t.port) {
+		if (has_port && port != x->t.port) {
 			session_refuse(s, 403, "host-mismatch", "http_request_denied",
 				       "the Host header names port %u but the request goes to port "
 				       "%u; nothing to grant: send the request to the host it names",
-				       port, r->t.port);
+				       port, x->t.port);
 			return -1;
 		}
 		pr.host_header = &hh;
@@ -187,15 +187,15 @@ static int request_judge(struct session *s, const struct http_request *req)
 		return -1;
 	}
 	if (v.observed) {
-		r->decision = "observe";
-		snprintf(r->detail, sizeof(r->detail), "would be refused: %s", v.detail);
+		x->decision = "observe";
+		snprintf(x->detail, sizeof(x->detail), "would be refused: %s", v.detail);
 	}
-	r->reason = v.reason;
+	x->reason = v.reason;
 	if (v.grant != NULL) {
 		char g[HOST_NAME_MAX_LEN + 16];
 
 		grant_format(v.grant, g, sizeof(g));
-		snprintf(r->grant, sizeof(r->grant), "%s (%s)", g, grant_level_name(v.grant->level));
+		snprintf(x->grant, sizeof(x->grant), "%s (%s)", g, grant_level_name(v.grant->level));
 	}
 	return 0;
 }
@@ -208,14 +208,14 @@ static int request_judge(struct session *s, const struct http_request *req)
  */
 static int request_credential(struct session *s, const struct http_request *req, size_t len)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 
-	r->body_cap = config_body_limit(session_config(s), r->t.host.name);
-	if (r->body_cap > 0 && req->body == HTTP_BODY_LENGTH && req->content_length > r->body_cap) {
+	x->body_cap = config_body_limit(session_config(s), x->t.host.name);
+	if (x->body_cap > 0 && req->body == HTTP_BODY_LENGTH && req->content_length > x->body_cap) {
 		session_refuse(s, 413, "body-too-large", "http_request_error",
 			       "request body of %llu bytes is over %s %llu; nothing was sent",
 			       (unsigned long long)req->content_length, cap_name(s),
-			       (unsigned long long)r->body_cap);
+			       (unsigned long long)x->body_cap);
 		return -1;
 	}
 	/* a body over its cap is refused before any credential is fetched */
@@ -224,7 +224,7 @@ static int request_credential(struct session *s, const struct http_request *req,
 		return -1;
 	case 1:
 		/* its token is being minted: this head is read again when it is */
-		r->active = false;
+		x->active = false;
 		s->nreq--;
 		s->phase_ms = session_now(s);
 		session_enter(s, SS_TOKEN);
@@ -232,13 +232,13 @@ static int request_credential(struct session *s, const struct http_request *req,
 	}
 	if (s->reissued) {
 		s->reissued = false;
-		snprintf(r->detail, sizeof(r->detail), "re-issued once with a new token after a 401");
-	} else if (r->minted != NULL && req->body == HTTP_BODY_NONE) {
+		snprintf(x->detail, sizeof(x->detail), "re-issued once with a new token after a 401");
+	} else if (x->minted != NULL && req->body == HTTP_BODY_NONE) {
 		/* kept to re-issue once if the token is refused (401) */
-		r->rehead = malloc(len);
-		if (r->rehead != NULL) {
-			memcpy(r->rehead, buf_head(&s->cin), len);
-			r->rehead_len = len;
+		x->rehead = malloc(len);
+		if (x->rehead != NULL) {
+			memcpy(x->rehead, buf_head(&s->cin), len);
+			x->rehead_len = len;
 		}
 	}
 	return 0;
@@ -251,27 +251,27 @@ static int request_credential(struct session *s, const struct http_request *req,
  */
 static void request_send(struct session *s, const struct http_request *req, size_t len)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 
-	r->req_body = req->body;
-	r->req_left = req->content_length;
-	r->req_done = req->body == HTTP_BODY_NONE ||
+	x->req_body = req->body;
+	x->req_left = req->content_length;
+	x->req_done = req->body == HTTP_BODY_NONE ||
 		      (req->body == HTTP_BODY_LENGTH && req->content_length == 0);
-	if (!(s->ufd >= 0 && s->up_ready && dial_up_is(s->up, &r->t)))
+	if (!(s->ufd >= 0 && s->up_ready && dial_up_is(s->up, &x->t)))
 		dial_close(s);
 	if (head_upstream(s, req) == -1) {
 		session_refuse(s, 431, "head-too-large", "http_request_error",
 			       "request head too large to forward");
 		return;
 	}
-	if (r->injected) {
-		snprintf(r->inject_name, sizeof(r->inject_name), "%s", r->rule->name);
-		if (r->rule->target == INJECT_HEADER)
-			snprintf(r->inject_field, sizeof(r->inject_field), "%s", r->rule->field);
+	if (x->injected) {
+		snprintf(x->inject_name, sizeof(x->inject_name), "%s", x->rule->name);
+		if (x->rule->target == INJECT_HEADER)
+			snprintf(x->inject_field, sizeof(x->inject_field), "%s", x->rule->field);
 	} else {
 		inject_unsent(s); /* require= without its placeholder: sent as it was, scrubbed */
 	}
-	r->rule = NULL;
+	x->rule = NULL;
 	buf_consume(&s->cin, len);
 	if (s->ufd >= 0) {
 		/*
@@ -281,10 +281,10 @@ static void request_send(struct session *s, const struct http_request *req, size
 		 */
 		dial_reuse(s);
 		buf_release(&s->replay);
-		r->replayable = r->req_done && req->method != HTTP_POST &&
+		x->replayable = x->req_done && req->method != HTTP_POST &&
 				req->method != HTTP_PATCH &&
 				buf_append(&s->replay, buf_head(&s->uout), buf_len(&s->uout)) == 0;
-		r->sent_ms = session_now(s);
+		x->sent_ms = session_now(s);
 		session_enter(s, SS_HTTP);
 		return;
 	}
@@ -304,7 +304,7 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	if (req->method == HTTP_CONNECT) {
 		buf_consume(&s->cin, len);
 		dial_close(s);
-		if (tls_intercepts(s->px, &s->r->t.host, s->r->t.port))
+		if (tls_intercepts(s->px, &s->x->t.host, s->x->t.port))
 			session_intercept_begin(s);
 		else
 			dial_start(s);
@@ -322,17 +322,17 @@ static void start_request(struct session *s, const struct http_request *req, siz
  */
 static bool try_replay(struct session *s)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 
-	if (!r->replayable || r->resp_started || buf_len(&s->uin) > 0)
+	if (!x->replayable || x->resp_started || buf_len(&s->uin) > 0)
 		return false;
-	r->replayable = false;
+	x->replayable = false;
 	dial_close_fd(s);
 	buf_release(&s->uout);
 	if (buf_append(&s->uout, buf_head(&s->replay), buf_len(&s->replay)) == -1)
 		return false;
 	buf_release(&s->replay);
-	r->dial_errno = 0;
+	x->dial_errno = 0;
 	dial_next(s);
 	return true;
 }
@@ -422,11 +422,11 @@ void exchange_head(struct session *s)
  */
 static bool reissue(struct session *s)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	struct buf b;
 
 	buf_init(&b, HEAD_MAX + buf_len(&s->cin));
-	if (buf_append(&b, r->rehead, r->rehead_len) == -1 ||
+	if (buf_append(&b, x->rehead, x->rehead_len) == -1 ||
 	    buf_append(&b, buf_head(&s->cin), buf_len(&s->cin)) == -1) {
 		buf_release(&b);
 		return false;
@@ -435,7 +435,7 @@ static bool reissue(struct session *s)
 	s->cin = b;
 	dial_close(s);
 	inject_end(s);
-	r->active = false; /* no row for the refused try; the re-issued one says so */
+	x->active = false; /* no row for the refused try; the re-issued one says so */
 	s->nreq--;
 	s->reissued = true;
 	s->head_ms = session_now(s);
@@ -448,57 +448,57 @@ static int response_head(struct session *s)
 {
 	struct http_header hdrs[HEADERS_MAX];
 	struct http_response resp;
-	struct request *r = s->r;
-	ssize_t n = http_parse_response(buf_head(&s->uin), buf_len(&s->uin), r->method, &resp, hdrs,
+	struct exchange *x = s->x;
+	ssize_t n = http_parse_response(buf_head(&s->uin), buf_len(&s->uin), x->method, &resp, hdrs,
 					HEADERS_MAX);
 
 	if (n == -2 && buf_len(&s->uin) < RESP_HEAD_MAX)
 		return 0;
 	if (n < 0 || resp.status == 101) {
 		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
-			       "%s sent a response sluice-proxy cannot pass on", r->t.host.name);
+			       "%s sent a response sluice-proxy cannot pass on", x->t.host.name);
 		return -1;
 	}
-	if (resp.status == 401 && r->minted != NULL && r->injected) {
-		if (!token_refused(r->minted, r->minted_gen, session_config(s))) {
+	if (resp.status == 401 && x->minted != NULL && x->injected) {
+		if (!token_refused(x->minted, x->minted_gen, session_config(s))) {
 			/* within token-min-interval no new token can be had: the 401 goes to the client */
-			if (r->detail[0] == '\0')
-				snprintf(r->detail, sizeof(r->detail),
+			if (x->detail[0] == '\0')
+				snprintf(x->detail, sizeof(x->detail),
 					 "the upstream refused the token (401); token-min-interval "
 					 "allows no new one yet");
-		} else if (r->rehead != NULL && reissue(s)) {
+		} else if (x->rehead != NULL && reissue(s)) {
 			return -1; /* the same request again, with a new token */
 		}
 	}
 	if (inject_response_coding(s, &resp) == -1)
 		return -1;
 	if (resp.status >= 200) {
-		r->resp_head = true;
-		r->status = resp.status;
-		r->resp_body = resp.body;
-		r->resp_left = resp.content_length;
-		r->resp_close = resp.close;
+		x->resp_head = true;
+		x->status = resp.status;
+		x->resp_body = resp.body;
+		x->resp_left = resp.content_length;
+		x->resp_close = resp.close;
 		if (resp.body == HTTP_BODY_EOF)
-			r->client_close = true;
-		r->resp_done = resp.body == HTTP_BODY_NONE ||
+			x->client_close = true;
+		x->resp_done = resp.body == HTTP_BODY_NONE ||
 			       (resp.body == HTTP_BODY_LENGTH && resp.content_length == 0);
 	}
 	size_t head_at = buf_len(&s->cout);
 
 	if (head_client(s, &resp) == -1) {
 		session_refuse(s, 502, "upstream-malformed", "http_response_header_section_size",
-			       "%s sent a response head too large", r->t.host.name);
+			       "%s sent a response head too large", x->t.host.name);
 		return -1;
 	}
 	if (inject_scrub_head(s, head_at) == -1) {
 		buf_truncate(&s->cout, head_at); /* never the unscrubbed head */
 		session_refuse(s, 502, "upstream-malformed", "http_response_header_section_size",
 			       "%s sent a response head sluice-proxy could not scrub",
-			       r->t.host.name);
+			       x->t.host.name);
 		return -1;
 	}
-	r->resp_started = true;
-	r->replayable = false;
+	x->resp_started = true;
+	x->replayable = false;
 	buf_release(&s->replay);
 	buf_consume(&s->uin, (size_t)n);
 	return 1;
@@ -506,16 +506,16 @@ static int response_head(struct session *s)
 
 static void finish_request(struct session *s)
 {
-	struct request *r = s->r;
-	bool out_of_step = !r->req_done; /* answered before the body was all sent */
+	struct exchange *x = s->x;
+	bool out_of_step = !x->req_done; /* answered before the body was all sent */
 
 	session_log(s);
-	if (r->client_close || out_of_step) {
+	if (x->client_close || out_of_step) {
 		session_enter_drain(s);
 		return;
 	}
 	/* bytes past the response would be read as the next one's: never reuse */
-	if (r->resp_close || r->resp_body == HTTP_BODY_EOF || buf_len(&s->uin) > 0)
+	if (x->resp_close || x->resp_body == HTTP_BODY_EOF || buf_len(&s->uin) > 0)
 		dial_close(s);
 	buf_trim(&s->uin);
 	buf_trim(&s->uout);
@@ -540,35 +540,35 @@ struct pass {
 /* The request body, client -> uout, under its framing and its cap. Returns 0 or -1 (ended). */
 static int request_body(struct session *s, struct pass *p)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	ssize_t n;
 
-	if (!r->req_done && buf_len(&s->cin) > 0) {
-		uint64_t before = r->up;
+	if (!x->req_done && buf_len(&s->cin) > 0) {
+		uint64_t before = x->up;
 
 		if (body_move(s, true, &p->req_trailer) == -1) {
 			session_refuse(s, 400, "malformed", "http_request_error",
 				       "malformed chunked request body");
 			return -1;
 		}
-		p->moved |= r->up != before || r->req_done;
-		if (r->body_cap > 0 && r->up > r->body_cap) {
+		p->moved |= x->up != before || x->req_done;
+		if (x->body_cap > 0 && x->up > x->body_cap) {
 			/* chunked: found out on the way; the origin gets a cut request */
 			session_refuse(s, 413, "body-too-large", "http_request_error",
 				       "chunked request body over %s %llu; the request was cut off",
-				       cap_name(s), (unsigned long long)r->body_cap);
+				       cap_name(s), (unsigned long long)x->body_cap);
 			return -1;
 		}
-		if (r->req_done) {
-			r->sent_ms = session_now(s); /* the response clock starts now */
+		if (x->req_done) {
+			x->sent_ms = session_now(s); /* the response clock starts now */
 			session_arm_timer(s);
 		}
 	}
 	/* a trailer section is read whole before it goes on */
-	if (!r->req_done && (buf_len(&s->cin) == 0 || p->req_trailer) && !p->c_drained) {
+	if (!x->req_done && (buf_len(&s->cin) == 0 || p->req_trailer) && !p->c_drained) {
 		n = sio_read(s, false, &s->cin,
-			     r->req_body == HTTP_BODY_LENGTH && r->req_left < IOBUF_MAX
-				     ? (size_t)r->req_left
+			     x->req_body == HTTP_BODY_LENGTH && x->req_left < IOBUF_MAX
+				     ? (size_t)x->req_left
 				     : 0,
 			     &p->c_drained);
 		if (n > 0) {
@@ -584,7 +584,7 @@ static int request_body(struct session *s, struct pass *p)
 /* What uout holds goes upstream; a failure before any answer may replay. Returns 0 or -1. */
 static int request_write(struct session *s, struct pass *p)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	ssize_t n;
 
 	if (buf_len(&s->uout) == 0)
@@ -595,9 +595,9 @@ static int request_write(struct session *s, struct pass *p)
 	} else if (n == -1 && !session_would_block()) {
 		if (try_replay(s))
 			return -1;
-		if (!r->resp_started)
+		if (!x->resp_started)
 			session_refuse(s, 502, "connect-failed", "connection_terminated",
-				       "%s closed the connection: %s", r->t.host.name, strerror(errno));
+				       "%s closed the connection: %s", x->t.host.name, strerror(errno));
 		else
 			session_abort(s, "upstream write error");
 		return -1;
@@ -612,9 +612,9 @@ static int request_write(struct session *s, struct pass *p)
  */
 static int response_move(struct session *s, struct pass *p)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 
-	if (!r->resp_done && !r->resp_head && buf_len(&s->uin) > 0) {
+	if (!x->resp_done && !x->resp_head && buf_len(&s->uin) > 0) {
 		int k = response_head(s);
 
 		if (k < 0)
@@ -622,10 +622,10 @@ static int response_move(struct session *s, struct pass *p)
 		p->moved |= k > 0;
 		p->head_short = k == 0;
 	}
-	if (r->resp_done || !r->resp_head ||
-	    !(buf_len(&s->uin) > 0 || (r->scrub != NULL && (r->in_done || r->z_more))))
+	if (x->resp_done || !x->resp_head ||
+	    !(buf_len(&s->uin) > 0 || (x->scrub != NULL && (x->in_done || x->z_more))))
 		return 0;
-	if (r->scrub != NULL) {
+	if (x->scrub != NULL) {
 		const char *why;
 		int k = inject_move_body(s, &why);
 
@@ -634,14 +634,14 @@ static int response_move(struct session *s, struct pass *p)
 			return -1;
 		}
 		p->moved |= k > 0;
-	} else if (r->resp_body != HTTP_BODY_EOF) {
-		uint64_t before = r->down;
+	} else if (x->resp_body != HTTP_BODY_EOF) {
+		uint64_t before = x->down;
 
 		if (body_move(s, false, &p->resp_trailer) == -1) {
 			session_abort(s, "malformed chunked response body");
 			return -1;
 		}
-		p->moved |= r->down != before || r->resp_done;
+		p->moved |= x->down != before || x->resp_done;
 	} else {
 		size_t k = buf_len(&s->uin);
 
@@ -650,7 +650,7 @@ static int response_move(struct session *s, struct pass *p)
 		if (k > 0) {
 			buf_append(&s->cout, buf_head(&s->uin), k);
 			buf_consume(&s->uin, k);
-			r->down += k;
+			x->down += k;
 			p->moved = true;
 		}
 	}
@@ -664,31 +664,31 @@ static int response_move(struct session *s, struct pass *p)
  */
 static int response_read(struct session *s, struct pass *p)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	ssize_t n;
 
-	if (r->resp_done || r->in_done || buf_room(&s->uin) == 0 || buf_room(&s->cout) == 0 ||
+	if (x->resp_done || x->in_done || buf_room(&s->uin) == 0 || buf_room(&s->cout) == 0 ||
 	    !(buf_len(&s->uin) == 0 || p->head_short || p->resp_trailer) ||
 	    (p->u_drained && !s->u_hup))
 		return 0;
 	n = sio_read(s, true, &s->uin, 0, &p->u_drained);
 	if (n > 0) {
 		p->moved = true;
-	} else if (n == 0 && r->resp_head && r->resp_body == HTTP_BODY_EOF &&
+	} else if (n == 0 && x->resp_head && x->resp_body == HTTP_BODY_EOF &&
 		   buf_len(&s->uin) == 0) {
 		/* a scrubbed body is finished by inject_move_body */
-		if (r->scrub != NULL)
+		if (x->scrub != NULL)
 			inject_body_eof(s);
 		else
-			r->resp_done = true;
-		r->resp_close = true;
+			x->resp_done = true;
+		x->resp_close = true;
 		p->moved = true;
 	} else if (n == 0 || (n == -1 && !session_would_block())) {
 		if (try_replay(s))
 			return -1;
-		if (!r->resp_started)
+		if (!x->resp_started)
 			session_refuse(s, 502, "upstream-closed", "connection_terminated",
-				       "%s closed the connection without answering", r->t.host.name);
+				       "%s closed the connection without answering", x->t.host.name);
 		else
 			session_abort(s, "upstream closed mid-response");
 		return -1;
@@ -703,7 +703,7 @@ static int response_read(struct session *s, struct pass *p)
  */
 static int response_flush(struct session *s, struct pass *p)
 {
-	if (s->r->resp_done)
+	if (s->x->resp_done)
 		session_log(s);
 	if (buf_len(&s->cout) > 0) {
 		size_t before = buf_len(&s->cout);
@@ -732,7 +732,7 @@ void exchange_http(struct session *s)
 		    response_move(s, &p) == -1 || response_read(s, &p) == -1 ||
 		    response_flush(s, &p) == -1)
 			return;
-		if (s->r->resp_done && (s->r->req_done || buf_len(&s->uout) == 0)) {
+		if (s->x->resp_done && (s->x->req_done || buf_len(&s->uout) == 0)) {
 			finish_request(s);
 			return;
 		}

@@ -39,21 +39,21 @@ bool head_named(const struct http_header *h, const char *name)
  */
 static int put_target(struct session *s, const struct http_request *req)
 {
-	struct request *r = s->r;
-	size_t size = req->path_len + 3 * (INJECT_PREFIX_MAX + r->secret_len) +
-		      sizeof(r->rule->field) + 8;
+	struct exchange *x = s->x;
+	size_t size = req->path_len + 3 * (INJECT_PREFIX_MAX + x->secret_len) +
+		      sizeof(x->rule->field) + 8;
 	char *p;
 	int n;
 	bool injected = false;
 
-	if (r->rule == NULL || r->rule->target != INJECT_QUERY)
+	if (x->rule == NULL || x->rule->target != INJECT_QUERY)
 		return put(&s->uout, req->path, req->path_len);
 	p = malloc(size);
 	if (p == NULL)
 		return -1;
-	n = inject_query_rewrite(r->rule, req->path, req->path_len, r->secret, r->secret_len, p,
+	n = inject_query_rewrite(x->rule, req->path, req->path_len, x->secret, x->secret_len, p,
 				 size, &injected);
-	r->injected = injected;
+	x->injected = injected;
 	n = n < 0 ? -1 : put(&s->uout, p, (size_t)n);
 	explicit_bzero(p, size);
 	free(p);
@@ -63,23 +63,23 @@ static int put_target(struct session *s, const struct http_request *req)
 /* A header rule's line (name: prefix+secret). Returns 0 or -1. */
 static int put_credential(struct session *s)
 {
-	struct request *r = s->r;
-	size_t size = INJECT_PREFIX_MAX + r->secret_len + 1;
+	struct exchange *x = s->x;
+	size_t size = INJECT_PREFIX_MAX + x->secret_len + 1;
 	char *v = malloc(size);
 	int n;
 
 	if (v == NULL)
 		return -1;
-	n = inject_header_value(r->rule, r->secret, r->secret_len, v, size);
+	n = inject_header_value(x->rule, x->secret, x->secret_len, v, size);
 	if (n >= 0)
-		n = put(&s->uout, r->rule->field, strlen(r->rule->field)) == -1 ||
+		n = put(&s->uout, x->rule->field, strlen(x->rule->field)) == -1 ||
 				    put(&s->uout, ": ", 2) == -1 || put(&s->uout, v, (size_t)n) == -1 ||
 				    put(&s->uout, "\r\n", 2) == -1
 			    ? -1
 			    : 0;
 	explicit_bzero(v, size);
 	free(v);
-	r->injected = n == 0;
+	x->injected = n == 0;
 	return n;
 }
 
@@ -91,7 +91,7 @@ static int put_credential(struct session *s)
  */
 static int put_host(struct session *s)
 {
-	const struct target *t = &s->r->t;
+	const struct target *t = &s->x->t;
 	const char *l = t->host.kind == HOST_IPV6 ? "[" : "";
 	const char *r = t->host.kind == HOST_IPV6 ? "]" : "";
 	uint16_t dflt = s->intercept ? 443 : 80;
@@ -112,7 +112,7 @@ static int put_host(struct session *s)
 int head_upstream(struct session *s, const struct http_request *req)
 {
 	struct buf *b = &s->uout;
-	const struct inject_rule *rule = s->r->rule;
+	const struct inject_rule *rule = s->x->rule;
 	int plan = rule != NULL && rule->target == INJECT_HEADER ? inject_header_plan(s, req) : -2;
 
 	if (put(b, req->method_str, req->method_len) == -1 || put(b, " ", 1) == -1 ||
@@ -129,10 +129,10 @@ int head_upstream(struct session *s, const struct http_request *req)
 		/* a credential goes in one place, the rule's; a host's answers come unencoded to be scrubbed */
 		if (rule != NULL && plan != -2 && head_named(h, rule->field))
 			continue;
-		if (s->r->scrub != NULL && head_named(h, "Accept-Encoding"))
+		if (s->x->scrub != NULL && head_named(h, "Accept-Encoding"))
 			continue;
 		/* a range of the body could hold part of a secret, the next range the rest: the whole is asked */
-		if (s->r->scrub != NULL && (head_named(h, "Range") || head_named(h, "If-Range") ||
+		if (s->x->scrub != NULL && (head_named(h, "Range") || head_named(h, "If-Range") ||
 					    head_named(h, "Request-Range")))
 			continue;
 		if (head_put_header(b, h) == -1)
@@ -140,9 +140,9 @@ int head_upstream(struct session *s, const struct http_request *req)
 	}
 	if (plan != -2 && put_credential(s) == -1)
 		return -1;
-	if (s->r->scrub != NULL && put(b, "Accept-Encoding: identity\r\n", 27) == -1)
+	if (s->x->scrub != NULL && put(b, "Accept-Encoding: identity\r\n", 27) == -1)
 		return -1;
-	if (s->r->client_close && put(b, "Connection: close\r\n", 19) == -1)
+	if (s->x->client_close && put(b, "Connection: close\r\n", 19) == -1)
 		return -1;
 	return put(b, "\r\n", 2);
 }
@@ -163,10 +163,10 @@ int head_client(struct session *s, const struct http_response *resp)
 			return -1;
 	}
 	/* a decoded body is framed anew */
-	if (s->r->inflate != NULL && s->r->out_chunked &&
+	if (s->x->inflate != NULL && s->x->out_chunked &&
 	    put(b, "Transfer-Encoding: chunked\r\n", 28) == -1)
 		return -1;
-	if (s->r->client_close && resp->status >= 200 &&
+	if (s->x->client_close && resp->status >= 200 &&
 	    put(b, "Connection: close\r\n", 19) == -1)
 		return -1;
 	return put(b, "\r\n", 2);

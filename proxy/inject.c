@@ -52,50 +52,50 @@
 #include "file.h"
 
 
-static void secret_wipe(struct request *r)
+static void secret_wipe(struct exchange *x)
 {
-	if (r->secret != NULL) {
-		explicit_bzero(r->secret, r->secret_len);
-		free(r->secret);
+	if (x->secret != NULL) {
+		explicit_bzero(x->secret, x->secret_len);
+		free(x->secret);
 	}
-	r->secret = NULL;
-	r->secret_len = 0;
+	x->secret = NULL;
+	x->secret_len = 0;
 }
 
 /* The credential was not sent (require= found no placeholder): drop it, keep scrubbing. */
 void inject_unsent(struct session *s)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 
-	secret_wipe(r);
-	free(r->rehead);
-	r->rehead = NULL;
-	r->rehead_len = 0;
+	secret_wipe(x);
+	free(x->rehead);
+	x->rehead = NULL;
+	x->rehead_len = 0;
 }
 
 void inject_end(struct session *s)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 
 	/* the request head that carried the credential went through these */
-	if (r->secret != NULL) {
+	if (x->secret != NULL) {
 		buf_wipe_consumed(&s->uout);
 		/* a copy of that head kept for a re-send: no longer needed */
 		buf_consume(&s->replay, buf_len(&s->replay));
 		buf_wipe_consumed(&s->replay);
 		buf_release(&s->replay);
 	}
-	secret_wipe(r);
-	scrub_free(r->scrub);
-	r->scrub = NULL;
-	if (r->inflate != NULL) {
-		inflateEnd(r->inflate);
-		free(r->inflate);
-		r->inflate = NULL;
+	secret_wipe(x);
+	scrub_free(x->scrub);
+	x->scrub = NULL;
+	if (x->inflate != NULL) {
+		inflateEnd(x->inflate);
+		free(x->inflate);
+		x->inflate = NULL;
 	}
-	free(r->rehead);
-	r->rehead = NULL;
-	r->rehead_len = 0;
+	free(x->rehead);
+	x->rehead = NULL;
+	x->rehead_len = 0;
 }
 
 /*
@@ -178,7 +178,7 @@ oom:
  */
 static int scrub_build(struct session *s, char *why, size_t size)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	const struct config *c = session_config(s);
 	struct inject_forms f;
 	int ret = -1;
@@ -190,10 +190,10 @@ static int scrub_build(struct session *s, char *why, size_t size)
 		size_t n = 0;
 		int k;
 
-		if (strcmp(rule->host, r->t.host.name) != 0)
+		if (strcmp(rule->host, x->t.host.name) != 0)
 			continue;
-		if (rule == r->rule) {
-			k = inject_forms_add(&f, rule->prefix, r->secret, r->secret_len);
+		if (rule == x->rule) {
+			k = inject_forms_add(&f, rule->prefix, x->secret, x->secret_len);
 		} else {
 			/* for scrubbing only: what cannot be had now was not sent by this proxy now */
 			if (secret_load(s, rule, false, &v, &n, ignored, sizeof(ignored)) != 0)
@@ -205,15 +205,15 @@ static int scrub_build(struct session *s, char *why, size_t size)
 		if (k == -1) {
 			if (errno == E2BIG)
 				snprintf(why, size, "more than %d forms of the secrets of %s to mask",
-					 SCRUB_MAX_SECRETS, r->t.host.name);
+					 SCRUB_MAX_SECRETS, x->t.host.name);
 			else
 				snprintf(why, size, "out of memory");
 			goto out_release;
 		}
 	}
 	if (f.n > 0) {
-		r->scrub = scrub_new((const char *const *)f.pat, f.len, f.n);
-		if (r->scrub == NULL) {
+		x->scrub = scrub_new((const char *const *)f.pat, f.len, f.n);
+		if (x->scrub == NULL) {
 			snprintf(why, size, "out of memory");
 			goto out_release;
 		}
@@ -232,7 +232,7 @@ out_release:
  */
 int inject_begin(struct session *s, const struct http_request *req)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	const char *src = s->stamp != NULL ? s->stamp->src : NULL;
 	const char *as = s->stamp != NULL && s->stamp->as[0] != '\0' ? s->stamp->as : NULL;
 	char whobuf[SESSION_WHO_MAX];
@@ -240,20 +240,20 @@ int inject_begin(struct session *s, const struct http_request *req)
 	char why[256];
 
 	if (s->intercept)
-		r->rule = inject_match(session_config(s), r->t.host.name, r->t.port, req->path,
+		x->rule = inject_match(session_config(s), x->t.host.name, x->t.port, req->path,
 				       req->path_len);
-	if (r->rule != NULL && !inject_serves(r->rule, s->stamp != NULL ? who : NULL, src, as)) {
-		snprintf(r->detail, sizeof(r->detail), "rule %s does not serve %s; sent without it",
-			 r->rule->name, who);
-		r->rule = NULL;
+	if (x->rule != NULL && !inject_serves(x->rule, s->stamp != NULL ? who : NULL, src, as)) {
+		snprintf(x->detail, sizeof(x->detail), "rule %s does not serve %s; sent without it",
+			 x->rule->name, who);
+		x->rule = NULL;
 	}
-	if (r->rule != NULL) {
-		switch (secret_load(s, r->rule, true, &r->secret, &r->secret_len, why, sizeof(why))) {
+	if (x->rule != NULL) {
+		switch (secret_load(s, x->rule, true, &x->secret, &x->secret_len, why, sizeof(why))) {
 		case 1:
 			return 1;
 		case -1:
 			session_refuse(s, 502, "inject-failed", "http_request_error",
-				       "rule %s: %s; the request was not sent", r->rule->name, why);
+				       "rule %s: %s; the request was not sent", x->rule->name, why);
 			return -1;
 		}
 	}
@@ -277,7 +277,7 @@ static bool header_is(const struct http_header *h, const char *name)
  */
 int inject_header_plan(const struct session *s, const struct http_request *req)
 {
-	const struct inject_rule *rule = s->r->rule;
+	const struct inject_rule *rule = s->x->rule;
 	int found = -1, count = 0;
 
 	if (rule->require[0] == '\0')
@@ -297,7 +297,7 @@ int inject_header_plan(const struct session *s, const struct http_request *req)
 size_t inject_scrub_room(const struct session *s)
 {
 	/* a piece, what the scrubber held back, chunk framing */
-	return INJECT_SCRUB_PIECE + scrub_hold_max(s->r->scrub) + 32;
+	return INJECT_SCRUB_PIECE + scrub_hold_max(s->x->scrub) + 32;
 }
 
 /* The Content-Encoding value v[0..n), trimmed, is exactly name (case-insensitive). */
@@ -345,21 +345,21 @@ static bool coding_identity(const char *v, size_t n)
  */
 int inject_response_coding(struct session *s, const struct http_response *resp)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	const struct http_header *enc = NULL;
 	size_t nenc = 0;
 
-	if (r->scrub == NULL || resp->status < 200)
+	if (x->scrub == NULL || resp->status < 200)
 		return 0;
 	if (resp->status == 206) {
 		/* no Range went up (build_upstream_head); a range, joined to another, could show a secret */
 		session_refuse(s, 502, "range-response", "http_response_incomplete",
 			       "%s answered with a range (206) although none was asked for; "
 			       "sluice-proxy cannot scrub a secret split across ranges",
-			       r->t.host.name);
+			       x->t.host.name);
 		return -1;
 	}
-	r->out_chunked = resp->body == HTTP_BODY_CHUNKED;
+	x->out_chunked = resp->body == HTTP_BODY_CHUNKED;
 	if (resp->body == HTTP_BODY_NONE ||
 	    (resp->body == HTTP_BODY_LENGTH && resp->content_length == 0))
 		return 0;
@@ -379,30 +379,30 @@ int inject_response_coding(struct session *s, const struct http_response *resp)
 		session_refuse(s, 502, "encoded-response", "http_response_content_coding",
 			       "%s answered with Content-Encoding: %.*s although identity was "
 			       "asked for; sluice-proxy cannot scrub a secret from it",
-			       r->t.host.name,
+			       x->t.host.name,
 			       (int)(enc->value_len > 32 ? 32 : enc->value_len), enc->value);
 		return -1;
 	}
-	r->inflate = calloc(1, sizeof(*r->inflate));
+	x->inflate = calloc(1, sizeof(*x->inflate));
 	/* 32 + 15: a gzip or a zlib stream, told apart by its header */
-	if (r->inflate == NULL || inflateInit2(r->inflate, 32 + 15) != Z_OK) {
-		free(r->inflate);
-		r->inflate = NULL;
+	if (x->inflate == NULL || inflateInit2(x->inflate, 32 + 15) != Z_OK) {
+		free(x->inflate);
+		x->inflate = NULL;
 		session_refuse(s, 502, "encoded-response", "http_response_content_coding",
 			       "out of memory for decoding a compressed response of %s",
-			       r->t.host.name);
+			       x->t.host.name);
 		return -1;
 	}
-	r->out_chunked = r->minor >= 1;
-	if (!r->out_chunked)
-		r->client_close = true; /* no length to give: the body ends with the connection */
+	x->out_chunked = x->minor >= 1;
+	if (!x->out_chunked)
+		x->client_close = true; /* no length to give: the body ends with the connection */
 	return 0;
 }
 
 /* A response header the client must not get: it described the body as it came, encoded. */
 bool inject_drops_header(const struct session *s, const struct http_header *h)
 {
-	return s->r->inflate != NULL &&
+	return s->x->inflate != NULL &&
 	       (header_is(h, "Content-Encoding") || header_is(h, "Content-Length") ||
 		header_is(h, "Transfer-Encoding"));
 }
@@ -410,7 +410,7 @@ bool inject_drops_header(const struct session *s, const struct http_header *h)
 /* Mask the secret in cout[from..] (a complete response head) in place. Returns 0 or -1. */
 int inject_scrub_head(struct session *s, size_t from)
 {
-	struct scrub *sc = s->r->scrub;
+	struct scrub *sc = s->x->scrub;
 	char *p = buf_head(&s->cout) + from, *tmp;
 	size_t len = buf_len(&s->cout) - from, used = 0, w;
 
@@ -435,8 +435,8 @@ int inject_scrub_head(struct session *s, size_t from)
 /* Scrub in[0..n) onto cout (with end, all it holds too), as one chunk if out_chunked. */
 static int scrub_out(struct session *s, const char *in, size_t n, bool end)
 {
-	struct scrub *sc = s->r->scrub;
-	bool chunk = s->r->out_chunked;
+	struct scrub *sc = s->x->scrub;
+	bool chunk = s->x->out_chunked;
 	char out[INJECT_SCRUB_PIECE + SCRUB_MAX_LEN];
 	size_t used = 0, w = 0;
 
@@ -463,8 +463,8 @@ static int scrub_out(struct session *s, const char *in, size_t n, bool end)
  */
 static int emit(struct session *s, const char *in, size_t n, size_t *used, const char **why)
 {
-	struct request *r = s->r;
-	z_stream *z = r->inflate;
+	struct exchange *x = s->x;
+	z_stream *z = x->inflate;
 	char dec[INJECT_SCRUB_PIECE];
 	size_t m;
 	int zr;
@@ -474,10 +474,10 @@ static int emit(struct session *s, const char *in, size_t n, size_t *used, const
 	if (z == NULL)
 		return scrub_out(s, in, n, false);
 	/* a gzip body may hold several members, one after the other */
-	if (r->z_end && n > 0) {
+	if (x->z_end && n > 0) {
 		if (inflateReset(z) != Z_OK)
 			return -1;
-		r->z_end = false;
+		x->z_end = false;
 	}
 	z->next_in = (const Bytef *)in;
 	z->avail_in = (uInt)n;
@@ -486,15 +486,15 @@ static int emit(struct session *s, const char *in, size_t n, size_t *used, const
 	zr = inflate(z, Z_NO_FLUSH);
 	*used = n - z->avail_in;
 	m = sizeof(dec) - z->avail_out;
-	r->z_more = z->avail_out == 0;
-	r->z_end = zr == Z_STREAM_END;
-	r->inflated += m;
+	x->z_more = z->avail_out == 0;
+	x->z_end = zr == Z_STREAM_END;
+	x->inflated += m;
 	if ((zr != Z_OK && zr != Z_STREAM_END && zr != Z_BUF_ERROR) ||
 	    (n > 0 && *used == 0 && m == 0)) {
 		*why = "malformed compressed response body";
 		return -1;
 	}
-	if (r->inflated > INJECT_INFLATE_MAX) {
+	if (x->inflated > INJECT_INFLATE_MAX) {
 		*why = "compressed response body over 67108864 bytes once decoded";
 		return -1;
 	}
@@ -504,17 +504,17 @@ static int emit(struct session *s, const char *in, size_t n, size_t *used, const
 /* The body ended: what the scrubber holds goes out, then the last chunk. */
 static int finish(struct session *s, const char **why)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 
-	if (r->inflate != NULL && !r->z_end) {
+	if (x->inflate != NULL && !x->z_end) {
 		*why = "compressed response body cut short";
 		return -1;
 	}
 	*why = "response too large to scrub";
 	if (scrub_out(s, NULL, 0, true) == -1 ||
-	    (r->out_chunked && buf_append(&s->cout, "0\r\n\r\n", 5) == -1))
+	    (x->out_chunked && buf_append(&s->cout, "0\r\n\r\n", 5) == -1))
 		return -1;
-	r->resp_done = true;
+	x->resp_done = true;
 	return 0;
 }
 
@@ -526,25 +526,25 @@ static int finish(struct session *s, const char **why)
  */
 int inject_move_body(struct session *s, const char **why)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	bool moved = false;
 
 	*why = "malformed chunked response body";
-	while (!r->resp_done && buf_room(&s->cout) >= inject_scrub_room(s)) {
+	while (!x->resp_done && buf_room(&s->cout) >= inject_scrub_room(s)) {
 		const char *p = buf_head(&s->uin);
 		size_t n = buf_len(&s->uin), k, used;
 
-		if (r->z_more) {
+		if (x->z_more) {
 			/* what the decoder still holds, before more input */
 			if (emit(s, NULL, 0, &used, why) == -1)
 				return -1;
-		} else if (r->in_done) {
+		} else if (x->in_done) {
 			if (finish(s, why) == -1)
 				return -1;
 		} else if (n == 0) {
 			break;
-		} else if (r->resp_body == HTTP_BODY_CHUNKED) {
-			struct http_chunked *ch = &r->resp_chunk;
+		} else if (x->resp_body == HTTP_BODY_CHUNKED) {
+			struct http_chunked *ch = &x->resp_chunk;
 
 			if (ch->state == HTTP_CHUNK_DATA) {
 				k = n;
@@ -558,27 +558,27 @@ int inject_move_body(struct session *s, const char **why)
 				if (http_chunked_scan(ch, p, used) != (ssize_t)used)
 					return -1;
 				buf_consume(&s->uin, used);
-				r->down += used;
+				x->down += used;
 			} else {
 				/* framing, a byte at a time: it is short */
 				if (http_chunked_scan(ch, p, 1) != 1)
 					return -1;
 				buf_consume(&s->uin, 1);
-				r->in_done = ch->state == HTTP_CHUNK_DONE;
+				x->in_done = ch->state == HTTP_CHUNK_DONE;
 			}
 		} else {
 			k = n;
-			if (r->resp_body == HTTP_BODY_LENGTH && k > r->resp_left)
-				k = (size_t)r->resp_left;
+			if (x->resp_body == HTTP_BODY_LENGTH && k > x->resp_left)
+				k = (size_t)x->resp_left;
 			if (k > INJECT_SCRUB_PIECE)
 				k = INJECT_SCRUB_PIECE;
 			if (emit(s, p, k, &used, why) == -1)
 				return -1;
 			buf_consume(&s->uin, used);
-			r->down += used;
-			if (r->resp_body == HTTP_BODY_LENGTH) {
-				r->resp_left -= used;
-				r->in_done = r->resp_left == 0;
+			x->down += used;
+			if (x->resp_body == HTTP_BODY_LENGTH) {
+				x->resp_left -= used;
+				x->in_done = x->resp_left == 0;
 			}
 		}
 		moved = true;
@@ -589,5 +589,5 @@ int inject_move_body(struct session *s, const char **why)
 /* A body read to its end (EOF-delimited): inject_move_body finishes it. */
 void inject_body_eof(struct session *s)
 {
-	s->r->in_done = true;
+	s->x->in_done = true;
 }

@@ -43,16 +43,16 @@ _Static_assert(sizeof(struct session) + sizeof(struct sess_stamp) + sizeof(struc
 /* --- the log row ------------------------------------------------------- */
 
 /*
- * The request's storage: a zeroed struct request, allocated for the first
+ * The request's storage: a zeroed struct exchange, allocated for the first
  * request (or refusal) after the session was idle. Returns 0 or -1.
  */
-int session_request_new(struct session *s)
+int exchange_new(struct session *s)
 {
-	if (s->r == NULL)
-		s->r = malloc(sizeof(*s->r));
-	if (s->r == NULL)
+	if (s->x == NULL)
+		s->x = malloc(sizeof(*s->x));
+	if (s->x == NULL)
 		return -1;
-	memset(s->r, 0, sizeof(*s->r));
+	memset(s->x, 0, sizeof(*s->x));
 	return 0;
 }
 
@@ -160,25 +160,25 @@ static void stamp_expand(const struct sess_stamp *k, struct stamp *st)
 }
 
 /* Give the request's storage back; its row is written (the session is idle or closing). */
-void session_request_free(struct session *s)
+void exchange_free(struct session *s)
 {
-	if (s->r == NULL)
+	if (s->x == NULL)
 		return;
 	inject_end(s);
-	free(s->r);
-	s->r = NULL;
+	free(s->x);
+	s->x = NULL;
 }
 
 void session_log(struct session *s)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	struct netlog_row row;
 	struct stamp st;
 	char who[SESSION_WHO_MAX];
 
-	if (r == NULL || !r->active)
+	if (x == NULL || !x->active)
 		return;
-	r->active = false;
+	x->active = false;
 	memset(&row, 0, sizeof(row));
 	row.conn = s->id;
 	row.req = s->nreq;
@@ -189,27 +189,27 @@ void session_log(struct session *s)
 		row.stamp = &st;
 	}
 	row.client = s->client;
-	row.kind = r->method == HTTP_CONNECT ? "tunnel" : s->intercept ? "https" : "http";
-	row.method = r->method != HTTP_UNKNOWN ? http_method_name(r->method) : NULL;
-	row.host = r->t.host.name[0] != '\0' ? r->t.host.name : NULL;
-	row.port = r->t.host.name[0] != '\0' ? r->t.port : -1;
-	row.path = r->method != HTTP_CONNECT && r->path_len > 0 ? r->path : NULL;
-	row.path_len = r->path_len;
-	row.status = r->status;
-	row.decision = r->decision;
-	row.reason = r->reason;
-	row.grant = r->grant[0] != '\0' ? r->grant : NULL;
-	row.inject = r->inject_name[0] != '\0' ? r->inject_name : NULL;
-	row.scrubbed = r->scrub != NULL ? (int64_t)scrub_count(r->scrub) : -1;
-	row.dialed = r->dialed[0] != '\0' ? r->dialed : NULL;
-	row.up = r->up;
-	row.down = r->down;
-	row.ms = proxy_now_ms() - r->t_start;
-	row.dns_ms = r->dns_ms;
-	row.connect_ms = r->connect_ms;
-	row.ua = r->ua_len > 0 ? r->ua : NULL;
-	row.ua_len = r->ua_len;
-	row.detail = r->detail[0] != '\0' ? r->detail : NULL;
+	row.kind = x->method == HTTP_CONNECT ? "tunnel" : s->intercept ? "https" : "http";
+	row.method = x->method != HTTP_UNKNOWN ? http_method_name(x->method) : NULL;
+	row.host = x->t.host.name[0] != '\0' ? x->t.host.name : NULL;
+	row.port = x->t.host.name[0] != '\0' ? x->t.port : -1;
+	row.path = x->method != HTTP_CONNECT && x->path_len > 0 ? x->path : NULL;
+	row.path_len = x->path_len;
+	row.status = x->status;
+	row.decision = x->decision;
+	row.reason = x->reason;
+	row.grant = x->grant[0] != '\0' ? x->grant : NULL;
+	row.inject = x->inject_name[0] != '\0' ? x->inject_name : NULL;
+	row.scrubbed = x->scrub != NULL ? (int64_t)scrub_count(x->scrub) : -1;
+	row.dialed = x->dialed[0] != '\0' ? x->dialed : NULL;
+	row.up = x->up;
+	row.down = x->down;
+	row.ms = proxy_now_ms() - x->t_start;
+	row.dns_ms = x->dns_ms;
+	row.connect_ms = x->connect_ms;
+	row.ua = x->ua_len > 0 ? x->ua : NULL;
+	row.ua_len = x->ua_len;
+	row.detail = x->detail[0] != '\0' ? x->detail : NULL;
 	if (s->px->netlog != NULL)
 		netlog_write(s->px->netlog, &row);
 	inject_end(s);
@@ -222,8 +222,8 @@ static void tunnel_count(struct session *s)
 {
 	uint64_t reply = sizeof(tunnel_ok) - 1;
 
-	s->r->up = s->tun->to_up.bytes;
-	s->r->down = s->tun->to_cli.bytes > reply ? s->tun->to_cli.bytes - reply : 0;
+	s->x->up = s->tun->to_up.bytes;
+	s->x->down = s->tun->to_cli.bytes > reply ? s->tun->to_cli.bytes - reply : 0;
 }
 
 void session_close(struct session *s, const char *why)
@@ -233,9 +233,9 @@ void session_close(struct session *s, const char *why)
 	if (s->closed)
 		return;
 	s->closed = true;
-	if (s->r != NULL && s->r->active && s->r->detail[0] == '\0' && why != NULL)
-		snprintf(s->r->detail, sizeof(s->r->detail), "%s", why);
-	if (s->r != NULL && s->r->method == HTTP_CONNECT && s->state == SS_TUNNEL)
+	if (s->x != NULL && s->x->active && s->x->detail[0] == '\0' && why != NULL)
+		snprintf(s->x->detail, sizeof(s->x->detail), "%s", why);
+	if (s->x != NULL && s->x->method == HTTP_CONNECT && s->state == SS_TUNNEL)
 		tunnel_count(s);
 	session_log(s);
 	loop_timer_cancel(px->loop, &s->timer);
@@ -251,7 +251,7 @@ void session_close(struct session *s, const char *why)
 	 * may still read them after the close, as it could when they were
 	 * part of the session.
 	 */
-	if (s->r != NULL)
+	if (s->x != NULL)
 		inject_end(s);
 	if (s->cio.fd >= 0)
 		loop_io_close(px->loop, &s->cio);
@@ -281,7 +281,7 @@ void session_free_dead(struct proxy *px)
 		struct session *s = px->dead;
 
 		px->dead = s->next;
-		free(s->r);
+		free(s->x);
 		free(s->tun);
 		free(s->ix);
 		free(s->stamp);
@@ -325,22 +325,22 @@ void session_refuse(struct session *s, int status, const char *reason,
 	va_start(ap, fmt);
 	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
 	va_end(ap);
-	if (s->r == NULL || !s->r->active) {
-		if (session_request_new(s) == -1) {
+	if (s->x == NULL || !s->x->active) {
+		if (exchange_new(s) == -1) {
 			session_close(s, "out of memory");
 			return;
 		}
-		s->r->active = true;
-		s->r->t_start = proxy_now_ms();
-		s->r->dns_ms = s->r->connect_ms = -1;
+		s->x->active = true;
+		s->x->t_start = proxy_now_ms();
+		s->x->dns_ms = s->x->connect_ms = -1;
 		s->nreq++;
 	}
-	s->r->decision = "refuse";
-	s->r->reason = reason;
-	snprintf(s->r->detail, sizeof(s->r->detail), "%s", ref.detail);
+	s->x->decision = "refuse";
+	s->x->reason = reason;
+	snprintf(s->x->detail, sizeof(s->x->detail), "%s", ref.detail);
 	/* cout holds at most the unsent tail of an earlier response: keep it, append */
-	if (!s->r->resp_started && refuse_write(&s->cout, &ref) == 0)
-		s->r->status = status;
+	if (!s->x->resp_started && refuse_write(&s->cout, &ref) == 0)
+		s->x->status = status;
 	session_log(s);
 	session_enter_drain(s);
 }
@@ -356,10 +356,10 @@ void session_tunnel_refuse(struct session *s, const char *reason, const char *fm
 	va_list ap;
 
 	s->tun->hello = HELLO_DONE;
-	s->r->decision = "refuse";
-	s->r->reason = reason;
+	s->x->decision = "refuse";
+	s->x->reason = reason;
 	va_start(ap, fmt);
-	vsnprintf(s->r->detail, sizeof(s->r->detail), fmt, ap);
+	vsnprintf(s->x->detail, sizeof(s->x->detail), fmt, ap);
 	va_end(ap);
 	tunnel_count(s);
 	session_log(s);
@@ -423,8 +423,8 @@ void session_step_tunnel(struct session *s)
 	 */
 	if (relay_dir_done(&tun->to_cli) && !tun->ended) {
 		tun->ended = true;
-		if (s->r->detail[0] == '\0')
-			snprintf(s->r->detail, sizeof(s->r->detail), "closed");
+		if (s->x->detail[0] == '\0')
+			snprintf(s->x->detail, sizeof(s->x->detail), "closed");
 		session_log(s);
 		if (shutdown(s->cfd, SHUT_WR) == -1 && errno != ENOTCONN)
 			session_close(s, "tunnel error");
@@ -574,8 +574,8 @@ void session_rejudge_all(struct proxy *px)
 	for (struct session *s = px->sessions, *next; s != NULL; s = next) {
 		struct policy_request pr = { 0 };
 		struct verdict v;
-		bool busy = s->state != SS_HEAD && s->state != SS_DRAIN && s->r != NULL &&
-			    s->r->active;
+		bool busy = s->state != SS_HEAD && s->state != SS_DRAIN && s->x != NULL &&
+			    s->x->active;
 		struct target kept;
 		const struct target *t = &kept;
 
@@ -583,7 +583,7 @@ void session_rejudge_all(struct proxy *px)
 		if (!busy && (s->ufd < 0 || s->up == NULL))
 			continue;
 		if (busy)
-			t = &s->r->t;
+			t = &s->x->t;
 		else
 			dial_up_target(s->up, &kept);
 		pr.via = t->via;
@@ -597,9 +597,9 @@ void session_rejudge_all(struct proxy *px)
 		 * kept-alive upstream keeps its answer set for this (dial_reuse).
 		 */
 		if (busy)
-			for (size_t i = 0; v.allow && i < s->r->ndial; i++)
-				policy_judge_addr(px->policy, &t->host, s->r->dial[i].ss_family,
-						  dial_addr_bytes(&s->r->dial[i]), &v);
+			for (size_t i = 0; v.allow && i < s->x->ndial; i++)
+				policy_judge_addr(px->policy, &t->host, s->x->dial[i].ss_family,
+						  dial_addr_bytes(&s->x->dial[i]), &v);
 		else
 			dial_up_judge(px->policy, s->up, &t->host, &v);
 		if (v.allow)
@@ -609,9 +609,9 @@ void session_rejudge_all(struct proxy *px)
 			session_update_interest(s);
 			continue;
 		}
-		s->r->decision = "refuse";
-		s->r->reason = "revoked";
-		snprintf(s->r->detail, sizeof(s->r->detail), "closed by a policy reload: %s",
+		s->x->decision = "refuse";
+		s->x->reason = "revoked";
+		snprintf(s->x->detail, sizeof(s->x->detail), "closed by a policy reload: %s",
 			 v.detail[0] ? v.detail : v.reason);
 		session_close(s, NULL);
 	}
@@ -631,8 +631,8 @@ void session_tunnel_begin(struct session *s)
 		session_close(s, "out of memory");
 		return;
 	}
-	s->r->status = 200;
-	s->r->resp_started = true;
+	s->x->status = 200;
+	s->x->resp_started = true;
 	buf_append(&s->cout, tunnel_ok, sizeof(tunnel_ok) - 1);
 	/* bytes the client sent after its CONNECT head go first, then splice */
 	relay_dir_init(&s->tun->to_up, s->cfd, s->ufd, &s->cin);

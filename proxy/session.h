@@ -52,8 +52,14 @@ struct target {
 	enum grant_via via;
 };
 
-/* The request in flight, and what its log row will say. */
-struct request {
+/*
+ * An exchange: one request (or CONNECT) and its response, from its head to
+ * its row. It owns its judgement (target, verdict), its dial list, its
+ * injection and scrubbing and its one log row; the connection (struct
+ * session) owns the client transport, the stamp, the timers and the
+ * upstream socket an exchange uses. HTTP/1.1 has one at a time (s->x).
+ */
+struct exchange {
 	bool active; /* begun and its row not written yet */
 	struct target t;
 	enum http_method method;
@@ -213,7 +219,7 @@ struct session {
 	uint64_t active_ms; /* last byte moved either way */
 	uint64_t head_ms;   /* first byte of the head being read, 0 if none */
 
-	struct request *r; /* the request in flight; NULL while idle (session_request_new) */
+	struct exchange *x; /* the exchange in flight; NULL while idle (exchange_new) */
 	struct tunnel *tun; /* a CONNECT relaying bytes (SS_TUNNEL), from its 200 to the close */
 
 	/* an intercepted CONNECT (tls.c): requests arrive decrypted */
@@ -260,8 +266,8 @@ static inline bool session_would_block(void)
 }
 
 /* session.c */
-int session_request_new(struct session *s);
-void session_request_free(struct session *s);
+int exchange_new(struct session *s);
+void exchange_free(struct session *s);
 void session_step_tunnel(struct session *s);
 void session_step_drain(struct session *s);
 int session_stamp_keep(struct session *s, const struct stamp *st);

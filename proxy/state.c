@@ -40,7 +40,7 @@ static bool in_none(const struct session *s)
 
 static bool in_http(const struct session *s)
 {
-	return !s->r->req_done && buf_room(&s->cin) > 0 && buf_room(&s->uout) > 0;
+	return !s->x->req_done && buf_room(&s->cin) > 0 && buf_room(&s->uout) > 0;
 }
 
 static bool in_tunnel(const struct session *s)
@@ -74,15 +74,15 @@ static void ask_connect(const struct session *s, uint32_t *c, uint32_t *u)
 
 static void ask_http(const struct session *s, uint32_t *c, uint32_t *u)
 {
-	const struct request *r = s->r;
+	const struct exchange *x = s->x;
 
 	if (buf_len(&s->cout) > 0)
 		*c |= EPOLLOUT;
 	if (buf_len(&s->uout) > 0)
 		*u |= EPOLLOUT;
 	/* a scrubbed body moves only with room for a whole piece: wait for the client */
-	if (!r->resp_done && !r->in_done && buf_room(&s->uin) > 0 &&
-	    buf_room(&s->cout) >= (r->scrub != NULL ? inject_scrub_room(s) : 1))
+	if (!x->resp_done && !x->in_done && buf_room(&s->uin) > 0 &&
+	    buf_room(&s->cout) >= (x->scrub != NULL ? inject_scrub_room(s) : 1))
 		*u |= EPOLLIN;
 }
 
@@ -118,8 +118,8 @@ static uint64_t due_connect(const struct session *s, const struct config *c)
 static uint64_t due_http(const struct session *s, const struct config *c)
 {
 	/* an upload in progress is judged by idleness, the wait after it by response-timeout */
-	if (!s->r->resp_head && s->r->req_done)
-		return s->r->sent_ms + c->response_timeout_ms;
+	if (!s->x->resp_head && s->x->req_done)
+		return s->x->sent_ms + c->response_timeout_ms;
 	return s->active_ms + c->idle_timeout_ms;
 }
 
@@ -159,30 +159,30 @@ static void late_head(struct session *s, const struct config *c)
 static void late_resolve(struct session *s, const struct config *c)
 {
 	session_refuse(s, 504, "dns-timeout", "dns_timeout", "resolving %s took over %u s",
-		       s->r->t.host.name, c->connect_timeout_ms / 1000);
+		       s->x->t.host.name, c->connect_timeout_ms / 1000);
 }
 
 static void late_connect(struct session *s, const struct config *c)
 {
-	s->r->dial_errno = ETIMEDOUT;
+	s->x->dial_errno = ETIMEDOUT;
 	loop_io_close(s->px->loop, &s->uio);
 	s->ufd = -1;
-	s->r->idial++;
-	if (s->r->idial < s->r->ndial) {
+	s->x->idial++;
+	if (s->x->idial < s->x->ndial) {
 		dial_next(s);
 		return;
 	}
-	s->r->dialed[0] = '\0';
+	s->x->dialed[0] = '\0';
 	session_refuse(s, 504, "connect-timeout", "connection_timeout",
-		       "%s port %u did not answer within %u s", s->r->t.host.name, s->r->t.port,
+		       "%s port %u did not answer within %u s", s->x->t.host.name, s->x->t.port,
 		       c->connect_timeout_ms / 1000);
 }
 
 static void late_http(struct session *s, const struct config *c)
 {
-	if (!s->r->resp_head && !s->r->resp_started) {
+	if (!s->x->resp_head && !s->x->resp_started) {
 		session_refuse(s, 504, "upstream-timeout", "http_response_timeout",
-			       "%s sent no response within %u s", s->r->t.host.name,
+			       "%s sent no response within %u s", s->x->t.host.name,
 			       c->response_timeout_ms / 1000);
 		return;
 	}
@@ -211,9 +211,9 @@ static void late_tunnel(struct session *s, const struct config *c)
 
 static void late_tls_accept(struct session *s, const struct config *c)
 {
-	s->r->decision = "refuse";
-	s->r->reason = "client-tls-failed";
-	snprintf(s->r->detail, sizeof(s->r->detail),
+	s->x->decision = "refuse";
+	s->x->reason = "client-tls-failed";
+	snprintf(s->x->detail, sizeof(s->x->detail),
 		 "client TLS handshake not complete within %u s", c->head_timeout_ms / 1000);
 	session_close(s, NULL);
 }
@@ -221,7 +221,7 @@ static void late_tls_accept(struct session *s, const struct config *c)
 static void late_tls_connect(struct session *s, const struct config *c)
 {
 	session_refuse(s, 504, "connect-timeout", "connection_timeout",
-		       "TLS handshake with %s not complete within %u s", s->r->t.host.name,
+		       "TLS handshake with %s not complete within %u s", s->x->t.host.name,
 		       c->connect_timeout_ms / 1000);
 }
 
@@ -351,8 +351,8 @@ void session_pump(struct session *s)
 	if (s->closed)
 		return;
 	/* idle between requests: the request's storage goes back (its row is written) */
-	if (s->state == SS_HEAD && s->r != NULL && !s->r->active)
-		session_request_free(s);
+	if (s->state == SS_HEAD && s->x != NULL && !s->x->active)
+		exchange_free(s);
 	session_update_interest(s);
 }
 

@@ -315,9 +315,9 @@ void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len)
 		session_close(s, "out of memory");
 		return;
 	}
-	s->ix->tunnel = s->r->t;
-	s->r->status = 200;
-	s->r->resp_started = true;
+	s->ix->tunnel = s->x->t;
+	s->x->status = 200;
+	s->x->resp_started = true;
 	buf_append(&s->cout, tunnel_ok, len);
 	session_enter(s, SS_TLS_ACCEPT);
 }
@@ -325,9 +325,9 @@ void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len)
 /* The client's handshake did not complete: the tunnel's row says why, then close. */
 static void accept_failed(struct session *s, const char *reason, const char *detail)
 {
-	s->r->decision = "refuse";
-	s->r->reason = reason;
-	snprintf(s->r->detail, sizeof(s->r->detail), "%s", detail);
+	s->x->decision = "refuse";
+	s->x->reason = reason;
+	snprintf(s->x->detail, sizeof(s->x->detail), "%s", detail);
 	session_log(s);
 	session_close(s, NULL);
 }
@@ -387,7 +387,7 @@ void tls_step_accept(struct session *s)
 		unsigned alen = 0;
 
 		SSL_get0_alpn_selected(s->cssl, &alpn, &alen);
-		snprintf(s->r->detail, sizeof(s->r->detail), "intercepted: %s%s", SSL_get_version(s->cssl),
+		snprintf(s->x->detail, sizeof(s->x->detail), "intercepted: %s%s", SSL_get_version(s->cssl),
 			 alen > 0 ? ", ALPN http/1.1" : "");
 	}
 	session_log(s);
@@ -401,7 +401,7 @@ void tls_step_accept(struct session *s)
 int tls_connect_begin(struct session *s)
 {
 	struct tls *t = s->px->tls;
-	const struct host *h = &s->r->t.host;
+	const struct host *h = &s->x->t.host;
 	SSL_CTX *ctx = t->client;
 	X509_VERIFY_PARAM *vp;
 
@@ -421,7 +421,7 @@ int tls_connect_begin(struct session *s)
 		goto fail;
 	}
 	/* resume the last verified session with this host and port, if any */
-	snprintf(s->ix->resume_key, sizeof(s->ix->resume_key), "%s:%u", h->name, s->r->t.port);
+	snprintf(s->ix->resume_key, sizeof(s->ix->resume_key), "%s:%u", h->name, s->x->t.port);
 	if (SSL_set_ex_data(s->ussl, ssl_idx_key, s->ix->resume_key) != 1)
 		goto fail;
 	{
@@ -443,7 +443,7 @@ fail:
 
 void tls_step_connect(struct session *s)
 {
-	struct request *r = s->r;
+	struct exchange *x = s->x;
 	int rc = handshake(s->ussl, &s->u_tls_out);
 	long v;
 
@@ -451,8 +451,8 @@ void tls_step_connect(struct session *s)
 		return;
 	if (rc == 1) {
 		s->u_tls_out = false;
-		r->connect_ms += proxy_now_ms() - s->t_phase;
-		r->sent_ms = session_now(s);
+		x->connect_ms += proxy_now_ms() - s->t_phase;
+		x->sent_ms = session_now(s);
 		session_enter(s, SS_HTTP);
 		return;
 	}
@@ -461,10 +461,10 @@ void tls_step_connect(struct session *s)
 		session_refuse(s, 502, "upstream-tls", "tls_certificate_error",
 			       "%s presented a certificate that does not verify: %s; nothing was "
 			       "sent",
-			       r->t.host.name, X509_verify_cert_error_string(v));
+			       x->t.host.name, X509_verify_cert_error_string(v));
 	else
 		session_refuse(s, 502, "upstream-tls", "tls_protocol_error",
-			       "TLS handshake with %s failed: %s; nothing was sent", r->t.host.name,
+			       "TLS handshake with %s failed: %s; nothing was sent", x->t.host.name,
 			       tls_error_text());
 }
 
@@ -558,7 +558,7 @@ static void hello_refuse(struct session *s, const char *reason, int alert, const
 static int client_hello(struct session *s, bool again, size_t *wire)
 {
 	struct tls_hello h;
-	const struct host *want = &s->r->t.host;
+	const struct host *want = &s->x->t.host;
 	const char *which = again ? "the second ClientHello (after a HelloRetryRequest)"
 				  : "the TLS ClientHello";
 	size_t cap = TLS_HELLO_WIRE_MAX + (again ? 6 : 0);
@@ -612,12 +612,12 @@ static int client_hello(struct session *s, bool again, size_t *wire)
 		return -1;
 	}
 	if (again)
-		snprintf(s->r->detail + strlen(s->r->detail), sizeof(s->r->detail) - strlen(s->r->detail),
+		snprintf(s->x->detail + strlen(s->x->detail), sizeof(s->x->detail) - strlen(s->x->detail),
 			 ", again after a HelloRetryRequest");
 	else if (r == TLS_HELLO_FOUND)
-		snprintf(s->r->detail, sizeof(s->r->detail), "passthrough; TLS server name %s", h.name);
+		snprintf(s->x->detail, sizeof(s->x->detail), "passthrough; TLS server name %s", h.name);
 	else
-		snprintf(s->r->detail, sizeof(s->r->detail),
+		snprintf(s->x->detail, sizeof(s->x->detail),
 			 "passthrough; no TLS server name (an address)");
 	*wire = h.wire;
 	return 0;

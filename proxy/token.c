@@ -428,8 +428,8 @@ int token_get(struct session *s, const struct inject_rule *r, char **val, size_t
 	}
 	memcpy(*val, t->value, t->len + 1);
 	*len = t->len;
-	s->r->minted = t;
-	s->r->minted_gen = t->gen;
+	s->x->minted = t;
+	s->x->minted_gen = t->gen;
 	return 1;
 }
 
