@@ -87,6 +87,11 @@ static bool list_has(const char *v, size_t vlen, const char *tok, size_t tok_len
 	return false;
 }
 
+bool http_list_has(const char *v, size_t vlen, const char *tok, size_t tok_len)
+{
+	return list_has(v, vlen, tok, tok_len);
+}
+
 /* --- lines and headers ---------------------------------------------------- */
 
 /*

@@ -201,6 +201,8 @@ bool http_is_forbidden_trailer(const struct http_header *h);
 
 /* Case-insensitive header lookup; returns an index or -1. */
 int http_find_header(const struct http_header *h, size_t n, const char *name);
+/* Whether the comma-separated list v[0..vlen) holds tok (any case, blanks around elements). */
+bool http_list_has(const char *v, size_t vlen, const char *tok, size_t tok_len);
 
 /*
  * Whether a request header must not be forwarded by a proxy: hop-by-hop

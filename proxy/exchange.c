@@ -301,6 +301,8 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	if (request_begin(s, req) == -1 || request_target(s, req) == -1 ||
 	    request_judge(s, req) == -1)
 		return;
+	if (req->upgrade && req->method != HTTP_CONNECT && upgrade_request(s, req) == -1)
+		return;
 	if (req->method == HTTP_CONNECT) {
 		buf_consume(&s->cin, len);
 		dial_close(s);
@@ -310,7 +312,8 @@ static void start_request(struct session *s, const struct http_request *req, siz
 			dial_start(s);
 		return;
 	}
-	if (request_credential(s, req, len) != 0)
+	if (request_credential(s, req, len) != 0 ||
+	    (s->x->ws != NULL && upgrade_scrub_check(s) == -1))
 		return;
 	request_send(s, req, len);
 }
@@ -443,7 +446,10 @@ static bool reissue(struct session *s)
 	return true;
 }
 
-/* Parse the response head in uin. Returns 1 progress, 0 need more, -1 refused. */
+/*
+ * Parse the response head in uin. Returns 1 progress, 0 need more, -1
+ * refused, or a WebSocket's 101 passed (the session is in SS_WEBSOCKET).
+ */
 static int response_head(struct session *s)
 {
 	struct http_header hdrs[HEADERS_MAX];
@@ -454,11 +460,13 @@ static int response_head(struct session *s)
 
 	if (n == -2 && buf_len(&s->uin) < RESP_HEAD_MAX)
 		return 0;
-	if (n < 0 || resp.status == 101) {
+	if (n < 0) {
 		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
 			       "%s sent a response sluice-proxy cannot pass on", x->t.host.name);
 		return -1;
 	}
+	if (resp.status == 101 && upgrade_response(s, &resp) == -1)
+		return -1;
 	if (resp.status == 401 && x->minted != NULL && x->injected) {
 		if (!token_refused(x->minted, x->minted_gen, session_config(s))) {
 			/* within token-min-interval no new token can be had: the 401 goes to the client */
@@ -501,6 +509,10 @@ static int response_head(struct session *s)
 	x->replayable = false;
 	buf_release(&s->replay);
 	buf_consume(&s->uin, (size_t)n);
+	if (resp.status == 101) {
+		upgrade_begin(s); /* what followed the 101 in uin is the server's first bytes */
+		return -1;
+	}
 	return 1;
 }
 

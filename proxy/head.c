@@ -140,6 +140,8 @@ int head_upstream(struct session *s, const struct http_request *req)
 	}
 	if (plan != -2 && put_credential(s) == -1)
 		return -1;
+	if (s->x->ws != NULL && upgrade_head(b) == -1)
+		return -1;
 	if (s->x->scrub != NULL && put(b, "Accept-Encoding: identity\r\n", 27) == -1)
 		return -1;
 	if (s->x->client_close && put(b, "Connection: close\r\n", 19) == -1)
@@ -168,6 +170,9 @@ int head_client(struct session *s, const struct http_response *resp)
 		return -1;
 	if (s->x->client_close && resp->status >= 200 &&
 	    put(b, "Connection: close\r\n", 19) == -1)
+		return -1;
+	/* a WebSocket's 101 (upgrade.c checked it): the two headers dropped above */
+	if (resp->status == 101 && upgrade_head(b) == -1)
 		return -1;
 	return put(b, "\r\n", 2);
 }

@@ -50,6 +50,8 @@ int exchange_new(struct session *s)
 {
 	if (s->x == NULL)
 		s->x = malloc(sizeof(*s->x));
+	else
+		upgrade_free(s->x);
 	if (s->x == NULL)
 		return -1;
 	memset(s->x, 0, sizeof(*s->x));
@@ -165,6 +167,7 @@ void exchange_free(struct session *s)
 	if (s->x == NULL)
 		return;
 	inject_end(s);
+	upgrade_free(s->x);
 	free(s->x);
 	s->x = NULL;
 }
@@ -189,7 +192,10 @@ void session_log(struct session *s)
 		row.stamp = &st;
 	}
 	row.client = s->client;
-	row.kind = x->method == HTTP_CONNECT ? "tunnel" : s->intercept ? "https" : "http";
+	row.kind = x->method == HTTP_CONNECT ? "tunnel"
+		   : upgrade_open(x)	     ? (s->intercept ? "wss" : "ws")
+		   : s->intercept	     ? "https"
+					     : "http";
 	row.method = x->method != HTTP_UNKNOWN ? http_method_name(x->method) : NULL;
 	row.host = x->t.host.name[0] != '\0' ? x->t.host.name : NULL;
 	row.port = x->t.host.name[0] != '\0' ? x->t.port : -1;
@@ -281,6 +287,8 @@ void session_free_dead(struct proxy *px)
 		struct session *s = px->dead;
 
 		px->dead = s->next;
+		if (s->x != NULL)
+			upgrade_free(s->x);
 		free(s->x);
 		free(s->tun);
 		free(s->ix);

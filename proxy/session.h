@@ -14,6 +14,7 @@
  * tls.c       an intercepted CONNECT: both handshakes, reads and writes
  *             through TLS; a passthrough tunnel's hellos, judged
  * inject.c    a request's credential and the scrubbing of its response
+ * upgrade.c   WebSocket over HTTP/1.1 Upgrade: both handshakes checked, the relay
  */
 #ifndef SLUICE_SESSION_H
 #define SLUICE_SESSION_H
@@ -35,6 +36,7 @@ enum sess_state {
 	SS_TLS_ACCEPT,  /* an intercepted CONNECT: our 200, then the client's handshake */
 	SS_TLS_CONNECT, /* the upstream's TLS handshake (inside an intercepted CONNECT) */
 	SS_TOKEN,       /* a request waits for its rule's token command (token.c) */
+	SS_WEBSOCKET,   /* an upgraded WebSocket relaying both ways (upgrade.c) */
 	SS_DRAIN,   /* sending a last response, then lingering, then close */
 };
 
@@ -108,6 +110,7 @@ struct exchange {
 	char *secret;                   /* its value while the request lives; wiped */
 	size_t secret_len;
 	struct scrub *scrub;            /* masks the host's secrets in the response; NULL: none */
+	struct upgrade *ws; /* a WebSocket handshake and relay (upgrade.c); NULL: not one */
 	bool scrub_final;               /* the response body ended: scrubber flushed */
 	/* a scrubbed response body (inject.c): its input framing ended; it goes out chunked */
 	bool in_done, out_chunked;
@@ -347,6 +350,20 @@ void tls_shutdown_client(struct session *s);
 int tls_hello_step(struct session *s);
 ssize_t sio_read(struct session *s, bool up, struct buf *b, size_t limit, bool *drained);
 ssize_t sio_write(struct session *s, bool up, struct buf *b);
+
+/* upgrade.c */
+struct upgrade;
+/* 1 a WebSocket handshake (x->ws kept), 0 not one (Upgrade dropped), -1 refused */
+int upgrade_request(struct session *s, const struct http_request *req);
+int upgrade_scrub_check(struct session *s); /* 0, or -1 refused: the host is scrubbed */
+int upgrade_head(struct buf *b);            /* Connection and Upgrade, for a handshake's heads */
+int upgrade_response(struct session *s, const struct http_response *resp); /* a 101: 0 or -1 */
+void upgrade_begin(struct session *s);      /* the 101 is queued: relay (SS_WEBSOCKET) */
+void upgrade_step(struct session *s);
+bool upgrade_wants_client(const struct session *s);
+void upgrade_interest(const struct session *s, uint32_t *c, uint32_t *u);
+bool upgrade_open(const struct exchange *x);
+void upgrade_free(struct exchange *x);
 
 /* dial.c */
 void dial_start(struct session *s);

@@ -233,6 +233,16 @@ static void late_token(struct session *s, const struct config *c)
 		       "no token within %u s; the request was not sent", TOKEN_WAIT_MS / 1000);
 }
 
+static uint64_t due_idle(const struct session *s, const struct config *c)
+{
+	return s->active_ms + c->idle_timeout_ms;
+}
+
+static void late_idle(struct session *s, const struct config *c)
+{
+	session_close(s, "idle timeout");
+}
+
 static void late_drain(struct session *s, const struct config *c)
 {
 	session_close(s, NULL);
@@ -282,6 +292,9 @@ static const struct state_def {
 	[SS_TOKEN] = { "token", "the rule's token command (token.c wakes it)",
 		       "504 inject-failed, nothing sent", NULL, in_none, ask_none, due_token,
 		       late_token },
+	[SS_WEBSOCKET] = { "websocket", "WebSocket bytes either way",
+			   "close (idle-timeout)", upgrade_step, upgrade_wants_client,
+			   upgrade_interest, due_idle, late_idle },
 	[SS_DRAIN] = { "drain", "the last response to go out, then the client's end",
 		       "close (a linger of 2 s)", session_step_drain, in_head, ask_flush, due_drain,
 		       late_drain },
