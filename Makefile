@@ -98,7 +98,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(PKG_TEST) $(PKG_PROXY) $(PKG_CLI))
 
 # unit tests of CLI modules also link those modules
-$(BUILD)/tests/test_resolve: $(call obj,cli/resolve.c cli/snapshot.c)
+$(BUILD)/tests/test_principal: $(call obj,cli/principal.c cli/snapshot.c)
 
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
 	@mkdir -p $(dir $@)
@@ -142,7 +142,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS)
 
 # the engine snapshot parser lives in the CLI and reads JSON with jansson
 $(FUZZ_BUILD)/fuzz_snapshot: tests/fuzz/fuzz_snapshot.c $(FUZZ_LIB_OBJS) \
-		$(FUZZ_BUILD)/obj/cli/snapshot.o $(FUZZ_BUILD)/obj/cli/resolve.o
+		$(FUZZ_BUILD)/obj/cli/snapshot.o $(FUZZ_BUILD)/obj/cli/principal.o
 	$(call say,FUZZ,$@)
 	$(Q)clang $(FUZZ_CFLAGS) -Icli -fsanitize=fuzzer -o $@ $^ $(call pkglibs,$(PKG_PROXY) $(PKG_CLI))
 

@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "config.h"
-#include "resolve.h" /* snapshot.c and resolve.c: engine snapshots, naming principals */
+#include "principal.h" /* snapshot.c and principal.c: engine snapshots, naming principals */
 
 /* Exit statuses, as usage() documents them. */
 #define EXIT_OK 0

@@ -2,7 +2,7 @@
  * engine.c: `sluice engine snapshot|watch`: who the containers are.
  *
  * Takes a snapshot of the engine's running containers (podman.c) and
- * appends it as one line (resolve.h, snapshot.c) to STATE/engine.jsonl:
+ * appends it as one line (principal.h, snapshot.c) to STATE/engine.jsonl:
  * one O_APPEND write under an flock of the file, and only when the
  * containers differ from the last snapshot of the same net. A failing
  * podman writes nothing. `watch` follows `podman events` and snapshots on

@@ -2,7 +2,7 @@
  * log.c: `sluice log`: read the network log (docs/network-log.md).
  *
  * Reads the live log file named by the config's `log`, names each row's
- * principal from the engine snapshots in STATE/engine.jsonl (resolve.c:
+ * principal from the engine snapshots in STATE/engine.jsonl (principal.c:
  * at read time, so a better resolution or a later snapshot names old rows
  * too), filters rows by host, decision and principal, and prints them as a
  * table, as the JSON lines with a "principal" object added, or grouped
@@ -39,7 +39,7 @@ struct filter {
 	bool has_host;
 	bool host_suffix;     /* "*.suffix": subdomains only */
 	const char *decision; /* NULL: any */
-	const char *who;      /* --who: resolve_who_matches; NULL: any */
+	const char *who;      /* --who: principal_matches_who; NULL: any */
 };
 
 /* The last n matching raw rows, oldest first from head. */
@@ -83,7 +83,7 @@ struct view {
 /* A row's principal, from the snapshots. Its strings live as long as row and v->snaps. */
 static void row_principal(const struct view *v, json_t *row, struct principal *p)
 {
-	struct resolve_row r;
+	struct principal_row r;
 	const char *ts = json_string_value(json_object_get(row, "ts"));
 	const char *who = json_string_value(json_object_get(row, "who"));
 
@@ -95,7 +95,7 @@ static void row_principal(const struct view *v, json_t *row, struct principal *p
 		r.net = json_string_value(json_object_get(row, "net"));
 		r.as = json_string_value(json_object_get(row, "as"));
 	}
-	resolve_row(&v->snaps->all, &r, p);
+	principal_from_row(&v->snaps->all, &r, p);
 }
 
 static bool row_matches(const struct filter *f, json_t *row, const struct principal *p)
@@ -119,7 +119,7 @@ static bool row_matches(const struct filter *f, json_t *row, const struct princi
 		if (d == NULL || strcmp(d, f->decision) != 0)
 			return false;
 	}
-	return f->who == NULL || resolve_who_matches(f->who, p);
+	return f->who == NULL || principal_matches_who(f->who, p);
 }
 
 /* a row must not drive the terminal: control bytes are shown as '?' */
@@ -199,7 +199,7 @@ static void table_row(json_t *row, const struct principal *p)
 	number_cell(json_object_get(row, "port"), port, sizeof(port));
 	snprintf(hostport, sizeof(hostport), strchr(host, ':') != NULL ? "[%s]:%s" : "%s:%s",
 		 host, port);
-	resolve_label(p, who, sizeof(who));
+	principal_label(p, who, sizeof(who));
 	log_put_cell(log_time_cell(ts, tbuf, sizeof(tbuf)), 14, false);
 	log_put_cell(who, 20, false);
 	log_put_cell(str_or_dash(row, "decision"), 8, false);
@@ -218,13 +218,13 @@ json_t *log_principal_json(const struct principal *p)
 	char addr[WHO_MAX];
 
 	if (p->kind == PRINCIPAL_ADDRESS) {
-		resolve_label(p, addr, sizeof(addr));
+		principal_label(p, addr, sizeof(addr));
 		name = addr;
 	} else if (p->kind == PRINCIPAL_USER) {
 		name = "user";
 	}
 	if (o == NULL ||
-	    json_object_set_new(o, "kind", json_string(resolve_kind_name(p->kind))) == -1 ||
+	    json_object_set_new(o, "kind", json_string(principal_kind_name(p->kind))) == -1 ||
 	    json_object_set_new(o, "name", name != NULL ? json_string(name) : json_null()) == -1 ||
 	    json_object_set_new(o, "id", p->id != NULL ? json_string(p->id) : json_null()) == -1 ||
 	    json_object_set_new(o, "project",
@@ -552,7 +552,7 @@ static int host_filter(const char *arg, struct filter *f)
 	return 0;
 }
 
-/* --who: a principal as resolve_who_matches reads it; "build:" needs its scope. */
+/* --who: a principal as principal_matches_who reads it; "build:" needs its scope. */
 static bool who_arg_ok(const char *w)
 {
 	size_t n = strlen(w);

@@ -19,7 +19,7 @@
 #define TARGET_MAX (HOST_NAME_MAX_LEN + 16)
 
 struct group {
-	char *who;         /* the principal's label (resolve_label) */
+	char *who;         /* the principal's label (principal_label) */
 	char *host;        /* the row's host, "-" when it had none */
 	char *target;      /* --refused: the host as a grant names it; else NULL */
 	json_t *principal; /* the first row's principal, for --json */
@@ -164,7 +164,7 @@ int logview_add(struct logview *v, json_t *row, const struct principal *p)
 
 	if (host == NULL)
 		host = "-";
-	resolve_label(p, who, sizeof(who));
+	principal_label(p, who, sizeof(who));
 	if (v->kind == LOGVIEW_REFUSED)
 		grant_target(row, host, target, sizeof(target));
 	g = group_get(v, who, host, v->kind == LOGVIEW_REFUSED ? target : NULL, p);

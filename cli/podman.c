@@ -6,7 +6,7 @@
  * signal mask, killed when we die. A run that answers is killed after
  * 20 s, its output capped at 16 MiB, and a non-zero exit is an error
  * carrying the first line of its stderr. podman_snapshot turns `ps -q
- * --no-trunc` and `inspect` into a snapshot (resolve.h). It never changes
+ * --no-trunc` and `inspect` into a snapshot (principal.h). It never changes
  * the engine: no command here but ps, inspect and (engine.c) events.
  */
 #include <ctype.h>

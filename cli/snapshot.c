@@ -6,7 +6,7 @@
  *    "name":"web","project":"demo","netmode":"bridge","addrs":["10.88.0.5"]}]}
  * Parsing is strict (a line is either a whole snapshot or reported) and
  * addresses are kept as bytes, so "fd00::5" and "fd00:0::5" are one address.
- * It does not decide anything: engine.c takes snapshots, resolve.c applies
+ * It does not decide anything: engine.c takes snapshots, principal.c applies
  * them.
  */
 #include <arpa/inet.h>
@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "resolve.h"
+#include "principal.h"
 
 #define NAME_MAX_LEN 255 /* a container name or project: more is not from an engine */
 
@@ -475,7 +475,7 @@ int snapshot_load(const char *path, const char *prefix, struct snapshots *all, F
 		put_errno(err, prefix, "read", path, errno);
 		goto out_close;
 	}
-	if (snapshots_index(all) == -1) {
+	if (principal_index(all) == -1) {
 		fprintf(err, "%s: out of memory reading %s\n", prefix, path);
 		goto out_close;
 	}

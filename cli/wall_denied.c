@@ -7,9 +7,9 @@
  * namespace (the kernel's own syslog logger is off outside the initial
  * one). This listens: it enters --netns first (NFLOG groups are per
  * namespace), binds the group, asks for the packet's first bytes and
- * prints each refusal lib/refusal.c reads, with the uid the kernel adds for
- * a packet that has a socket, stamped with the time it arrived (UTC,
- * milliseconds). It does not load or change any rule; a packet it cannot
+ * prints each denied packet lib/denied.c reads, with the uid the kernel
+ * adds for a packet that has a socket, stamped with the time it arrived
+ * (UTC, milliseconds). It does not load or change any rule; a packet it cannot
  * read is printed as such, never skipped.
  *
  * Exit status: 0 after --count lines or on SIGINT/SIGTERM, 1 when --timeout
@@ -29,14 +29,15 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "refusal.h"
+#include "denied.h"
 
-#define DENIED_EXIT_TIMEOUT 1
-#define DENIED_EXIT_FAIL 3
+#define WALL_DENIED_EXIT_TIMEOUT 1
+#define WALL_DENIED_EXIT_FAIL 3
 #define COPY_BYTES 256          /* of each packet: IP and L4 headers with room to spare */
 #define TIMEOUT_MAX (24 * 3600) /* --timeout: seconds, at most a day */
 
-struct denied {
+/* What the listener prints, how many lines, and how it went. */
+struct listener {
 	bool json;
 	unsigned long count; /* lines to print before exiting 0; 0: no limit */
 	unsigned long lines; /* printed so far */
@@ -63,13 +64,13 @@ static void time_now(char *buf, size_t size)
 	snprintf(buf, size, "%s.%03ldZ", sec, ts.tv_nsec / 1000000);
 }
 
-/* One refusal from the kernel: read it and print its line. */
+/* One denied packet from the kernel: read it and print its line. */
 static int on_packet(struct nflog_g_handle *gh, struct nfgenmsg *nfmsg, struct nflog_data *nfd,
 		     void *data)
 {
-	struct denied *d = data;
-	struct refusal r;
-	char when[40], line[REFUSAL_LINE_MAX];
+	struct listener *d = data;
+	struct denied r;
+	char when[40], line[DENIED_LINE_MAX];
 	const char *prefix = nflog_get_prefix(nfd), *err;
 	char *payload = NULL;
 	int plen = nflog_get_payload(nfd, &payload);
@@ -84,15 +85,15 @@ static int on_packet(struct nflog_g_handle *gh, struct nfgenmsg *nfmsg, struct n
 	if (plen < 0 || payload == NULL)
 		plen = 0;
 	time_now(when, sizeof(when));
-	if (refusal_parse(prefix, strlen(prefix), (const uint8_t *)payload, (size_t)plen, &r,
-			  &err) == -1) {
+	if (denied_parse(prefix, strlen(prefix), (const uint8_t *)payload, (size_t)plen, &r,
+			 &err) == -1) {
 		if (d->json)
 			printf("{\"time\":\"%s\",\"prefix\":\"%s\",\"error\":\"%s\"}\n", when,
 			       r.prefix, err);
 		else
 			printf("%s could not read a refusal (prefix \"%s\"): %s\n", when, r.prefix,
 			       err);
-	} else if (refusal_format(&r, uid, has_uid, d->json, line, sizeof(line)) == -1) {
+	} else if (denied_format(&r, uid, has_uid, d->json, line, sizeof(line)) == -1) {
 		printf(d->json ? "{\"time\":\"%s\",\"error\":\"line too long\"}\n"
 			       : "%s could not show a refusal: line too long\n", when);
 	} else {
@@ -112,7 +113,7 @@ static int on_packet(struct nflog_g_handle *gh, struct nfgenmsg *nfmsg, struct n
  * (deadline_ms 0: none, else CLOCK_MONOTONIC in ms). Signals are blocked
  * but during ppoll, so none slips in between a check and the wait.
  */
-static int listen_loop(struct nflog_handle *h, struct denied *d, long long deadline_ms,
+static int listen_loop(struct nflog_handle *h, struct listener *d, long long deadline_ms,
 		       const sigset_t *waitmask)
 {
 	static char buf[64 * 1024];
@@ -123,7 +124,7 @@ static int listen_loop(struct nflog_handle *h, struct denied *d, long long deadl
 	for (;;) {
 		if (d->failed) {
 			fprintf(stderr, "wall denied: write to stdout failed\n");
-			return DENIED_EXIT_FAIL;
+			return WALL_DENIED_EXIT_FAIL;
 		}
 		if (stop_signal != 0 || (d->count != 0 && d->lines >= d->count))
 			return EXIT_OK;
@@ -137,7 +138,7 @@ static int listen_loop(struct nflog_handle *h, struct denied *d, long long deadl
 				if (d->count != 0)
 					fprintf(stderr, " of the %lu asked for", d->count);
 				fputc('\n', stderr);
-				return DENIED_EXIT_TIMEOUT;
+				return WALL_DENIED_EXIT_TIMEOUT;
 			}
 			left.tv_sec = ms / 1000;
 			left.tv_nsec = ms % 1000 * 1000000;
@@ -167,23 +168,23 @@ static int listen_loop(struct nflog_handle *h, struct denied *d, long long deadl
 out_errno:
 	cli_put_strerror(stderr, errno);
 	fputc('\n', stderr);
-	return DENIED_EXIT_FAIL;
+	return WALL_DENIED_EXIT_FAIL;
 }
 
 /* Bind group on a new NFLOG socket, then listen. Returns the exit status. */
-static int denied_run(uint16_t group, struct denied *d, long long deadline_ms,
+static int listen_run(uint16_t group, struct listener *d, long long deadline_ms,
 		      const sigset_t *waitmask)
 {
 	struct nflog_handle *h;
 	struct nflog_g_handle *gh;
-	int ret = DENIED_EXIT_FAIL;
+	int ret = WALL_DENIED_EXIT_FAIL;
 
 	h = nflog_open();
 	if (h == NULL) {
 		fprintf(stderr, "wall denied: nflog open: ");
 		cli_put_strerror(stderr, errno);
 		fputc('\n', stderr);
-		return DENIED_EXIT_FAIL;
+		return WALL_DENIED_EXIT_FAIL;
 	}
 	gh = nflog_bind_group(h, group);
 	if (gh == NULL) {
@@ -225,7 +226,7 @@ int wall_denied_cmd(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct denied d = { 0 };
+	struct listener d = { 0 };
 	struct sigaction sa;
 	sigset_t stopset, waitmask;
 	struct timespec now;
@@ -278,7 +279,7 @@ int wall_denied_cmd(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (netns != NULL && wall_netns_enter(netns) == -1)
-		return DENIED_EXIT_FAIL;
+		return WALL_DENIED_EXIT_FAIL;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
@@ -298,5 +299,5 @@ int wall_denied_cmd(int argc, char **argv)
 		deadline_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 +
 			      (long long)timeout * 1000;
 	}
-	return denied_run((uint16_t)group, &d, deadline_ms, &waitmask);
+	return listen_run((uint16_t)group, &d, deadline_ms, &waitmask);
 }

@@ -38,6 +38,7 @@
 #include "buf.h"
 #include "http.h"
 #include "relay.h"
+#include "sock.h"
 
 #define CONN_IO_MAX (64 * 1024)
 
@@ -108,11 +109,8 @@ static void conn_close(struct conn *c, bool rst)
 	if (c->closed)
 		return;
 	c->closed = true;
-	if (rst) {
-		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
-		setsockopt(c->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	}
+	if (rst)
+		sock_reset_on_close(c->cfd);
 	loop_timer_cancel(fw->loop, &c->timer);
 	relay_dir_release(&c->up);
 	relay_dir_release(&c->down);

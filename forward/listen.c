@@ -30,13 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static void reset(int fd)
-{
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
-	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-	close(fd);
-}
+#include "sock.h"
 
 static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
 {
@@ -52,35 +46,12 @@ static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
 			return;
 		/* never forwarded unattributed: no principal, no connection */
 		if (ln->own && cgroup_attribute(ln->fw, fd, &peer, as) == -1) {
-			reset(fd);
+			sock_reset_on_close(fd);
+			close(fd);
 			continue;
 		}
 		conn_accept(ln->fw, ln, fd, &peer, ln->own ? as : NULL);
 	}
-}
-
-/* A listening socket on addr (not registered): the fd, or -1 with errno. */
-static int listener_socket(const struct sockaddr_storage *addr)
-{
-	socklen_t len = addr->ss_family == AF_INET ? sizeof(struct sockaddr_in)
-						   : sizeof(struct sockaddr_in6);
-	int one = 1;
-	int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	int e;
-
-	if (fd == -1)
-		return -1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if ((addr->ss_family == AF_INET
-		     ? setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one))
-		     : setsockopt(fd, IPPROTO_IPV6, IPV6_FREEBIND, &one, sizeof(one))) == -1 ||
-	    bind(fd, (const struct sockaddr *)addr, len) == -1 || listen(fd, 1024) == -1) {
-		e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	return fd;
 }
 
 /*
@@ -101,7 +72,7 @@ static int listen_inside(struct forwarder *fw, int nsfd, int fds[FWD_LISTEN_MAX]
 	for (i = 0; i < fw->nlisteners && ret == 0; i++) {
 		if (fw->listeners[i].own)
 			continue;
-		fds[i] = listener_socket(&fw->listeners[i].addr);
+		fds[i] = sock_listen(&fw->listeners[i].addr, SOCK_LISTEN_FREEBIND);
 		if (fds[i] == -1) {
 			e = errno;
 			ret = -1;
@@ -240,7 +211,7 @@ int listen_start(struct forwarder *fw)
 			inside = true;
 			continue;
 		}
-		fd = listener_socket(&ln->addr);
+		fd = sock_listen(&ln->addr, SOCK_LISTEN_FREEBIND);
 		if (fd == -1) {
 			fprintf(stderr, "sluice-forward: listen: %s\n", strerror(errno));
 			return -1;

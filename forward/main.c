@@ -31,6 +31,7 @@
 #include "file.h"
 #include "forward.h"
 #include "iprange.h"
+#include "signals.h"
 #include "sockdiag.h"
 
 static const char *key_path;
@@ -316,8 +317,7 @@ int main(int argc, char **argv)
 	const char *net = NULL, *err = NULL, *engine_state = NULL;
 	unsigned char raw[8];
 	size_t nown = 0;
-	int opt, ret = 1;
-	sigset_t set;
+	int opt, sig_fd, ret = 1;
 
 	if (argc >= 2 && strcmp(argv[1], "--wait") == 0)
 		return wait_main(argc - 1, argv + 1);
@@ -409,15 +409,13 @@ int main(int argc, char **argv)
 	}
 	if (listen_start(&fw) == -1)
 		goto out;
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&set);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	if (loop_io_add(fw.loop, &sig_io, signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC), EPOLLIN,
-			on_signal, &fw) == -1)
+	sig_fd = signals_open();
+	if (sig_fd == -1)
 		goto out;
+	if (loop_io_add(fw.loop, &sig_io, sig_fd, EPOLLIN, on_signal, &fw) == -1) {
+		close(sig_fd);
+		goto out;
+	}
 	loop_set_hook(fw.loop, before_sleep, &fw);
 	if (drop_caps(&fw) == -1)
 		goto out;

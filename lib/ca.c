@@ -1,23 +1,21 @@
 /*
- * ca.c: sluice's certificate authority (made once by `sluice ca init`,
- * loaded by sluice-proxy) and the leaf certificates minted from it, one per
- * decrypted host, kept in a bounded LRU cache.
+ * ca.c: sluice's certificate authority, made once by `sluice ca init` and
+ * loaded by sluice-proxy: creating its files, loading and checking them,
+ * its fingerprint, and the X509 helpers leaf.c shares (ca_issue.h).
  *
- * It does not speak TLS, decide which hosts are decrypted, revoke, or
- * rotate the CA. Key bytes are read from a file whose mode is checked on
- * the open descriptor, kept in a wiped stack buffer and written through
- * OpenSSL's secure-heap BIO.
+ * It does not mint leaves (leaf.c), speak TLS, decide which hosts are
+ * decrypted, revoke, or rotate the CA. Key bytes are read from a file whose
+ * mode is checked on the open descriptor, kept in a wiped stack buffer and
+ * written through OpenSSL's secure-heap BIO.
  */
 #include "ca.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,46 +31,14 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "ca_issue.h"
 #include "file.h"
 
 #define CA_DAYS 3652                    /* ten years */
 #define CA_BACKDATE 3600                /* notBefore an hour ago: clocks disagree */
-#define LEAF_DAYS 30
-#define LEAF_BACKDATE 86400             /* a day, but never before the CA's notBefore */
-#define LEAF_RENEW 86400                /* re-mint a cached leaf this close to its notAfter */
-#define LEAF_CN_MAX 64                  /* ub-common-name */
 #define CERT_FILE_MAX (64 * 1024)       /* ca.crt */
 #define KEY_FILE_MAX (16 * 1024)        /* ca.key */
 #define SYSTEM_ROOTS_MAX (16 * 1024 * 1024)
-
-struct ca {
-	X509 *cert;
-	EVP_PKEY *key;      /* NULL when loaded by ca_load_public */
-	time_t not_before;  /* the certificate's validity, Unix seconds */
-	time_t not_after;
-};
-
-struct leaf {
-	struct leaf *hnext;       /* next in the bucket */
-	struct leaf *prev, *next; /* the LRU list, most recently used first */
-	X509 *cert;
-	time_t not_after;
-	uint64_t hash;
-	char host[LEAF_HOST_MAX + 1];
-};
-
-struct leaf_cache {
-	X509 *ca_cert;       /* own references */
-	EVP_PKEY *ca_key;
-	time_t ca_not_before;
-	time_t ca_not_after;
-	EVP_PKEY *key;       /* the one key of every leaf */
-	struct leaf **buckets;
-	size_t nbuckets;     /* a power of two, at least twice max */
-	struct leaf *head, *tail;
-	size_t count, max;
-	uint64_t seed;       /* of the host hash */
-};
 
 /* --- small helpers ----------------------------------------------------------- */
 
@@ -82,16 +48,6 @@ static int path_join(char *out, const char *dir, const char *name)
 	int n = snprintf(out, PATH_MAX, "%s/%s", dir, name);
 
 	return n < 0 || n >= PATH_MAX ? -1 : 0;
-}
-
-/* An ASN1_TIME as Unix seconds, or -1. */
-static time_t asn1_time(const ASN1_TIME *t)
-{
-	struct tm tm;
-
-	if (t == NULL || ASN1_TIME_to_tm(t, &tm) != 1)
-		return -1;
-	return timegm(&tm);
 }
 
 /* Refuse to prompt for a passphrase: sluice's keys are never encrypted. */
@@ -115,8 +71,18 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-/* A positive 128-bit random serial number (RFC 5280 allows up to 20 octets). */
-static int set_serial(X509 *x)
+/* --- shared with leaf.c (ca_issue.h) ----------------------------------------- */
+
+time_t ca_asn1_time(const ASN1_TIME *t)
+{
+	struct tm tm;
+
+	if (t == NULL || ASN1_TIME_to_tm(t, &tm) != 1)
+		return -1;
+	return timegm(&tm);
+}
+
+int ca_set_serial(X509 *x)
 {
 	unsigned char rnd[16];
 	ASN1_INTEGER *ai = NULL;
@@ -137,8 +103,7 @@ static int set_serial(X509 *x)
 	return ret;
 }
 
-/* Add the extension nid = value (openssl.cnf syntax) to x, issued by issuer. */
-static int add_ext(X509 *x, X509 *issuer, int nid, const char *value)
+int ca_add_ext(X509 *x, X509 *issuer, int nid, const char *value)
 {
 	X509V3_CTX ctx;
 	X509_EXTENSION *ext;
@@ -167,7 +132,7 @@ static X509 *ca_make_cert(EVP_PKEY *key)
 		goto out_fail;
 	snprintf(cn, sizeof(cn), "sluice CA %02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
 	name = X509_get_subject_name(x);
-	if (X509_set_version(x, X509_VERSION_3) != 1 || set_serial(x) == -1 ||
+	if (X509_set_version(x, X509_VERSION_3) != 1 || ca_set_serial(x) == -1 ||
 	    X509_gmtime_adj(X509_getm_notBefore(x), -CA_BACKDATE) == NULL ||
 	    X509_time_adj_ex(X509_getm_notAfter(x), CA_DAYS, 0, NULL) == NULL ||
 	    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, (const unsigned char *)"sluice",
@@ -177,10 +142,10 @@ static X509 *ca_make_cert(EVP_PKEY *key)
 	    X509_set_issuer_name(x, name) != 1 || X509_set_pubkey(x, key) != 1)
 		goto out_fail;
 	/* SKI before AKI: the AKI of a self-signed certificate copies it */
-	if (add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") == -1 ||
-	    add_ext(x, x, NID_key_usage, "critical,keyCertSign,cRLSign") == -1 ||
-	    add_ext(x, x, NID_subject_key_identifier, "hash") == -1 ||
-	    add_ext(x, x, NID_authority_key_identifier, "keyid:always") == -1)
+	if (ca_add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") == -1 ||
+	    ca_add_ext(x, x, NID_key_usage, "critical,keyCertSign,cRLSign") == -1 ||
+	    ca_add_ext(x, x, NID_subject_key_identifier, "hash") == -1 ||
+	    ca_add_ext(x, x, NID_authority_key_identifier, "keyid:always") == -1)
 		goto out_fail;
 	if (X509_sign(x, key, EVP_sha256()) <= 0)
 		goto out_fail;
@@ -458,8 +423,8 @@ static struct ca *ca_read(const char *dir, bool with_key, const char **err)
 	ca->cert = read_cert(path, err);
 	if (ca->cert == NULL)
 		goto out_fail;
-	ca->not_before = asn1_time(X509_get0_notBefore(ca->cert));
-	ca->not_after = asn1_time(X509_get0_notAfter(ca->cert));
+	ca->not_before = ca_asn1_time(X509_get0_notBefore(ca->cert));
+	ca->not_after = ca_asn1_time(X509_get0_notAfter(ca->cert));
 	if (ca->not_before == -1 || ca->not_after == -1 || ca->not_after <= ca->not_before) {
 		*err = CA_CERT_NAME " has a bad validity period";
 		goto out_fail;
@@ -536,294 +501,4 @@ int ca_fingerprint(const struct ca *ca, char out[CA_FINGERPRINT_SIZE])
 		out[3 * i + 2] = i + 1 < n ? ':' : '\0';
 	}
 	return 0;
-}
-
-/* --- leaves ------------------------------------------------------------------- */
-
-/*
- * What host is: AF_INET or AF_INET6 (the address in addr), 0 for a DNS
- * name, -1 for neither. Names are what lib/host.c writes: lower case,
- * [a-z0-9._-], no empty label, no trailing dot.
- */
-static int host_family(const char *host, size_t len, unsigned char addr[16])
-{
-	if (inet_pton(AF_INET, host, addr) == 1)
-		return AF_INET;
-	if (inet_pton(AF_INET6, host, addr) == 1)
-		return AF_INET6;
-	if (host[0] == '.' || host[len - 1] == '.')
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		char c = host[i];
-
-		if (c == '.' && host[i + 1] == '.')
-			return -1;
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
-		      c == '.'))
-			return -1;
-	}
-	return 0;
-}
-
-/* The subjectAltName: one IP address (af != 0) or one DNS name. */
-static int add_san(X509 *x, const char *host, size_t len, int af, const unsigned char *addr)
-{
-	GENERAL_NAMES *gens = sk_GENERAL_NAME_new_null();
-	GENERAL_NAME *gn = GENERAL_NAME_new();
-	ASN1_STRING *s = af != 0 ? ASN1_OCTET_STRING_new() : ASN1_IA5STRING_new();
-	int ret = -1;
-
-	if (gens == NULL || gn == NULL || s == NULL)
-		goto out;
-	if (af != 0 ? ASN1_OCTET_STRING_set(s, addr, af == AF_INET ? 4 : 16) != 1
-		    : ASN1_STRING_set(s, host, (int)len) != 1)
-		goto out;
-	GENERAL_NAME_set0_value(gn, af != 0 ? GEN_IPADD : GEN_DNS, s);
-	s = NULL;
-	if (sk_GENERAL_NAME_push(gens, gn) == 0)
-		goto out;
-	gn = NULL;
-	if (X509_add1_ext_i2d(x, NID_subject_alt_name, gens, 0, X509V3_ADD_DEFAULT) == 1)
-		ret = 0;
-out:
-	ASN1_STRING_free(s);
-	GENERAL_NAME_free(gn);
-	GENERAL_NAMES_free(gens);
-	return ret;
-}
-
-/* A new leaf for host, valid from now within the CA's validity, or NULL. */
-static X509 *leaf_mint(struct leaf_cache *lc, const char *host, size_t len, int af,
-		       const unsigned char *addr, time_t now)
-{
-	time_t nb = now - LEAF_BACKDATE, na = now + (time_t)LEAF_DAYS * 86400;
-	X509_NAME *name;
-	X509 *x;
-
-	if (nb < lc->ca_not_before)
-		nb = lc->ca_not_before;
-	if (na > lc->ca_not_after)
-		na = lc->ca_not_after;
-	if (na <= now || nb >= na)
-		return NULL;
-	x = X509_new();
-	if (x == NULL)
-		return NULL;
-	name = X509_get_subject_name(x);
-	if (X509_set_version(x, X509_VERSION_3) != 1 || set_serial(x) == -1 ||
-	    ASN1_TIME_set(X509_getm_notBefore(x), nb) == NULL ||
-	    ASN1_TIME_set(X509_getm_notAfter(x), na) == NULL ||
-	    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)host,
-				       len < LEAF_CN_MAX ? (int)len : LEAF_CN_MAX, -1, 0) != 1 ||
-	    X509_set_issuer_name(x, X509_get_subject_name(lc->ca_cert)) != 1 ||
-	    X509_set_pubkey(x, lc->key) != 1)
-		goto out_fail;
-	if (add_ext(x, lc->ca_cert, NID_basic_constraints, "critical,CA:FALSE") == -1 ||
-	    add_ext(x, lc->ca_cert, NID_key_usage, "critical,digitalSignature") == -1 ||
-	    add_ext(x, lc->ca_cert, NID_ext_key_usage, "serverAuth") == -1 ||
-	    add_ext(x, lc->ca_cert, NID_subject_key_identifier, "hash") == -1 ||
-	    add_ext(x, lc->ca_cert, NID_authority_key_identifier, "keyid:always") == -1 ||
-	    add_san(x, host, len, af, addr) == -1)
-		goto out_fail;
-	if (X509_sign(x, lc->ca_key, EVP_sha256()) <= 0)
-		goto out_fail;
-	return x;
-out_fail:
-	X509_free(x);
-	return NULL;
-}
-
-/* FNV-1a, seeded per cache. Chains stay short because the table is twice max. */
-static uint64_t host_hash(const struct leaf_cache *lc, const char *host, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL ^ lc->seed;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)host[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-static void lru_unlink(struct leaf_cache *lc, struct leaf *l)
-{
-	if (l->prev != NULL)
-		l->prev->next = l->next;
-	else
-		lc->head = l->next;
-	if (l->next != NULL)
-		l->next->prev = l->prev;
-	else
-		lc->tail = l->prev;
-	l->prev = l->next = NULL;
-}
-
-static void lru_push_front(struct leaf_cache *lc, struct leaf *l)
-{
-	l->prev = NULL;
-	l->next = lc->head;
-	if (lc->head != NULL)
-		lc->head->prev = l;
-	lc->head = l;
-	if (lc->tail == NULL)
-		lc->tail = l;
-}
-
-/* Take l out of its bucket. */
-static void bucket_unlink(struct leaf_cache *lc, struct leaf *l)
-{
-	struct leaf **pp = &lc->buckets[l->hash & (lc->nbuckets - 1)];
-
-	while (*pp != l)
-		pp = &(*pp)->hnext;
-	*pp = l->hnext;
-	l->hnext = NULL;
-}
-
-struct leaf_cache *leaf_cache_new(const struct ca *ca, size_t max_entries, const char **err)
-{
-	struct leaf_cache *lc;
-
-	if (ca->key == NULL) {
-		*err = "the CA was loaded without its key";
-		return NULL;
-	}
-	if (max_entries == 0 || max_entries > LEAF_CACHE_MAX) {
-		*err = "leaf cache size out of range";
-		return NULL;
-	}
-	lc = calloc(1, sizeof(*lc));
-	if (lc == NULL) {
-		*err = "out of memory";
-		return NULL;
-	}
-	lc->max = max_entries;
-	lc->nbuckets = 1;
-	while (lc->nbuckets < 2 * max_entries)
-		lc->nbuckets *= 2;
-	lc->buckets = calloc(lc->nbuckets, sizeof(*lc->buckets));
-	if (lc->buckets == NULL) {
-		*err = "out of memory";
-		goto out_fail;
-	}
-	if (RAND_bytes((unsigned char *)&lc->seed, sizeof(lc->seed)) != 1) {
-		*err = "no random bytes";
-		goto out_fail;
-	}
-	lc->key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
-	if (lc->key == NULL) {
-		*err = "generating the leaf key failed";
-		goto out_fail;
-	}
-	if (X509_up_ref(ca->cert) != 1) {
-		*err = "out of memory";
-		goto out_fail;
-	}
-	lc->ca_cert = ca->cert;
-	if (EVP_PKEY_up_ref(ca->key) != 1) {
-		*err = "out of memory";
-		goto out_fail;
-	}
-	lc->ca_key = ca->key;
-	lc->ca_not_before = ca->not_before;
-	lc->ca_not_after = ca->not_after;
-	return lc;
-out_fail:
-	leaf_cache_free(lc);
-	ERR_clear_error();
-	return NULL;
-}
-
-int leaf_get(struct leaf_cache *lc, const char *host, X509 **cert, EVP_PKEY **key,
-	     bool *minted)
-{
-	size_t len = strnlen(host, LEAF_HOST_MAX + 1);
-	unsigned char addr[16];
-	time_t now = time(NULL);
-	struct leaf *l, **bucket;
-	uint64_t h;
-	X509 *x;
-	int af;
-
-	*minted = false;
-	if (len == 0 || len > LEAF_HOST_MAX)
-		return -1;
-	af = host_family(host, len, addr);
-	if (af == -1)
-		return -1;
-	h = host_hash(lc, host, len);
-	bucket = &lc->buckets[h & (lc->nbuckets - 1)];
-	for (l = *bucket; l != NULL; l = l->hnext) {
-		if (l->hash == h && strcmp(l->host, host) == 0)
-			break;
-	}
-	/* a leaf cut short by the CA's own notAfter cannot be renewed into a longer one */
-	if (l != NULL && l->not_after > now &&
-	    (l->not_after - now > LEAF_RENEW || l->not_after >= lc->ca_not_after)) {
-		lru_unlink(lc, l);
-		lru_push_front(lc, l);
-		*cert = l->cert;
-		*key = lc->key;
-		return 0;
-	}
-	x = leaf_mint(lc, host, len, af, addr, now);
-	if (x == NULL) {
-		ERR_clear_error();
-		return -1;
-	}
-	if (l != NULL) {
-		/* renewing: the entry stays in its bucket, its certificate changes */
-		lru_unlink(lc, l);
-		X509_free(l->cert);
-	} else {
-		if (lc->count == lc->max) {
-			/* reuse the least recently used entry: nothing can fail after evicting */
-			l = lc->tail;
-			lru_unlink(lc, l);
-			bucket_unlink(lc, l);
-			X509_free(l->cert);
-			memset(l, 0, sizeof(*l));
-		} else {
-			l = calloc(1, sizeof(*l));
-			if (l == NULL) {
-				X509_free(x);
-				return -1;
-			}
-			lc->count++;
-		}
-		memcpy(l->host, host, len + 1);
-		l->hash = h;
-		l->hnext = *bucket;
-		*bucket = l;
-	}
-	l->cert = x;
-	l->not_after = asn1_time(X509_get0_notAfter(x));
-	lru_push_front(lc, l);
-	*cert = x;
-	*key = lc->key;
-	*minted = true;
-	return 0;
-}
-
-size_t leaf_cache_count(const struct leaf_cache *lc)
-{
-	return lc->count;
-}
-
-void leaf_cache_free(struct leaf_cache *lc)
-{
-	struct leaf *l, *next;
-
-	if (lc == NULL)
-		return;
-	for (l = lc->head; l != NULL; l = next) {
-		next = l->next;
-		X509_free(l->cert);
-		free(l);
-	}
-	free(lc->buckets);
-	EVP_PKEY_free(lc->key);
-	EVP_PKEY_free(lc->ca_key);
-	X509_free(lc->ca_cert);
-	free(lc);
 }

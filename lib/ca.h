@@ -1,6 +1,7 @@
 /*
- * ca.h: sluice's own certificate authority, and the leaf certificates
- * sluice-proxy presents for the hosts it decrypts.
+ * ca.h: sluice's own certificate authority. The leaf certificates
+ * sluice-proxy presents for the hosts it decrypts are minted from it by
+ * leaf.h.
  *
  * The CA lives in the state directory:
  *
@@ -11,22 +12,15 @@
  *                        still present their real certificates
  *
  * The CA: CN "sluice CA <8 hex>", O "sluice", 10 years, CA:TRUE with
- * pathlen 0, keyCertSign and cRLSign only. A leaf: one DNS or IP
- * subjectAltName, CN the host (cut to 64 bytes), at most 30 days and never
- * outside the CA's validity, CA:FALSE, digitalSignature, serverAuth. Every
- * leaf of one cache shares one ECDSA P-256 key made when the cache is made
- * (one per proxy run), so minting a leaf costs one signature.
+ * pathlen 0, keyCertSign and cRLSign only.
  *
- * libcrypto only (OpenSSL 3): nothing here speaks TLS or decides which
- * hosts are decrypted. Errors are static strings; a failed call leaves
- * nothing allocated and clears the OpenSSL error queue, so a later
- * SSL_get_error does not read a stale error.
+ * libcrypto only (OpenSSL 3): nothing here mints leaves, speaks TLS or
+ * decides which hosts are decrypted. Errors are static strings; a failed
+ * call leaves nothing allocated and clears the OpenSSL error queue, so a
+ * later SSL_get_error does not read a stale error.
  */
 #ifndef SLUICE_CA_H
 #define SLUICE_CA_H
-
-#include <stdbool.h>
-#include <stddef.h>
 
 #include <openssl/types.h>
 
@@ -36,11 +30,7 @@
 #define CA_SYSTEM_ROOTS "/etc/ssl/certs/ca-certificates.crt"
 #define CA_FINGERPRINT_SIZE 96 /* 32 bytes as "AB:" x 32, less the last ':', and a NUL */
 
-#define LEAF_HOST_MAX 253
-#define LEAF_CACHE_MAX (1u << 20) /* the largest max_entries leaf_cache_new accepts */
-
 struct ca;
-struct leaf_cache;
 
 /*
  * Make a new CA in dir (which must exist): ca.key created with
@@ -74,33 +64,5 @@ X509 *ca_cert(const struct ca *ca);
 
 /* SHA-256 of the DER certificate as "AB:CD:...:EF" (95 characters). Returns 0 or -1. */
 int ca_fingerprint(const struct ca *ca, char out[CA_FINGERPRINT_SIZE]);
-
-/*
- * A leaf cache holding at most max_entries leaves (1..LEAF_CACHE_MAX),
- * least recently used evicted first. It takes its own references to the
- * CA's certificate and key, so ca may be freed before the cache. Generates
- * the leaf key. Returns a cache freed with leaf_cache_free, or NULL with
- * *err (a CA loaded without its key, a size out of range, out of memory).
- */
-struct leaf_cache *leaf_cache_new(const struct ca *ca, size_t max_entries, const char **err);
-
-/*
- * The certificate and key to present for host: a canonical host as
- * lib/host.c writes it, a lower-case DNS name (1-253 bytes of [a-z0-9._-])
- * or an IPv4 / IPv6 literal without brackets. A cached leaf is returned
- * without signing (*minted false) unless it is within a day of expiring;
- * otherwise one is minted (*minted true), evicting the least recently used
- * leaf when the cache is full. *cert and *key are borrowed: valid until the
- * next leaf_get or leaf_cache_free (SSL_use_certificate and
- * SSL_use_PrivateKey take their own references). Returns 0, or -1 (a bad
- * host, the CA expired, out of memory; the cache is unchanged).
- */
-int leaf_get(struct leaf_cache *lc, const char *host, X509 **cert, EVP_PKEY **key,
-	     bool *minted);
-
-/* Leaves in the cache now. */
-size_t leaf_cache_count(const struct leaf_cache *lc);
-
-void leaf_cache_free(struct leaf_cache *lc);
 
 #endif

@@ -12,7 +12,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +23,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "signals.h"
 
 #define ACCEPT_BATCH 64
 
@@ -97,47 +98,23 @@ static int unix_path_free(const char *path)
 	return unlink(path);
 }
 
-/* bind; a unix socket file is made 0600 (only its owner, root: sluice-forward, may connect) */
-static int bind_listener(int fd, const struct sockaddr_storage *ss, socklen_t len)
-{
-	mode_t mask = 0;
-	int r;
-
-	if (ss->ss_family == AF_UNIX)
-		mask = umask(0177);
-	r = bind(fd, (const struct sockaddr *)ss, len);
-	if (ss->ss_family == AF_UNIX)
-		umask(mask);
-	return r;
-}
-
 static int listen_on(struct proxy *px, const struct sockaddr_storage *ss)
 {
 	struct listener *ln = &px->listeners[px->nlisteners];
 	const char *path = ss->ss_family == AF_UNIX ? ((const struct sockaddr_un *)ss)->sun_path
 						    : NULL;
-	socklen_t len = ss->ss_family == AF_INET    ? sizeof(struct sockaddr_in)
-			: ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-						    : sizeof(struct sockaddr_un);
 	char name[128];
-	int one = 1;
 	int fd;
 
 	sockaddr_format(ss, name, sizeof(name));
 	if (path != NULL && unix_path_free(path) == -1)
 		goto fail;
-	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	/* accepted sockets inherit TCP_NODELAY from the listener: one call, not one per client;
+	 * a unix socket file is made 0600 (only its owner, root: sluice-forward, may connect) */
+	fd = sock_listen(ss, SOCK_LISTEN_NODELAY | SOCK_LISTEN_V6ONLY);
 	if (fd == -1)
 		goto fail;
-	if (path == NULL) {
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		/* accepted sockets inherit TCP_NODELAY from the listener: one call, not one per client */
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	}
-	if (ss->ss_family == AF_INET6)
-		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind_listener(fd, ss, len) == -1 || listen(fd, 1024) == -1 ||
-	    loop_io_add(px->loop, &ln->io, fd, EPOLLIN, on_accept, px) == -1) {
+	if (loop_io_add(px->loop, &ln->io, fd, EPOLLIN, on_accept, px) == -1) {
 		int e = errno;
 		close(fd);
 		errno = e;
@@ -169,17 +146,8 @@ static void on_signal(struct loop *l, struct loop_io *io, uint32_t events)
 
 static int signals_init(struct proxy *px)
 {
-	sigset_t set;
-	int fd;
+	int fd = signals_open();
 
-	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&set);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
-		return -1;
-	fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (fd == -1)
 		return -1;
 	if (loop_io_add(px->loop, &px->sig_io, fd, EPOLLIN, on_signal, px) == -1) {

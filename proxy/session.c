@@ -304,9 +304,7 @@ void session_free_dead(struct proxy *px)
  */
 void session_abort(struct session *s, const char *why)
 {
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
-
-	setsockopt(s->cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	sock_reset_on_close(s->cfd);
 	session_close(s, why);
 }
 

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "ca.h"
+#include "leaf.h"
 #include "tls_hello.h"
 #include "tlsio.h"
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resolve.h"
+#include "principal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -42,17 +42,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* resolve a row from each of its containers' first address, just after it */
 	all.v = &s;
 	all.n = all.cap = 1;
-	if (snapshots_index(&all) == 0) {
+	if (principal_index(&all) == 0) {
 		for (size_t i = 0; i < s.nctrs; i++) {
 			char addr[64];
-			struct resolve_row r = { .t_ms = s.t_ms, .has_t = true, .net = s.net };
+			struct principal_row r = { .t_ms = s.t_ms, .has_t = true, .net = s.net };
 
 			const struct snap_addr *a = &s.ctrs[i].addrs[0];
 
 			if (s.ctrs[i].naddrs == 0 || inet_ntop(a->family, a->a, addr, sizeof(addr)) == NULL)
 				continue;
 			r.src = addr;
-			resolve_row(&all, &r, &p);
+			principal_from_row(&all, &r, &p);
 			if (p.kind != PRINCIPAL_CONTAINER || p.snap != &s)
 				abort();
 		}

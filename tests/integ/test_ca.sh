@@ -1,13 +1,13 @@
 #!/bin/bash
 # test_ca.sh: `sluice ca init|show` end to end, checked with the openssl
 # command line, then real clients (curl, python's ssl) talking TLS to an
-# `openssl s_server` that presents leaves minted by lib/ca.c.
+# `openssl s_server` that presents leaves minted by lib/leaf.c.
 #
-# The leaves come from a helper compiled here from lib/ca.c and lib/file.c
-# (the proxy that will mint them in production is not written yet). No
-# namespaces: files live in a temporary directory, the servers listen on
-# free ports of 127.0.0.1. Prints "ok - name" / "not ok - name" per check
-# and exits 1 if any failed.
+# The leaves come from a helper compiled here from lib/ca.c, lib/leaf.c and
+# lib/file.c (the proxy that will mint them in production is not written
+# yet). No namespaces: files live in a temporary directory, the servers
+# listen on free ports of 127.0.0.1. Prints "ok - name" / "not ok - name"
+# per check and exits 1 if any failed.
 set -u
 
 SYSROOTS=/etc/ssl/certs/ca-certificates.crt
@@ -117,13 +117,14 @@ $S -c "$T/odd.conf" ca init >/dev/null 2>&1
 expect_eq "show quotes a path with shell metacharacters" "$T/st'a\$te(1)/ca-bundle.crt" \
 	"$(eval "$($S -c "$T/odd.conf" ca show)" && printf '%s' "$SSL_CERT_FILE")"
 
-# --- real clients against leaves minted by lib/ca.c ------------------------
+# --- real clients against leaves minted by lib/leaf.c ----------------------
 
 cat >mint.c <<'EOF'
 /* mint DIR HOST CERT KEY: a leaf for HOST from the CA in DIR, as PEM files. */
 #include <stdio.h>
 #include <openssl/pem.h>
 #include "ca.h"
+#include "leaf.h"
 
 int main(int argc, char **argv)
 {
@@ -158,8 +159,8 @@ int main(int argc, char **argv)
 	return 0;
 }
 EOF
-if ! cc -std=c11 -D_GNU_SOURCE -I"$here/lib" -o mint mint.c "$here/lib/ca.c" "$here/lib/file.c" \
-	$(pkg-config --cflags --libs libcrypto) 2>cc.err; then
+if ! cc -std=c11 -D_GNU_SOURCE -I"$here/lib" -o mint mint.c "$here/lib/ca.c" "$here/lib/leaf.c" \
+	"$here/lib/file.c" $(pkg-config --cflags --libs libcrypto) 2>cc.err; then
 	not_ok "the leaf-minting helper compiles" "$(head -3 cc.err)"
 	exit 1
 fi

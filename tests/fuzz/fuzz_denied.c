@@ -1,23 +1,23 @@
 /*
- * fuzz_refusal.c: refusal_parse and refusal_format on arbitrary bytes.
+ * fuzz_denied.c: denied_parse and denied_format on arbitrary bytes.
  *
  * The first byte is the prefix's length (cut to what follows), then the
  * prefix, then the packet; each gets its own exact-sized copy so an
  * over-read of either is caught. Beyond not crashing: a refused packet
  * names why; a read one has names of [a-z0-9_-] and a prefix of printable
  * bytes without '"' or '\\', ports only with a full tcp or udp header, and
- * formats, as text and JSON, within REFUSAL_LINE_MAX.
+ * formats, as text and JSON, within DENIED_LINE_MAX.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
-#include "refusal.h"
+#include "denied.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void names_ok(const struct refusal *r)
+static void names_ok(const struct denied *r)
 {
 	for (const char *s = r->prefix; *s != '\0'; s++)
 		if (*s < 0x20 || *s > 0x7e || *s == '"' || *s == '\\')
@@ -34,9 +34,9 @@ static void names_ok(const struct refusal *r)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct refusal r;
+	struct denied r;
 	const char *err = NULL;
-	char line[REFUSAL_LINE_MAX];
+	char line[DENIED_LINE_MAX];
 	size_t plen, len;
 	char *prefix;
 	uint8_t *pkt;
@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memcpy(prefix, data + 1, plen);
 	memcpy(pkt, data + 1 + plen, len);
-	rc = refusal_parse(prefix, plen, pkt, len, &r, &err);
+	rc = denied_parse(prefix, plen, pkt, len, &r, &err);
 	names_ok(&r);
 	if (rc == -1) {
 		if (err == NULL)
@@ -61,15 +61,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (r.family != AF_INET && r.family != AF_INET6)
 		abort();
-	if ((r.sport != 0 || r.dport != 0 || r.tcp_flags != 0) && r.l4 != REFUSAL_L4_FULL)
+	if ((r.sport != 0 || r.dport != 0 || r.tcp_flags != 0) && r.l4 != DENIED_L4_FULL)
 		abort();
-	if (refusal_format(&r, 65534, true, false, line, sizeof(line)) == -1 ||
+	if (denied_format(&r, 65534, true, false, line, sizeof(line)) == -1 ||
 	    strlen(line) >= sizeof(line))
 		abort();
-	if (refusal_format(&r, UINT32_MAX, true, true, line, sizeof(line)) == -1 ||
+	if (denied_format(&r, UINT32_MAX, true, true, line, sizeof(line)) == -1 ||
 	    line[0] != '{' || line[1] != '"' || line[strlen(line) - 1] != '}')
 		abort();
-	if (refusal_format(&r, 0, false, true, line, 16) != -1)
+	if (denied_format(&r, 0, false, true, line, 16) != -1)
 		abort(); /* no object fits in 16 bytes */
 out_free:
 	free(pkt);

@@ -1,8 +1,8 @@
 /*
- * resolve.c: name a log row's principal from engine snapshots.
+ * principal.c: name a log row's principal from engine snapshots.
  *
- * Pure functions over an indexed struct snapshots (resolve.h): no I/O, no
- * clock, no allocation after snapshots_index. The rule is the design
+ * Pure functions over an indexed struct snapshots (principal.h): no I/O,
+ * no clock, no allocation after principal_index. The rule is the design
  * brief's: for src@net, the latest snapshot of that net at or before the
  * row if it holds the address, else the first one after it if that holds
  * it, else the bare address. It never looks further in either direction,
@@ -14,7 +14,7 @@
 #include <strings.h>
 #include <stdlib.h>
 
-#include "resolve.h"
+#include "principal.h"
 
 #define ID_PREFIX_MIN 12
 
@@ -48,7 +48,7 @@ static int ref_qcmp(const void *a, const void *b, void *arg)
 	return sx->line < sy->line ? -1 : sx->line > sy->line;
 }
 
-int snapshots_index(struct snapshots *all)
+int principal_index(struct snapshots *all)
 {
 	size_t n = 0, k = 0;
 
@@ -154,8 +154,8 @@ static bool is_hex(const char *s, size_t n)
 }
 
 /* as=container:<id>: the latest appearance at or before the row, else the first after. */
-static void resolve_id(const struct snapshots *all, const struct resolve_row *row, const char *id,
-		       struct principal *p)
+static void container_by_id(const struct snapshots *all, const struct principal_row *row,
+			    const char *id, struct principal *p)
 {
 	size_t lo = 0, hi = all->nrefs, first, end, at;
 
@@ -191,7 +191,8 @@ static void resolve_id(const struct snapshots *all, const struct resolve_row *ro
 		      &all->v[all->refs[at].snap].ctrs[all->refs[at].ctr]);
 }
 
-void resolve_row(const struct snapshots *all, const struct resolve_row *row, struct principal *p)
+void principal_from_row(const struct snapshots *all, const struct principal_row *row,
+			struct principal *p)
 {
 	struct snap_addr a;
 	size_t lo, hi, after;
@@ -209,7 +210,7 @@ void resolve_row(const struct snapshots *all, const struct resolve_row *row, str
 
 		if (strncmp(as, "container:", 10) == 0 && strlen(as + 10) == SNAP_ID_LEN &&
 		    is_hex(as + 10, SNAP_ID_LEN)) {
-			resolve_id(all, row, as + 10, p);
+			container_by_id(all, row, as + 10, p);
 			return;
 		}
 		if (strncmp(as, "build:", 6) == 0 && as[6] != '\0') {
@@ -243,7 +244,7 @@ void resolve_row(const struct snapshots *all, const struct resolve_row *row, str
 	}
 }
 
-void resolve_label(const struct principal *p, char *buf, size_t size)
+void principal_label(const struct principal *p, char *buf, size_t size)
 {
 	switch (p->kind) {
 	case PRINCIPAL_CONTAINER:
@@ -269,7 +270,7 @@ void resolve_label(const struct principal *p, char *buf, size_t size)
 	snprintf(buf, size, "unattributed");
 }
 
-const char *resolve_kind_name(enum principal_kind kind)
+const char *principal_kind_name(enum principal_kind kind)
 {
 	switch (kind) {
 	case PRINCIPAL_CONTAINER: return "container";
@@ -304,7 +305,7 @@ static bool addr_matches(const char *who, const struct principal *p, bool *is_ad
 	return at == NULL || (p->net != NULL && strcmp(at + 1, p->net) == 0);
 }
 
-bool resolve_who_matches(const char *who, const struct principal *p)
+bool principal_matches_who(const char *who, const struct principal *p)
 {
 	size_t n = strlen(who);
 	bool is_addr, m;

@@ -1,12 +1,12 @@
 /*
- * refusal.c: an NFLOG'd refusal read and shown (refusal.h).
+ * denied.c: a packet a wall denied and NFLOG'd, read and shown (denied.h).
  *
  * Reads the packet through a bounds-checked cursor: every header is
  * checked against what remains before a byte of it is used. It does not
  * validate checksums or options: the kernel sent this packet's copy, and
  * all the listener wants is who tried to reach what.
  */
-#include "refusal.h"
+#include "denied.h"
 
 #include <arpa/inet.h>
 #include <stdarg.h>
@@ -55,7 +55,7 @@ static size_t name_take(const char *s, size_t n, char stop, char *out)
 
 	while (i < n && name_byte(s[i]))
 		i++;
-	if (i == 0 || i >= REFUSAL_NAME_MAX || i == n || s[i] != stop)
+	if (i == 0 || i >= DENIED_NAME_MAX || i == n || s[i] != stop)
 		return 0;
 	memcpy(out, s, i);
 	out[i] = '\0';
@@ -63,11 +63,11 @@ static size_t name_take(const char *s, size_t n, char stop, char *out)
 }
 
 /* The prefix fields of out from prefix[0..len). */
-static void prefix_read(const char *prefix, size_t len, struct refusal *out)
+static void prefix_read(const char *prefix, size_t len, struct denied *out)
 {
 	size_t hl = strlen(PREFIX_HEAD), i, n, a, b;
 
-	n = len < REFUSAL_PREFIX_MAX - 1 ? len : REFUSAL_PREFIX_MAX - 1;
+	n = len < DENIED_PREFIX_MAX - 1 ? len : DENIED_PREFIX_MAX - 1;
 	for (i = 0; i < n; i++) {
 		char ch = prefix[i];
 
@@ -87,17 +87,17 @@ static void prefix_read(const char *prefix, size_t len, struct refusal *out)
 }
 
 /* Ports and flags from the L4 header in c (out->proto set). */
-static void l4_read(struct cur *c, struct refusal *out)
+static void l4_read(struct cur *c, struct denied *out)
 {
 	if (out->proto == IPPROTO_TCP) {
 		if (c->n < 20) {
-			out->l4 = REFUSAL_L4_CUT;
+			out->l4 = DENIED_L4_CUT;
 			return;
 		}
 		out->tcp_flags = c->p[13];
 	} else if (out->proto == IPPROTO_UDP) {
 		if (c->n < 8) {
-			out->l4 = REFUSAL_L4_CUT;
+			out->l4 = DENIED_L4_CUT;
 			return;
 		}
 	} else {
@@ -107,7 +107,7 @@ static void l4_read(struct cur *c, struct refusal *out)
 	out->dport = be16(c->p + 2);
 }
 
-static int ipv4_read(struct cur *c, struct refusal *out, const char **err)
+static int ipv4_read(struct cur *c, struct denied *out, const char **err)
 {
 	size_t ihl, total;
 
@@ -134,17 +134,17 @@ static int ipv4_read(struct cur *c, struct refusal *out, const char **err)
 	memcpy(&out->src.v4, c->p + 12, 4);
 	memcpy(&out->dst.v4, c->p + 16, 4);
 	if ((be16(c->p + 6) & 0x1fff) != 0)
-		out->l4 = REFUSAL_L4_FRAGMENT;
+		out->l4 = DENIED_L4_FRAGMENT;
 	if (total != 0 && total < c->n)
 		c->n = total; /* link padding after the datagram is not L4 */
 	skip(c, ihl);
-	if (out->l4 == REFUSAL_L4_FULL)
+	if (out->l4 == DENIED_L4_FULL)
 		l4_read(c, out);
 	return 0;
 }
 
 /* Walk the extension headers in c from next header nh; out->proto and l4 follow. */
-static int ipv6_ext_walk(struct cur *c, uint8_t nh, struct refusal *out, const char **err)
+static int ipv6_ext_walk(struct cur *c, uint8_t nh, struct denied *out, const char **err)
 {
 	size_t hlen;
 
@@ -153,18 +153,18 @@ static int ipv6_ext_walk(struct cur *c, uint8_t nh, struct refusal *out, const c
 		if (nh != NH_HOPOPTS && nh != NH_ROUTING && nh != NH_FRAGMENT && nh != NH_AH &&
 		    nh != NH_DSTOPTS)
 			return 0;
-		if (i == REFUSAL_EXT_MAX) {
+		if (i == DENIED_EXT_MAX) {
 			*err = "too many ipv6 extension headers";
 			return -1;
 		}
 		if (c->n < 8) {
-			out->l4 = REFUSAL_L4_CUT;
+			out->l4 = DENIED_L4_CUT;
 			return 0;
 		}
 		if (nh == NH_FRAGMENT) {
 			hlen = 8;
 			if ((be16(c->p + 2) & 0xfff8) != 0)
-				out->l4 = REFUSAL_L4_FRAGMENT;
+				out->l4 = DENIED_L4_FRAGMENT;
 		} else if (nh == NH_AH) {
 			hlen = ((size_t)c->p[1] + 2) * 4;
 		} else {
@@ -172,17 +172,17 @@ static int ipv6_ext_walk(struct cur *c, uint8_t nh, struct refusal *out, const c
 		}
 		nh = c->p[0];
 		if (skip(c, hlen) == -1) {
-			out->l4 = REFUSAL_L4_CUT;
+			out->l4 = DENIED_L4_CUT;
 			return 0;
 		}
-		if (out->l4 == REFUSAL_L4_FRAGMENT) {
+		if (out->l4 == DENIED_L4_FRAGMENT) {
 			out->proto = nh; /* what the fragments carry, though not here */
 			return 0;
 		}
 	}
 }
 
-static int ipv6_read(struct cur *c, struct refusal *out, const char **err)
+static int ipv6_read(struct cur *c, struct denied *out, const char **err)
 {
 	size_t plen;
 	uint8_t nh;
@@ -201,13 +201,13 @@ static int ipv6_read(struct cur *c, struct refusal *out, const char **err)
 		c->n = plen; /* 0: a jumbogram, or nothing; either way len bounds it */
 	if (ipv6_ext_walk(c, nh, out, err) == -1)
 		return -1;
-	if (out->l4 == REFUSAL_L4_FULL)
+	if (out->l4 == DENIED_L4_FULL)
 		l4_read(c, out);
 	return 0;
 }
 
-int refusal_parse(const char *prefix, size_t prefix_len, const uint8_t *pkt, size_t len,
-		  struct refusal *out, const char **err)
+int denied_parse(const char *prefix, size_t prefix_len, const uint8_t *pkt, size_t len,
+		 struct denied *out, const char **err)
 {
 	static const char *const versions[16] = {
 		"ip version 0",  "ip version 1",  "ip version 2",  "ip version 3",
@@ -279,12 +279,12 @@ static const char *proto_name(uint8_t proto, char *buf, size_t size)
 	}
 }
 
-static bool has_ports(const struct refusal *r)
+static bool has_ports(const struct denied *r)
 {
-	return r->l4 == REFUSAL_L4_FULL && (r->proto == IPPROTO_TCP || r->proto == IPPROTO_UDP);
+	return r->l4 == DENIED_L4_FULL && (r->proto == IPPROTO_TCP || r->proto == IPPROTO_UDP);
 }
 
-static void put_endpoint(struct out *o, const struct refusal *r, const char *addr, uint16_t port)
+static void put_endpoint(struct out *o, const struct denied *r, const char *addr, uint16_t port)
 {
 	if (!has_ports(r))
 		put(o, "%s", addr);
@@ -294,8 +294,8 @@ static void put_endpoint(struct out *o, const struct refusal *r, const char *add
 		put(o, "%s:%u", addr, port);
 }
 
-int refusal_format(const struct refusal *r, uint32_t uid, bool has_uid, bool json, char *out,
-		   size_t size)
+int denied_format(const struct denied *r, uint32_t uid, bool has_uid, bool json, char *out,
+		  size_t size)
 {
 	static const char *const l4_names[] = { "", "cut", "fragment" };
 	struct out o = { out, size, 0, false };
@@ -309,7 +309,7 @@ int refusal_format(const struct refusal *r, uint32_t uid, bool has_uid, bool jso
 	if (inet_ntop(r->family, &r->src, src, sizeof(src)) == NULL ||
 	    inet_ntop(r->family, &r->dst, dst, sizeof(dst)) == NULL)
 		return -1;
-	/* profile, reason and prefix hold no '"' or '\\' (refusal_parse saw to it) */
+	/* profile, reason and prefix hold no '"' or '\\' (denied_parse saw to it) */
 	if (json) {
 		if (ours)
 			put(&o, "{\"profile\":\"%s\",\"reason\":\"%s\"", r->profile, r->reason);
@@ -323,7 +323,7 @@ int refusal_format(const struct refusal *r, uint32_t uid, bool has_uid, bool jso
 		put(&o, ",\"dst\":\"%s\"", dst);
 		if (has_ports(r))
 			put(&o, ",\"dport\":%u", r->dport);
-		if (r->l4 != REFUSAL_L4_FULL)
+		if (r->l4 != DENIED_L4_FULL)
 			put(&o, ",\"l4\":\"%s\"", l4_names[r->l4]);
 		put(&o, "}");
 	} else {
@@ -337,9 +337,9 @@ int refusal_format(const struct refusal *r, uint32_t uid, bool has_uid, bool jso
 		put_endpoint(&o, r, src, r->sport);
 		put(&o, " -> ");
 		put_endpoint(&o, r, dst, r->dport);
-		if (r->l4 == REFUSAL_L4_CUT)
+		if (r->l4 == DENIED_L4_CUT)
 			put(&o, " (cut short)");
-		else if (r->l4 == REFUSAL_L4_FRAGMENT)
+		else if (r->l4 == DENIED_L4_FRAGMENT)
 			put(&o, " (fragment)");
 	}
 	if (o.full) {

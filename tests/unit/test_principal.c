@@ -1,6 +1,6 @@
 /*
- * test_resolve.c: engine snapshot lines (cli/snapshot.c) and naming a
- * row's principal from them (cli/resolve.c).
+ * test_principal.c: engine snapshot lines (cli/snapshot.c) and naming a
+ * row's principal from them (cli/principal.c).
  *
  * Snapshots are written as the lines `sluice engine` writes, so the cases
  * read like STATE/engine.jsonl. Snapshot lines given to the parser sit
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../cli/resolve.h"
+#include "../../cli/principal.h"
 #include "guard.h"
 
 #define HEX16(c) c c c c c c c c c c c c c c c c
@@ -59,7 +59,7 @@ static void add(struct snapshots *all, const char *line)
 
 static void index_all(struct snapshots *all)
 {
-	assert_int_equal(snapshots_index(all), 0);
+	assert_int_equal(principal_index(all), 0);
 }
 
 /* The label of the row at 03:00:SS from src@net with as (or NULL). */
@@ -68,7 +68,7 @@ static const char *who_at(const struct snapshots *all, const char *ss, const cha
 {
 	static char label[300];
 	char ts[64];
-	struct resolve_row r;
+	struct principal_row r;
 	struct principal p;
 
 	snprintf(ts, sizeof(ts), "2026-11-30T03:00:%s.000Z", ss);
@@ -78,8 +78,8 @@ static const char *who_at(const struct snapshots *all, const char *ss, const cha
 	r.src = src;
 	r.net = net;
 	r.as = as;
-	resolve_row(all, &r, &p);
-	resolve_label(&p, label, sizeof(label));
+	principal_from_row(all, &r, &p);
+	principal_label(&p, label, sizeof(label));
 	return label;
 }
 
@@ -222,7 +222,7 @@ static void test_container_id(void **state)
 static void test_other_principals(void **state)
 {
 	struct snapshots all = { 0 };
-	struct resolve_row r;
+	struct principal_row r;
 	struct principal p;
 	char label[300];
 
@@ -239,23 +239,23 @@ static void test_other_principals(void **state)
 	memset(&r, 0, sizeof(r));
 	r.has_t = true;
 	r.as = "user";
-	resolve_row(&all, &r, &p);
+	principal_from_row(&all, &r, &p);
 	assert_int_equal(p.kind, PRINCIPAL_UNATTRIBUTED);
-	resolve_label(&p, label, sizeof(label));
+	principal_label(&p, label, sizeof(label));
 	assert_string_equal(label, "unattributed");
-	assert_string_equal(resolve_kind_name(p.kind), "unattributed");
+	assert_string_equal(principal_kind_name(p.kind), "unattributed");
 
 	/* no time: an address cannot be placed */
 	memset(&r, 0, sizeof(r));
 	r.src = "10.0.0.1";
 	r.net = "vm";
-	resolve_row(&all, &r, &p);
+	principal_from_row(&all, &r, &p);
 	assert_int_equal(p.kind, PRINCIPAL_ADDRESS);
-	resolve_label(&p, label, sizeof(label));
+	principal_label(&p, label, sizeof(label));
 	assert_string_equal(label, "10.0.0.1@vm");
 	/* ... an id can: its latest name */
 	r.as = "container:" ID_A;
-	resolve_row(&all, &r, &p);
+	principal_from_row(&all, &r, &p);
 	assert_int_equal(p.kind, PRINCIPAL_CONTAINER);
 	assert_string_equal(p.name, "web");
 	assert_string_equal(p.project, "demo");
@@ -284,7 +284,7 @@ static void test_ipv6_and_order(void **state)
 static void test_who_matches(void **state)
 {
 	struct snapshots all = { 0 };
-	struct resolve_row r;
+	struct principal_row r;
 	struct principal ctr, addr, build, user, none;
 
 	add(&all, SNAP("10", "podman", A_AT("10.88.0.5")));
@@ -294,40 +294,40 @@ static void test_who_matches(void **state)
 	r.has_t = true;
 	r.net = "podman";
 	r.src = "10.88.0.5";
-	resolve_row(&all, &r, &ctr);
+	principal_from_row(&all, &r, &ctr);
 	r.src = "10.88.0.6";
-	resolve_row(&all, &r, &addr);
+	principal_from_row(&all, &r, &addr);
 	r.as = "build:b1";
-	resolve_row(&all, &r, &build);
+	principal_from_row(&all, &r, &build);
 	r.as = "user";
-	resolve_row(&all, &r, &user);
+	principal_from_row(&all, &r, &user);
 	r.src = NULL;
-	resolve_row(&all, &r, &none);
+	principal_from_row(&all, &r, &none);
 
-	assert_true(resolve_who_matches("web", &ctr));
-	assert_false(resolve_who_matches("we", &ctr));
-	assert_false(resolve_who_matches("demo", &ctr));
-	assert_true(resolve_who_matches("aaaaaaaaaaaa", &ctr));
-	assert_true(resolve_who_matches("AAAAAAAAAAAA", &ctr));
-	assert_true(resolve_who_matches(ID_A, &ctr));
-	assert_false(resolve_who_matches("aaaaaaaaaaa", &ctr)); /* 11: too short a prefix */
-	assert_true(resolve_who_matches("container:aaaaaaaaaaaa", &ctr));
-	assert_false(resolve_who_matches("container:aaaa", &ctr));
-	assert_false(resolve_who_matches("bbbbbbbbbbbb", &ctr));
-	assert_true(resolve_who_matches("10.88.0.5", &ctr));
-	assert_true(resolve_who_matches("10.88.0.5@podman", &ctr));
-	assert_false(resolve_who_matches("10.88.0.5@vm", &ctr));
-	assert_false(resolve_who_matches("10.88.0.6", &ctr));
-	assert_true(resolve_who_matches("10.88.0.6", &addr));
-	assert_false(resolve_who_matches("web", &addr));
-	assert_false(resolve_who_matches("unattributed", &addr));
-	assert_true(resolve_who_matches("build:b1", &build));
-	assert_false(resolve_who_matches("build:b2", &build));
-	assert_false(resolve_who_matches("user", &build));
-	assert_true(resolve_who_matches("user", &user));
-	assert_true(resolve_who_matches("unattributed", &none));
-	assert_false(resolve_who_matches("10.88.0.6", &none));
-	assert_false(resolve_who_matches("web", &none));
+	assert_true(principal_matches_who("web", &ctr));
+	assert_false(principal_matches_who("we", &ctr));
+	assert_false(principal_matches_who("demo", &ctr));
+	assert_true(principal_matches_who("aaaaaaaaaaaa", &ctr));
+	assert_true(principal_matches_who("AAAAAAAAAAAA", &ctr));
+	assert_true(principal_matches_who(ID_A, &ctr));
+	assert_false(principal_matches_who("aaaaaaaaaaa", &ctr)); /* 11: too short a prefix */
+	assert_true(principal_matches_who("container:aaaaaaaaaaaa", &ctr));
+	assert_false(principal_matches_who("container:aaaa", &ctr));
+	assert_false(principal_matches_who("bbbbbbbbbbbb", &ctr));
+	assert_true(principal_matches_who("10.88.0.5", &ctr));
+	assert_true(principal_matches_who("10.88.0.5@podman", &ctr));
+	assert_false(principal_matches_who("10.88.0.5@vm", &ctr));
+	assert_false(principal_matches_who("10.88.0.6", &ctr));
+	assert_true(principal_matches_who("10.88.0.6", &addr));
+	assert_false(principal_matches_who("web", &addr));
+	assert_false(principal_matches_who("unattributed", &addr));
+	assert_true(principal_matches_who("build:b1", &build));
+	assert_false(principal_matches_who("build:b2", &build));
+	assert_false(principal_matches_who("user", &build));
+	assert_true(principal_matches_who("user", &user));
+	assert_true(principal_matches_who("unattributed", &none));
+	assert_false(principal_matches_who("10.88.0.6", &none));
+	assert_false(principal_matches_who("web", &none));
 	snapshots_release(&all);
 }
 
@@ -437,7 +437,7 @@ static void test_ts(void **state)
 
 static void test_load(void **state)
 {
-	char dir[] = "/tmp/test_resolve.XXXXXX", path[64], errtext[512] = "";
+	char dir[] = "/tmp/test_principal.XXXXXX", path[64], errtext[512] = "";
 	struct snapshots all = { 0 };
 	FILE *f, *err;
 

@@ -1,18 +1,18 @@
 /*
- * resolve.h: engine snapshots and naming a log row's principal from them.
+ * principal.h: engine snapshots and naming a log row's principal from them.
  *
  * A snapshot is one line of STATE/engine.jsonl, written by `sluice engine`:
  * the containers running at time t as seen by the engine whose containers
  * the forwarder of network `net` stamps. snapshot.c reads and writes those
- * lines; resolve.c applies them to rows with the design brief's rule (the
+ * lines; principal.c applies them to rows with the design brief's rule (the
  * snapshot before a row if it still holds the row's address, else the one
  * after, never one past a snapshot that dropped it). Nothing here does I/O
  * except snapshot_load; resolution is a pure function of its inputs, so a
  * fix to it names old rows too. Kept apart from cli.h so the unit tests
  * use it without the rest of the CLI.
  */
-#ifndef SLUICE_RESOLVE_H
-#define SLUICE_RESOLVE_H
+#ifndef SLUICE_PRINCIPAL_H
+#define SLUICE_PRINCIPAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -55,7 +55,7 @@ struct snap_ref {
 };
 
 /*
- * Every snapshot read, sorted by (net, t, line) once snapshots_index has run,
+ * Every snapshot read, sorted by (net, t, line) once principal_index has run,
  * with refs: every (snapshot, container) pair sorted by (id, t, line).
  */
 struct snapshots {
@@ -88,7 +88,7 @@ struct principal {
 };
 
 /* What resolution needs of a row; NULL strings for null or absent keys. */
-struct resolve_row {
+struct principal_row {
 	int64_t t_ms;
 	bool has_t;     /* false: ts missing or unreadable (only as= can name it) */
 	const char *src;
@@ -147,10 +147,10 @@ void snapshots_release(struct snapshots *all);
  */
 int snapshot_load(const char *path, const char *prefix, struct snapshots *all, FILE *err);
 
-/* resolve.c */
+/* principal.c */
 
-/* Sort all and build its refs. Returns 0 or -1 (ENOMEM). */
-int snapshots_index(struct snapshots *all);
+/* Sort all and build its refs, which principal_from_row searches. Returns 0 or -1 (ENOMEM). */
+int principal_index(struct snapshots *all);
 
 /*
  * Name the principal of row from all (indexed). An as= of container:<id>
@@ -161,23 +161,24 @@ int snapshots_index(struct snapshots *all);
  * net with S'.t > t; if S' holds src, that container; else the bare
  * address. No src: unattributed. Fills *p; never fails.
  */
-void resolve_row(const struct snapshots *all, const struct resolve_row *row, struct principal *p);
+void principal_from_row(const struct snapshots *all, const struct principal_row *row,
+			struct principal *p);
 
 /*
  * The principal as one line for people, into buf: "web (demo)",
  * "container:0123456789ab", "build:X", "user", "10.88.0.5@podman",
  * "unattributed". Cut to size.
  */
-void resolve_label(const struct principal *p, char *buf, size_t size);
+void principal_label(const struct principal *p, char *buf, size_t size);
 
 /* Its kind as the JSON name: container, build, user, address, unattributed. */
-const char *resolve_kind_name(enum principal_kind kind);
+const char *principal_kind_name(enum principal_kind kind);
 
 /*
  * Whether p answers to who: "unattributed", "user", "build:X", an address
  * (ADDR or ADDR@NET: rows from that source, whatever they resolve to), a
  * container id prefix of 12 to 64 hex, or a container name.
  */
-bool resolve_who_matches(const char *who, const struct principal *p);
+bool principal_matches_who(const char *who, const struct principal *p);
 
 #endif

@@ -1,8 +1,8 @@
 /*
- * test_refusal.c: reading an NFLOG'd refusal: IPv4 TCP, UDP and ICMP,
- * IPv4 options and fragments, IPv6 with extension headers and fragments,
- * every truncation of each packet, the prefix's shapes (ours, not ours,
- * hostile bytes) and the exact lines refusal_format writes.
+ * test_denied.c: reading a packet a wall denied and NFLOG'd: IPv4 TCP,
+ * UDP and ICMP, IPv4 options and fragments, IPv6 with extension headers
+ * and fragments, every truncation of each packet, the prefix's shapes
+ * (ours, not ours, hostile bytes) and the exact lines denied_format writes.
  *
  * Every packet and prefix is placed right before a PROT_NONE page
  * (guard.h), so an over-read faults.
@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 
 #include "guard.h"
-#include "refusal.h"
+#include "denied.h"
 
 #define PFX "sluice sandbox egress: "
 
@@ -82,31 +82,31 @@ static size_t udp(uint8_t *p, uint16_t sport, uint16_t dport)
 }
 
 /* Parse prefix and pkt[0..len) from guarded copies. */
-static int parse(const char *prefix, const uint8_t *p, size_t len, struct refusal *r,
+static int parse(const char *prefix, const uint8_t *p, size_t len, struct denied *r,
 		 const char **err)
 {
 	size_t plen = strlen(prefix);
 	char *gp = guard_copy(prefix, plen);
 	char *g = guard_copy(p, len);
-	int rc = refusal_parse(gp, plen, (const uint8_t *)g, len, r, err);
+	int rc = denied_parse(gp, plen, (const uint8_t *)g, len, r, err);
 
 	guard_free(g, len);
 	guard_free(gp, plen);
 	return rc;
 }
 
-static void assert_line(const struct refusal *r, uint32_t uid, bool has_uid, bool json,
+static void assert_line(const struct denied *r, uint32_t uid, bool has_uid, bool json,
 			const char *want)
 {
-	char out[REFUSAL_LINE_MAX];
+	char out[DENIED_LINE_MAX];
 
-	assert_int_equal(refusal_format(r, uid, has_uid, json, out, sizeof(out)), 0);
+	assert_int_equal(denied_format(r, uid, has_uid, json, out, sizeof(out)), 0);
 	assert_string_equal(out, want);
 }
 
 static void test_ipv4_tcp(void **state)
 {
-	struct refusal r;
+	struct denied r;
 	const char *err = NULL;
 	size_t n = ip4(pkt, 5, IPPROTO_TCP, 40, 0x4000); /* DF */
 
@@ -117,7 +117,7 @@ static void test_ipv4_tcp(void **state)
 	assert_int_equal(r.sport, 40312);
 	assert_int_equal(r.dport, 443);
 	assert_int_equal(r.tcp_flags, 0x02);
-	assert_int_equal(r.l4, REFUSAL_L4_FULL);
+	assert_int_equal(r.l4, DENIED_L4_FULL);
 	assert_string_equal(r.profile, "sandbox");
 	assert_string_equal(r.reason, "egress");
 	assert_string_equal(r.prefix, PFX);
@@ -137,7 +137,7 @@ static void test_ipv4_tcp(void **state)
 	n = ip4(pkt, 5, IPPROTO_TCP, 30, 0);
 	n += tcp(pkt + n, 1, 2);
 	assert_int_equal(parse(PFX, pkt, n, &r, &err), 0);
-	assert_int_equal(r.l4, REFUSAL_L4_CUT);
+	assert_int_equal(r.l4, DENIED_L4_CUT);
 	assert_int_equal(r.sport, 0);
 	assert_line(&r, 0, false, false, "sandbox egress tcp 192.168.5.15 -> 203.0.113.10 (cut short)");
 	assert_line(&r, 0, false, true,
@@ -147,7 +147,7 @@ static void test_ipv4_tcp(void **state)
 
 static void test_ipv4_udp_icmp(void **state)
 {
-	struct refusal r;
+	struct denied r;
 	const char *err = NULL;
 	size_t n = ip4(pkt, 5, IPPROTO_UDP, 28, 0);
 
@@ -168,7 +168,7 @@ static void test_ipv4_udp_icmp(void **state)
 	assert_int_equal(parse(PFX, pkt, n, &r, &err), 0);
 	assert_int_equal(r.proto, IPPROTO_ICMP);
 	assert_int_equal(r.sport, 0);
-	assert_int_equal(r.l4, REFUSAL_L4_FULL);
+	assert_int_equal(r.l4, DENIED_L4_FULL);
 	assert_line(&r, 0, false, false, "sandbox egress icmp 192.168.5.15 -> 203.0.113.10");
 	assert_line(&r, 0, false, true,
 		    "{\"profile\":\"sandbox\",\"reason\":\"egress\",\"proto\":\"icmp\","
@@ -183,19 +183,19 @@ static void test_ipv4_udp_icmp(void **state)
 	n = ip4(pkt, 5, IPPROTO_UDP, 28, 0x0010);
 	n += udp(pkt + n, 7, 443);
 	assert_int_equal(parse(PFX, pkt, n, &r, &err), 0);
-	assert_int_equal(r.l4, REFUSAL_L4_FRAGMENT);
+	assert_int_equal(r.l4, DENIED_L4_FRAGMENT);
 	assert_int_equal(r.dport, 0);
 	assert_line(&r, 0, false, false, "sandbox egress udp 192.168.5.15 -> 203.0.113.10 (fragment)");
 	n = ip4(pkt, 5, IPPROTO_UDP, 28, 0x2000); /* MF, offset 0 */
 	n += udp(pkt + n, 7, 443);
 	assert_int_equal(parse(PFX, pkt, n, &r, &err), 0);
-	assert_int_equal(r.l4, REFUSAL_L4_FULL);
+	assert_int_equal(r.l4, DENIED_L4_FULL);
 	assert_int_equal(r.dport, 443);
 }
 
 static void test_ipv6(void **state)
 {
-	struct refusal r;
+	struct denied r;
 	const char *err = NULL;
 	char a[INET6_ADDRSTRLEN];
 	size_t n = ip6(pkt, 0, 16 + 20); /* hop-by-hop, then destination options, then tcp */
@@ -228,7 +228,7 @@ static void test_ipv6(void **state)
 			continue;
 		}
 		assert_int_equal(rc, 0);
-		assert_int_equal(r.l4, len == n ? REFUSAL_L4_FULL : REFUSAL_L4_CUT);
+		assert_int_equal(r.l4, len == n ? DENIED_L4_FULL : DENIED_L4_CUT);
 		assert_int_equal(r.proto, len < 48 ? 0 : len < 56 ? 60 : 6);
 		assert_int_equal(r.dport, len == n ? 443 : 0);
 	}
@@ -236,7 +236,7 @@ static void test_ipv6(void **state)
 	/* the payload length bounds the packet: bytes after it are not read as tcp */
 	pkt[5] = 16 + 10;
 	assert_int_equal(parse(PFX, pkt, n, &r, &err), 0);
-	assert_int_equal(r.l4, REFUSAL_L4_CUT);
+	assert_int_equal(r.l4, DENIED_L4_CUT);
 	pkt[5] = 16 + 20;
 
 	/* ICMPv6 without ports */
@@ -249,7 +249,7 @@ static void test_ipv6(void **state)
 
 static void test_ipv6_fragment(void **state)
 {
-	struct refusal r;
+	struct denied r;
 	const char *err = NULL;
 	size_t n = ip6(pkt, 44, 16), ext = n;
 
@@ -260,22 +260,22 @@ static void test_ipv6_fragment(void **state)
 	n += udp(pkt + n, 5353, 443);
 	assert_int_equal(parse(PFX, pkt, n, &r, &err), 0);
 	assert_int_equal(r.proto, IPPROTO_UDP);
-	assert_int_equal(r.l4, REFUSAL_L4_FULL);
+	assert_int_equal(r.l4, DENIED_L4_FULL);
 	assert_int_equal(r.dport, 443);
 
 	pkt[ext + 2] = 0x05; /* offset 160 bytes: no udp header here */
 	pkt[ext + 3] = 0xa8;
 	assert_int_equal(parse(PFX, pkt, n, &r, &err), 0);
 	assert_int_equal(r.proto, IPPROTO_UDP);
-	assert_int_equal(r.l4, REFUSAL_L4_FRAGMENT);
+	assert_int_equal(r.l4, DENIED_L4_FRAGMENT);
 	assert_int_equal(r.dport, 0);
 	assert_line(&r, 0, false, true,
 		    "{\"profile\":\"sandbox\",\"reason\":\"egress\",\"proto\":\"udp\","
 		    "\"src\":\"fd00::15\",\"dst\":\"2001:db8::10\",\"l4\":\"fragment\"}");
 
-	/* a chain longer than REFUSAL_EXT_MAX is refused */
+	/* a chain longer than DENIED_EXT_MAX is refused */
 	n = ip6(pkt, 60, 0);
-	for (int i = 0; i <= REFUSAL_EXT_MAX; i++, n += 8) {
+	for (int i = 0; i <= DENIED_EXT_MAX; i++, n += 8) {
 		memset(pkt + n, 0, 8);
 		pkt[n] = 60;
 	}
@@ -295,7 +295,7 @@ static void test_ipv6_fragment(void **state)
 /* Every cut of an IPv4 TCP and UDP packet: never a read past len. */
 static void test_ipv4_truncated(void **state)
 {
-	struct refusal r;
+	struct denied r;
 	const char *err;
 	size_t n = ip4(pkt, 6, IPPROTO_TCP, 44, 0);
 
@@ -312,20 +312,20 @@ static void test_ipv4_truncated(void **state)
 			continue;
 		}
 		assert_int_equal(rc, 0);
-		assert_int_equal(r.l4, len == n ? REFUSAL_L4_FULL : REFUSAL_L4_CUT);
+		assert_int_equal(r.l4, len == n ? DENIED_L4_FULL : DENIED_L4_CUT);
 		assert_int_equal(r.dport, len == n ? 443 : 0);
 	}
 	n = ip4(pkt, 5, IPPROTO_UDP, 28, 0);
 	n += udp(pkt + n, 1, 443);
 	for (size_t len = 20; len <= n; len++) {
 		assert_int_equal(parse(PFX, pkt, len, &r, &err), 0);
-		assert_int_equal(r.l4, len == n ? REFUSAL_L4_FULL : REFUSAL_L4_CUT);
+		assert_int_equal(r.l4, len == n ? DENIED_L4_FULL : DENIED_L4_CUT);
 	}
 }
 
 static void test_bad_packets(void **state)
 {
-	struct refusal r;
+	struct denied r;
 	const char *err = NULL;
 	size_t n = ip4(pkt, 5, IPPROTO_TCP, 40, 0);
 
@@ -376,10 +376,10 @@ static void test_prefixes(void **state)
 		{ "sluice a\"b c: ", "", "", "sluice a?b c: " },
 		{ "sluice a b\\: \x01\x7f\xff", "", "", "sluice a b?: ???" },
 	};
-	struct refusal r;
+	struct denied r;
 	const char *err;
 	size_t n = ip4(pkt, 5, IPPROTO_TCP, 40, 0);
-	char name[40], prefix[128], out[REFUSAL_LINE_MAX];
+	char name[40], prefix[128], out[DENIED_LINE_MAX];
 
 	n += tcp(pkt + n, 1, 443);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -395,7 +395,7 @@ static void test_prefixes(void **state)
 		    "\"sport\":1,\"dst\":\"203.0.113.10\",\"dport\":443}");
 
 	/* a NUL inside the prefix is a byte like any other: shown, not ours */
-	assert_int_equal(refusal_parse("sluice a\0b c: ", 14, pkt, n, &r, &err), 0);
+	assert_int_equal(denied_parse("sluice a\0b c: ", 14, pkt, n, &r, &err), 0);
 	assert_string_equal(r.profile, "");
 	assert_string_equal(r.prefix, "sluice a?b c: ");
 
@@ -406,9 +406,9 @@ static void test_prefixes(void **state)
 	assert_int_equal(parse(prefix, pkt, n, &r, &err), 0);
 	assert_string_equal(r.profile, name);
 	assert_string_equal(r.reason, name);
-	assert_int_equal(strlen(r.prefix), REFUSAL_PREFIX_MAX - 1);
-	assert_memory_equal(r.prefix, prefix, REFUSAL_PREFIX_MAX - 1);
-	assert_int_equal(refusal_format(&r, UINT32_MAX, true, true, out, sizeof(out)), 0);
+	assert_int_equal(strlen(r.prefix), DENIED_PREFIX_MAX - 1);
+	assert_memory_equal(r.prefix, prefix, DENIED_PREFIX_MAX - 1);
+	assert_int_equal(denied_format(&r, UINT32_MAX, true, true, out, sizeof(out)), 0);
 	snprintf(prefix, sizeof(prefix), "sluice sandbox %sp: ", name);
 	assert_int_equal(parse(prefix, pkt, n, &r, &err), 0);
 	assert_string_equal(r.profile, "");
@@ -417,7 +417,7 @@ static void test_prefixes(void **state)
 
 static void test_format_size(void **state)
 {
-	struct refusal r;
+	struct denied r;
 	const char *err;
 	const char *want = "sandbox egress tcp 192.168.5.15:1 -> 203.0.113.10:443";
 	char out[128];
@@ -425,12 +425,12 @@ static void test_format_size(void **state)
 
 	n += tcp(pkt + n, 1, 443);
 	assert_int_equal(parse(PFX, pkt, n, &r, &err), 0);
-	assert_int_equal(refusal_format(&r, 0, false, false, out, strlen(want) + 1), 0);
+	assert_int_equal(denied_format(&r, 0, false, false, out, strlen(want) + 1), 0);
 	assert_string_equal(out, want);
-	assert_int_equal(refusal_format(&r, 0, false, false, out, strlen(want)), -1);
+	assert_int_equal(denied_format(&r, 0, false, false, out, strlen(want)), -1);
 	assert_string_equal(out, "");
-	assert_int_equal(refusal_format(&r, 0, false, true, out, 10), -1);
-	assert_int_equal(refusal_format(&r, 0, false, true, out, 0), -1);
+	assert_int_equal(denied_format(&r, 0, false, true, out, 10), -1);
+	assert_int_equal(denied_format(&r, 0, false, true, out, 0), -1);
 }
 
 int main(void)
