@@ -4,7 +4,7 @@
  *
  * An allowed CONNECT to a host not on the passthrough list is answered 200
  * without dialing; the client's handshake then meets a leaf for the
- * CONNECT host, minted by lib/ca.c and cached. A server name the client
+ * CONNECT host, minted by lib/leaf.c and cached. A server name the client
  * sends must be that host. ALPN selects http/1.1 only when offered: never
  * what is not served. Once the handshake is done the tunnel's row is
  * written and the session reads requests through TLS like any other
