@@ -140,8 +140,9 @@ int head_upstream(struct session *s, const struct http_request *req)
 	}
 	if (plan != -2 && put_credential(s) == -1)
 		return -1;
-	if (s->x->ws != NULL && upgrade_head(b) == -1)
-		return -1;
+	/* a WebSocket handshake says upgrade, never close: the connection goes on as the WebSocket */
+	if (s->x->ws != NULL)
+		return upgrade_head(b) == -1 ? -1 : put(b, "\r\n", 2);
 	if (s->x->scrub != NULL && put(b, "Accept-Encoding: identity\r\n", 27) == -1)
 		return -1;
 	if (s->x->client_close && put(b, "Connection: close\r\n", 19) == -1)
