@@ -30,7 +30,7 @@
 #include "cgpath.h"
 #include "file.h"
 #include "forward.h"
-#include "iprange.h"
+#include "sockaddr.h"
 #include "sockdiag.h"
 
 static const char *key_path;
@@ -72,43 +72,6 @@ static void usage(void)
 		"exit: 0 stopped by a signal (--wait: listening), 1 could not start or failed\n"
 		"      (--wait: timed out), 2 usage\n",
 		FWD_ENGINE_CGROUPS_MAX);
-}
-
-int fwd_parse_addr(const char *s, struct sockaddr_storage *ss)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-	size_t hl;
-	long port;
-	char *end;
-
-	memset(ss, 0, sizeof(*ss));
-	if (colon == NULL)
-		return -1;
-	port = strtol(colon + 1, &end, 10);
-	if (*end != '\0' || port < 1 || port > 65535)
-		return -1;
-	hl = (size_t)(colon - s);
-	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
-		struct sockaddr_in6 *in6 = (void *)ss;
-
-		if (hl - 2 >= sizeof(host))
-			return -1;
-		memcpy(host, s + 1, hl - 2);
-		host[hl - 2] = '\0';
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons((uint16_t)port);
-		return inet_pton(AF_INET6, host, &in6->sin6_addr) == 1 ? 0 : -1;
-	}
-	if (hl >= sizeof(host))
-		return -1;
-	memcpy(host, s, hl);
-	host[hl] = '\0';
-	struct sockaddr_in *in = (void *)ss;
-
-	in->sin_family = AF_INET;
-	in->sin_port = htons((uint16_t)port);
-	return inet_pton(AF_INET, host, &in->sin_addr) == 1 ? 0 : -1;
 }
 
 /* Load the current key (the one without expiry). Returns 0 or -1 after printing. */
@@ -159,9 +122,8 @@ static int add_pair(struct forwarder *fw, char *pair, bool own)
 	ln->own = own;
 	if (eq != NULL) {
 		*eq = '\0';
-		if (fwd_parse_addr(pair, &ln->addr) == 0 &&
-		    (sockaddr_unix_parse(eq + 1, &ln->upstream) == 0 ||
-		     fwd_parse_addr(eq + 1, &ln->upstream) == 0)) {
+		if (sockaddr_parse(pair, 0, 0, &ln->addr) == 0 &&
+		    sockaddr_parse(eq + 1, SOCKADDR_UNIX, 0, &ln->upstream) == 0) {
 			fw->nlisteners++;
 			return 0;
 		}

@@ -33,6 +33,7 @@
 #include "netlog.h"
 #include "policy.h"
 #include "relay.h"
+#include "sockaddr.h"
 #include "stamp.h"
 
 #define HEAD_MAX (32 * 1024)  /* a request head, all lines */
