@@ -14,7 +14,6 @@
  */
 #include <arpa/inet.h>
 #include <cap-ng.h>
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -28,6 +27,7 @@
 #include <unistd.h>
 
 #include "cgpath.h"
+#include "digits.h"
 #include "file.h"
 #include "forward.h"
 #include "sockaddr.h"
@@ -133,43 +133,27 @@ static int add_pair(struct forwarder *fw, char *pair, bool own)
 	return -1;
 }
 
-/* --mark: decimal or 0x hex, nonzero, 32 bits. Returns 0 or -1. */
+/* --mark: decimal or 0x hex, at most ten digits after any 0x, nonzero, 32 bits. Returns 0 or -1. */
 static int parse_mark(const char *s, uint32_t *mark)
 {
-	static const char digits[] = "0123456789abcdef";
 	bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-	unsigned base = hex ? 16 : 10;
 	const char *d = hex ? s + 2 : s;
-	uint64_t v = 0;
+	size_t n = strlen(d);
+	uint64_t v;
 
-	if (*d == '\0' || strlen(d) > 10)
-		return -1;
-	for (; *d != '\0'; d++) {
-		const char *p = memchr(digits, tolower((unsigned char)*d), base);
-
-		if (p == NULL)
-			return -1;
-		v = v * base + (uint64_t)(p - digits);
-	}
-	if (v == 0 || v > UINT32_MAX)
+	if (n > 10 || digits_parse(d, n, hex ? 16 : 10, UINT32_MAX, &v) == -1 || v == 0)
 		return -1;
 	*mark = (uint32_t)v;
 	return 0;
 }
 
-/* --engine-uid: decimal, below (uid_t)-1. Returns 0 or -1. */
+/* --engine-uid: decimal, at most ten digits, below (uid_t)-1. Returns 0 or -1. */
 static int parse_uid(const char *s, uid_t *uid)
 {
-	uint64_t v = 0;
+	size_t n = strlen(s);
+	uint64_t v;
 
-	if (*s == '\0' || strlen(s) > 10)
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	if (v >= UINT32_MAX)
+	if (n > 10 || dec_parse(s, n, UINT32_MAX - 1, &v) == -1)
 		return -1;
 	*uid = (uid_t)v;
 	return 0;

@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "config_parser.h"
+#include "digits.h"
 #include "sockaddr.h"
 
 #define MAX_WORDS 32
@@ -76,28 +77,10 @@ void config_error(struct parser *p, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Decimal digits only, no sign, no blanks. Returns 0 or -1. */
-static int parse_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (*s == '\0')
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*out = v;
-	return 0;
-}
-
 int config_number_arg(struct parser *p, const char *dir, const char *s, uint64_t lo,
 		      uint64_t hi, uint64_t *out)
 {
-	if (parse_u64(s, out) == -1) {
+	if (dec_parse(s, strlen(s), UINT64_MAX, out) == -1) {
 		perr(p, "%s: bad number \"%s\"", dir, s);
 		return -1;
 	}

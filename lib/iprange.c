@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "digits.h"
+
 struct deny_range {
 	struct ipnet net;
 	const char *text; /* as reported; mapped ranges in pure hex, not dotted */
@@ -76,20 +78,12 @@ bool ipnet_contains(const struct ipnet *n, int family, const void *addr)
 	return prefix_equal(n->addr, addr, n->prefix);
 }
 
-/* Decimal prefix length, no sign, no leading zeros, at most max. */
+/* Decimal prefix length, no sign, no leading zeros ("/08" is refused), at most max. */
 static int prefix_parse(const char *s, size_t len, unsigned max, uint8_t *out)
 {
-	unsigned v = 0;
-	size_t i;
+	uint64_t v;
 
-	if (len == 0 || len > 3 || (len > 1 && s[0] == '0'))
-		return -1;
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (unsigned)(s[i] - '0');
-	}
-	if (v > max)
+	if ((len > 1 && s[0] == '0') || dec_parse(s, len, max, &v) == -1)
 		return -1;
 	*out = (uint8_t)v;
 	return 0;

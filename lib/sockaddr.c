@@ -15,21 +15,14 @@
 #include <string.h>
 #include <sys/un.h>
 
+#include "digits.h"
+
 /* Decimal digits only, leading zeros allowed, 1..65535. Returns 0 or -1. */
 static int port_parse(const char *s, uint16_t *port)
 {
-	uint32_t v = 0;
+	uint64_t v;
 
-	if (*s == '\0')
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (uint32_t)(*s - '0');
-		if (v > 65535)
-			return -1;
-	}
-	if (v == 0)
+	if (dec_parse(s, strlen(s), 65535, &v) == -1 || v == 0)
 		return -1;
 	*port = (uint16_t)v;
 	return 0;
