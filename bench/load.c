@@ -68,6 +68,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "digits.h"
 #include "tlsio.h"
 
 #define LOAD_HEAD_MAX 8192              /* response head ceiling */
@@ -183,17 +184,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static int hex_value(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 static bool value_has(const char *v, size_t vlen, const char *token)
 {
 	size_t tlen = strlen(token);
@@ -223,15 +213,10 @@ static int resp_header(struct resp *r, const char *name, size_t nlen,
 		       const char *v, size_t vlen)
 {
 	if (nlen == 14 && strncasecmp(name, "content-length", 14) == 0) {
-		uint64_t n = 0;
+		uint64_t n;
 
-		if (vlen == 0 || vlen > 18)
+		if (vlen > 18 || dec_parse(v, vlen, UINT64_MAX, &n) == -1)
 			return -1;
-		for (size_t i = 0; i < vlen; i++) {
-			if (v[i] < '0' || v[i] > '9')
-				return -1;
-			n = n * 10 + (uint64_t)(v[i] - '0');
-		}
 		if (r->has_length && r->left != n)
 			return -1;
 		r->has_length = true;
@@ -346,7 +331,7 @@ static ssize_t resp_chunk_feed(struct resp *r, const char *p, size_t n,
 
 		switch (r->chunk) {
 		case CHUNK_SIZE:
-			d = hex_value(ch);
+			d = hex_value((unsigned char)ch);
 			if (d >= 0) {
 				if (r->left > (UINT64_MAX >> 8))
 					return -1;

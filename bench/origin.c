@@ -38,6 +38,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "digits.h"
 #include "tlsio.h"
 
 #define ORIGIN_HEAD_MAX 8192              /* request head ceiling */
@@ -153,19 +154,9 @@ static bool big_size(const char *path, size_t plen, uint64_t *n)
 {
 	static const char prefix[] = "/big?bytes=";
 	size_t pre = sizeof(prefix) - 1;
-	uint64_t v = 0;
-
 	if (plen <= pre || memcmp(path, prefix, pre) != 0)
 		return false;
-	for (size_t i = pre; i < plen; i++) {
-		if (path[i] < '0' || path[i] > '9')
-			return false;
-		v = v * 10 + (uint64_t)(path[i] - '0');
-		if (v > ORIGIN_BIG_MAX)
-			return false;
-	}
-	*n = v;
-	return true;
+	return dec_parse(path + pre, plen - pre, ORIGIN_BIG_MAX, n) == 0;
 }
 
 /*

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "digits.h"
 #include "file.h"
 
 #define STORE_NAME "grants"
@@ -210,16 +211,9 @@ static int run_id_read(const struct config *c, char *run)
 	close(fd);
 	if (file_read(path, 64, &buf, &len) == -1)
 		return -1;
-	if (len == GRANT_RUN_ID_LEN + 1 && buf[GRANT_RUN_ID_LEN] == '\n') {
+	if (len == GRANT_RUN_ID_LEN + 1 && buf[GRANT_RUN_ID_LEN] == '\n' &&
+	    hex_is_lower(buf, GRANT_RUN_ID_LEN)) {
 		ret = 0;
-		for (size_t i = 0; i < GRANT_RUN_ID_LEN; i++) {
-			char ch = buf[i];
-
-			if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
-				ret = -1;
-		}
-	}
-	if (ret == 0) {
 		memcpy(run, buf, GRANT_RUN_ID_LEN);
 		run[GRANT_RUN_ID_LEN] = '\0';
 	}
@@ -269,15 +263,13 @@ static char *duration_format(long long secs, char *buf, size_t size)
 /* SECONDS with an optional s, m, h or d suffix. Returns 0 or -1. */
 static int ttl_parse(const char *s, long long *out)
 {
-	char *end;
+	const char *end = s + strspn(s, "0123456789");
 	long long v, mul = 1;
+	uint64_t n;
 
-	if (*s < '0' || *s > '9')
+	if (dec_parse(s, (size_t)(end - s), LLONG_MAX, &n) == -1)
 		return -1;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0)
-		return -1;
+	v = (long long)n;
 	if (*end != '\0') {
 		if (end[1] != '\0')
 			return -1;

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "digits.h"
 #include "file.h"
 
 #define READ_CHUNK 65536
@@ -624,13 +625,9 @@ int cmd_log(int argc, char **argv)
 			refused = true;
 			break;
 		case 'n': {
-			char *end;
-			long long cnt;
+			uint64_t cnt;
 
-			errno = 0;
-			cnt = strtoll(optarg, &end, 10);
-			if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || errno != 0 ||
-			    cnt > TAIL_MAX)
+			if (dec_parse(optarg, strlen(optarg), TAIL_MAX, &cnt) == -1)
 				return usage_error("bad row count", optarg);
 			t.n = (size_t)cnt;
 			has_tail = true;

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "digits.h"
 #include "file.h"
 #include "netlog.h"
 
@@ -63,15 +64,18 @@ struct walk {
 static void split_gen(const char *path, size_t *base_len, unsigned long *gen)
 {
 	size_t len = strlen(path), i = len;
+	uint64_t g;
 
 	*base_len = len;
 	*gen = 0;
 	while (i > 0 && path[i - 1] >= '0' && path[i - 1] <= '9')
 		i--;
-	if (i == len || i < 2 || path[i - 1] != '.' || path[i] == '0' || len - i > 6)
+	/* ".N": one to six digits, no leading zero */
+	if (i == len || i < 2 || path[i - 1] != '.' || path[i] == '0' || len - i > 6 ||
+	    dec_parse(path + i, len - i, UINT64_MAX, &g) == -1)
 		return;
 	*base_len = i - 1;
-	*gen = strtoul(path + i, NULL, 10);
+	*gen = (unsigned long)g;
 }
 
 static int vfile_cmp(const void *a, const void *b)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "digits.h"
 #include "file.h"
 #include "ports.h"
 
@@ -209,16 +210,15 @@ static void put_band(const char *project, unsigned long base, bool json, bool fr
 static int env_base(unsigned long *base)
 {
 	const char *v = getenv("SLUICE_PORT_BASE");
-	char *end;
+	uint64_t n;
 
 	if (v == NULL || v[0] == '\0')
 		return 0;
-	errno = 0;
-	*base = strtoul(v, &end, 10);
-	if (v[0] < '0' || v[0] > '9' || *end != '\0' || errno != 0 || !ports_override_ok(*base)) {
+	if (dec_parse(v, strlen(v), ULONG_MAX, &n) == -1 || !ports_override_ok((unsigned long)n)) {
 		fprintf(stderr, "ports: bad SLUICE_PORT_BASE \"%s\": want 1024..65336\n", v);
 		return -1;
 	}
+	*base = (unsigned long)n;
 	return 1;
 }
 

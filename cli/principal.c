@@ -14,6 +14,7 @@
 #include <strings.h>
 #include <stdlib.h>
 
+#include "digits.h"
 #include "principal.h"
 
 #define ID_PREFIX_MIN 12
@@ -144,12 +145,9 @@ static void set_container(struct principal *p, const struct snapshot *s, const s
 
 static bool is_hex(const char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-
-		if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+	for (size_t i = 0; i < n; i++)
+		if (hex_value((unsigned char)s[i]) == -1)
 			return false;
-	}
 	return true;
 }
 

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "digits.h"
 #include "principal.h"
 
 #define NAME_MAX_LEN 255 /* a container name or project: more is not from an engine */
@@ -56,16 +57,14 @@ static int addr_qcmp(const void *a, const void *b)
 	return addr_cmp(a, b);
 }
 
-static int digits(const char *s, int n, int *out)
+/* A timestamp field: exactly n digits (n <= 4), leading zeros and all. */
+static int digits(const char *s, size_t n, int *out)
 {
-	int v = 0;
+	uint64_t v;
 
-	for (int i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	*out = v;
+	if (dec_parse(s, n, 9999, &v) == -1)
+		return -1;
+	*out = (int)v;
 	return 0;
 }
 
@@ -82,6 +81,7 @@ int snapshot_ts_parse(const char *ts, int64_t *ms)
 	    digits(ts + 14, 2, &mi) == -1 || digits(ts + 17, 2, &s) == -1)
 		return -1;
 	if (*p == '.') {
+		/* a fraction of 1-9 digits, read to milliseconds: past three they are dropped */
 		for (p++; *p >= '0' && *p <= '9'; p++, nfrac++) {
 			if (nfrac < 3)
 				frac = frac * 10 + (*p - '0');
@@ -120,15 +120,7 @@ void snapshot_ts_format(int64_t ms, char *buf)
 
 bool snapshot_is_id(const char *s)
 {
-	size_t n = strlen(s);
-
-	if (n != SNAP_ID_LEN)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	}
-	return true;
+	return strlen(s) == SNAP_ID_LEN && hex_is_lower(s, SNAP_ID_LEN);
 }
 
 bool snapshot_is_name(const char *s)

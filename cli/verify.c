@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "sockaddr.h"
 
 #define PROBES_MAX 10
 #define TIMEOUT_DEFAULT_MS 1000
@@ -57,49 +58,17 @@ struct addr {
 	bool set;
 };
 
-/* Parse "ADDR" (port given) or "ADDR:PORT" / "[V6]:PORT" (port 0) into a. Returns 0 or -1. */
+/*
+ * With port nonzero the address alone ("ADDR", "[V6]" or a bare V6) at that port; with port 0
+ * "ADDR:PORT" or "[V6]:PORT" (sockaddr.h's grammar). Returns 0 or -1.
+ */
 static int addr_parse(const char *s, unsigned port, struct addr *a)
 {
-	char host[64];
-	const char *p = NULL;
-	size_t n;
-
 	memset(a, 0, sizeof(*a));
-	if (port == 0) {
-		char *end;
-		unsigned long v;
-
-		p = strrchr(s, ':');
-		if (p == NULL)
-			return -1;
-		errno = 0;
-		v = strtoul(p + 1, &end, 10);
-		if (p[1] == '\0' || *end != '\0' || errno != 0 || v == 0 || v > 65535)
-			return -1;
-		port = (unsigned)v;
-	}
-	n = p != NULL ? (size_t)(p - s) : strlen(s);
-	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
-		s++;
-		n -= 2;
-	}
-	if (n == 0 || n >= sizeof(host))
+	if (sockaddr_parse(s, port != 0 ? SOCKADDR_NO_PORT : 0, (uint16_t)port, &a->ss) == -1)
 		return -1;
-	memcpy(host, s, n);
-	host[n] = '\0';
-	struct sockaddr_in *v4 = (struct sockaddr_in *)&a->ss;
-	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&a->ss;
-	if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
-		v4->sin_family = AF_INET;
-		v4->sin_port = htons((uint16_t)port);
-		a->len = sizeof(*v4);
-	} else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
-		v6->sin6_family = AF_INET6;
-		v6->sin6_port = htons((uint16_t)port);
-		a->len = sizeof(*v6);
-	} else {
-		return -1;
-	}
+	a->len = a->ss.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+					     : sizeof(struct sockaddr_in6);
 	a->set = true;
 	return 0;
 }

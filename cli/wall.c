@@ -28,6 +28,7 @@
  * network namespace.
  * Nothing here ever flushes the ruleset.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -45,6 +46,7 @@
 #include "cli.h"
 #include "iprange.h"
 #include "file.h"
+#include "sockaddr.h"
 #include "wall.h"
 
 #define SUBUID_PATH "/etc/subuid"
@@ -89,27 +91,29 @@ static int net_add(const char *opt, const char *s, struct ipnet *list, size_t *n
 /* "10.88.0.1:3128" or "[fd00::1]:3128". Returns 0, or -1 after printing why. */
 static int forwarder_parse(const char *s, struct wall_params *p)
 {
-	const char *colon = strrchr(s, ':'), *a = s, *err;
-	size_t alen;
-	unsigned long port;
+	struct sockaddr_storage ss;
+	struct ipnet *n = &p->forwarder;
 
-	if (colon == NULL || cli_num_parse(colon + 1, 10, 1, 65535, &port) == -1)
-		goto bad;
-	alen = (size_t)(colon - s);
-	if (alen >= 2 && s[0] == '[' && s[alen - 1] == ']') {
-		a = s + 1;
-		alen -= 2;
-	} else if (memchr(s, ':', alen) != NULL) {
-		goto bad; /* fd00::1:3128 could be read two ways */
+	if (sockaddr_parse(s, 0, 0, &ss) == -1) {
+		fprintf(stderr, "wall: bad --forwarder \"%s\": want ADDR:PORT or [V6]:PORT\n", s);
+		return -1;
 	}
-	if (ipnet_parse(a, alen, &p->forwarder, &err) == -1 ||
-	    p->forwarder.prefix != (p->forwarder.family == AF_INET ? 32 : 128))
-		goto bad;
-	p->forwarder_port = (unsigned)port;
+	memset(n, 0, sizeof(*n));
+	n->family = ss.ss_family;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)&ss;
+
+		memcpy(n->addr, &in->sin_addr, 4);
+		n->prefix = 32;
+		p->forwarder_port = ntohs(in->sin_port);
+	} else {
+		const struct sockaddr_in6 *in6 = (const void *)&ss;
+
+		memcpy(n->addr, &in6->sin6_addr, 16);
+		n->prefix = 128;
+		p->forwarder_port = ntohs(in6->sin6_port);
+	}
 	return 0;
-bad:
-	fprintf(stderr, "wall: bad --forwarder \"%s\": want ADDR:PORT or [V6]:PORT\n", s);
-	return -1;
 }
 
 /* The user's uid and, for the sandbox, its subuid ranges. Returns 0, or -1 after printing why. */

@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "cgpath.h"
-#include "iprange.h"
+#include "sockaddr.h"
 #include "snapids.h"
 #include "sockdiag.h"
 

@@ -113,10 +113,6 @@ struct forwarder {
 	struct cgroup_map cgroups;
 };
 
-/* main.c */
-/* Numeric ADDR:PORT or [V6]:PORT into ss. Returns 0 or -1. */
-int fwd_parse_addr(const char *s, struct sockaddr_storage *ss);
-
 /* listen.c */
 /*
  * Open every listener: --own ones here, the others inside fw->netns (then

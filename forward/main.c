@@ -14,7 +14,6 @@
  */
 #include <arpa/inet.h>
 #include <cap-ng.h>
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -28,10 +27,11 @@
 #include <unistd.h>
 
 #include "cgpath.h"
+#include "digits.h"
 #include "file.h"
 #include "forward.h"
-#include "iprange.h"
 #include "signals.h"
+#include "sockaddr.h"
 #include "sockdiag.h"
 
 static const char *key_path;
@@ -74,43 +74,6 @@ static void usage(void)
 		"exit: 0 stopped by a signal (--wait: listening), 1 could not start or failed\n"
 		"      (--wait: timed out), 2 usage\n",
 		FWD_ENGINE_CGROUPS_MAX);
-}
-
-int fwd_parse_addr(const char *s, struct sockaddr_storage *ss)
-{
-	char host[64];
-	const char *colon = strrchr(s, ':');
-	size_t hl;
-	long port;
-	char *end;
-
-	memset(ss, 0, sizeof(*ss));
-	if (colon == NULL)
-		return -1;
-	port = strtol(colon + 1, &end, 10);
-	if (*end != '\0' || port < 1 || port > 65535)
-		return -1;
-	hl = (size_t)(colon - s);
-	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
-		struct sockaddr_in6 *in6 = (void *)ss;
-
-		if (hl - 2 >= sizeof(host))
-			return -1;
-		memcpy(host, s + 1, hl - 2);
-		host[hl - 2] = '\0';
-		in6->sin6_family = AF_INET6;
-		in6->sin6_port = htons((uint16_t)port);
-		return inet_pton(AF_INET6, host, &in6->sin6_addr) == 1 ? 0 : -1;
-	}
-	if (hl >= sizeof(host))
-		return -1;
-	memcpy(host, s, hl);
-	host[hl] = '\0';
-	struct sockaddr_in *in = (void *)ss;
-
-	in->sin_family = AF_INET;
-	in->sin_port = htons((uint16_t)port);
-	return inet_pton(AF_INET, host, &in->sin_addr) == 1 ? 0 : -1;
 }
 
 /* Load the current key (the one without expiry). Returns 0 or -1 after printing. */
@@ -161,9 +124,8 @@ static int add_pair(struct forwarder *fw, char *pair, bool own)
 	ln->own = own;
 	if (eq != NULL) {
 		*eq = '\0';
-		if (fwd_parse_addr(pair, &ln->addr) == 0 &&
-		    (sockaddr_unix_parse(eq + 1, &ln->upstream) == 0 ||
-		     fwd_parse_addr(eq + 1, &ln->upstream) == 0)) {
+		if (sockaddr_parse(pair, 0, 0, &ln->addr) == 0 &&
+		    sockaddr_parse(eq + 1, SOCKADDR_UNIX, 0, &ln->upstream) == 0) {
 			fw->nlisteners++;
 			return 0;
 		}
@@ -173,43 +135,27 @@ static int add_pair(struct forwarder *fw, char *pair, bool own)
 	return -1;
 }
 
-/* --mark: decimal or 0x hex, nonzero, 32 bits. Returns 0 or -1. */
+/* --mark: decimal or 0x hex, at most ten digits after any 0x, nonzero, 32 bits. Returns 0 or -1. */
 static int parse_mark(const char *s, uint32_t *mark)
 {
-	static const char digits[] = "0123456789abcdef";
 	bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
-	unsigned base = hex ? 16 : 10;
 	const char *d = hex ? s + 2 : s;
-	uint64_t v = 0;
+	size_t n = strlen(d);
+	uint64_t v;
 
-	if (*d == '\0' || strlen(d) > 10)
-		return -1;
-	for (; *d != '\0'; d++) {
-		const char *p = memchr(digits, tolower((unsigned char)*d), base);
-
-		if (p == NULL)
-			return -1;
-		v = v * base + (uint64_t)(p - digits);
-	}
-	if (v == 0 || v > UINT32_MAX)
+	if (n > 10 || digits_parse(d, n, hex ? 16 : 10, UINT32_MAX, &v) == -1 || v == 0)
 		return -1;
 	*mark = (uint32_t)v;
 	return 0;
 }
 
-/* --engine-uid: decimal, below (uid_t)-1. Returns 0 or -1. */
+/* --engine-uid: decimal, at most ten digits, below (uid_t)-1. Returns 0 or -1. */
 static int parse_uid(const char *s, uid_t *uid)
 {
-	uint64_t v = 0;
+	size_t n = strlen(s);
+	uint64_t v;
 
-	if (*s == '\0' || strlen(s) > 10)
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	if (v >= UINT32_MAX)
+	if (n > 10 || dec_parse(s, n, UINT32_MAX - 1, &v) == -1)
 		return -1;
 	*uid = (uid_t)v;
 	return 0;

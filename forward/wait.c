@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sockaddr.h"
 #include "sockdiag.h"
 
 #define WAIT_POLL_MS 20
@@ -148,7 +149,7 @@ int wait_main(int argc, char **argv)
 				return wait_usage();
 		}
 	}
-	if (path == NULL || addr_s == NULL || fwd_parse_addr(addr_s, &addr) == -1)
+	if (path == NULL || addr_s == NULL || sockaddr_parse(addr_s, 0, 0, &addr) == -1)
 		return wait_usage();
 
 	deadline = now_s() + timeout;

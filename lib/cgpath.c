@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "digits.h"
+
 #define LIBPOD "libpod-"
 #define SCOPE ".scope"
 
@@ -34,14 +36,6 @@ bool cgpath_parent_valid(const char *p)
 	return *c == '\0';
 }
 
-static bool is_hex_lower(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
-}
-
 static bool ends_with(const char *s, size_t n, const char *suffix)
 {
 	size_t sl = strlen(suffix);
@@ -55,7 +49,7 @@ static bool is_container(const char *c, size_t n)
 	size_t pl = sizeof(LIBPOD) - 1, sl = sizeof(SCOPE) - 1;
 
 	return (n == pl + CGPATH_ID_LEN || (n == pl + CGPATH_ID_LEN + sl && ends_with(c, n, SCOPE))) &&
-	       memcmp(c, LIBPOD, pl) == 0 && is_hex_lower(c + pl, CGPATH_ID_LEN);
+	       memcmp(c, LIBPOD, pl) == 0 && hex_is_lower(c + pl, CGPATH_ID_LEN);
 }
 
 /* *buildah-*.scope: crun-buildah-buildah123.scope, runc-buildah-... */

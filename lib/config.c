@@ -10,7 +10,6 @@
  * the network, resolve names, or check that paths exist: the programs that
  * use a path report on it.
  */
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,17 +17,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "config.h"
 #include "config_parser.h"
+#include "digits.h"
+#include "sockaddr.h"
 
 #define MAX_WORDS 32
 #define LOG_DEFAULT_NAME "network.log"
 
-#define DEFAULT_LISTEN_ADDR "127.0.0.1"
-#define DEFAULT_LISTEN_PORT 3128
+#define DEFAULT_LISTEN "127.0.0.1:3128"
 #define DEFAULT_STATE "./state"
 #define DEFAULT_ROTATE_BYTES 16777216
 #define DEFAULT_LOG_KEEP 5
@@ -78,28 +77,10 @@ void config_error(struct parser *p, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Decimal digits only, no sign, no blanks. Returns 0 or -1. */
-static int parse_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (*s == '\0')
-		return -1;
-	for (; *s != '\0'; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
-			return -1;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*out = v;
-	return 0;
-}
-
 int config_number_arg(struct parser *p, const char *dir, const char *s, uint64_t lo,
 		      uint64_t hi, uint64_t *out)
 {
-	if (parse_u64(s, out) == -1) {
+	if (dec_parse(s, strlen(s), UINT64_MAX, out) == -1) {
 		perr(p, "%s: bad number \"%s\"", dir, s);
 		return -1;
 	}
@@ -111,130 +92,19 @@ int config_number_arg(struct parser *p, const char *dir, const char *s, uint64_t
 	return 0;
 }
 
-static int parse_port(const char *s, uint16_t *port)
-{
-	uint64_t v;
-
-	if (parse_u64(s, &v) == -1 || v < 1 || v > 65535)
-		return -1;
-	*port = (uint16_t)v;
-	return 0;
-}
-
-static void sockaddr_set(struct sockaddr_storage *ss, int family, const void *addr,
-			 uint16_t port)
-{
-	memset(ss, 0, sizeof(*ss));
-	if (family == AF_INET) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
-
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-		memcpy(&sin->sin_addr, addr, 4);
-	} else {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
-
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-		memcpy(&sin6->sin6_addr, addr, 16);
-	}
-}
-
-/*
- * Parse a numeric "a.b.c.d[:port]", "[v6][:port]" or (when no port) a bare
- * v6 address into ss. need_port: the port must be written. Returns 0 or -1.
- */
-static int parse_sockaddr(const char *s, bool need_port, uint16_t default_port,
-			  struct sockaddr_storage *ss)
-{
-	char addr[INET6_ADDRSTRLEN + 1];
-	unsigned char bytes[16];
-	const char *colon, *portstr = NULL;
-	size_t alen;
-	uint16_t port = default_port;
-
-	if (s[0] == '[') {
-		const char *end = strchr(s, ']');
-
-		if (end == NULL)
-			return -1;
-		alen = (size_t)(end - s - 1);
-		if (end[1] == ':')
-			portstr = end + 2;
-		else if (end[1] != '\0')
-			return -1;
-		if (alen == 0 || alen >= sizeof(addr))
-			return -1;
-		memcpy(addr, s + 1, alen);
-		addr[alen] = '\0';
-		if (inet_pton(AF_INET6, addr, bytes) != 1)
-			return -1;
-		if (portstr != NULL && parse_port(portstr, &port) == -1)
-			return -1;
-		if (portstr == NULL && need_port)
-			return -1;
-		sockaddr_set(ss, AF_INET6, bytes, port);
-		return 0;
-	}
-	colon = strchr(s, ':');
-	if (colon != NULL && strchr(colon + 1, ':') != NULL) {
-		/* more than one colon: a bare v6 address, which cannot carry a port */
-		if (need_port || inet_pton(AF_INET6, s, bytes) != 1)
-			return -1;
-		sockaddr_set(ss, AF_INET6, bytes, port);
-		return 0;
-	}
-	alen = colon != NULL ? (size_t)(colon - s) : strlen(s);
-	if (alen == 0 || alen >= sizeof(addr))
-		return -1;
-	memcpy(addr, s, alen);
-	addr[alen] = '\0';
-	if (inet_pton(AF_INET, addr, bytes) != 1)
-		return -1;
-	if (colon != NULL && parse_port(colon + 1, &port) == -1)
-		return -1;
-	if (colon == NULL && need_port)
-		return -1;
-	sockaddr_set(ss, AF_INET, bytes, port);
-	return 0;
-}
-
-static bool sockaddr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-	if (a->ss_family != b->ss_family)
-		return false;
-	if (a->ss_family == AF_UNIX)
-		return strcmp(((const struct sockaddr_un *)a)->sun_path,
-			      ((const struct sockaddr_un *)b)->sun_path) == 0;
-	if (a->ss_family == AF_INET) {
-		const struct sockaddr_in *x = (const struct sockaddr_in *)a;
-		const struct sockaddr_in *y = (const struct sockaddr_in *)b;
-
-		return x->sin_port == y->sin_port &&
-		       x->sin_addr.s_addr == y->sin_addr.s_addr;
-	}
-	const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)a;
-	const struct sockaddr_in6 *y = (const struct sockaddr_in6 *)b;
-
-	return x->sin6_port == y->sin6_port &&
-	       memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
-}
-
 static void d_listen(struct parser *p, char **w, size_t nw)
 {
 	struct config *c = p->c;
 	struct sockaddr_storage ss;
 	char buf[128];
-	int u = sockaddr_unix_parse(w[1], &ss);
 
-	if (u == -1) {
-		perr(p, "listen: bad address \"%s\": unix:PATH needs an absolute path of at most "
-			"107 bytes", w[1]);
-		return;
-	}
-	if (u == 1 && parse_sockaddr(w[1], true, 0, &ss) == -1) {
-		perr(p, "listen: bad address \"%s\": expected a numeric ADDR:PORT, [ADDR]:PORT "
-			"or unix:PATH", w[1]);
+	if (sockaddr_parse(w[1], SOCKADDR_UNIX, 0, &ss) == -1) {
+		if (strncmp(w[1], "unix:", 5) == 0)
+			perr(p, "listen: bad address \"%s\": unix:PATH needs an absolute path of "
+				"at most 107 bytes", w[1]);
+		else
+			perr(p, "listen: bad address \"%s\": expected a numeric ADDR:PORT, "
+				"[ADDR]:PORT or unix:PATH", w[1]);
 		return;
 	}
 	if (!p->listen_given) {
@@ -260,7 +130,7 @@ static void d_nameserver(struct parser *p, char **w, size_t nw)
 	struct sockaddr_storage ss;
 	char buf[64];
 
-	if (parse_sockaddr(w[1], false, NAMESERVER_PORT, &ss) == -1) {
+	if (sockaddr_parse(w[1], SOCKADDR_PORT_OPTIONAL, NAMESERVER_PORT, &ss) == -1) {
 		perr(p, "nameserver: bad address \"%s\": expected a numeric ADDR, ADDR:PORT or [ADDR]:PORT",
 		     w[1]);
 		return;
@@ -675,12 +545,10 @@ static void parse_line(struct parser *p, const char *s, size_t len)
 struct config *config_new(void)
 {
 	struct config *c = calloc(1, sizeof(*c));
-	struct in_addr lo;
 
 	if (c == NULL)
 		return NULL;
-	inet_pton(AF_INET, DEFAULT_LISTEN_ADDR, &lo);
-	sockaddr_set(&c->listen[0], AF_INET, &lo, DEFAULT_LISTEN_PORT);
+	sockaddr_parse(DEFAULT_LISTEN, 0, 0, &c->listen[0]);
 	c->nlisten = 1;
 	c->mode = MODE_ENFORCE;
 	snprintf(c->state_dir, sizeof(c->state_dir), "%s", DEFAULT_STATE);

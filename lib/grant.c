@@ -28,6 +28,8 @@
 #include <libpsl.h>
 #include <string.h>
 
+#include "digits.h"
+
 #define STORE_HEADER "# sluice grants v1"
 #define STORE_MAX_FIELDS 4
 
@@ -202,29 +204,18 @@ const char *grant_level_name(enum grant_level l)
 /* Unix seconds: 1-18 decimal digits, so it always fits a 64-bit time_t. */
 static int epoch_parse(const char *s, size_t len, time_t *out)
 {
-	int64_t v = 0;
-	size_t i;
+	uint64_t v;
 
-	if (len == 0 || len > 18)
+	if (len > 18 || dec_parse(s, len, UINT64_MAX, &v) == -1)
 		return -1;
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
 	*out = (time_t)v;
 	return 0;
 }
 
 static int run_id_parse(const char *s, size_t len, char *out)
 {
-	size_t i;
-
-	if (len != GRANT_RUN_ID_LEN)
+	if (len != GRANT_RUN_ID_LEN || !hex_is_lower(s, len))
 		return -1;
-	for (i = 0; i < len; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return -1;
 	memcpy(out, s, len);
 	out[len] = '\0';
 	return 0;

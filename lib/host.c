@@ -14,24 +14,10 @@
 #include <idn2.h>
 #include <string.h>
 
+#include "digits.h"
+
 /* Longest UTF-8 input handed to libidn2; far above any name that fits 253 A-label bytes. */
 #define HOST_UTF8_MAX 1024
-
-static bool is_digit(unsigned char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-static int hex_value(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 static unsigned char lower(unsigned char c)
 {
@@ -61,33 +47,22 @@ static bool label_numeric(const char *s, size_t len)
 	return true;
 }
 
-/* One inet_aton part: decimal, 0x hex or 0-leading octal, at most max. */
+/* One inet_aton part: decimal, 0x hex ("0x" alone refused) or 0-leading octal, at most max. */
 static int ipv4_part(const char *s, size_t len, uint32_t max, uint32_t *out)
 {
 	unsigned base = 10;
-	uint64_t v = 0;
 	size_t i = 0;
+	uint64_t v;
 
-	if (len == 0)
-		return -1;
 	if (len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
 		base = 16;
 		i = 2;
-		if (len == 2)
-			return -1;
 	} else if (len >= 2 && s[0] == '0') {
 		base = 8;
 		i = 1;
 	}
-	for (; i < len; i++) {
-		int d = hex_value((unsigned char)s[i]);
-
-		if (d < 0 || (unsigned)d >= base)
-			return -1;
-		v = v * base + (unsigned)d;
-		if (v > max)
-			return -1;
-	}
+	if (digits_parse(s + i, len - i, base, max, &v) == -1)
+		return -1;
 	*out = (uint32_t)v;
 	return 0;
 }
@@ -310,20 +285,12 @@ int host_canon(const char *in, size_t len, struct host *out, const char **err)
 	return 0;
 }
 
-/* Decimal 1-65535, digits only. */
+/* Decimal 1-65535, digits only, at most five of them (leading zeros count). */
 static int port_parse(const char *s, size_t len, uint16_t *port)
 {
-	uint32_t v = 0;
-	size_t i;
+	uint64_t v;
 
-	if (len == 0 || len > 5)
-		return -1;
-	for (i = 0; i < len; i++) {
-		if (!is_digit((unsigned char)s[i]))
-			return -1;
-		v = v * 10 + (uint32_t)(s[i] - '0');
-	}
-	if (v == 0 || v > 65535)
+	if (len > 5 || dec_parse(s, len, 65535, &v) == -1 || v == 0)
 		return -1;
 	*port = (uint16_t)v;
 	return 0;

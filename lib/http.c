@@ -203,23 +203,10 @@ struct framing {
 	bool upgrade;
 };
 
-/* 1*DIGIT, at most CONTENT_LENGTH_MAX; no sign, no list, no space inside. */
+/* 1*DIGIT (leading zeros too), at most CONTENT_LENGTH_MAX; no sign, no list, no space inside. */
 static int parse_content_length(const char *v, size_t len, uint64_t *out)
 {
-	uint64_t n = 0;
-	size_t i;
-
-	if (len == 0)
-		return -1;
-	for (i = 0; i < len; i++) {
-		if (!is_digit((unsigned char)v[i]) || n > CONTENT_LENGTH_MAX / 10)
-			return -1;
-		n = n * 10 + (uint64_t)(v[i] - '0');
-	}
-	if (n > CONTENT_LENGTH_MAX)
-		return -1;
-	*out = n;
-	return 0;
+	return dec_parse(v, len, CONTENT_LENGTH_MAX, out);
 }
 
 static int scan_framing(const struct http_header *h, size_t n, int minor, struct framing *f,
@@ -313,18 +300,14 @@ static enum http_method lookup_method(const char *m, size_t len)
 	return HTTP_UNKNOWN;
 }
 
-/* "1" to "65535", no leading zero. */
+/* "1" to "65535", no leading zero; the caller judges the byte after the digits. */
 static int parse_port(struct cursor *c, uint16_t *port)
 {
 	const char *digits = cur_ptr(c);
-	size_t n = cur_span(c, is_digit), i;
-	uint32_t v = 0;
+	size_t n = cur_span(c, is_digit);
+	uint64_t v;
 
-	if (n == 0 || n > 5 || digits[0] == '0')
-		return -1;
-	for (i = 0; i < n; i++)
-		v = v * 10 + (uint32_t)(digits[i] - '0');
-	if (v > 65535)
+	if (n == 0 || digits[0] == '0' || dec_parse(digits, n, 65535, &v) == -1)
 		return -1;
 	*port = (uint16_t)v;
 	return 0;
@@ -567,6 +550,7 @@ static int parse_status_line(struct http_response *resp, const struct span *line
 	if (!cur_eat(&c, ' '))
 		return -1;
 	p = cur_ptr(&c);
+	/* the status by position, not dec_parse: exactly three digits, 1xx to 5xx */
 	if (cur_span(&c, is_digit) != 3 || p[0] < '1' || p[0] > '5')
 		return -1;
 	resp->status = (p[0] - '0') * 100 + (p[1] - '0') * 10 + (p[2] - '0');

@@ -1,13 +1,16 @@
 /*
  * http_bytes.h: private to lib's HTTP readers (http.c, http_chunked.c, and
  * inject.c's path matcher): the bounds-checked cursor the parsers read
- * through, and the RFC 9110 byte classes.
+ * through, and the RFC 9110 byte classes (digits and hex digits are
+ * digits.h's).
  */
 #ifndef SLUICE_HTTP_BYTES_H
 #define SLUICE_HTTP_BYTES_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "digits.h" /* is_digit, hex_value */
 
 typedef bool (*byte_pred)(unsigned char ch);
 
@@ -66,25 +69,9 @@ struct span {
 
 /* --- byte classes --------------------------------------------------------- */
 
-static inline bool is_digit(unsigned char ch)
-{
-	return ch >= '0' && ch <= '9';
-}
-
 static inline bool is_alpha(unsigned char ch)
 {
 	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
-}
-
-static inline int hex_value(unsigned char ch)
-{
-	if (is_digit(ch))
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 /* RFC 9110 tchar */

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "config.h"
+#include "digits.h"
 #include "http_bytes.h"
 
 static bool is_dot_segment(size_t n, bool dots)
@@ -37,12 +38,11 @@ static bool path_clear(const char *p, size_t len)
 		int ch = (unsigned char)p[i];
 
 		if (ch == '%') {
-			int hi, lo;
+			uint64_t v;
 
-			if (len - i < 3 || (hi = hex_value((unsigned char)p[i + 1])) < 0 ||
-			    (lo = hex_value((unsigned char)p[i + 2])) < 0)
+			if (len - i < 3 || hex_parse(p + i + 1, 2, 0xff, &v) == -1)
 				return false;
-			ch = hi * 16 + lo;
+			ch = (int)v;
 			i += 3;
 		} else {
 			i++;
@@ -328,20 +328,19 @@ int inject_token_parse(const char *buf, size_t len, char *secret, size_t ssize,
 	rest = nl != NULL ? len - vlen - 1 : 0;
 	if (rest > 0) {
 		const char *t = nl + 1, *tnl = memchr(t, '\n', rest);
+		uint64_t v;
 
 		tlen = tnl != NULL ? (size_t)(tnl - t) : rest;
 		if (tlen == 0 || tlen > 5) {
 			*err = tlen == 0 ? "empty ttl line" : "bad ttl";
 			return -1;
 		}
-		ttl = 0;
-		for (size_t i = 0; i < tlen; i++) {
-			if (t[i] < '0' || t[i] > '9') {
-				*err = "bad ttl";
-				return -1;
-			}
-			ttl = ttl * 10 + (unsigned)(t[i] - '0');
+		/* five digits at most (leading zeros count); the range has its own message */
+		if (dec_parse(t, tlen, 99999, &v) == -1) {
+			*err = "bad ttl";
+			return -1;
 		}
+		ttl = (unsigned)v;
 		if (ttl < 1 || ttl > INJECT_TTL_MAX) {
 			*err = "ttl out of range 1..86400";
 			return -1;

@@ -13,7 +13,8 @@
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/un.h>
+
+#include "digits.h"
 
 struct deny_range {
 	struct ipnet net;
@@ -77,20 +78,12 @@ bool ipnet_contains(const struct ipnet *n, int family, const void *addr)
 	return prefix_equal(n->addr, addr, n->prefix);
 }
 
-/* Decimal prefix length, no sign, no leading zeros, at most max. */
+/* Decimal prefix length, no sign, no leading zeros ("/08" is refused), at most max. */
 static int prefix_parse(const char *s, size_t len, unsigned max, uint8_t *out)
 {
-	unsigned v = 0;
-	size_t i;
+	uint64_t v;
 
-	if (len == 0 || len > 3 || (len > 1 && s[0] == '0'))
-		return -1;
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (unsigned)(s[i] - '0');
-	}
-	if (v > max)
+	if ((len > 1 && s[0] == '0') || dec_parse(s, len, max, &v) == -1)
 		return -1;
 	*out = (uint8_t)v;
 	return 0;
@@ -181,48 +174,4 @@ char *ipaddr_format(int family, const void *addr, char *buf, size_t size)
 	if (inet_ntop(family, addr, buf, (socklen_t)size) == NULL)
 		snprintf(buf, size, "?");
 	return buf;
-}
-
-char *sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t size)
-{
-	char a[INET6_ADDRSTRLEN];
-
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)ss;
-
-		inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
-		snprintf(buf, size, "%s:%u", a, ntohs(in->sin_port));
-	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const void *)ss;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
-		snprintf(buf, size, "[%s]:%u", a, ntohs(in6->sin6_port));
-	} else if (ss->ss_family == AF_UNIX) {
-		const struct sockaddr_un *un = (const void *)ss;
-
-		if (un->sun_path[0] == '\0')
-			snprintf(buf, size, "unix");
-		else
-			snprintf(buf, size, "unix:%.*s", (int)sizeof(un->sun_path), un->sun_path);
-	} else {
-		snprintf(buf, size, "?");
-	}
-	return buf;
-}
-
-int sockaddr_unix_parse(const char *s, struct sockaddr_storage *ss)
-{
-	struct sockaddr_un *un = (void *)ss;
-	size_t n;
-
-	if (strncmp(s, "unix:", 5) != 0)
-		return 1;
-	s += 5;
-	n = strlen(s);
-	if (s[0] != '/' || n >= sizeof(un->sun_path) || strchr(s, '\n') != NULL)
-		return -1;
-	memset(ss, 0, sizeof(*ss));
-	un->sun_family = AF_UNIX;
-	memcpy(un->sun_path, s, n + 1);
-	return 0;
 }

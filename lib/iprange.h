@@ -46,21 +46,6 @@ const char *iprange_denied(int family, const void *addr, struct ipnet *out);
 /* The i-th range of the deny list (i from 0), or NULL past its end: walls render it too. */
 const struct ipnet *iprange_deny_list(size_t i);
 
-/*
- * "127.0.0.1:3128", "[::1]:3128", "unix:/run/x.sock" ("unix" for an unnamed
- * peer; "?" for another family); buf at least 56 bytes, or 6 + 108 for a
- * unix path in full. Returns buf.
- */
-struct sockaddr_storage;
-char *sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t size);
-
-/*
- * "unix:PATH" into ss (AF_UNIX): 0; -1 when s starts "unix:" but PATH is not
- * absolute, holds a newline or does not fit sun_path; 1 when s does not
- * start "unix:".
- */
-int sockaddr_unix_parse(const char *s, struct sockaddr_storage *ss);
-
 /* Format an address (4 or 16 bytes) as text; buf at least 46 bytes. */
 char *ipaddr_format(int family, const void *addr, char *buf, size_t size);
 

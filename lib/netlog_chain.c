@@ -13,6 +13,7 @@
  */
 #include "netlog.h"
 
+#include "digits.h"
 #include "file.h"
 
 #include <errno.h>
@@ -58,13 +59,9 @@ int netlog_chain_prev(const char *row, size_t len, char out[NETLOG_PREV_HEX + 1]
 	if (len < hexed || memcmp(row + len - hexed, prev_key, klen) != 0 ||
 	    row[len - hexed + klen] != '"' || memcmp(row + len - 2, "\"}", 2) != 0)
 		return -1;
-	for (size_t i = 0; i < NETLOG_PREV_HEX; i++) {
-		char ch = row[len - hexed + klen + 1 + i];
-
-		if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
-			return -1;
-		out[i] = ch;
-	}
+	if (!hex_is_lower(row + len - hexed + klen + 1, NETLOG_PREV_HEX))
+		return -1;
+	memcpy(out, row + len - hexed + klen + 1, NETLOG_PREV_HEX);
 	out[NETLOG_PREV_HEX] = '\0';
 	return 1;
 }

@@ -9,6 +9,8 @@
 
 #include <string.h>
 
+#include "digits.h"
+
 const char *ports_project_check(const char *s, size_t len)
 {
 	if (len == 0)
@@ -34,19 +36,17 @@ bool ports_override_ok(unsigned long base)
 /* Parse one "<base> <project>" line l[0..ll) (no newline) into b. Returns NULL or why. */
 static const char *band_line(const char *l, size_t ll, struct ports_band *b)
 {
-	unsigned long base = 0;
-	size_t i = 0;
+	const char *sp = memchr(l, ' ', ll);
+	size_t i = sp != NULL ? (size_t)(sp - l) : ll;
+	uint64_t base;
 
 	if (ll == 0)
 		return "empty line";
-	while (i < ll && l[i] >= '0' && l[i] <= '9' && i < 6)
-		base = base * 10 + (unsigned long)(l[i++] - '0');
-	if (i == 0 || i > 5 || (l[0] == '0'))
+	/* up to the first blank: one to five digits, no leading zero */
+	if (l[0] == '0' || dec_parse(l, i, 99999, &base) == -1)
 		return "bad base (want a decimal port number)";
 	if (i == ll)
 		return "missing project";
-	if (l[i] != ' ')
-		return "bad base (want a decimal port number)";
 	if (base < PORTS_FIRST || base > PORTS_LAST_BASE)
 		return "base out of range 41000..65200";
 	if ((base - PORTS_FIRST) % PORTS_BAND != 0)

@@ -8,11 +8,12 @@
  * only what it reads; `sluice log` (cli/snapshot.c) is the full parser.
  */
 #include "snapids.h"
-#include "http_bytes.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "digits.h"
 
 #define DEPTH_MAX 16
 #define KEY_MAX 16
@@ -76,17 +77,10 @@ static int str(struct jcur *c, char *out, size_t cap, bool *fit)
 			case 'r': ch = '\r'; break;
 			case 't': ch = '\t'; break;
 			case 'u': {
-				unsigned v = 0;
+				uint64_t v;
 
-				if (c->n < 4)
+				if (c->n < 4 || hex_parse(c->p, 4, 0xffff, &v) == -1)
 					return -1;
-				for (int i = 0; i < 4; i++) {
-					int h = hex_value((unsigned char)c->p[i]);
-
-					if (h == -1)
-						return -1;
-					v = v << 4 | (unsigned)h;
-				}
 				c->p += 4;
 				c->n -= 4;
 				ch = v > 0 && v < 0x80 ? (unsigned char)v : 0x01;
@@ -162,12 +156,7 @@ static int skip(struct jcur *c, unsigned depth)
 
 static bool is_id(const char *s)
 {
-	if (strlen(s) != SNAPIDS_ID_LEN)
-		return false;
-	for (size_t i = 0; i < SNAPIDS_ID_LEN; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return true;
+	return strlen(s) == SNAPIDS_ID_LEN && hex_is_lower(s, SNAPIDS_ID_LEN);
 }
 
 /* One container object: its "id" appended to ids. Returns 0 or -1 with *err. */

@@ -17,6 +17,8 @@
 #include <openssl/hmac.h>
 #include <string.h>
 
+#include "digits.h"
+
 #define SEQ_LIMIT ((uint64_t)1 << 63) /* seq must stay below */
 #define SRC_MAX 45                    /* longest inet_ntop text, without NUL */
 #define BOOT_LEN 16
@@ -51,35 +53,20 @@ static size_t cur_field(struct cursor *c, const char **f)
 	return c->off - start;
 }
 
-static int hex_lower(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-static bool is_hex_lower(const char *s, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (hex_lower((unsigned char)s[i]) < 0)
-			return false;
-	return true;
-}
-
-/* s[0..2*n) lowercase hex into out[0..n); false on any other byte. */
+/*
+ * s[0..2*n) lowercase hex into out[0..n); false on any other byte, an
+ * upper-case digit included: stamp_format writes lower case, and a stamp is
+ * canonical (its text is what was signed).
+ */
 static bool hex_decode(const char *s, size_t n, uint8_t *out)
 {
 	size_t i;
 
-	if (!is_hex_lower(s, 2 * n))
+	if (!hex_is_lower(s, 2 * n))
 		return false;
 	for (i = 0; i < n; i++)
-		out[i] = (uint8_t)(hex_lower((unsigned char)s[2 * i]) << 4 |
-				   hex_lower((unsigned char)s[2 * i + 1]));
+		out[i] = (uint8_t)(hex_value((unsigned char)s[2 * i]) << 4 |
+				   hex_value((unsigned char)s[2 * i + 1]));
 	return true;
 }
 
@@ -95,26 +82,13 @@ static void hex_encode(const uint8_t *in, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-/* Decimal s[0..n) without sign or leading zeros ("0" itself is fine), <= max. */
+/*
+ * Decimal s[0..n) without sign or leading zeros ("0" itself is fine), <= max:
+ * canonical like the hex, so "kid=03" is not a second spelling of kid=3.
+ */
 static bool parse_dec(const char *s, size_t n, uint64_t max, uint64_t *out)
 {
-	uint64_t v = 0;
-	size_t i;
-
-	if (n == 0 || (n > 1 && s[0] == '0'))
-		return false;
-	for (i = 0; i < n; i++) {
-		unsigned d;
-
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		d = (unsigned)(s[i] - '0');
-		if (v > (max - d) / 10)
-			return false;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return true;
+	return !(n > 1 && s[0] == '0') && dec_parse(s, n, max, out) == 0;
 }
 
 /* Whether s[0..n) is an IPv4 or IPv6 address spelled exactly as inet_ntop spells it. */
@@ -169,7 +143,7 @@ static bool as_valid(const char *s, size_t n)
 
 static bool boot_valid(const char *s, size_t n)
 {
-	return n == BOOT_LEN && is_hex_lower(s, n);
+	return n == BOOT_LEN && hex_is_lower(s, n);
 }
 
 int stamp_parse(const char *v, size_t len, struct stamp *st, const char **err)

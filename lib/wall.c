@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "digits.h"
+
 struct out {
 	char *p;
 	size_t size;
@@ -532,19 +534,12 @@ int wall_render(const struct wall_params *p, char *out, size_t size, const char 
 
 /* --- /etc/subuid ---------------------------------------------------------- */
 
-/* A decimal uint32 filling exactly s[0..n). */
+/* A decimal uint32 filling exactly s[0..n), at most ten digits (leading zeros count). */
 static int u32_parse(const char *s, size_t n, uint32_t *out)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	if (n == 0 || n > 10)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	if (v > UINT32_MAX)
+	if (n > 10 || dec_parse(s, n, UINT32_MAX, &v) == -1)
 		return -1;
 	*out = (uint32_t)v;
 	return 0;

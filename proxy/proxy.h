@@ -36,6 +36,7 @@
 #include "policy.h"
 #include "relay.h"
 #include "sock.h"
+#include "sockaddr.h"
 #include "stamp.h"
 
 #define HEAD_MAX (32 * 1024)  /* a request head, all lines */

@@ -21,6 +21,7 @@
 #include "config.h"
 #include "guard.h"
 #include "iprange.h"
+#include "sockaddr.h"
 
 /* Parse text (len bytes) into a fresh config; *errs gets the messages (caller frees). */
 static struct config *parse_n(const char *text, size_t len, int *nerr, char **errs)
