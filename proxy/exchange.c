@@ -312,9 +312,10 @@ static void start_request(struct session *s, const struct http_request *req, siz
 			dial_start(s);
 		return;
 	}
-	if (request_credential(s, req, len) != 0 ||
-	    (s->x->ws != NULL && upgrade_scrub_check(s) == -1))
+	if (request_credential(s, req, len) != 0)
 		return;
+	if (s->x->ws != NULL)
+		upgrade_scrubbed(s);
 	request_send(s, req, len);
 }
 

@@ -131,6 +131,9 @@ int head_upstream(struct session *s, const struct http_request *req)
 			continue;
 		if (s->x->scrub != NULL && head_named(h, "Accept-Encoding"))
 			continue;
+		/* a scrubbed WebSocket's messages must stay plain frames: no extension offered */
+		if (upgrade_drops_header(s->x, h))
+			continue;
 		/* a range of the body could hold part of a secret, the next range the rest: the whole is asked */
 		if (s->x->scrub != NULL && (head_named(h, "Range") || head_named(h, "If-Range") ||
 					    head_named(h, "Request-Range")))

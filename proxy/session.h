@@ -355,7 +355,8 @@ ssize_t sio_write(struct session *s, bool up, struct buf *b);
 struct upgrade;
 /* 1 a WebSocket handshake (x->ws kept), 0 not one (Upgrade dropped), -1 refused */
 int upgrade_request(struct session *s, const struct http_request *req);
-int upgrade_scrub_check(struct session *s); /* 0, or -1 refused: the host is scrubbed */
+void upgrade_scrubbed(struct session *s);    /* the host is scrubbed: so are its messages */
+bool upgrade_drops_header(const struct exchange *x, const struct http_header *h);
 int upgrade_head(struct buf *b);            /* Connection and Upgrade, for a handshake's heads */
 int upgrade_response(struct session *s, const struct http_response *resp); /* a 101: 0 or -1 */
 void upgrade_begin(struct session *s);      /* the 101 is queued: relay (SS_WEBSOCKET) */

@@ -15,23 +15,42 @@
  * the bytes each way and the duration. A reload that refuses the host
  * closes it (revoked).
  *
- * Messages are not parsed: to a host an inject rule names (whose answers
- * are scrubbed) a WebSocket is refused, since a secret reflected in a
- * message could not be masked. It does not speak WebSocket over HTTP/2
- * (RFC 8441) and offers nothing of its own.
+ * To a host an inject rule names (whose answers are scrubbed) no extension
+ * is offered upstream, so frames stay plain, and the server's frames are
+ * parsed (lib/ws_frame.c): each data message goes through the host's
+ * scrubber as one stream and out re-framed (same bytes, the fragmentation
+ * may change: RFC 6455 5.4 lets an intermediary), control frames scrubbed
+ * on their own; a malformed frame closes it, the row saying why. The
+ * client's frames are relayed as they are. It does not speak WebSocket
+ * over HTTP/2 (RFC 8441) and offers nothing of its own.
  */
 #include "session.h"
 
 #include <stdlib.h>
 #include <sys/epoll.h>
 
+#include "scrub.h"
+#include "ws_frame.h"
 #include "ws_handshake.h"
+
+#define WS_MESSAGE_MAX (16ull << 20) /* a server message scrubbed, at most */
+#define WS_PIECE 8192                /* server payload bytes scrubbed at a time */
 
 /* An exchange's WebSocket: what the client offered, and the relay's ends. */
 struct upgrade {
 	struct ws_offer offer;
 	bool open;         /* the 101 passed: bytes are relayed */
 	bool c_end, u_end; /* that side ended (end of stream or error) */
+	/* an inject rule names the host: server messages are parsed and scrubbed (x->scrub) */
+	bool scrubbed;
+	bool starved;         /* the server direction waits for bytes from the server */
+	bool in_frame;        /* a data frame's payload is being read */
+	bool frame_fin;       /* ... the last frame of its message */
+	uint64_t frame_left;  /* ... its bytes still to come */
+	bool in_msg;          /* a data message began */
+	bool msg_sent;        /* a frame of it went to the client: the rest are continuations */
+	enum ws_opcode msg_op;
+	uint64_t msg_bytes;   /* its payload so far (WS_MESSAGE_MAX) */
 };
 
 int upgrade_request(struct session *s, const struct http_request *req)
@@ -59,15 +78,20 @@ int upgrade_request(struct session *s, const struct http_request *req)
 	return -1;
 }
 
-int upgrade_scrub_check(struct session *s)
+void upgrade_scrubbed(struct session *s)
 {
+	struct upgrade *o = s->x->ws;
+
 	if (s->x->scrub == NULL)
-		return 0;
-	session_refuse(s, 403, "websocket-scrubbed", "http_request_denied",
-		       "an inject rule names %s: its answers are scrubbed, and sluice-proxy does not "
-		       "parse WebSocket messages yet, so a WebSocket to it is refused",
-		       s->x->t.host.name);
-	return -1;
+		return;
+	/* messages stay plain frames only without extensions: none is offered upstream */
+	o->scrubbed = true;
+	o->offer.extensions[0] = '\0';
+}
+
+bool upgrade_drops_header(const struct exchange *x, const struct http_header *h)
+{
+	return x->ws != NULL && x->ws->scrubbed && head_named(h, "Sec-WebSocket-Extensions");
 }
 
 int upgrade_head(struct buf *b)
@@ -144,6 +168,151 @@ static int relay_dir(struct session *s, bool from_up, bool *drained, bool *moved
 	return 0;
 }
 
+/* A frame for the client, if cout has the room (the caller made sure). */
+static void emit(struct session *s, bool fin, enum ws_opcode op, const char *p, size_t n)
+{
+	uint8_t h[WS_FRAME_HEAD_MAX];
+	size_t hl = ws_frame_write(h, fin, op, n);
+
+	buf_append(&s->cout, h, hl);
+	buf_append(&s->cout, p, n);
+	s->x->down += hl + n;
+}
+
+/* All the scrubber holds, into out (room for scrub_hold_max). Returns how many. */
+static size_t flush_all(struct scrub *sc, char *out, size_t size)
+{
+	size_t n = 0;
+
+	while (scrub_pending(sc) > 0 && n < size)
+		n += scrub_flush(sc, out + n, size - n);
+	return n;
+}
+
+/*
+ * A control frame (its whole payload in uin): what the message in flight
+ * holds goes first as a fragment, then the frame, its payload scrubbed on
+ * its own (a secret split around it is not seen).
+ */
+static void control_frame(struct session *s, const struct ws_frame *f, size_t hl, char *out,
+			  size_t size)
+{
+	struct exchange *x = s->x;
+	struct upgrade *o = x->ws;
+	size_t used = 0, n;
+
+	if (o->in_msg) {
+		n = flush_all(x->scrub, out, size);
+		if (n > 0) {
+			emit(s, false, o->msg_sent ? WS_OP_CONT : o->msg_op, out, n);
+			o->msg_sent = true;
+		}
+	}
+	buf_consume(&s->uin, hl);
+	n = scrub_feed(x->scrub, buf_head(&s->uin), (size_t)f->len, out, size, &used);
+	n += flush_all(x->scrub, out + n, size - n);
+	buf_consume(&s->uin, used);
+	emit(s, true, f->opcode, out, n);
+}
+
+/*
+ * The server's frames, parsed: data payloads go through the scrubber as
+ * one stream per message and out as frames of what became final (the
+ * fragmentation may change, the bytes' count does not), the last with FIN
+ * once the message's last frame is through. Returns 0, or -1 with *why:
+ * a malformed frame or order, a message over WS_MESSAGE_MAX.
+ */
+static int scrubbed_from_server(struct session *s, bool *drained, bool *moved, const char **why)
+{
+	static char out[WS_PIECE + SCRUB_MAX_LEN + 256];
+	struct exchange *x = s->x;
+	struct upgrade *o = x->ws;
+	/* room for a whole piece and what the scrubber may release with it, plus headers */
+	size_t need = WS_PIECE + scrub_hold_max(x->scrub) + 2 * WS_FRAME_HEAD_MAX + 125;
+
+	o->starved = false;
+	while (buf_room(&s->cout) >= need) {
+		struct ws_frame f;
+		size_t used = 0, n, k;
+		ssize_t r;
+		int hl;
+
+		if (!o->in_frame) {
+			hl = ws_frame_read((const uint8_t *)buf_head(&s->uin), buf_len(&s->uin), &f);
+			if (hl < 0) {
+				*why = f.why;
+				return -1;
+			}
+			if (hl == 0 || (ws_op_is_control(f.opcode) && buf_len(&s->uin) < hl + f.len))
+				goto more;
+			if (ws_op_is_control(f.opcode)) {
+				control_frame(s, &f, (size_t)hl, out, sizeof(out));
+				*moved = true;
+				continue;
+			}
+			if ((f.opcode == WS_OP_CONT) != o->in_msg) {
+				*why = o->in_msg ? "a new message inside another"
+						 : "a continuation outside a message";
+				return -1;
+			}
+			if (!o->in_msg) {
+				o->in_msg = true;
+				o->msg_sent = false;
+				o->msg_op = f.opcode;
+				o->msg_bytes = 0;
+			}
+			o->msg_bytes += f.len;
+			if (o->msg_bytes > WS_MESSAGE_MAX) {
+				*why = "a message over 16 MiB, the most scrubbed";
+				return -1;
+			}
+			o->in_frame = true;
+			o->frame_left = f.len;
+			o->frame_fin = f.fin;
+			buf_consume(&s->uin, (size_t)hl);
+		}
+		k = buf_len(&s->uin) < o->frame_left ? buf_len(&s->uin) : (size_t)o->frame_left;
+		if (k > WS_PIECE)
+			k = WS_PIECE;
+		if (k == 0 && o->frame_left > 0)
+			goto more;
+		n = scrub_feed(x->scrub, buf_head(&s->uin), k, out, sizeof(out), &used);
+		buf_consume(&s->uin, used);
+		o->frame_left -= used;
+		if (o->frame_left == 0) {
+			o->in_frame = false;
+			if (o->frame_fin) {
+				n += flush_all(x->scrub, out + n, sizeof(out) - n);
+				emit(s, true, o->msg_sent ? WS_OP_CONT : o->msg_op, out, n);
+				o->in_msg = false;
+				*moved = true;
+				continue;
+			}
+		}
+		if (n > 0) {
+			emit(s, false, o->msg_sent ? WS_OP_CONT : o->msg_op, out, n);
+			o->msg_sent = true;
+			*moved = true;
+		}
+		continue;
+more:
+		o->starved = true;
+		if (o->u_end || *drained)
+			return 0;
+		buf_trim(&s->uin);
+		r = sio_read(s, true, &s->uin, 0, drained);
+		if (r > 0) {
+			*moved = true;
+			o->starved = false;
+			continue;
+		}
+		if (r == 0 || !session_would_block())
+			o->u_end = true;
+		return 0;
+	}
+	return 0;
+}
+
 void upgrade_step(struct session *s)
 {
 	struct upgrade *o = s->x->ws;
@@ -159,7 +328,16 @@ void upgrade_step(struct session *s)
 			session_close(s, "websocket: upstream write error");
 			return;
 		}
-		if (relay_dir(s, true, &u_drained, &moved) == -1) {
+		if (o->scrubbed) {
+			const char *why = NULL;
+
+			if (scrubbed_from_server(s, &u_drained, &moved, &why) == -1) {
+				snprintf(s->x->detail, sizeof(s->x->detail),
+					 "websocket: a bad frame from the server (%s); closed", why);
+				session_close(s, NULL);
+				return;
+			}
+		} else if (relay_dir(s, true, &u_drained, &moved) == -1) {
 			session_close(s, "websocket: client write error");
 			return;
 		}
@@ -169,24 +347,25 @@ void upgrade_step(struct session *s)
 	/* one side ended and what it sent is through: the WebSocket is over */
 	if (o->c_end && buf_len(&s->cin) == 0)
 		session_close(s, "websocket closed by the client");
-	else if (o->u_end && buf_len(&s->uin) == 0 && buf_len(&s->cout) == 0)
+	else if (o->u_end && buf_len(&s->cout) == 0 && (o->scrubbed ? o->starved : buf_len(&s->uin) == 0))
 		session_close(s, "websocket closed by the server");
 }
 
+/* A side is read only when what it sent before has gone on (level-triggered: no spin). */
 bool upgrade_wants_client(const struct session *s)
 {
-	return !s->x->ws->c_end && buf_room(&s->cin) > 0;
+	return !s->x->ws->c_end && buf_len(&s->cin) == 0;
 }
 
 void upgrade_interest(const struct session *s, uint32_t *c, uint32_t *u)
 {
 	const struct upgrade *o = s->x->ws;
 
-	if (buf_len(&s->cout) > 0 || buf_len(&s->uin) > 0)
+	if (buf_len(&s->cout) > 0 || (!o->scrubbed && buf_len(&s->uin) > 0))
 		*c |= EPOLLOUT;
 	if (buf_len(&s->cin) > 0)
 		*u |= EPOLLOUT;
-	if (!o->u_end && buf_room(&s->uin) > 0)
+	if (!o->u_end && (o->scrubbed ? o->starved && buf_room(&s->uin) > 0 : buf_len(&s->uin) == 0))
 		*u |= EPOLLIN;
 }
 

@@ -6,9 +6,9 @@
 # client offered); then bytes go both ways, bytes the origin sent with its
 # 101 included, and one row (kind ws or wss, status 101) is written when it
 # ends. A 101 that does not answer the client's key is a 502; a malformed
-# handshake a 400; a WebSocket to a host an inject rule names is refused
-# (its messages could not be scrubbed); a reload that drops the grant closes
-# an open one. Clients: node's http module and python3-websockets; origins:
+# handshake a 400; to a host an inject rule names, the server's messages are
+# parsed and a reflected credential masked in them; a reload that drops the
+# grant closes an open one. Clients: node's http module and python3-websockets; origins:
 # python3-websockets and a raw server (tests/integ/ws_origin.py).
 source "$(dirname "$0")/lab.sh"
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import websockets' 2>/dev/null ||
@@ -25,16 +25,21 @@ lab_bg "$INS" "$WSPY" "$INTEG_DIR/ws_origin.py" --log "$wslog" 0.0.0.0:9013
 lab_bg "$INS" "$WSPY" "$INTEG_DIR/ws_origin.py" --mode eager --log "$wslog" 0.0.0.0:9014
 lab_bg "$INS" "$WSPY" "$INTEG_DIR/ws_origin.py" --tls "$T/srv.crt" "$T/srv.key" --log "$wslog" \
 	203.0.113.13:9444
+lab_bg "$INS" "$WSPY" "$INTEG_DIR/ws_origin.py" --tls "$T/srv.crt" "$T/srv.key" --mode badframe \
+	--log "$wslog" 203.0.113.13:9445
 for p in 9010 9011 9012 9013 9014; do
 	wait_until 10 ix bash -c "</dev/tcp/192.0.2.2/$p" || lab_bail "ws origin on $p did not start"
 done
-wait_until 10 ix bash -c "</dev/tcp/203.0.113.13/9444" || lab_bail "TLS ws origin did not start"
+for p in 9444 9445; do
+	wait_until 10 ix bash -c "</dev/tcp/203.0.113.13/$p" || lab_bail "TLS ws origin on $p did not start"
+done
 
 export SLUICE_LAB_TOKEN=$LAB_TOKEN
 lab_write_conf "intercept on" "allow good.test:9010" "allow good.test:9011" "allow good.test:9012" \
-	"allow good.test:9014" "allow tls.test:9444" "allow api.test:9444" \
-	"upstream-ca tls.test $T/ca.crt" "upstream-ca api.test $T/ca.crt" \
-	"inject wsk host=api.test:9444 header=Authorization env=SLUICE_LAB_TOKEN unattributed=yes"
+	"allow good.test:9014" "allow tls.test:9444" "allow api.test:9444" "allow tok.test:9445" \
+	"upstream-ca tls.test $T/ca.crt" "upstream-ca api.test $T/ca.crt" "upstream-ca tok.test $T/ca.crt" \
+	"inject wsk host=api.test:9444 header=Authorization env=SLUICE_LAB_TOKEN unattributed=yes" \
+	"inject wsb host=tok.test:9445 header=X-Key env=SLUICE_LAB_TOKEN unattributed=yes"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 lab_run_proxy
 CA=$STATE/ca.crt
@@ -81,11 +86,26 @@ expect_eq "a handshake without Sec-WebSocket-Key: 400" 400 "$(meta_status "$out"
 expect_re "... saying why" "bad WebSocket handshake: no valid Sec-WebSocket-Key" "$out"
 expect_eq "... and the origin never saw it (it logs every handshake: /echo above)" "$before" "$(ws_seen /nokey)"
 
-# an inject rule names the host: its answers are scrubbed, messages cannot be
-out=$(wsnode wss://api.test:9444/inj "$CA")
-expect_eq "a WebSocket to a host an inject rule names is refused (403)" 403 "$out"
-expect_eq "... reason websocket-scrubbed" websocket-scrubbed "$(logq path=/inj --field reason)"
-expect_eq "... and the origin never saw the handshake" 0 "$(ws_seen /inj)"
+# an inject rule names the host: the handshake carries the credential, the
+# server's messages are parsed and the credential masked in them, same length
+stars=$(printf '%*s' ${#LAB_TOKEN} '' | tr ' ' '*')
+half=$(( ${#LAB_TOKEN} / 2 ))
+out=$(wspy wss://api.test:9444/inj "$CA" hello reflect reflect-big reflect-split)
+expect_eq "on an inject host, a reflected credential reaches the client masked: echo, one message, 140 KB, two fragments" \
+	"ok hello|token=$stars|$((140000 + ${#LAB_TOKEN})):$stars|first:${stars:0:$half}${stars:$half}:last" "$out"
+expect_eq "... the origin got the credential in the handshake (injected)" "$LAB_TOKEN" \
+	"$(grep '"path": "/inj"' "$wslog" | head -1 | "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read())["headers"].get("Authorization"))')"
+expect_eq "... without the client's offer of permessage-deflate (frames stay plain to be read)" None \
+	"$(grep '"path": "/inj"' "$wslog" | head -1 | "$PY" -c 'import json,sys; print(json.loads(sys.stdin.read())["headers"].get("Sec-WebSocket-Extensions"))')"
+wait_log 3 path=/inj
+expect_eq "... the row names the rule and counts the masks" "wss wsk 3" \
+	"$(logq path=/inj --field kind) $(logq path=/inj --field inject) $(logq path=/inj --field scrubbed)"
+expect_eq "... and no byte of the credential reached the client" 0 "$(printf '%s' "$out" | grep -c "$LAB_TOKEN")"
+out=$(wsnode wss://tok.test:9445/badframe "$CA" "" 3)
+expect_re "a masked frame from the server on an inject host closes the WebSocket" "closed" "$out"
+wait_log 3 path=/badframe
+expect_eq "... and its row says why" "websocket: a bad frame from the server (a masked server frame); closed" \
+	"$(logq path=/badframe --field detail)"
 
 # a reload that drops the grant closes an open WebSocket
 sl allow add good.test:9013 >/dev/null 2>&1 || lab_bail "sluice allow add good.test:9013"

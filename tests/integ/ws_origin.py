@@ -1,11 +1,15 @@
 """ws_origin.py [--tls CERT KEY] [--mode echo|badaccept|badproto|eager] [--log FILE] ADDR:PORT
 
 A WebSocket origin for the lab (Debian's python3-websockets, run by
-/usr/bin/python3). echo: every message comes back as it was sent. badaccept: a raw server that answers the
+/usr/bin/python3). echo: every message comes back as it was sent, but
+"reflect" is answered with the handshake's Authorization value (an origin
+that reflects a credential), "reflect-big" with it inside 140 KB, and
+"reflect-split" with it split across two fragments of one message. badaccept: a raw server that answers the
 handshake with a 101 whose Sec-WebSocket-Accept is wrong, then "hello".
 badproto: a 101 with the right accept but a subprotocol nobody offered.
 eager: a right 101 with a text frame "early" in the same write (a client
-must get it, though it came with the head).
+must get it, though it came with the head). badframe: a right 101, then a
+masked frame (which no server may send).
 --log FILE appends one JSON line per handshake: path and headers.
 """
 import argparse
@@ -29,8 +33,17 @@ def log(path, line):
 
 async def echo(ws, path=None):
     log(args.log, {"path": ws.path, "headers": dict(ws.request_headers.raw_items())})
+    auth = ws.request_headers.get("Authorization", "")
     async for msg in ws:
-        await ws.send(msg)
+        if msg == "reflect":
+            await ws.send("token=" + auth)
+        elif msg == "reflect-big":
+            await ws.send("x" * 70000 + auth + "y" * 70000)
+        elif msg == "reflect-split":
+            half = len(auth) // 2
+            await ws.send(iter(["first:" + auth[:half], auth[half:] + ":last"]))
+        else:
+            await ws.send(msg)
 
 
 async def raw(reader, writer):
@@ -52,7 +65,7 @@ async def raw(reader, writer):
     good = base64.b64encode(hashlib.sha1(key + GUID).digest())
     accept = base64.b64encode(b"x" * 20) if args.mode == "badaccept" else good
     extra = b"Sec-WebSocket-Protocol: nobody-offered\r\n" if args.mode == "badproto" else b""
-    first = b"\x81\x05early" if args.mode == "eager" else b"\x81\x05hello"
+    first = {"eager": b"\x81\x05early", "badframe": b"\x81\x85abcd" + bytes(c ^ ord("abcd"[i % 4]) for i, c in enumerate(b"hello"))}.get(args.mode, b"\x81\x05hello")
     writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                  b"Sec-WebSocket-Accept: " + accept + b"\r\n" + extra + b"\r\n" + first)
     await writer.drain()
@@ -77,7 +90,7 @@ async def main():
 
 p = argparse.ArgumentParser()
 p.add_argument("--tls", nargs=2)
-p.add_argument("--mode", default="echo", choices=["echo", "badaccept", "badproto", "eager"])
+p.add_argument("--mode", default="echo", choices=["echo", "badaccept", "badproto", "eager", "badframe"])
 p.add_argument("--log")
 p.add_argument("addr")
 args = p.parse_args()

@@ -46,7 +46,8 @@ async def main():
             for m in messages:
                 await ws.send(m)
                 got.append(await asyncio.wait_for(ws.recv(), 10))
-            print("ok " + "|".join(got))
+            # a long answer is shown by its length and what it holds between the padding
+            print("ok " + "|".join(g if len(g) < 200 else "%d:%s" % (len(g), g.strip("xy")) for g in got))
     except websockets.exceptions.InvalidStatusCode as e:
         print("refused", e.status_code)
     except Exception as e:  # noqa: BLE001 (the test reads the line)
