@@ -94,6 +94,10 @@ int ws_offer_read(const struct http_header *h, size_t n, struct ws_offer *o, con
 			}
 			key = &h[i];
 		} else if (named(&h[i], "Sec-WebSocket-Version")) {
+			if (version != NULL) {
+				*why = "two Sec-WebSocket-Version headers";
+				return -1;
+			}
 			version = &h[i];
 		} else if (named(&h[i], "Sec-WebSocket-Protocol")) {
 			if (list_add(o->protocols, h[i].value, h[i].value_len) == -1) {
@@ -132,8 +136,13 @@ void ws_accept_value(const char *key, char out[WS_ACCEPT_LEN + 1])
 	EVP_EncodeBlock((unsigned char *)out, md, SHA_DIGEST_LENGTH);
 }
 
-/* Whether every extension the server named is one the client offered. */
-static bool extensions_offered(const struct ws_offer *o, const struct http_header *h)
+/*
+ * Whether every extension the server named (into chosen, across its
+ * Sec-WebSocket-Extensions headers) is one the client offered, and none
+ * twice.
+ */
+static bool extensions_offered(const struct ws_offer *o, const struct http_header *h,
+			       char chosen[WS_OFFER_MAX])
 {
 	char names[WS_OFFER_MAX] = "";
 	size_t at = 0, len;
@@ -143,7 +152,9 @@ static bool extensions_offered(const struct ws_offer *o, const struct http_heade
 	for (len = strlen(names); at < len;) {
 		size_t n = strcspn(names + at, ",");
 
-		if (!http_list_has(o->extensions, strlen(o->extensions), names + at, n))
+		if (!http_list_has(o->extensions, strlen(o->extensions), names + at, n) ||
+		    http_list_has(chosen, strlen(chosen), names + at, n) ||
+		    list_add(chosen, names + at, n) == -1)
 			return false;
 		at += n + 1;
 	}
@@ -153,7 +164,8 @@ static bool extensions_offered(const struct ws_offer *o, const struct http_heade
 const char *ws_answer_check(const struct ws_offer *o, const struct http_header *h, size_t n)
 {
 	char want[WS_ACCEPT_LEN + 1];
-	bool websocket = false, conn_upgrade = false, accepted = false;
+	bool websocket = false, conn_upgrade = false, accepted = false, protocol = false;
+	char chosen[WS_OFFER_MAX] = "";
 
 	ws_accept_value(o->key, want);
 	for (size_t i = 0; i < n; i++) {
@@ -167,13 +179,16 @@ const char *ws_answer_check(const struct ws_offer *o, const struct http_header *
 				return "its Sec-WebSocket-Accept is not the one for the client's key";
 			accepted = true;
 		} else if (named(&h[i], "Sec-WebSocket-Protocol")) {
+			if (protocol)
+				return "it chose two subprotocols";
+			protocol = true;
 			if (memchr(h[i].value, ',', h[i].value_len) != NULL ||
 			    !http_list_has(o->protocols, strlen(o->protocols), h[i].value,
 					   h[i].value_len))
 				return "it chose a subprotocol the client did not offer";
 		} else if (named(&h[i], "Sec-WebSocket-Extensions")) {
-			if (!extensions_offered(o, &h[i]))
-				return "it chose an extension the client did not offer";
+			if (!extensions_offered(o, &h[i], chosen))
+				return "it chose an extension the client did not offer, or one twice";
 		}
 	}
 	if (!websocket || !conn_upgrade)

@@ -88,6 +88,8 @@ void inject_end(struct session *s)
 	secret_wipe(x);
 	scrub_free(x->scrub);
 	x->scrub = NULL;
+	scrub_free(x->scrub_ctl);
+	x->scrub_ctl = NULL;
 	if (x->inflate != NULL) {
 		inflateEnd(x->inflate);
 		free(x->inflate);
@@ -213,7 +215,10 @@ static int scrub_build(struct session *s, char *why, size_t size)
 	}
 	if (f.n > 0) {
 		x->scrub = scrub_new((const char *const *)f.pat, f.len, f.n);
-		if (x->scrub == NULL) {
+		/* a WebSocket's control frames, between a message's fragments, get their own stream */
+		if (x->scrub != NULL && x->ws != NULL)
+			x->scrub_ctl = scrub_new((const char *const *)f.pat, f.len, f.n);
+		if (x->scrub == NULL || (x->ws != NULL && x->scrub_ctl == NULL)) {
 			snprintf(why, size, "out of memory");
 			goto out_release;
 		}

@@ -206,7 +206,9 @@ void session_log(struct session *s)
 	row.reason = x->reason;
 	row.grant = x->grant[0] != '\0' ? x->grant : NULL;
 	row.inject = x->inject_name[0] != '\0' ? x->inject_name : NULL;
-	row.scrubbed = x->scrub != NULL ? (int64_t)scrub_count(x->scrub) : -1;
+	row.scrubbed = x->scrub != NULL ? (int64_t)(scrub_count(x->scrub) +
+						     (x->scrub_ctl != NULL ? scrub_count(x->scrub_ctl) : 0))
+					: -1;
 	row.dialed = x->dialed[0] != '\0' ? x->dialed : NULL;
 	row.up = x->up;
 	row.down = x->down;

@@ -111,6 +111,7 @@ struct exchange {
 	size_t secret_len;
 	struct scrub *scrub;            /* masks the host's secrets in the response; NULL: none */
 	struct upgrade *ws; /* a WebSocket handshake and relay (upgrade.c); NULL: not one */
+	struct scrub *scrub_ctl; /* ... its control frames' scrubber (the same secrets); NULL: none */
 	bool scrub_final;               /* the response body ended: scrubber flushed */
 	/* a scrubbed response body (inject.c): its input framing ended; it goes out chunked */
 	bool in_done, out_chunked;

@@ -19,8 +19,10 @@
  * is offered upstream, so frames stay plain, and the server's frames are
  * parsed (lib/ws_frame.c): each data message goes through the host's
  * scrubber as one stream and out re-framed (same bytes, the fragmentation
- * may change: RFC 6455 5.4 lets an intermediary), control frames scrubbed
- * on their own; a malformed frame closes it, the row saying why. The
+ * may change: RFC 6455 5.4 lets an intermediary), control frames by a
+ * second scrubber, so one between fragments breaks no match; a secret split
+ * between two messages is not seen. A malformed frame closes it, the row
+ * saying why. The
  * client's frames are relayed as they are. It does not speak WebSocket
  * over HTTP/2 (RFC 8441) and offers nothing of its own.
  */
@@ -109,6 +111,12 @@ int upgrade_response(struct session *s, const struct http_response *resp)
 			       "%s switched protocols (101) unasked", x->t.host.name);
 		return -1;
 	}
+	if (buf_len(&s->uout) > 0) {
+		/* the rest of the handshake's head would go up after the client's bytes */
+		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
+			       "%s answered 101 before the whole handshake was sent", x->t.host.name);
+		return -1;
+	}
 	why = ws_answer_check(&x->ws->offer, resp->headers, resp->nheaders);
 	if (why != NULL) {
 		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
@@ -158,7 +166,8 @@ static int relay_dir(struct session *s, bool from_up, bool *drained, bool *moved
 		return -1;
 	}
 	buf_trim(src);
-	if (*end || *drained)
+	/* an upstream that hung up left epoll: its rest is read without waiting for readiness */
+	if (*end || (*drained && !(from_up && s->u_hup)))
 		return 0;
 	n = sio_read(s, from_up, src, 0, drained);
 	if (n > 0)
@@ -190,27 +199,20 @@ static size_t flush_all(struct scrub *sc, char *out, size_t size)
 }
 
 /*
- * A control frame (its whole payload in uin): what the message in flight
- * holds goes first as a fragment, then the frame, its payload scrubbed on
- * its own (a secret split around it is not seen).
+ * A control frame (its whole payload in uin), which may come between a
+ * message's fragments: its payload is scrubbed as a stream of its own by
+ * the second scrubber, so the message's stream (and what it holds back)
+ * goes on unbroken after it.
  */
 static void control_frame(struct session *s, const struct ws_frame *f, size_t hl, char *out,
 			  size_t size)
 {
-	struct exchange *x = s->x;
-	struct upgrade *o = x->ws;
+	struct scrub *sc = s->x->scrub_ctl;
 	size_t used = 0, n;
 
-	if (o->in_msg) {
-		n = flush_all(x->scrub, out, size);
-		if (n > 0) {
-			emit(s, false, o->msg_sent ? WS_OP_CONT : o->msg_op, out, n);
-			o->msg_sent = true;
-		}
-	}
 	buf_consume(&s->uin, hl);
-	n = scrub_feed(x->scrub, buf_head(&s->uin), (size_t)f->len, out, size, &used);
-	n += flush_all(x->scrub, out + n, size - n);
+	n = scrub_feed(sc, buf_head(&s->uin), (size_t)f->len, out, size, &used);
+	n += flush_all(sc, out + n, size - n);
 	buf_consume(&s->uin, used);
 	emit(s, true, f->opcode, out, n);
 }
@@ -297,7 +299,7 @@ static int scrubbed_from_server(struct session *s, bool *drained, bool *moved, c
 		continue;
 more:
 		o->starved = true;
-		if (o->u_end || *drained)
+		if (o->u_end || (*drained && !s->u_hup))
 			return 0;
 		buf_trim(&s->uin);
 		r = sio_read(s, true, &s->uin, 0, drained);

@@ -27,16 +27,19 @@ lab_bg "$INS" "$WSPY" "$INTEG_DIR/ws_origin.py" --tls "$T/srv.crt" "$T/srv.key" 
 	203.0.113.13:9444
 lab_bg "$INS" "$WSPY" "$INTEG_DIR/ws_origin.py" --tls "$T/srv.crt" "$T/srv.key" --mode badframe \
 	--log "$wslog" 203.0.113.13:9445
+lab_bg "$INS" "$WSPY" "$INTEG_DIR/ws_origin.py" --tls "$T/srv.crt" "$T/srv.key" --mode splitpong \
+	--log "$wslog" 203.0.113.13:9446
 for p in 9010 9011 9012 9013 9014; do
 	wait_until 10 ix bash -c "</dev/tcp/192.0.2.2/$p" || lab_bail "ws origin on $p did not start"
 done
-for p in 9444 9445; do
+for p in 9444 9445 9446; do
 	wait_until 10 ix bash -c "</dev/tcp/203.0.113.13/$p" || lab_bail "TLS ws origin on $p did not start"
 done
 
 export SLUICE_LAB_TOKEN=$LAB_TOKEN
 lab_write_conf "intercept on" "allow good.test:9010" "allow good.test:9011" "allow good.test:9012" \
 	"allow good.test:9014" "allow tls.test:9444" "allow api.test:9444" "allow tok.test:9445" \
+	"allow api.test:9446" "inject wsp host=api.test:9446 header=Authorization env=SLUICE_LAB_TOKEN unattributed=yes" \
 	"upstream-ca tls.test $T/ca.crt" "upstream-ca api.test $T/ca.crt" "upstream-ca tok.test $T/ca.crt" \
 	"inject wsk host=api.test:9444 header=Authorization env=SLUICE_LAB_TOKEN unattributed=yes" \
 	"inject wsb host=tok.test:9445 header=X-Key env=SLUICE_LAB_TOKEN unattributed=yes"
@@ -101,6 +104,9 @@ wait_log 3 path=/inj
 expect_eq "... the row names the rule and counts the masks" "wss wsk 3" \
 	"$(logq path=/inj --field kind) $(logq path=/inj --field inject) $(logq path=/inj --field scrubbed)"
 expect_eq "... and no byte of the credential reached the client" 0 "$(printf '%s' "$out" | grep -c "$LAB_TOKEN")"
+out=$(wspy wss://api.test:9446/split "$CA" hello)
+expect_eq "... and split between two fragments with a pong between them, still masked" \
+	"ok first:$stars:last" "$out"
 out=$(wsnode wss://tok.test:9445/badframe "$CA" "" 3)
 expect_re "a masked frame from the server on an inject host closes the WebSocket" "closed" "$out"
 wait_log 3 path=/badframe

@@ -9,7 +9,9 @@ handshake with a 101 whose Sec-WebSocket-Accept is wrong, then "hello".
 badproto: a 101 with the right accept but a subprotocol nobody offered.
 eager: a right 101 with a text frame "early" in the same write (a client
 must get it, though it came with the head). badframe: a right 101, then a
-masked frame (which no server may send).
+masked frame (which no server may send). splitpong: a right 101, then the
+handshake's Authorization value split between the two fragments of one text
+message with an empty pong between them.
 --log FILE appends one JSON line per handshake: path and headers.
 """
 import argparse
@@ -65,7 +67,15 @@ async def raw(reader, writer):
     good = base64.b64encode(hashlib.sha1(key + GUID).digest())
     accept = base64.b64encode(b"x" * 20) if args.mode == "badaccept" else good
     extra = b"Sec-WebSocket-Protocol: nobody-offered\r\n" if args.mode == "badproto" else b""
-    first = {"eager": b"\x81\x05early", "badframe": b"\x81\x85abcd" + bytes(c ^ ord("abcd"[i % 4]) for i, c in enumerate(b"hello"))}.get(args.mode, b"\x81\x05hello")
+    auth = hdrs.get(b"authorization", b"")
+    half = len(auth) // 2
+    part1, part2 = b"first:" + auth[:half], auth[half:] + b":last"
+    first = {
+        "eager": b"\x81\x05early",
+        "badframe": b"\x81\x85abcd" + bytes(c ^ ord("abcd"[i % 4]) for i, c in enumerate(b"hello")),
+        # the credential split between two fragments with an empty pong between them
+        "splitpong": bytes([0x01, len(part1)]) + part1 + b"\x8a\x00" + bytes([0x80, len(part2)]) + part2,
+    }.get(args.mode, b"\x81\x05hello")
     writer.write(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                  b"Sec-WebSocket-Accept: " + accept + b"\r\n" + extra + b"\r\n" + first)
     await writer.drain()
@@ -90,7 +100,7 @@ async def main():
 
 p = argparse.ArgumentParser()
 p.add_argument("--tls", nargs=2)
-p.add_argument("--mode", default="echo", choices=["echo", "badaccept", "badproto", "eager", "badframe"])
+p.add_argument("--mode", default="echo", choices=["echo", "badaccept", "badproto", "eager", "badframe", "splitpong"])
 p.add_argument("--log")
 p.add_argument("addr")
 args = p.parse_args()

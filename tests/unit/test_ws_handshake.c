@@ -99,6 +99,14 @@ static void test_offer(void **state)
 		assert_int_equal(ws_offer_read(hdrs, nh, &o, &why), -1);
 		assert_string_equal(why, bad[i].why);
 	}
+	/* two versions, the last one 13 */
+	reset();
+	hdr("Connection", "Upgrade");
+	hdr("Sec-WebSocket-Key", KEY);
+	hdr("Sec-WebSocket-Version", "8");
+	hdr("Sec-WebSocket-Version", "13");
+	assert_int_equal(ws_offer_read(hdrs, nh, &o, &why), -1);
+	assert_string_equal(why, "two Sec-WebSocket-Version headers");
 	/* two keys */
 	reset();
 	hdr("Connection", "Upgrade");
@@ -154,7 +162,13 @@ static void test_answer(void **state)
 	assert_string_equal(answer(&o, ACCEPT, "chat, superchat", NULL),
 			    "it chose a subprotocol the client did not offer");
 	assert_string_equal(answer(&o, ACCEPT, NULL, "x-webkit-deflate-frame"),
-			    "it chose an extension the client did not offer");
+			    "it chose an extension the client did not offer, or one twice");
+	assert_string_equal(answer(&o, ACCEPT, NULL, "permessage-deflate, permessage-deflate"),
+			    "it chose an extension the client did not offer, or one twice");
+	/* two Sec-WebSocket-Protocol headers, each offered: still two */
+	answer(&o, ACCEPT, "chat", NULL);
+	hdr("Sec-WebSocket-Protocol", "superchat");
+	assert_string_equal(ws_answer_check(&o, hdrs, nh), "it chose two subprotocols");
 
 	/* no subprotocol offered: none may be chosen */
 	offer(&o, NULL, NULL);
