@@ -206,6 +206,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	if (session_states_check() == -1)
+		return 1;
 	px.config = config_new();
 	if (px.config == NULL || config_load(px.config, config_path, stderr) != 0) {
 		fprintf(stderr, "sluice-proxy: %s: not started\n", config_path);

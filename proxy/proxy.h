@@ -131,6 +131,9 @@ int priv_owner(const struct config *c, uid_t *uid);
 int replay_open(struct proxy *px);
 void replay_close(struct proxy *px);
 
+/* state.c: at start, that every session state has its table entry; 0, or -1 after printing */
+int session_states_check(void);
+
 /* session.c */
 void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *peer);
 void session_close(struct session *s, const char *why);

@@ -302,6 +302,21 @@ static const struct state_def {
 
 _Static_assert(sizeof(states) / sizeof(states[0]) == SS_DRAIN + 1, "a state without its entry");
 
+int session_states_check(void)
+{
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		const struct state_def *d = &states[i];
+
+		/* a state added to the enum but not to the table leaves a hole of NULLs */
+		if (d->name == NULL || d->waits == NULL || d->late == NULL || d->client_in == NULL ||
+		    d->ask == NULL || d->due == NULL || d->timeout == NULL) {
+			fprintf(stderr, "sluice-proxy: state %zu has no entry in state.c's table\n", i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* sluice-proxy -d: one line per transition or deadline, by state name */
 static void trace(const struct session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
