@@ -155,12 +155,6 @@ static void refuse(struct conn *c, const char *why)
 	conn_close(c, false);
 }
 
-static bool is_stamp(const struct http_header *h)
-{
-	return h->name_len == sizeof(STAMP_HEADER) - 1 &&
-	       strncasecmp(h->name, STAMP_HEADER, h->name_len) == 0;
-}
-
 /* Rebuild the head without client stamps and with ours; the bytes after it follow. */
 static int stamp_head(struct conn *c, const struct http_request *req, size_t headlen)
 {
@@ -186,7 +180,7 @@ static int stamp_head(struct conn *c, const struct http_request *req, size_t hea
 	for (size_t i = 0; i < req->nheaders; i++) {
 		const struct http_header *h = &req->headers[i];
 
-		if (is_stamp(h))
+		if (http_header_is(h, STAMP_HEADER))
 			continue;
 		if (buf_append(&b, h->name, h->name_len) == -1 || buf_append(&b, ": ", 2) == -1 ||
 		    buf_append(&b, h->value, h->value_len) == -1 || buf_append(&b, "\r\n", 2) == -1)

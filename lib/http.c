@@ -28,9 +28,14 @@ static bool eq_nocase(const char *a, size_t alen, const char *b)
 	return b[i] == '\0';
 }
 
-static bool header_is(const struct http_header *h, const char *name)
+bool http_header_is(const struct http_header *h, const char *name)
 {
 	return eq_nocase(h->name, h->name_len, name);
+}
+
+bool http_value_is(const struct http_header *h, const char *value)
+{
+	return eq_nocase(h->value, h->value_len, value);
 }
 
 /*
@@ -216,11 +221,11 @@ static int scan_framing(const struct http_header *h, size_t n, int minor, struct
 
 	memset(f, 0, sizeof(*f));
 	for (i = 0; i < n; i++) {
-		if (header_is(&h[i], "Content-Length")) {
+		if (http_header_is(&h[i], "Content-Length")) {
 			if (f->has_length || parse_content_length(h[i].value, h[i].value_len, &f->length) == -1)
 				goto framing;
 			f->has_length = true;
-		} else if (header_is(&h[i], "Transfer-Encoding")) {
+		} else if (http_header_is(&h[i], "Transfer-Encoding")) {
 			/* only a lone "chunked"; a list or a second header is refused */
 			if (f->chunked || !eq_nocase(h[i].value, h[i].value_len, "chunked"))
 				goto framing;
@@ -228,7 +233,7 @@ static int scan_framing(const struct http_header *h, size_t n, int minor, struct
 		} else if (header_lookalike(&h[i], "Content-Length") ||
 			   header_lookalike(&h[i], "Transfer-Encoding")) {
 			goto framing;
-		} else if (header_is(&h[i], "Connection")) {
+		} else if (http_header_is(&h[i], "Connection")) {
 			/* a proxy honouring this would drop the framing it forwards */
 			if (list_has(h[i].value, h[i].value_len, "content-length", 14) ||
 			    list_has(h[i].value, h[i].value_len, "transfer-encoding", 17))
@@ -237,7 +242,7 @@ static int scan_framing(const struct http_header *h, size_t n, int minor, struct
 				f->conn_close = true;
 			if (list_has(h[i].value, h[i].value_len, "keep-alive", 10))
 				f->conn_keep_alive = true;
-		} else if (header_is(&h[i], "Upgrade")) {
+		} else if (http_header_is(&h[i], "Upgrade")) {
 			f->upgrade = true;
 		}
 	}
@@ -463,17 +468,17 @@ static int check_request_headers(struct http_request *req)
 	req->error = HTTP_E_MALFORMED;
 	for (i = 0; i < req->nheaders; i++) {
 		h = &req->headers[i];
-		if (header_is(h, "Host")) {
+		if (http_header_is(h, "Host")) {
 			if (req->host_header != -1 || h->value_len == 0)
 				return -1;
 			req->host_header = (int)i;
-		} else if (header_is(h, "Expect")) {
+		} else if (http_header_is(h, "Expect")) {
 			/* we cannot honour any other expectation */
 			if (!eq_nocase(h->value, h->value_len, "100-continue"))
 				return -1;
 			/* RFC 9110 10.1.1: ignored in HTTP/1.0 */
 			req->expect_continue = req->minor == 1;
-		} else if (header_is(h, "Connection") && list_has(h->value, h->value_len, "host", 4)) {
+		} else if (http_header_is(h, "Connection") && list_has(h->value, h->value_len, "host", 4)) {
 			return -1; /* dropping Host on the way would change where it goes */
 		}
 	}
@@ -623,7 +628,7 @@ int http_find_header(const struct http_header *h, size_t n, const char *name)
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (header_is(&h[i], name))
+		if (http_header_is(&h[i], name))
 			return (int)i;
 	}
 	return -1;
@@ -640,17 +645,17 @@ bool http_is_hop_header(const struct http_header *h, size_t n, size_t i)
 	if (i >= n)
 		return false;
 	for (j = 0; j < sizeof(hop_names) / sizeof(hop_names[0]); j++) {
-		if (header_is(&h[i], hop_names[j]))
+		if (http_header_is(&h[i], hop_names[j]))
 			return true;
 	}
 	if (h[i].name_len >= 6 && eq_nocase(h[i].name, 6, "proxy-"))
 		return true;
 	/* never drop framing or routing, whatever Connection says (parsers refuse it) */
-	if (header_is(&h[i], "Host") || header_is(&h[i], "Content-Length") ||
-	    header_is(&h[i], "Transfer-Encoding"))
+	if (http_header_is(&h[i], "Host") || http_header_is(&h[i], "Content-Length") ||
+	    http_header_is(&h[i], "Transfer-Encoding"))
 		return false;
 	for (j = 0; j < n; j++) {
-		if (header_is(&h[j], "Connection") &&
+		if (http_header_is(&h[j], "Connection") &&
 		    list_has(h[j].value, h[j].value_len, h[i].name, h[i].name_len))
 			return true;
 	}

@@ -199,6 +199,10 @@ ssize_t http_parse_trailers(const char *buf, size_t len, struct http_header *fie
  */
 bool http_is_forbidden_trailer(const struct http_header *h);
 
+/* Whether h is named name, or its value is value (ASCII, any case). */
+bool http_header_is(const struct http_header *h, const char *name);
+bool http_value_is(const struct http_header *h, const char *value);
+
 /* Case-insensitive header lookup; returns an index or -1. */
 int http_find_header(const struct http_header *h, size_t n, const char *name);
 /* Whether the comma-separated list v[0..vlen) holds tok (any case, blanks around elements). */

@@ -8,19 +8,8 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 #include <string.h>
-#include <strings.h>
 
 static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-
-static bool named(const struct http_header *h, const char *name)
-{
-	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
-}
-
-static bool value_is(const struct http_header *h, const char *v)
-{
-	return h->value_len == strlen(v) && strncasecmp(h->value, v, h->value_len) == 0;
-}
 
 /* Append v[0..n) to a comma-joined list. Returns 0, or -1 when it does not fit. */
 static int list_add(char *list, const char *v, size_t n)
@@ -73,8 +62,8 @@ bool ws_is_upgrade(const struct http_header *h, size_t n)
 	bool websocket = false;
 
 	for (size_t i = 0; i < n; i++)
-		if (named(&h[i], "Upgrade"))
-			websocket = value_is(&h[i], "websocket");
+		if (http_header_is(&h[i], "Upgrade"))
+			websocket = http_value_is(&h[i], "websocket");
 	return websocket;
 }
 
@@ -85,26 +74,26 @@ int ws_offer_read(const struct http_header *h, size_t n, struct ws_offer *o, con
 
 	memset(o, 0, sizeof(*o));
 	for (size_t i = 0; i < n; i++) {
-		if (named(&h[i], "Connection")) {
+		if (http_header_is(&h[i], "Connection")) {
 			conn_upgrade |= http_list_has(h[i].value, h[i].value_len, "upgrade", 7);
-		} else if (named(&h[i], "Sec-WebSocket-Key")) {
+		} else if (http_header_is(&h[i], "Sec-WebSocket-Key")) {
 			if (key != NULL) {
 				*why = "two Sec-WebSocket-Key headers";
 				return -1;
 			}
 			key = &h[i];
-		} else if (named(&h[i], "Sec-WebSocket-Version")) {
+		} else if (http_header_is(&h[i], "Sec-WebSocket-Version")) {
 			if (version != NULL) {
 				*why = "two Sec-WebSocket-Version headers";
 				return -1;
 			}
 			version = &h[i];
-		} else if (named(&h[i], "Sec-WebSocket-Protocol")) {
+		} else if (http_header_is(&h[i], "Sec-WebSocket-Protocol")) {
 			if (list_add(o->protocols, h[i].value, h[i].value_len) == -1) {
 				*why = "too many subprotocols offered";
 				return -1;
 			}
-		} else if (named(&h[i], "Sec-WebSocket-Extensions")) {
+		} else if (http_header_is(&h[i], "Sec-WebSocket-Extensions")) {
 			if (extension_names(o->extensions, h[i].value, h[i].value_len) == -1) {
 				*why = "too many extensions offered";
 				return -1;
@@ -115,7 +104,7 @@ int ws_offer_read(const struct http_header *h, size_t n, struct ws_offer *o, con
 		*why = "Connection does not name upgrade";
 	else if (key == NULL || !key_valid(key))
 		*why = "no valid Sec-WebSocket-Key";
-	else if (version == NULL || !value_is(version, "13"))
+	else if (version == NULL || !http_value_is(version, "13"))
 		*why = "Sec-WebSocket-Version must be 13";
 	else
 		*why = NULL;
@@ -169,16 +158,16 @@ const char *ws_answer_check(const struct ws_offer *o, const struct http_header *
 
 	ws_accept_value(o->key, want);
 	for (size_t i = 0; i < n; i++) {
-		if (named(&h[i], "Upgrade")) {
-			websocket = value_is(&h[i], "websocket");
-		} else if (named(&h[i], "Connection")) {
+		if (http_header_is(&h[i], "Upgrade")) {
+			websocket = http_value_is(&h[i], "websocket");
+		} else if (http_header_is(&h[i], "Connection")) {
 			conn_upgrade |= http_list_has(h[i].value, h[i].value_len, "upgrade", 7);
-		} else if (named(&h[i], "Sec-WebSocket-Accept")) {
+		} else if (http_header_is(&h[i], "Sec-WebSocket-Accept")) {
 			if (accepted || h[i].value_len != WS_ACCEPT_LEN ||
 			    memcmp(h[i].value, want, WS_ACCEPT_LEN) != 0)
 				return "its Sec-WebSocket-Accept is not the one for the client's key";
 			accepted = true;
-		} else if (named(&h[i], "Sec-WebSocket-Protocol")) {
+		} else if (http_header_is(&h[i], "Sec-WebSocket-Protocol")) {
 			if (protocol)
 				return "it chose two subprotocols";
 			protocol = true;
@@ -186,7 +175,7 @@ const char *ws_answer_check(const struct ws_offer *o, const struct http_header *
 			    !http_list_has(o->protocols, strlen(o->protocols), h[i].value,
 					   h[i].value_len))
 				return "it chose a subprotocol the client did not offer";
-		} else if (named(&h[i], "Sec-WebSocket-Extensions")) {
+		} else if (http_header_is(&h[i], "Sec-WebSocket-Extensions")) {
 			if (!extensions_offered(o, &h[i], chosen))
 				return "it chose an extension the client did not offer, or one twice";
 		}

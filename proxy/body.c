@@ -18,7 +18,7 @@
 static bool trailer_dropped(const struct session *s, bool request, const struct http_header *h)
 {
 	return http_is_forbidden_trailer(h) ||
-	       (request && s->x->inject_field[0] != '\0' && head_named(h, s->x->inject_field));
+	       (request && s->x->inject_field[0] != '\0' && http_header_is(h, s->x->inject_field));
 }
 
 /* Add "what trailers dropped: Name, Name" to the row's detail. */

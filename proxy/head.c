@@ -27,11 +27,6 @@ int head_put_header(struct buf *b, const struct http_header *h)
 	return 0;
 }
 
-bool head_named(const struct http_header *h, const char *name)
-{
-	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
-}
-
 /*
  * The request line with the rule's query parameter written (inject.c
  * decided the rule and holds the secret). Returns 0, or -1 when it does
@@ -123,20 +118,20 @@ int head_upstream(struct session *s, const struct http_request *req)
 		const struct http_header *h = &req->headers[i];
 
 		/* a stamp never leaves: not the forwarder's, not a client's */
-		if (http_is_hop_header(req->headers, req->nheaders, i) || head_named(h, STAMP_HEADER) ||
+		if (http_is_hop_header(req->headers, req->nheaders, i) || http_header_is(h, STAMP_HEADER) ||
 		    (int)i == req->host_header)
 			continue;
 		/* a credential goes in one place, the rule's; a host's answers come unencoded to be scrubbed */
-		if (rule != NULL && plan != -2 && head_named(h, rule->field))
+		if (rule != NULL && plan != -2 && http_header_is(h, rule->field))
 			continue;
-		if (s->x->scrub != NULL && head_named(h, "Accept-Encoding"))
+		if (s->x->scrub != NULL && http_header_is(h, "Accept-Encoding"))
 			continue;
 		/* a scrubbed WebSocket's messages must stay plain frames: no extension offered */
 		if (upgrade_drops_header(s->x, h))
 			continue;
 		/* a range of the body could hold part of a secret, the next range the rest: the whole is asked */
-		if (s->x->scrub != NULL && (head_named(h, "Range") || head_named(h, "If-Range") ||
-					    head_named(h, "Request-Range")))
+		if (s->x->scrub != NULL && (http_header_is(h, "Range") || http_header_is(h, "If-Range") ||
+					    http_header_is(h, "Request-Range")))
 			continue;
 		if (head_put_header(b, h) == -1)
 			return -1;

@@ -270,11 +270,6 @@ int inject_begin(struct session *s, const struct http_request *req)
 	return 0;
 }
 
-static bool header_is(const struct http_header *h, const char *name)
-{
-	return h->name_len == strlen(name) && strncasecmp(h->name, name, h->name_len) == 0;
-}
-
 /*
  * For a header rule: -1 drop every such header the client sent and add
  * ours, i >= 0 replace the value of header i (its placeholder), -2 leave
@@ -288,7 +283,7 @@ int inject_header_plan(const struct session *s, const struct http_request *req)
 	if (rule->require[0] == '\0')
 		return -1;
 	for (size_t i = 0; i < req->nheaders; i++) {
-		if (header_is(&req->headers[i], rule->field)) {
+		if (http_header_is(&req->headers[i], rule->field)) {
 			found = (int)i;
 			count++;
 		}
@@ -371,7 +366,7 @@ int inject_response_coding(struct session *s, const struct http_response *resp)
 	for (size_t i = 0; i < resp->nheaders; i++) {
 		const struct http_header *h = &resp->headers[i];
 
-		if (header_is(h, "Content-Encoding") && !coding_identity(h->value, h->value_len)) {
+		if (http_header_is(h, "Content-Encoding") && !coding_identity(h->value, h->value_len)) {
 			enc = h;
 			nenc++;
 		}
@@ -408,8 +403,8 @@ int inject_response_coding(struct session *s, const struct http_response *resp)
 bool inject_drops_header(const struct session *s, const struct http_header *h)
 {
 	return s->x->inflate != NULL &&
-	       (header_is(h, "Content-Encoding") || header_is(h, "Content-Length") ||
-		header_is(h, "Transfer-Encoding"));
+	       (http_header_is(h, "Content-Encoding") || http_header_is(h, "Content-Length") ||
+		http_header_is(h, "Transfer-Encoding"));
 }
 
 /* Mask the secret in cout[from..] (a complete response head) in place. Returns 0 or -1. */

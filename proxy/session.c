@@ -125,7 +125,7 @@ int session_stamp_first_head(struct session *s, const struct http_request *req)
 	size_t n = 0;
 
 	for (size_t i = 0; i < req->nheaders; i++) {
-		if (head_named(&req->headers[i], STAMP_HEADER)) {
+		if (http_header_is(&req->headers[i], STAMP_HEADER)) {
 			h = &req->headers[i];
 			n++;
 		}

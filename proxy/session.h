@@ -303,7 +303,6 @@ void exchange_http(struct session *s);
 int head_upstream(struct session *s, const struct http_request *req); /* into uout; 0 or -1 */
 int head_client(struct session *s, const struct http_response *resp);  /* into cout; 0 or -1 */
 int head_put_header(struct buf *b, const struct http_header *h); /* "Name: value\r\n" */
-bool head_named(const struct http_header *h, const char *name);  /* any case */
 
 /* body.c */
 /*

@@ -93,7 +93,7 @@ void upgrade_scrubbed(struct session *s)
 
 bool upgrade_drops_header(const struct exchange *x, const struct http_header *h)
 {
-	return x->ws != NULL && x->ws->scrubbed && head_named(h, "Sec-WebSocket-Extensions");
+	return x->ws != NULL && x->ws->scrubbed && http_header_is(h, "Sec-WebSocket-Extensions");
 }
 
 int upgrade_head(struct buf *b)
