@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sockaddr.h"
 #include "ws_frame.h"
 #include "ws_handshake.h"
 
@@ -46,22 +47,15 @@ static uint64_t now_us(void)
 	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
 }
 
+/* ADDR:PORT (lib/sockaddr.c's reader) into sin, 127.0.0.0/8 only. Returns 0 or -1. */
 static int parse_addr(const char *s, struct sockaddr_in *sin)
 {
-	char host[64];
-	const char *colon = strrchr(s, ':');
-	size_t n = colon != NULL ? (size_t)(colon - s) : 0;
+	struct sockaddr_storage ss;
 
-	memset(sin, 0, sizeof(*sin));
-	if (colon == NULL || n == 0 || n >= sizeof(host))
+	if (sockaddr_parse(s, 0, 0, &ss) == -1 || ss.ss_family != AF_INET)
 		return -1;
-	memcpy(host, s, n);
-	host[n] = '\0';
-	sin->sin_family = AF_INET;
-	sin->sin_port = htons((uint16_t)atoi(colon + 1));
-	if (inet_pton(AF_INET, host, &sin->sin_addr) != 1 || (ntohl(sin->sin_addr.s_addr) >> 24) != 127)
-		return -1; /* loopback only */
-	return 0;
+	memcpy(sin, &ss, sizeof(*sin));
+	return (ntohl(sin->sin_addr.s_addr) >> 24) == 127 ? 0 : -1; /* loopback only */
 }
 
 static int read_full(int fd, void *p, size_t n)
