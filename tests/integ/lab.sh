@@ -331,6 +331,21 @@ NGX
 	: >"$d/access.log"
 }
 
+# lab_multi_origin: multi.test resolving to a public-looking address
+# (203.0.113.20, "first") and a private one (10.20.0.5, "second"), both
+# served on 8181 by reload_origin.py, which records to $REC (recq reads it);
+# checked up and recording (the control), then $REC emptied.
+lab_multi_origin() {
+	REC=$LAB_DIR/reload.jsonl
+	: >"$REC"
+	printf '203.0.113.20 multi.test\n10.20.0.5 multi.test\n' >>"/etc/netns/$HNS/hosts"
+	lab_bg "$INS" "$PY" "$INTEG_DIR/reload_origin.py" "$REC" 203.0.113.20:8181 10.20.0.5:8181
+	wait_until 10 ix bash -c '</dev/tcp/10.20.0.5/8181' || lab_bail "reload_origin.py listens"
+	expect_eq "control: the second origin is up and recording" 1 "$(recq ev=accept origin=second)"
+	: >"$REC"
+}
+recq() { jq_ "$REC" "$@"; }
+
 # Extra namespaces a test adds (ip netns add) are listed here and deleted at teardown.
 LAB_EXTRA_NS=()
 # filesystems a test mounted inside LAB_DIR (a small tmpfs, say): unmounted at teardown

@@ -8,14 +8,7 @@
 # the private address, which the new policy denies.
 source "$(dirname "$0")/lab.sh"
 lab_up
-REC=$LAB_DIR/reload.jsonl
-: >"$REC"
-printf '203.0.113.20 multi.test\n10.20.0.5 multi.test\n' >>"/etc/netns/$HNS/hosts"
-lab_bg "$INS" "$PY" "$INTEG_DIR/reload_origin.py" "$REC" 203.0.113.20:8181 10.20.0.5:8181
-wait_until 10 ix bash -c '</dev/tcp/10.20.0.5/8181' || lab_bail "reload_origin.py listens"
-recq() { jq_ "$REC" "$@"; }
-expect_eq "control: the second origin is up and recording" 1 "$(recq ev=accept origin=second)"
-: >"$REC"
+lab_multi_origin
 
 lab_start_proxy "allow multi.test:8181" "allow-private multi.test 10.20.0.0/16"
 
