@@ -338,6 +338,7 @@ int netlog_write(struct netlog *l, const struct netlog_row *r)
 	}
 	put_cstr(&o, "client", r->client);
 	put_cstr(&o, "kind", r->kind);
+	put_cstr(&o, "proto", r->proto);
 	put_cstr(&o, "method", r->method);
 	put_cstr(&o, "host", r->host);
 	if (r->port < 0) {

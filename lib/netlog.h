@@ -34,7 +34,8 @@ struct netlog_row {
 	const char *who;
 	const struct stamp *stamp; /* the connection's verified stamp, or NULL */
 	const char *client;
-	const char *kind; /* "http" or "tunnel" */
+	const char *kind; /* "http", "https", "ws", "wss" or "tunnel" */
+	const char *proto; /* "http/1.1", "http/1.0" or "h2"; NULL: a tunnel, or no request read */
 	const char *method;
 	const char *host;
 	int port; /* -1: unknown */

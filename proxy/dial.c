@@ -374,10 +374,11 @@ void dial_connected(struct session *s, uint32_t events)
 	x->connect_ms = proxy_now_ms() - s->t_phase;
 	s->up_ready = true;
 	s->active_ms = session_now(s);
-	if (x->method == HTTP_CONNECT) {
+	if (s->ix != NULL) {
+		/* then SS_HTTP once verified, or back to the client's parked handshake */
+		tls_connect_begin(s);
+	} else if (x->method == HTTP_CONNECT) {
 		session_tunnel_begin(s);
-	} else if (s->intercept) {
-		tls_connect_begin(s); /* then SS_HTTP, once verified */
 	} else {
 		x->sent_ms = session_now(s);
 		session_enter(s, SS_HTTP);

@@ -91,7 +91,7 @@ static int request_begin(struct session *s, const struct http_request *req)
 	x->method = req->method;
 	x->minor = req->minor;
 	x->decision = "allow";
-	s->nreq++;
+	x->req = ++s->nreq;
 	copy_capped(x->path, sizeof(x->path), &x->path_len, req->target, req->target_len);
 	if (req->form == HTTP_FORM_ABSOLUTE)
 		copy_capped(x->path, sizeof(x->path), &x->path_len, req->path, req->path_len);
@@ -200,6 +200,32 @@ static int request_judge(struct session *s, const struct http_request *req)
 	return 0;
 }
 
+/* The host's body cap; a declared length over it is refused (413). Returns 0 or -1. */
+static int request_capped(struct session *s, const struct http_request *req)
+{
+	struct exchange *x = s->x;
+
+	x->body_cap = config_body_limit(session_config(s), x->t.host.name);
+	if (x->body_cap > 0 && req->body == HTTP_BODY_LENGTH && req->content_length > x->body_cap) {
+		exchange_body_refuse(s, req->content_length);
+		return -1;
+	}
+	return 0;
+}
+
+void exchange_body_refuse(struct session *s, uint64_t declared)
+{
+	if (declared > 0)
+		session_refuse(s, 413, "body-too-large", "http_request_error",
+			       "request body of %llu bytes is over %s %llu; nothing was sent",
+			       (unsigned long long)declared, cap_name(s),
+			       (unsigned long long)s->x->body_cap);
+	else
+		session_refuse(s, 413, "body-too-large", "http_request_error",
+			       "request body over %s %llu; the request was cut off", cap_name(s),
+			       (unsigned long long)s->x->body_cap);
+}
+
 /*
  * Before anything goes out: the body's cap, then the credential (which may
  * wait for its token command), and for a minted token the head kept to be
@@ -210,15 +236,9 @@ static int request_credential(struct session *s, const struct http_request *req,
 {
 	struct exchange *x = s->x;
 
-	x->body_cap = config_body_limit(session_config(s), x->t.host.name);
-	if (x->body_cap > 0 && req->body == HTTP_BODY_LENGTH && req->content_length > x->body_cap) {
-		session_refuse(s, 413, "body-too-large", "http_request_error",
-			       "request body of %llu bytes is over %s %llu; nothing was sent",
-			       (unsigned long long)req->content_length, cap_name(s),
-			       (unsigned long long)x->body_cap);
-		return -1;
-	}
 	/* a body over its cap is refused before any credential is fetched */
+	if (request_capped(s, req) == -1)
+		return -1;
 	switch (inject_begin(s, req)) {
 	case -1:
 		return -1;
@@ -264,14 +284,7 @@ static void request_send(struct session *s, const struct http_request *req, size
 			       "request head too large to forward");
 		return;
 	}
-	if (x->injected) {
-		snprintf(x->inject_name, sizeof(x->inject_name), "%s", x->rule->name);
-		if (x->rule->target == INJECT_HEADER)
-			snprintf(x->inject_field, sizeof(x->inject_field), "%s", x->rule->field);
-	} else {
-		inject_unsent(s); /* require= without its placeholder: sent as it was, scrubbed */
-	}
-	x->rule = NULL;
+	inject_sent(s);
 	buf_consume(&s->cin, len);
 	if (s->ufd >= 0) {
 		/*
@@ -317,6 +330,14 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	if (s->x->ws != NULL)
 		upgrade_scrubbed(s);
 	request_send(s, req, len);
+}
+
+int exchange_judge(struct session *s, const struct http_request *req)
+{
+	if (request_begin(s, req) == -1 || request_target(s, req) == -1 ||
+	    request_judge(s, req) == -1 || request_capped(s, req) == -1)
+		return -1;
+	return inject_begin(s, req);
 }
 
 /*
@@ -567,9 +588,7 @@ static int request_body(struct session *s, struct pass *p)
 		p->moved |= x->up != before || x->req_done;
 		if (x->body_cap > 0 && x->up > x->body_cap) {
 			/* chunked: found out on the way; the origin gets a cut request */
-			session_refuse(s, 413, "body-too-large", "http_request_error",
-				       "chunked request body over %s %llu; the request was cut off",
-				       cap_name(s), (unsigned long long)x->body_cap);
+			exchange_body_refuse(s, 0);
 			return -1;
 		}
 		if (x->req_done) {

@@ -28,63 +28,94 @@ int head_put_header(struct buf *b, const struct http_header *h)
 }
 
 /*
- * The request line with the rule's query parameter written (inject.c
- * decided the rule and holds the secret). Returns 0, or -1 when it does
- * not fit.
+ * The path with a query rule's parameter written (inject.c decided the
+ * rule and holds the secret): *out malloc'd, *size its allocation (the
+ * caller wipes and frees it), or *out NULL when there is no query rule.
+ * Returns the length, or -1.
  */
-static int put_target(struct session *s, const struct http_request *req)
+ssize_t head_query_path(struct session *s, const struct http_request *req, char **out,
+			size_t *size)
 {
 	struct exchange *x = s->x;
-	size_t size = req->path_len + 3 * (INJECT_PREFIX_MAX + x->secret_len) +
-		      sizeof(x->rule->field) + 8;
-	char *p;
-	int n;
 	bool injected = false;
+	int n;
 
+	*out = NULL;
 	if (x->rule == NULL || x->rule->target != INJECT_QUERY)
-		return put(&s->uout, req->path, req->path_len);
-	p = malloc(size);
-	if (p == NULL)
+		return (ssize_t)req->path_len;
+	*size = req->path_len + 3 * (INJECT_PREFIX_MAX + x->secret_len) + sizeof(x->rule->field) + 8;
+	*out = malloc(*size);
+	if (*out == NULL)
 		return -1;
-	n = inject_query_rewrite(x->rule, req->path, req->path_len, x->secret, x->secret_len, p,
-				 size, &injected);
+	n = inject_query_rewrite(x->rule, req->path, req->path_len, x->secret, x->secret_len, *out,
+				 *size, &injected);
 	x->injected = injected;
-	n = n < 0 ? -1 : put(&s->uout, p, (size_t)n);
-	explicit_bzero(p, size);
-	free(p);
 	return n;
 }
 
-/* A header rule's line (name: prefix+secret). Returns 0 or -1. */
-static int put_credential(struct session *s)
+/* The request line's target. Returns 0, or -1 when it does not fit. */
+static int put_target(struct session *s, const struct http_request *req)
+{
+	char *p;
+	size_t size = 0;
+	ssize_t n = head_query_path(s, req, &p, &size);
+
+	if (p == NULL)
+		return n < 0 ? -1 : put(&s->uout, req->path, req->path_len);
+	n = n < 0 ? -1 : put(&s->uout, p, (size_t)n);
+	explicit_bzero(p, size);
+	free(p);
+	return (int)n;
+}
+
+/*
+ * A header rule's value (prefix+secret), malloc'd: the caller wipes and
+ * frees it. Sets x->injected. Returns its length, or -1.
+ */
+ssize_t head_credential(struct session *s, char **value)
 {
 	struct exchange *x = s->x;
 	size_t size = INJECT_PREFIX_MAX + x->secret_len + 1;
 	char *v = malloc(size);
 	int n;
 
+	*value = v;
 	if (v == NULL)
 		return -1;
 	n = inject_header_value(x->rule, x->secret, x->secret_len, v, size);
-	if (n >= 0)
-		n = put(&s->uout, x->rule->field, strlen(x->rule->field)) == -1 ||
-				    put(&s->uout, ": ", 2) == -1 || put(&s->uout, v, (size_t)n) == -1 ||
-				    put(&s->uout, "\r\n", 2) == -1
-			    ? -1
-			    : 0;
-	explicit_bzero(v, size);
-	free(v);
-	x->injected = n == 0;
+	x->injected = n >= 0;
 	return n;
 }
 
+/* A header rule's line (name: prefix+secret). Returns 0 or -1. */
+static int put_credential(struct session *s)
+{
+	const char *field = s->x->rule->field;
+	char *v;
+	ssize_t n = head_credential(s, &v);
+
+	if (n >= 0)
+		n = put(&s->uout, field, strlen(field)) == -1 || put(&s->uout, ": ", 2) == -1 ||
+				    put(&s->uout, v, (size_t)n) == -1 || put(&s->uout, "\r\n", 2) == -1
+			    ? -1
+			    : 0;
+	if (v != NULL) {
+		explicit_bzero(v, INJECT_PREFIX_MAX + s->x->secret_len + 1);
+		free(v);
+	}
+	if (n == -1)
+		s->x->injected = false;
+	return (int)n;
+}
+
 /*
- * Host as the policy judged it: the canonical name (lower-case A-labels, no
- * trailing dot, an IPv4 literal as a dotted quad, IPv6 bracketed), and the
- * port unless it is the scheme's default. The origin reads the name that
- * was judged, never a spelling of it (GOOD.TEST., full-width letters).
+ * Host (HTTP/2's :authority) as the policy judged it: the canonical name
+ * (lower-case A-labels, no trailing dot, an IPv4 literal as a dotted quad,
+ * IPv6 bracketed), and the port unless it is the scheme's default. The
+ * origin reads the name that was judged, never a spelling of it (GOOD.TEST.,
+ * full-width letters).
  */
-static int put_host(struct session *s)
+int head_authority(const struct session *s, char *out, size_t size)
 {
 	const struct target *t = &s->x->t;
 	const char *l = t->host.kind == HOST_IPV6 ? "[" : "";
@@ -92,8 +123,42 @@ static int put_host(struct session *s)
 	uint16_t dflt = s->intercept ? 443 : 80;
 
 	if (t->port == dflt)
-		return buf_printf(&s->uout, "Host: %s%s%s\r\n", l, t->host.name, r);
-	return buf_printf(&s->uout, "Host: %s%s%s:%u\r\n", l, t->host.name, r, t->port);
+		return snprintf(out, size, "%s%s%s", l, t->host.name, r);
+	return snprintf(out, size, "%s%s%s:%u", l, t->host.name, r, t->port);
+}
+
+static int put_host(struct session *s)
+{
+	char a[HOST_NAME_MAX_LEN + 16];
+
+	head_authority(s, a, sizeof(a));
+	return buf_printf(&s->uout, "Host: %s\r\n", a);
+}
+
+/*
+ * Whether request header i goes upstream, HTTP/1.1 or HTTP/2 (plan:
+ * inject_header_plan's, or -2 without a header rule).
+ */
+bool head_forwards(const struct session *s, const struct http_request *req, size_t i, int plan)
+{
+	const struct http_header *h = &req->headers[i];
+	const struct exchange *x = s->x;
+
+	/* a stamp never leaves: not the forwarder's, not a client's */
+	if (http_is_hop_header(req->headers, req->nheaders, i) || http_header_is(h, STAMP_HEADER) ||
+	    (int)i == req->host_header)
+		return false;
+	/* a credential goes in one place, the rule's; a host's answers come unencoded to be scrubbed */
+	if (x->rule != NULL && plan != -2 && http_header_is(h, x->rule->field))
+		return false;
+	if (x->scrub != NULL && http_header_is(h, "Accept-Encoding"))
+		return false;
+	/* a scrubbed WebSocket's messages must stay plain frames: no extension offered */
+	if (upgrade_drops_header(x, h))
+		return false;
+	/* a range of the body could hold part of a secret, the next range the rest: the whole is asked */
+	return !(x->scrub != NULL && (http_header_is(h, "Range") || http_header_is(h, "If-Range") ||
+				      http_header_is(h, "Request-Range")));
 }
 
 /*
@@ -114,28 +179,9 @@ int head_upstream(struct session *s, const struct http_request *req)
 	    put_target(s, req) == -1 || buf_printf(b, " HTTP/1.%d\r\n", req->minor) == -1 ||
 	    put_host(s) == -1)
 		return -1;
-	for (size_t i = 0; i < req->nheaders; i++) {
-		const struct http_header *h = &req->headers[i];
-
-		/* a stamp never leaves: not the forwarder's, not a client's */
-		if (http_is_hop_header(req->headers, req->nheaders, i) || http_header_is(h, STAMP_HEADER) ||
-		    (int)i == req->host_header)
-			continue;
-		/* a credential goes in one place, the rule's; a host's answers come unencoded to be scrubbed */
-		if (rule != NULL && plan != -2 && http_header_is(h, rule->field))
-			continue;
-		if (s->x->scrub != NULL && http_header_is(h, "Accept-Encoding"))
-			continue;
-		/* a scrubbed WebSocket's messages must stay plain frames: no extension offered */
-		if (upgrade_drops_header(s->x, h))
-			continue;
-		/* a range of the body could hold part of a secret, the next range the rest: the whole is asked */
-		if (s->x->scrub != NULL && (http_header_is(h, "Range") || http_header_is(h, "If-Range") ||
-					    http_header_is(h, "Request-Range")))
-			continue;
-		if (head_put_header(b, h) == -1)
+	for (size_t i = 0; i < req->nheaders; i++)
+		if (head_forwards(s, req, i, plan) && head_put_header(b, &req->headers[i]) == -1)
 			return -1;
-	}
 	if (plan != -2 && put_credential(s) == -1)
 		return -1;
 	/* a WebSocket handshake says upgrade, never close: the connection goes on as the WebSocket */

@@ -73,6 +73,26 @@ void inject_unsent(struct session *s)
 	x->rehead_len = 0;
 }
 
+/*
+ * The head went: the rule's name (and a header rule's field, whose
+ * trailers are dropped) kept for the row, or a credential that was not
+ * written dropped (require= found no placeholder: sent as it was,
+ * scrubbed). The rule itself is forgotten: a reload frees it.
+ */
+void inject_sent(struct session *s)
+{
+	struct exchange *x = s->x;
+
+	if (x->rule != NULL && x->injected) {
+		snprintf(x->inject_name, sizeof(x->inject_name), "%s", x->rule->name);
+		if (x->rule->target == INJECT_HEADER)
+			snprintf(x->inject_field, sizeof(x->inject_field), "%s", x->rule->field);
+	} else {
+		inject_unsent(s);
+	}
+	x->rule = NULL;
+}
+
 void inject_end(struct session *s)
 {
 	struct exchange *x = s->x;

@@ -168,6 +168,13 @@ struct refusal {
 };
 /* Append a complete refusal response to out. Returns 0 or -1 (no room). */
 int refuse_write(struct buf *out, const struct refusal *r);
+/*
+ * Its Proxy-Status value and its body (HTTP/2 frames them itself), into
+ * buffers of REFUSE_STATUS_MAX and REFUSE_BODY_MAX. Returns the body's length.
+ */
+#define REFUSE_STATUS_MAX 1280
+#define REFUSE_BODY_MAX 272
+int refuse_texts(const struct refusal *r, char *status, size_t ssize, char *body, size_t bsize);
 const char *refuse_status_text(int status);
 
 #endif

@@ -44,25 +44,35 @@ static void sf_string(const char *in, char *out, size_t size)
 	out[o] = '\0';
 }
 
-int refuse_write(struct buf *out, const struct refusal *r)
+int refuse_texts(const struct refusal *r, char *status_line, size_t ssize, char *body,
+		 size_t bsize)
 {
 	char details[sizeof(r->detail) * 2 + 64];
-	char body[sizeof(r->detail) + 16];
 	char sf[sizeof(details) * 2];
 	int blen;
 
 	snprintf(details, sizeof(details), "%s: %s", r->reason, r->detail);
 	sf_string(details, sf, sizeof(sf));
-	blen = snprintf(body, sizeof(body), "sluice: %s\n", r->detail);
-	if (blen < 0 || (size_t)blen >= sizeof(body))
+	snprintf(status_line, ssize, "sluice; error=%s; details=\"%s\"", r->proxy_status, sf);
+	blen = snprintf(body, bsize, "sluice: %s\n", r->detail);
+	if (blen < 0 || (size_t)blen >= bsize)
 		blen = (int)strlen(body);
+	return blen;
+}
+
+int refuse_write(struct buf *out, const struct refusal *r)
+{
+	char ps[REFUSE_STATUS_MAX];
+	char body[REFUSE_BODY_MAX];
+	int blen = refuse_texts(r, ps, sizeof(ps), body, sizeof(body));
+
 	return buf_printf(out,
 			  "HTTP/1.1 %d %s\r\n"
-			  "Proxy-Status: sluice; error=%s; details=\"%s\"\r\n"
+			  "Proxy-Status: %s\r\n"
 			  "Content-Type: text/plain; charset=utf-8\r\n"
 			  "Content-Length: %d\r\n"
 			  "Connection: close\r\n"
 			  "\r\n"
 			  "%s",
-			  r->status, refuse_status_text(r->status), r->proxy_status, sf, blen, body);
+			  r->status, refuse_status_text(r->status), ps, blen, body);
 }

@@ -184,7 +184,7 @@ void session_log(struct session *s)
 	x->active = false;
 	memset(&row, 0, sizeof(row));
 	row.conn = s->id;
-	row.req = s->nreq;
+	row.req = x->req;
 	row.run = s->px->run_id;
 	row.who = session_who(s, who, sizeof(who));
 	if (s->stamp != NULL) {
@@ -192,6 +192,10 @@ void session_log(struct session *s)
 		row.stamp = &st;
 	}
 	row.client = s->client;
+	row.proto = x->h2				      ? "h2"
+		    : x->method == HTTP_CONNECT || x->method == HTTP_UNKNOWN ? NULL
+		    : x->minor == 0					      ? "http/1.0"
+									      : "http/1.1";
 	row.kind = x->method == HTTP_CONNECT ? "tunnel"
 		   : upgrade_open(x)	     ? (s->intercept ? "wss" : "ws")
 		   : s->intercept	     ? "https"
@@ -246,6 +250,8 @@ void session_close(struct session *s, const char *why)
 	if (s->x != NULL && s->x->method == HTTP_CONNECT && s->state == SS_TUNNEL)
 		tunnel_count(s);
 	session_log(s);
+	if (s->h2 != NULL)
+		h2_free(s, why);
 	loop_timer_cancel(px->loop, &s->timer);
 	dial_close(s);
 	if (s->tun != NULL) {
@@ -333,6 +339,14 @@ void session_refuse(struct session *s, int status, const char *reason,
 	va_start(ap, fmt);
 	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
 	va_end(ap);
+	if (s->ix != NULL && s->ix->alpn == ALPN_DIAL) {
+		tls_alpn_unreached(s, ref.detail); /* no request to answer yet */
+		return;
+	}
+	if (s->h2 != NULL) {
+		h2_refuse(s, &ref); /* the stream's answer, not the connection's end */
+		return;
+	}
 	if (s->x == NULL || !s->x->active) {
 		if (exchange_new(s) == -1) {
 			session_close(s, "out of memory");
@@ -341,7 +355,7 @@ void session_refuse(struct session *s, int status, const char *reason,
 		s->x->active = true;
 		s->x->t_start = proxy_now_ms();
 		s->x->dns_ms = s->x->connect_ms = -1;
-		s->nreq++;
+		s->x->req = ++s->nreq;
 	}
 	s->x->decision = "refuse";
 	s->x->reason = reason;
@@ -588,6 +602,18 @@ void session_rejudge_all(struct proxy *px)
 		const struct target *t = &kept;
 
 		next = s->next;
+		if (s->h2 != NULL) {
+			/* every stream goes to the tunnel's host, on the one upstream */
+			pr.via = s->ix->tunnel.via;
+			pr.host = &s->ix->tunnel.host;
+			pr.port = s->ix->tunnel.port;
+			policy_judge(px->policy, &pr, now, &v);
+			if (v.allow && s->up != NULL)
+				dial_up_judge(px->policy, s->up, &s->ix->tunnel.host, &v);
+			if (!v.allow)
+				h2_revoke(s, &v);
+			continue;
+		}
 		if (!busy && (s->ufd < 0 || s->up == NULL))
 			continue;
 		if (busy)

@@ -15,6 +15,7 @@
  *             through TLS; a passthrough tunnel's hellos, judged
  * inject.c    a request's credential and the scrubbing of its response
  * upgrade.c   WebSocket over HTTP/1.1 Upgrade: both handshakes checked, the relay
+ * h2.c        HTTP/2 on both hops of an intercepted CONNECT: each stream an exchange
  */
 #ifndef SLUICE_SESSION_H
 #define SLUICE_SESSION_H
@@ -37,6 +38,7 @@ enum sess_state {
 	SS_TLS_CONNECT, /* the upstream's TLS handshake (inside an intercepted CONNECT) */
 	SS_TOKEN,       /* a request waits for its rule's token command (token.c) */
 	SS_WEBSOCKET,   /* an upgraded WebSocket relaying both ways (upgrade.c) */
+	SS_H2,          /* an intercepted CONNECT speaking HTTP/2 on both hops (h2.c) */
 	SS_DRAIN,   /* sending a last response, then lingering, then close */
 };
 
@@ -47,6 +49,8 @@ enum hello_phase {
 	HELLO_SERVER, /* it went up, alone; the server's first message is held until known */
 	HELLO_RETRY,  /* that was a HelloRetryRequest: reading the second ClientHello */
 };
+
+#define TOKEN_WAIT_MS 15000 /* a request waiting for its token, at most */
 
 struct target {
 	struct host host;
@@ -63,6 +67,8 @@ struct target {
  */
 struct exchange {
 	bool active; /* begun and its row not written yet */
+	bool h2;     /* an HTTP/2 stream (h2.c): its row says so */
+	uint64_t req; /* its number on the connection, for the row */
 	struct target t;
 	enum http_method method;
 	int minor;
@@ -177,9 +183,21 @@ struct tunnel {
 	bool ended;             /* the upstream's end was passed on to the client (step_tunnel) */
 };
 
+/* Which version an intercepted CONNECT speaks (tls.c): the same on both hops. */
+enum ix_alpn {
+	ALPN_UNASKED, /* the ClientHello is not read yet */
+	ALPN_DIAL,    /* it offered h2: parked while the upstream is dialed with its offer */
+	ALPN_H2,      /* the upstream chose h2: so does the client, if it offered it */
+	ALPN_H1,      /* HTTP/1.1 (or no ALPN) */
+};
+
 /* An intercepted CONNECT's own state (tls.c), allocated when one begins. */
 struct intercept {
 	struct target tunnel; /* the CONNECT target every request must name */
+	enum ix_alpn alpn;
+	unsigned char offer[16]; /* the client's ALPN offer, h2 and http/1.1 only (wire format) */
+	size_t offer_len;
+	char unreached[200]; /* why the upstream was not reached before the handshake, or "" */
 	char err[128];
 	char resume_key[HOST_NAME_MAX_LEN + 8]; /* "host:port" of the upstream TLS session */
 };
@@ -225,6 +243,7 @@ struct session {
 
 	struct exchange *x; /* the exchange in flight; NULL while idle (exchange_new) */
 	struct tunnel *tun; /* a CONNECT relaying bytes (SS_TUNNEL), from its 200 to the close */
+	struct h2 *h2;      /* an intercepted CONNECT speaking HTTP/2 (SS_H2): its streams */
 
 	/* an intercepted CONNECT (tls.c): requests arrive decrypted */
 	SSL *cssl;            /* the client side, our leaf for ix->tunnel.host */
@@ -298,11 +317,25 @@ void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events);
 /* exchange.c */
 void exchange_head(struct session *s);
 void exchange_http(struct session *s);
+/*
+ * An HTTP/2 stream's request (h2.c), begun, targeted, judged, capped and
+ * given its credential as an HTTP/1.1 request is, in s->x. Returns 0 go
+ * on, 1 waiting for its rule's token (s->token), -1 refused (answered
+ * through session_refuse).
+ */
+int exchange_judge(struct session *s, const struct http_request *req);
+/* 413: the declared body length (0: found out on the way) is over the host's cap */
+void exchange_body_refuse(struct session *s, uint64_t declared);
 
 /* head.c */
 int head_upstream(struct session *s, const struct http_request *req); /* into uout; 0 or -1 */
 int head_client(struct session *s, const struct http_response *resp);  /* into cout; 0 or -1 */
 int head_put_header(struct buf *b, const struct http_header *h); /* "Name: value\r\n" */
+bool head_forwards(const struct session *s, const struct http_request *req, size_t i, int plan);
+ssize_t head_credential(struct session *s, char **value);
+ssize_t head_query_path(struct session *s, const struct http_request *req, char **out,
+			size_t *size);
+int head_authority(const struct session *s, char *out, size_t size);
 
 /* body.c */
 /*
@@ -331,6 +364,7 @@ int token_peek(struct proxy *px, const struct inject_rule *r, char **val, size_t
 size_t inject_scrub_room(const struct session *s);
 int inject_begin(struct session *s, const struct http_request *req);
 void inject_unsent(struct session *s);
+void inject_sent(struct session *s);
 void inject_end(struct session *s);
 int inject_response_coding(struct session *s, const struct http_response *resp);
 bool inject_drops_header(const struct session *s, const struct http_header *h);
@@ -347,6 +381,8 @@ void tls_step_connect(struct session *s);
 void tls_session_free(struct session *s);
 void tls_upstream_free(struct session *s);
 void tls_shutdown_client(struct session *s);
+void tls_alpn_unreached(struct session *s, const char *why);
+bool tls_upstream_quiet(struct session *s);
 int tls_hello_step(struct session *s);
 ssize_t sio_read(struct session *s, bool up, struct buf *b, size_t limit, bool *drained);
 ssize_t sio_write(struct session *s, bool up, struct buf *b);
@@ -365,6 +401,18 @@ bool upgrade_wants_client(const struct session *s);
 void upgrade_interest(const struct session *s, uint32_t *c, uint32_t *u);
 bool upgrade_open(const struct exchange *x);
 void upgrade_free(struct exchange *x);
+
+/* h2.c */
+void h2_begin(struct session *s); /* the client's handshake chose h2: SS_H2 */
+void h2_step(struct session *s);
+bool h2_wants_client(const struct session *s);
+void h2_interest(const struct session *s, uint32_t *c, uint32_t *u);
+uint64_t h2_due(const struct session *s, const struct config *c);
+void h2_late(struct session *s, const struct config *c);
+void h2_refuse(struct session *s, const struct refusal *r); /* s->x's stream is answered */
+void h2_revoke(struct session *s, const struct verdict *v); /* a reload refused the host */
+void h2_token_ready(struct session *s);                     /* token.c woke the session */
+void h2_free(struct session *s, const char *why); /* every open stream's row, then the codecs */
 
 /* dial.c */
 void dial_start(struct session *s);

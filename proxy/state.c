@@ -19,7 +19,6 @@
 #include <sys/epoll.h>
 
 #define LINGER_MS 2000 /* reading and discarding after a refusal, at most */
-#define TOKEN_WAIT_MS 15000 /* a request waiting for its token, at most */
 
 static void on_timer(struct loop *l, struct loop_timer *t);
 
@@ -295,6 +294,10 @@ static const struct state_def {
 	[SS_WEBSOCKET] = { "websocket", "WebSocket bytes either way",
 			   "close (idle-timeout)", upgrade_step, upgrade_wants_client,
 			   upgrade_interest, due_idle, late_idle },
+	[SS_H2] = { "h2", "HTTP/2 frames from either hop (every stream's)",
+		    "504 the streams past their token wait or response-timeout, else close, each "
+		    "open stream's row says so (idle-timeout)",
+		    h2_step, h2_wants_client, h2_interest, h2_due, h2_late },
 	[SS_DRAIN] = { "drain", "the last response to go out, then the client's end",
 		       "close (a linger of 2 s)", session_step_drain, in_head, ask_flush, due_drain,
 		       late_drain },
@@ -434,7 +437,11 @@ void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
 		return;
 	}
 	if (s->state == SS_HEAD) {
-		/* an idle kept-alive upstream said something or closed: drop it */
+		/* an idle kept-alive upstream said something or closed: drop it (a ticket: keep it) */
+		if (!(events & (EPOLLERR | EPOLLHUP)) && tls_upstream_quiet(s)) {
+			session_pump(s);
+			return;
+		}
 		dial_close(s);
 		session_pump(s);
 		return;

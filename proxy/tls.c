@@ -5,10 +5,15 @@
  * An allowed CONNECT to a host not on the passthrough list is answered 200
  * without dialing; the client's handshake then meets a leaf for the
  * CONNECT host, minted by lib/leaf.c and cached. A server name the client
- * sends must be that host. ALPN selects http/1.1 only when offered: never
- * what is not served. Once the handshake is done the tunnel's row is
- * written and the session reads requests through TLS like any other
- * (exchange.c), each judged, dialed and logged on its own; dial.c hands a
+ * sends must be that host. ALPN speaks the same version on both hops: a
+ * client that offers h2 has its handshake parked (the ClientHello
+ * callback) while the CONNECT host is dialed with the client's offer, and
+ * is given h2 only when the upstream chose h2 (h2.c then carries the
+ * connection), else http/1.1 when offered, else nothing; an upstream that
+ * cannot be reached then leaves the client on HTTP/1.1, and its first
+ * request dials again and says why. Once the handshake is done the
+ * tunnel's row is written and the session reads requests through TLS like
+ * any other (exchange.c), each judged, dialed and logged on its own; dial.c hands a
  * connected upstream here for its handshake, verified against the system
  * trust store (or the host's upstream-ca bundle), with SNI and TLS 1.2 at
  * least. An upstream that fails verification is a 502 saying why, never a
@@ -78,23 +83,91 @@ static const char *tls_error_text(void)
 	return r != NULL ? r : "connection closed during the handshake";
 }
 
-/* ALPN: http/1.1 when the client offers it; otherwise none (it then speaks HTTP/1.1). */
+/*
+ * ALPN: h2 when the client offers it and the upstream chose it (the
+ * ClientHello callback asked first), else http/1.1 when offered, else none
+ * (the client then speaks HTTP/1.1).
+ */
 static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
 		       const unsigned char *in, unsigned int inlen, void *arg)
 {
+	const struct session *s = SSL_get_ex_data(ssl, sess_idx);
+	bool h2 = s != NULL && s->ix->alpn == ALPN_H2;
+	const unsigned char *h1 = NULL;
+
 	for (unsigned i = 0; i < inlen;) {
 		unsigned n = in[i];
 
 		if (i + 1 + n > inlen)
 			break;
-		if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0) {
+		if (h2 && n == 2 && memcmp(in + i + 1, "h2", 2) == 0) {
 			*out = in + i + 1;
-			*outlen = 8;
+			*outlen = 2;
 			return SSL_TLSEXT_ERR_OK;
+		}
+		if (n == 8 && memcmp(in + i + 1, "http/1.1", 8) == 0)
+			h1 = in + i + 1;
+		i += 1 + n;
+	}
+	if (h1 == NULL)
+		return SSL_TLSEXT_ERR_NOACK;
+	*out = h1;
+	*outlen = 8;
+	return SSL_TLSEXT_ERR_OK;
+}
+
+/*
+ * The client's ALPN offer, h2 and http/1.1 kept in its order, into
+ * ix->offer (wire format). Returns whether it holds h2.
+ */
+static bool alpn_offer(struct intercept *ix, const unsigned char *p, size_t len)
+{
+	bool h2 = false;
+	size_t list;
+
+	ix->offer_len = 0;
+	if (len < 2)
+		return false;
+	list = (size_t)p[0] << 8 | p[1];
+	if (list != len - 2)
+		return false;
+	for (size_t i = 2; i < len;) {
+		size_t n = p[i];
+
+		if (i + 1 + n > len)
+			return false;
+		if ((n == 2 && memcmp(p + i + 1, "h2", 2) == 0) ||
+		    (n == 8 && memcmp(p + i + 1, "http/1.1", 8) == 0)) {
+			memcpy(ix->offer + ix->offer_len, p + i, 1 + n);
+			ix->offer_len += 1 + n;
+			h2 = h2 || n == 2;
 		}
 		i += 1 + n;
 	}
-	return SSL_TLSEXT_ERR_NOACK;
+	_Static_assert(sizeof(((struct intercept *)0)->offer) >= 3 + 9, "h2 and http/1.1 fit");
+	return h2;
+}
+
+/*
+ * A ClientHello that offers h2 is parked (the handshake returns
+ * SSL_ERROR_WANT_CLIENT_HELLO_CB) while the upstream is dialed with its
+ * offer: the client gets the version the upstream chose. Asked once.
+ */
+static int client_hello_cb(SSL *ssl, int *alert, void *arg)
+{
+	struct session *s = SSL_get_ex_data(ssl, sess_idx);
+	const unsigned char *p;
+	size_t len;
+
+	if (s == NULL || s->ix->alpn != ALPN_UNASKED)
+		return SSL_CLIENT_HELLO_SUCCESS;
+	s->ix->alpn = ALPN_H1;
+	if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &p,
+				      &len) != 1 ||
+	    !alpn_offer(s->ix, p, len))
+		return SSL_CLIENT_HELLO_SUCCESS;
+	s->ix->alpn = ALPN_DIAL;
+	return SSL_CLIENT_HELLO_RETRY;
 }
 
 /* The server name the client asks for must be the CONNECT host. */
@@ -209,6 +282,7 @@ int tls_init(struct proxy *px)
 		return -1;
 	}
 	SSL_CTX_set_alpn_select_cb(t->server, alpn_select, NULL);
+	SSL_CTX_set_client_hello_cb(t->server, client_hello_cb, NULL);
 	SSL_CTX_set_session_cache_mode(t->server, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_num_tickets(t->server, 0);
 	SSL_CTX_set_tlsext_servername_callback(t->server, servername);
@@ -290,7 +364,10 @@ void tls_upstream_free(struct session *s)
 	s->u_tls_out = false;
 }
 
-/* One handshake step: 1 done, 0 wants readiness (*out: writable), -1 failed. */
+/*
+ * One handshake step: 1 done, 0 wants readiness (*out: writable), 2 parked
+ * by the ClientHello callback, -1 failed.
+ */
 static int handshake(SSL *ssl, bool *out)
 {
 	int rc, e;
@@ -300,6 +377,8 @@ static int handshake(SSL *ssl, bool *out)
 	if (rc == 1)
 		return 1;
 	e = SSL_get_error(ssl, rc);
+	if (e == SSL_ERROR_WANT_CLIENT_HELLO_CB)
+		return 2;
 	*out = e == SSL_ERROR_WANT_WRITE;
 	return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? 0 : -1;
 }
@@ -336,6 +415,7 @@ static void accept_failed(struct session *s, const char *reason, const char *det
 void tls_step_accept(struct session *s)
 {
 	struct tls *t = s->px->tls;
+	bool h2;
 	int rc;
 
 	if (s->cssl == NULL) {
@@ -368,6 +448,10 @@ void tls_step_accept(struct session *s)
 	rc = handshake(s->cssl, &s->c_tls_out);
 	if (rc == 0)
 		return;
+	if (rc == 2) {
+		dial_start(s); /* back here once the upstream's handshake says its ALPN */
+		return;
+	}
 	if (rc == -1) {
 		char why[256];
 
@@ -388,14 +472,34 @@ void tls_step_accept(struct session *s)
 		unsigned alen = 0;
 
 		SSL_get0_alpn_selected(s->cssl, &alpn, &alen);
-		snprintf(s->x->detail, sizeof(s->x->detail), "intercepted: %s%s", SSL_get_version(s->cssl),
-			 alen > 0 ? ", ALPN http/1.1" : "");
+		h2 = alen == 2;
+		snprintf(s->x->detail, sizeof(s->x->detail), "intercepted: %s%s%.*s%s%s",
+			 SSL_get_version(s->cssl), alen > 0 ? ", ALPN " : "", (int)alen,
+			 (const char *)alpn, s->ix->unreached[0] ? "; " : "", s->ix->unreached);
 	}
 	session_log(s);
 	s->intercept = true;
 	s->c_tls_out = false;
 	s->head_ms = 0;
+	if (h2) {
+		h2_begin(s);
+		return;
+	}
 	session_enter(s, SS_HEAD);
+}
+
+/*
+ * The upstream could not be reached while the client's handshake was
+ * parked (session_refuse calls this then): the handshake goes on offering
+ * HTTP/1.1 only, and the first request dials again and answers why.
+ */
+void tls_alpn_unreached(struct session *s, const char *why)
+{
+	dial_close(s);
+	s->ix->alpn = ALPN_H1;
+	snprintf(s->ix->unreached, sizeof(s->ix->unreached),
+		 "the upstream was not reached before the handshake (%s)", why);
+	session_enter(s, SS_TLS_ACCEPT);
 }
 
 /* The upstream's TCP connection is up: its TLS handshake next. Returns 0 or -1 (refused). */
@@ -411,6 +515,10 @@ int tls_connect_begin(struct session *s)
 			ctx = t->extra[i].ctx;
 	s->ussl = SSL_new(ctx);
 	if (s->ussl == NULL || SSL_set_fd(s->ussl, s->ufd) != 1)
+		goto fail;
+	/* asked before the client's handshake: the client's own offer */
+	if (s->ix->alpn == ALPN_DIAL &&
+	    SSL_set_alpn_protos(s->ussl, s->ix->offer, (unsigned)s->ix->offer_len) != 0)
 		goto fail;
 	vp = SSL_get0_param(s->ussl);
 	if (h->kind == HOST_NAME) {
@@ -453,6 +561,16 @@ void tls_step_connect(struct session *s)
 	if (rc == 1) {
 		s->u_tls_out = false;
 		x->connect_ms += proxy_now_ms() - s->t_phase;
+		if (s->ix->alpn == ALPN_DIAL) {
+			const unsigned char *alpn = NULL;
+			unsigned alen = 0;
+
+			/* the parked client handshake goes on, offered what the upstream chose */
+			SSL_get0_alpn_selected(s->ussl, &alpn, &alen);
+			s->ix->alpn = alen == 2 && memcmp(alpn, "h2", 2) == 0 ? ALPN_H2 : ALPN_H1;
+			session_enter(s, SS_TLS_ACCEPT);
+			return;
+		}
 		x->sent_ms = session_now(s);
 		session_enter(s, SS_HTTP);
 		return;
@@ -742,6 +860,22 @@ int tls_hello_step(struct session *s)
 		break;
 	}
 	return 0;
+}
+
+/*
+ * An idle kept upstream became readable: whether it sent only records
+ * that carry no data (a TLS 1.3 session ticket, read now); then it stays.
+ */
+bool tls_upstream_quiet(struct session *s)
+{
+	char c;
+	int rc;
+
+	if (s->ussl == NULL)
+		return false;
+	ERR_clear_error();
+	rc = SSL_peek(s->ussl, &c, 1);
+	return rc <= 0 && SSL_get_error(s->ussl, rc) == SSL_ERROR_WANT_READ;
 }
 
 /* Before the client side closes: our close_notify (best effort, non-blocking). */

@@ -97,7 +97,10 @@ static void kill_group(pid_t pid)
 		kill(pid, SIGKILL);
 }
 
-/* Wake every session waiting on t: each goes back to its head and asks again. */
+/*
+ * Wake every session waiting on t: each goes back to its head and asks
+ * again (an HTTP/2 connection: its waiting streams do).
+ */
 static void wake(struct token *t)
 {
 	for (struct session *s = t->px->sessions, *next; s != NULL; s = next) {
@@ -106,6 +109,10 @@ static void wake(struct token *t)
 			continue;
 		s->token = NULL;
 		s->token_waited = true;
+		if (s->h2 != NULL) {
+			h2_token_ready(s); /* its waiting streams ask again */
+			continue;
+		}
 		session_enter(s, SS_HEAD);
 		session_pump(s);
 	}
