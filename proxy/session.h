@@ -15,7 +15,9 @@
  *             through TLS; a passthrough tunnel's hellos, judged
  * inject.c    a request's credential and the scrubbing of its response
  * upgrade.c   WebSocket over HTTP/1.1 Upgrade: both handshakes checked, the relay
- * h2.c        HTTP/2 on both hops of an intercepted CONNECT: each stream an exchange
+ * h2.c        HTTP/2 on both hops of an intercepted CONNECT: the connection, its
+ *             two nghttp2 sessions and their callbacks (h2.h: its inside)
+ * h2_stream.c ... one stream: an exchange judged, sent, answered and logged
  */
 #ifndef SLUICE_SESSION_H
 #define SLUICE_SESSION_H

@@ -1,0 +1,100 @@
+/*
+ * h2.h: an HTTP/2 connection's inside (h2.c, the connection; h2_stream.c,
+ * a stream), private to proxy/. session.h declares what the rest of the
+ * proxy calls.
+ */
+#ifndef SLUICE_H2_H
+#define SLUICE_H2_H
+
+#include <nghttp2/nghttp2.h>
+
+#include "session.h"
+
+#define H2_STREAMS_MAX 100           /* SETTINGS_MAX_CONCURRENT_STREAMS we announce */
+#define H2_STREAM_WINDOW (256 << 10) /* each stream's window we give, both hops */
+#define H2_CONN_WINDOW (1 << 20)     /* the connection's, both hops */
+#define H2_OUT_HIGH (64 << 10)       /* frames queued for a hop before nghttp2 is asked for more */
+#define H2_OUT_MAX (H2_OUT_HIGH + (64 << 10)) /* mem_send gives at most a frame at a time */
+#define H2_QUEUE_MAX (H2_STREAM_WINDOW + (16 << 10)) /* a stream's bytes held, one way */
+#define H2_RESET_BURST 200 /* RST_STREAMs a client may send at once ... */
+#define H2_RESET_RATE 33   /* ... and per second after that */
+#define H2_CONTINUATIONS 8 /* CONTINUATION frames after one HEADERS */
+
+/* One field of a header block: offsets into its h2_fields' data. */
+struct h2_field {
+	uint32_t name, name_len, value, value_len;
+};
+
+/* A header block as it came, names and values back to back. */
+struct h2_fields {
+	char *data;
+	size_t len, cap;
+	size_t size; /* RFC 9113 6.5.2: each field's name, value and 32 */
+	size_t n;
+	struct h2_field f[HEADERS_MAX];
+};
+
+struct h2_stream {
+	struct h2_stream *next, *prev;
+	int32_t cid, uid;      /* the client's stream; the upstream's (-1: not opened) */
+	struct exchange *x;    /* its judgement, credential, scrubber and row */
+	struct h2_fields req;  /* the request head, kept until it went (a token wait) */
+	struct h2_fields resp; /* the response head, then its trailers */
+	struct h2_fields *req_tr; /* the client's trailers; NULL: none */
+	struct buf to_up, to_cli; /* request body for the upstream, response body for the client */
+	uint64_t cli_in, cli_done; /* DATA bytes from the client, and given back */
+	uint64_t up_in, up_done;   /* ... from the upstream */
+	const char *bad;     /* a head nghttp2 or we refused: why (its row's detail) ... */
+	const char *bad_reason; /* ... and its reason */
+	bool head_done;      /* the client's head is whole: judged */
+	bool waiting;        /* for its rule's token (token.c wakes the session) ... */
+	uint64_t wait_ms;    /* ... since (TOKEN_WAIT_MS) */
+	bool sent;           /* its head went upstream */
+	bool refused;        /* answered by sluice: the rest of its request is thrown away */
+	bool req_end;        /* the client ended its side */
+	bool bodiless;       /* ... with its head (END_STREAM on HEADERS) */
+	bool up_deferred;    /* the upstream's DATA provider waits for bytes */
+	bool answered;       /* a final response went to the client */
+	bool local;          /* ... ours, not the upstream's (to_cli is not the upstream's bytes) */
+	bool resp_end;       /* the whole response body is in to_cli (the scrubber flushed) */
+	bool resp_tr;        /* resp holds trailers, to follow the body */
+	bool cli_deferred;   /* the client's DATA provider waits for bytes */
+	bool cli_closed;     /* the client stream closed: its row is written */
+	bool up_closed;      /* the upstream stream closed (or never opened) */
+};
+
+struct h2 {
+	struct session *s;
+	nghttp2_session *srv, *up;
+	struct h2_stream *streams;
+	size_t nstreams;
+	bool c_end;    /* the client's connection ended */
+	bool up_end;   /* the upstream's connection ended */
+	bool up_ended; /* ... and its open streams were answered (up_gone) */
+};
+
+/* h2_stream.c: a header block */
+int h2_fields_add(struct h2_fields *fs, const uint8_t *name, size_t nlen, const uint8_t *value,
+		  size_t vlen, size_t max); /* 0, or -1: over max (RFC 9113 sizes) or HEADERS_MAX */
+void h2_fields_clear(struct h2_fields *fs);
+struct http_header h2_field_at(const struct h2_fields *fs, size_t i);
+bool h2_named(const struct http_header *h, const char *name); /* exactly, as HTTP/2 sends names */
+nghttp2_nv h2_nv(const char *name, size_t nlen, const char *value, size_t vlen, uint8_t flags);
+int h2_scrub_fields(struct scrub *sc, struct h2_fields *fs); /* each value masked in place */
+
+/* h2_stream.c: a stream */
+struct h2_stream *h2_stream_new(struct h2 *h, int32_t cid);
+void h2_stream_free(struct h2 *h, struct h2_stream *st);    /* gone from both hops */
+void h2_stream_log(struct session *s, struct h2_stream *st); /* its row */
+void h2_stream_head(struct session *s, struct h2_stream *st); /* its head is whole: judge, send */
+void h2_answer_up(struct session *s, struct h2_stream *st, bool end); /* the upstream's head */
+void h2_resp_ended(struct h2 *h, struct h2_stream *st);  /* the upstream's body ended */
+void h2_cancel_up(struct h2 *h, struct h2_stream *st);   /* its upstream half ends now */
+/* flow control by hand: n DATA bytes taken by the other hop, their window given back */
+void h2_give_back_up(struct h2 *h, struct h2_stream *st, size_t n);
+void h2_give_back_cli(struct h2 *h, struct h2_stream *st, size_t n);
+/* bytes came for a DATA provider that had none: it is asked again */
+void h2_resume_cli(struct h2 *h, struct h2_stream *st);
+void h2_resume_up(struct h2 *h, struct h2_stream *st);
+
+#endif
