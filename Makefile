@@ -103,7 +103,7 @@ $(BUILD)/tests/test_principal: $(call obj,cli/principal.c cli/snapshot.c)
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,libssl libcrypto) -lm
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,libssl libcrypto libnghttp2) -lm -pthread
 
 # --- tests -----------------------------------------------------------------
 

@@ -433,7 +433,7 @@ static int h2_recv(struct session *s, bool up, bool *moved)
 	struct buf *b = up ? &s->uin : &s->cin;
 	bool *end = up ? &h->up_end : &h->c_end;
 
-	for (int i = 0; i < 16 && !*end && nghttp2_session_want_read(ng); i++) {
+	for (int i = 0; i < H2_READS && !*end && nghttp2_session_want_read(ng); i++) {
 		bool drained = false;
 		ssize_t n = sio_read(s, up, b, 0, &drained), rv;
 
@@ -542,12 +542,18 @@ static void up_gone(struct session *s)
 	dial_close(s);
 }
 
+static bool tls_pending(const struct session *s)
+{
+	return (s->cssl != NULL && SSL_has_pending(s->cssl)) ||
+	       (s->ussl != NULL && !s->h2->up_ended && SSL_has_pending(s->ussl));
+}
+
 void h2_step(struct session *s)
 {
 	struct h2 *h = s->h2;
 	bool moved;
 
-	do {
+	for (int round = 0;; round++) {
 		moved = false;
 		if (h2_recv(s, false, &moved) == -1 || (!h->up_ended && h2_recv(s, true, &moved) == -1))
 			return;
@@ -558,7 +564,14 @@ void h2_step(struct session *s)
 			h->up_end = true; /* a GOAWAY from it, its streams done */
 		if (h2_send(s, false, &moved) == -1 || (!h->up_ended && h2_send(s, true, &moved) == -1))
 			return;
-	} while (moved && !s->closed);
+		/*
+		 * A busy connection yields after a few rounds so the others are
+		 * served (epoll is level-triggered: it is called again), unless
+		 * TLS holds bytes already read, which no readiness would announce.
+		 */
+		if (!moved || (round + 1 >= H2_ROUNDS && !tls_pending(s)))
+			break;
+	}
 	if (h->c_end) {
 		session_close(s, "the client closed the connection");
 		return;

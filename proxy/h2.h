@@ -19,6 +19,8 @@
 #define H2_RESET_BURST 200 /* RST_STREAMs a client may send at once ... */
 #define H2_RESET_RATE 33   /* ... and per second after that */
 #define H2_CONTINUATIONS 8 /* CONTINUATION frames after one HEADERS */
+#define H2_READS 4  /* reads of one hop per round ... */
+#define H2_ROUNDS 4 /* ... and rounds per step, before a busy connection yields */
 
 /* One field of a header block: offsets into its h2_fields' data. */
 struct h2_field {
