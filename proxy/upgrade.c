@@ -53,6 +53,9 @@ struct upgrade {
 	bool msg_sent;        /* a frame of it went to the client: the rest are continuations */
 	enum ws_opcode msg_op;
 	uint64_t msg_bytes;   /* its payload so far (WS_MESSAGE_MAX) */
+	/* plain and unscrubbed, its 101 out: relayed by relay.c (spliced) through s->tun */
+	bool spliced;
+	uint64_t up0, down0; /* bytes each way before that */
 };
 
 int upgrade_request(struct session *s, const struct http_request *req)
@@ -315,11 +318,62 @@ more:
 	return 0;
 }
 
+/*
+ * A WebSocket with no TLS on either hop and nothing to scrub is a byte
+ * stream like a tunnel's: once the 101 is out, relay.c moves it (spliced
+ * once it carries bulk), what cin and uin hold going first.
+ */
+static int splice_begin(struct session *s)
+{
+	struct upgrade *o = s->x->ws;
+
+	s->tun = calloc(1, sizeof(*s->tun));
+	if (s->tun == NULL)
+		return -1;
+	relay_dir_init(&s->tun->to_up, s->cfd, s->ufd, &s->cin);
+	relay_dir_init(&s->tun->to_cli, s->ufd, s->cfd, &s->uin);
+	s->tun->hello = HELLO_DONE;
+	o->spliced = true;
+	o->up0 = s->x->up;
+	o->down0 = s->x->down;
+	return 0;
+}
+
+static void splice_step(struct session *s)
+{
+	struct tunnel *t = s->tun;
+	struct exchange *x = s->x;
+	uint64_t before = t->to_up.bytes + t->to_cli.bytes;
+
+	/* the WebSocket ends with either side: no half-close to pass on */
+	if (relay_dir_pump(&t->to_up, true) == -1 || relay_dir_pump(&t->to_cli, true) == -1) {
+		session_close(s, "websocket: relay error");
+		return;
+	}
+	x->up = x->ws->up0 + t->to_up.bytes;
+	x->down = x->ws->down0 + t->to_cli.bytes;
+	if (t->to_up.bytes + t->to_cli.bytes != before)
+		s->active_ms = session_now(s);
+	if (relay_dir_done(&t->to_up))
+		session_close(s, "websocket closed by the client");
+	else if (relay_dir_done(&t->to_cli))
+		session_close(s, "websocket closed by the server");
+}
+
 void upgrade_step(struct session *s)
 {
 	struct upgrade *o = s->x->ws;
 	bool c_drained = false, u_drained = false, moved;
 
+	if (!o->spliced && !o->scrubbed && s->cssl == NULL && s->ussl == NULL &&
+	    buf_len(&s->cout) == 0 && splice_begin(s) == -1) {
+		session_close(s, "out of memory");
+		return;
+	}
+	if (o->spliced) {
+		splice_step(s);
+		return;
+	}
 	do {
 		moved = false;
 		if (session_flush_client(s) == -1) {
@@ -356,6 +410,8 @@ void upgrade_step(struct session *s)
 /* A side is read only when what it sent before has gone on (level-triggered: no spin). */
 bool upgrade_wants_client(const struct session *s)
 {
+	if (s->x->ws->spliced)
+		return s->tun->to_up.want_read;
 	return !s->x->ws->c_end && buf_len(&s->cin) == 0;
 }
 
@@ -363,6 +419,13 @@ void upgrade_interest(const struct session *s, uint32_t *c, uint32_t *u)
 {
 	const struct upgrade *o = s->x->ws;
 
+	if (o->spliced) {
+		const struct tunnel *t = s->tun;
+
+		*c |= t->to_cli.want_write ? EPOLLOUT : 0;
+		*u |= (t->to_cli.want_read ? EPOLLIN : 0) | (t->to_up.want_write ? EPOLLOUT : 0);
+		return;
+	}
 	if (buf_len(&s->cout) > 0 || (!o->scrubbed && buf_len(&s->uin) > 0))
 		*c |= EPOLLOUT;
 	if (buf_len(&s->cin) > 0)
