@@ -2,13 +2,16 @@
  * ws.c: a WebSocket echo server and a one-connection echo client, for
  * bench/run's "ws" scenario.
  *
- *   ws server ADDR:PORT
- *       every connection (one process each) gets its handshake answered
- *       and each message echoed back, unmasked, until it closes.
- *   ws client --target ADDR:PORT [--proxy ADDR:PORT] [--size BYTES]
- *             [-t SECONDS] [-n MAX]
+ *   ws server ADDR:PORT [CERT KEY]
+ *       every connection (one process each; over TLS with CERT and KEY)
+ *       gets its handshake answered and each message echoed back,
+ *       unmasked, until it closes.
+ *   ws client --target ADDR:PORT [--proxy ADDR:PORT] [--tls CAFILE]
+ *             [--size BYTES] [-t SECONDS] [-n MAX]
  *       one connection: the handshake (an absolute-form GET with Upgrade
- *       through --proxy, else origin-form), then a masked binary message of
+ *       through --proxy, else origin-form; with --tls, a CONNECT through
+ *       --proxy, then TLS verified against CAFILE for the target's
+ *       address, then the origin-form GET), then a masked binary message of
  *       --size bytes (default 64) and its echo, again and again, for -t
  *       seconds (default 5) or -n messages (default 1000000). Prints one
  *       line: mode=ws size=N msgs=N secs=S msgs_per_s=R mib_per_s=R
@@ -31,6 +34,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include "sockaddr.h"
 #include "ws_frame.h"
@@ -58,10 +64,22 @@ static int parse_addr(const char *s, struct sockaddr_in *sin)
 	return (ntohl(sin->sin_addr.s_addr) >> 24) == 127 ? 0 : -1; /* loopback only */
 }
 
+static SSL *tls; /* this process's one connection, when it speaks TLS */
+
+static ssize_t io_read(int fd, void *p, size_t n)
+{
+	return tls != NULL ? SSL_read(tls, p, n > 1 << 30 ? 1 << 30 : (int)n) : read(fd, p, n);
+}
+
+static ssize_t io_write(int fd, const void *p, size_t n)
+{
+	return tls != NULL ? SSL_write(tls, p, n > 1 << 30 ? 1 << 30 : (int)n) : write(fd, p, n);
+}
+
 static int read_full(int fd, void *p, size_t n)
 {
 	for (size_t got = 0; got < n;) {
-		ssize_t r = read(fd, (char *)p + got, n - got);
+		ssize_t r = io_read(fd, (char *)p + got, n - got);
 
 		if (r <= 0) {
 			if (r == -1 && errno == EINTR)
@@ -76,7 +94,7 @@ static int read_full(int fd, void *p, size_t n)
 static int write_full(int fd, const void *p, size_t n)
 {
 	for (size_t put = 0; put < n;) {
-		ssize_t r = write(fd, (const char *)p + put, n - put);
+		ssize_t r = io_write(fd, (const char *)p + put, n - put);
 
 		if (r <= 0) {
 			if (r == -1 && errno == EINTR)
@@ -94,7 +112,7 @@ static ssize_t read_head(int fd, char *buf, size_t size)
 	size_t n = 0;
 
 	while (n + 1 < size) {
-		if (read(fd, buf + n, 1) != 1)
+		if (io_read(fd, buf + n, 1) != 1)
 			return -1;
 		n++;
 		if (n >= 4 && memcmp(buf + n - 4, "\r\n\r\n", 4) == 0) {
@@ -106,7 +124,7 @@ static ssize_t read_head(int fd, char *buf, size_t size)
 }
 
 /* One frame's header and payload into *buf (grown), unmasking a client's. Returns 0 or -1. */
-static int read_frame(int fd, char **buf, size_t *cap, uint64_t *len, int *op)
+static int read_frame(int fd, char **buf, size_t *cap, uint64_t *len, int *op, bool *fin)
 {
 	uint8_t h[14];
 	uint8_t mask[4] = { 0 };
@@ -115,6 +133,7 @@ static int read_frame(int fd, char **buf, size_t *cap, uint64_t *len, int *op)
 		return -1;
 	masked = (h[1] & 0x80) != 0;
 	*op = h[0] & 0x0f;
+	*fin = (h[0] & 0x80) != 0;
 	*len = h[1] & 0x7f;
 	if (*len == 126) {
 		if (read_full(fd, h + 2, 2) == -1)
@@ -154,6 +173,7 @@ static void serve(int fd)
 	size_t cap = 0;
 	uint64_t len;
 	int op;
+	bool fin;
 
 	if (read_head(fd, head, sizeof(head)) == -1 || (k = strcasestr(head, "\r\nSec-WebSocket-Key: ")) == NULL)
 		return;
@@ -163,7 +183,7 @@ static void serve(int fd)
 		 "Sec-WebSocket-Accept: %s\r\n\r\n", accept);
 	if (write_full(fd, resp, strlen(resp)) == -1)
 		return;
-	while (read_frame(fd, &buf, &cap, &len, &op) == 0 && op != WS_OP_CLOSE) {
+	while (read_frame(fd, &buf, &cap, &len, &op, &fin) == 0 && op != WS_OP_CLOSE) {
 		uint8_t h[WS_FRAME_HEAD_MAX];
 		size_t hl = ws_frame_write(h, true, (enum ws_opcode)op, len);
 
@@ -173,11 +193,20 @@ static void serve(int fd)
 	free(buf);
 }
 
-static int server(const char *addr)
+static int server(const char *addr, const char *cert, const char *key)
 {
 	struct sockaddr_in sin;
 	int one = 1, l;
+	SSL_CTX *ctx = NULL;
 
+	if (cert != NULL) {
+		ctx = SSL_CTX_new(TLS_server_method());
+		if (ctx == NULL || SSL_CTX_use_certificate_chain_file(ctx, cert) != 1 ||
+		    SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+			fprintf(stderr, "ws: %s, %s: cannot be used\n", cert, key);
+			return 1;
+		}
+	}
 	if (parse_addr(addr, &sin) == -1) {
 		fprintf(stderr, "ws: bad ADDR:PORT %s (127.0.0.0/8 only)\n", addr);
 		return 2;
@@ -197,6 +226,9 @@ static int server(const char *addr)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		if (fork() == 0) {
 			close(l);
+			if (ctx != NULL && ((tls = SSL_new(ctx)) == NULL || SSL_set_fd(tls, fd) != 1 ||
+					    SSL_accept(tls) != 1))
+				_exit(1);
 			serve(fd);
 			_exit(0);
 		}
@@ -213,6 +245,26 @@ static bool all_zero(const char *p, size_t n)
 	return true;
 }
 
+/*
+ * One message of size zeros (a proxy that reads messages may pass it on in
+ * fragments: RFC 6455 5.4). Returns 0 or -1.
+ */
+static int read_message(int fd, char **buf, size_t *cap, size_t size)
+{
+	uint64_t got = 0, len;
+	int op, first = -1;
+	bool fin = false;
+
+	while (!fin) {
+		if (read_frame(fd, buf, cap, &len, &op, &fin) == -1 || got + len > size ||
+		    (first == -1 ? op != WS_OP_BINARY : op != WS_OP_CONT) || !all_zero(*buf, len))
+			return -1;
+		first = op;
+		got += len;
+	}
+	return got == size ? 0 : -1;
+}
+
 static int cmp_u32(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -220,7 +272,34 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int client(const char *target, const char *proxy, size_t size, double secs, uint64_t max)
+/* Through the proxy a CONNECT, then TLS verified for the target's address. Returns 0 or -1. */
+static int tls_begin(int fd, const char *target, const char *proxy, const char *cafile)
+{
+	char req[256], head[1024], ip[INET_ADDRSTRLEN];
+	struct sockaddr_in t;
+	SSL_CTX *ctx;
+
+	if (proxy != NULL) {
+		snprintf(req, sizeof(req), "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target);
+		if (write_full(fd, req, strlen(req)) == -1 || read_head(fd, head, sizeof(head)) == -1 ||
+		    strncmp(head, "HTTP/1.1 200", 12) != 0)
+			return -1;
+	}
+	parse_addr(target, &t);
+	inet_ntop(AF_INET, &t.sin_addr, ip, sizeof(ip));
+	ctx = SSL_CTX_new(TLS_client_method());
+	if (ctx == NULL || SSL_CTX_load_verify_locations(ctx, cafile, NULL) != 1)
+		return -1;
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	tls = SSL_new(ctx);
+	if (tls == NULL || SSL_set_fd(tls, fd) != 1 ||
+	    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(tls), ip) != 1 || SSL_connect(tls) != 1)
+		return -1;
+	return 0;
+}
+
+static int client(const char *target, const char *proxy, const char *cafile, size_t size,
+		  double secs, uint64_t max)
 {
 	struct sockaddr_in sin;
 	char head[8192], req[512], *frame, *echo = NULL;
@@ -228,8 +307,8 @@ static int client(const char *target, const char *proxy, size_t size, double sec
 	uint8_t h[WS_FRAME_HEAD_MAX];
 	uint32_t *lat;
 	size_t cap = 0, hl, nlat = 0;
-	uint64_t t0, end, msgs = 0, len;
-	int fd, one = 1, op, errors = 0;
+	uint64_t t0, end, msgs = 0;
+	int fd, one = 1, errors = 0;
 
 	if (parse_addr(proxy != NULL ? proxy : target, &sin) == -1 || size > SIZE_MAX_BYTES) {
 		fprintf(stderr, "ws: bad --target/--proxy (127.0.0.0/8 only) or --size\n");
@@ -241,10 +320,15 @@ static int client(const char *target, const char *proxy, size_t size, double sec
 		perror("ws: connect");
 		return 1;
 	}
+	if (cafile != NULL && tls_begin(fd, target, proxy, cafile) == -1) {
+		fprintf(stderr, "ws: CONNECT or TLS failed\n");
+		return 1;
+	}
 	snprintf(req, sizeof(req),
 		 "GET %s%s/ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
 		 "Sec-WebSocket-Key: " KEY "\r\nSec-WebSocket-Version: 13\r\n\r\n",
-		 proxy != NULL ? "http://" : "", proxy != NULL ? target : "", target);
+		 proxy != NULL && cafile == NULL ? "http://" : "",
+		 proxy != NULL && cafile == NULL ? target : "", target);
 	if (write_full(fd, req, strlen(req)) == -1 || read_head(fd, head, sizeof(head)) == -1 ||
 	    strncmp(head, "HTTP/1.1 101", 12) != 0) {
 		fprintf(stderr, "ws: no 101: %.60s\n", head);
@@ -267,8 +351,7 @@ static int client(const char *target, const char *proxy, size_t size, double sec
 		uint64_t a = now_us();
 
 		if (write_full(fd, frame, hl + 4 + size) == -1 ||
-		    read_frame(fd, &echo, &cap, &len, &op) == -1 || len != size || op != WS_OP_BINARY ||
-		    !all_zero(echo, size)) {
+		    read_message(fd, &echo, &cap, size) == -1) {
 			errors++;
 			break;
 		}
@@ -293,13 +376,13 @@ static int client(const char *target, const char *proxy, size_t size, double sec
 
 int main(int argc, char **argv)
 {
-	const char *target = NULL, *proxy = NULL;
+	const char *target = NULL, *proxy = NULL, *cafile = NULL;
 	size_t size = 64;
 	double secs = 5;
 	uint64_t max = 1000000;
 
-	if (argc == 3 && strcmp(argv[1], "server") == 0)
-		return server(argv[2]);
+	if ((argc == 3 || argc == 5) && strcmp(argv[1], "server") == 0)
+		return server(argv[2], argc == 5 ? argv[3] : NULL, argc == 5 ? argv[4] : NULL);
 	if (argc < 2 || strcmp(argv[1], "client") != 0)
 		goto usage;
 	for (int i = 2; i + 1 < argc; i += 2) {
@@ -307,6 +390,8 @@ int main(int argc, char **argv)
 			target = argv[i + 1];
 		else if (strcmp(argv[i], "--proxy") == 0)
 			proxy = argv[i + 1];
+		else if (strcmp(argv[i], "--tls") == 0)
+			cafile = argv[i + 1];
 		else if (strcmp(argv[i], "--size") == 0)
 			size = (size_t)strtoul(argv[i + 1], NULL, 10);
 		else if (strcmp(argv[i], "-t") == 0)
@@ -317,10 +402,10 @@ int main(int argc, char **argv)
 			goto usage;
 	}
 	if (target != NULL && max > 0 && secs > 0)
-		return client(target, proxy, size, secs, max);
+		return client(target, proxy, cafile, size, secs, max);
 usage:
-	fprintf(stderr, "usage: ws server ADDR:PORT\n"
-			"       ws client --target ADDR:PORT [--proxy ADDR:PORT] [--size BYTES] "
-			"[-t SECONDS] [-n MAX]\n");
+	fprintf(stderr, "usage: ws server ADDR:PORT [CERT KEY]\n"
+			"       ws client --target ADDR:PORT [--proxy ADDR:PORT] [--tls CAFILE] "
+			"[--size BYTES] [-t SECONDS] [-n MAX]\n");
 	return 2;
 }
