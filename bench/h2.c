@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sockaddr.h"
+#include "bench.h"
 
 #define CONNS_MAX 64
 
@@ -65,25 +65,6 @@ struct conn {
 
 static atomic_uint_fast64_t started; /* requests begun, all connections */
 
-static uint64_t now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
-}
-
-/* ADDR:PORT (lib/sockaddr.c's reader), 127.0.0.0/8 only. Returns 0 or -1. */
-static int parse_addr(const char *s, struct sockaddr_in *sin)
-{
-	struct sockaddr_storage ss;
-
-	if (sockaddr_parse(s, 0, 0, &ss) == -1 || ss.ss_family != AF_INET)
-		return -1;
-	memcpy(sin, &ss, sizeof(*sin));
-	return (ntohl(sin->sin_addr.s_addr) >> 24) == 127 ? 0 : -1;
-}
-
 /* A stream's start time rides in its user data. */
 struct req {
 	uint64_t t0;
@@ -101,12 +82,12 @@ static int submit(nghttp2_session *s, struct conn *c)
 		{ (uint8_t *)":path", (uint8_t *)o->path, 5, strlen(o->path), 0 },
 	};
 
-	if (now_us() >= c->deadline || atomic_fetch_add(&started, 1) >= o->max)
+	if (bench_now_us() >= c->deadline || atomic_fetch_add(&started, 1) >= o->max)
 		return 0;
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
 		return -1;
-	r->t0 = now_us();
+	r->t0 = bench_now_us();
 	if (nghttp2_submit_request(s, NULL, nv, 4, NULL, r) < 0) {
 		free(r);
 		return -1;
@@ -143,7 +124,7 @@ static int on_close(nghttp2_session *s, int32_t id, uint32_t code, void *arg)
 	if (code != NGHTTP2_NO_ERROR || r->status != 200)
 		c->errors++;
 	else if (c->nlat < c->cap)
-		c->lat[c->nlat++] = now_us() - r->t0;
+		c->lat[c->nlat++] = bench_now_us() - r->t0;
 	free(r);
 	if (submit(s, c) == -1)
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -296,10 +277,10 @@ int main(int argc, char **argv)
 
 		if (v == NULL)
 			usage();
-		if (strcmp(a, "--target") == 0 && parse_addr(v, &o.target) == 0) {
+		if (strcmp(a, "--target") == 0 && bench_loopback_addr(v, &o.target) == 0) {
 			snprintf(o.target_text, sizeof(o.target_text), "%s", v);
 			have_target = true;
-		} else if (strcmp(a, "--proxy") == 0 && parse_addr(v, &o.proxy) == 0) {
+		} else if (strcmp(a, "--proxy") == 0 && bench_loopback_addr(v, &o.proxy) == 0) {
 			o.via_proxy = true;
 		} else if (strcmp(a, "--cafile") == 0) {
 			o.cafile = v;
@@ -328,7 +309,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	t0 = now_us();
+	t0 = bench_now_us();
 	for (int i = 0; i < o.conns; i++) {
 		c[i] = (struct conn){ .o = &o, .ctx = ctx, .deadline = t0 + (uint64_t)(o.secs * 1e6) };
 		c[i].inflight = o.streams / o.conns + (i < o.streams % o.conns ? 1 : 0);
@@ -347,7 +328,7 @@ int main(int argc, char **argv)
 		if (c[i].why != NULL)
 			fprintf(stderr, "h2: connection %d: %s\n", i, c[i].why);
 	}
-	secs = (double)(now_us() - t0) / 1e6;
+	secs = (double)(bench_now_us() - t0) / 1e6;
 	all = malloc((total ? total : 1) * sizeof(uint64_t));
 	if (all == NULL)
 		return 1;

@@ -45,6 +45,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
+
 #define IDLE_MAX_COUNT 100000
 #define IDLE_INFLIGHT 64       /* connects, or requests, in flight at once */
 #define IDLE_HEAD_MAX 4096     /* response head ceiling */
@@ -87,25 +89,8 @@ static double now_s(void)
 
 static int parse_addr(const char *spec, struct sockaddr_in *sin)
 {
-	char host[64];
-	const char *colon = strrchr(spec, ':');
-	long port;
-	char *end;
-
-	if (!colon || (size_t)(colon - spec) >= sizeof(host))
-		goto bad;
-	memcpy(host, spec, (size_t)(colon - spec));
-	host[colon - spec] = '\0';
-	port = strtol(colon + 1, &end, 10);
-	memset(sin, 0, sizeof(*sin));
-	sin->sin_family = AF_INET;
-	if (*end != '\0' || port < 1 || port > 65535 ||
-	    inet_pton(AF_INET, host, &sin->sin_addr) != 1 ||
-	    (ntohl(sin->sin_addr.s_addr) >> 24) != 127)
-		goto bad;
-	sin->sin_port = htons((uint16_t)port);
-	return 0;
-bad:
+	if (bench_loopback_addr(spec, sin) == 0)
+		return 0;
 	fprintf(stderr, "idle: %s: want 127.x.y.z:PORT\n", spec);
 	return -1;
 }

@@ -68,6 +68,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
+#include "bench.h"
 #include "digits.h"
 #include "tlsio.h"
 
@@ -849,33 +850,12 @@ static int load_run(struct load *l, uint64_t *elapsed)
 	return 0;
 }
 
-/* Parse ADDR:PORT inside 127.0.0.0/8; 0, or -1 with a message. */
+/* ADDR:PORT inside 127.0.0.0/8 (bench.h); 0, or -1 with a message. */
 static int parse_addr(const char *spec, struct sockaddr_in *sin)
 {
-	const char *colon = strrchr(spec, ':');
-	unsigned long port;
-	char host[64];
-	char *end;
-
-	memset(sin, 0, sizeof(*sin));
-	sin->sin_family = AF_INET;
-	if (!colon || (size_t)(colon - spec) >= sizeof(host))
-		goto bad;
-	memcpy(host, spec, (size_t)(colon - spec));
-	host[colon - spec] = '\0';
-	errno = 0;
-	port = strtoul(colon + 1, &end, 10);
-	if (errno || end == colon + 1 || *end != '\0' || port == 0 ||
-	    port > 65535 || inet_pton(AF_INET, host, &sin->sin_addr) != 1)
-		goto bad;
-	if ((ntohl(sin->sin_addr.s_addr) >> 24) != 127) {
-		fprintf(stderr, "load: %s: only 127.0.0.0/8 is allowed\n", spec);
-		return -1;
-	}
-	sin->sin_port = htons((uint16_t)port);
-	return 0;
-bad:
-	fprintf(stderr, "load: %s: want ADDR:PORT\n", spec);
+	if (bench_loopback_addr(spec, sin) == 0)
+		return 0;
+	fprintf(stderr, "load: %s: want ADDR:PORT in 127.0.0.0/8\n", spec);
 	return -1;
 }
 

@@ -38,31 +38,12 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "sockaddr.h"
+#include "bench.h"
 #include "ws_frame.h"
 #include "ws_handshake.h"
 
 #define KEY "dGhlIHNhbXBsZSBub25jZQ=="
 #define SIZE_MAX_BYTES (16u << 20)
-
-static uint64_t now_us(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
-}
-
-/* ADDR:PORT (lib/sockaddr.c's reader) into sin, 127.0.0.0/8 only. Returns 0 or -1. */
-static int parse_addr(const char *s, struct sockaddr_in *sin)
-{
-	struct sockaddr_storage ss;
-
-	if (sockaddr_parse(s, 0, 0, &ss) == -1 || ss.ss_family != AF_INET)
-		return -1;
-	memcpy(sin, &ss, sizeof(*sin));
-	return (ntohl(sin->sin_addr.s_addr) >> 24) == 127 ? 0 : -1; /* loopback only */
-}
 
 static SSL *tls; /* this process's one connection, when it speaks TLS */
 
@@ -207,7 +188,7 @@ static int server(const char *addr, const char *cert, const char *key)
 			return 1;
 		}
 	}
-	if (parse_addr(addr, &sin) == -1) {
+	if (bench_loopback_addr(addr, &sin) == -1) {
 		fprintf(stderr, "ws: bad ADDR:PORT %s (127.0.0.0/8 only)\n", addr);
 		return 2;
 	}
@@ -285,7 +266,7 @@ static int tls_begin(int fd, const char *target, const char *proxy, const char *
 		    strncmp(head, "HTTP/1.1 200", 12) != 0)
 			return -1;
 	}
-	parse_addr(target, &t);
+	bench_loopback_addr(target, &t);
 	inet_ntop(AF_INET, &t.sin_addr, ip, sizeof(ip));
 	ctx = SSL_CTX_new(TLS_client_method());
 	if (ctx == NULL || SSL_CTX_load_verify_locations(ctx, cafile, NULL) != 1)
@@ -310,7 +291,7 @@ static int client(const char *target, const char *proxy, const char *cafile, siz
 	uint64_t t0, end, msgs = 0;
 	int fd, one = 1, errors = 0;
 
-	if (parse_addr(proxy != NULL ? proxy : target, &sin) == -1 || size > SIZE_MAX_BYTES) {
+	if (bench_loopback_addr(proxy != NULL ? proxy : target, &sin) == -1 || size > SIZE_MAX_BYTES) {
 		fprintf(stderr, "ws: bad --target/--proxy (127.0.0.0/8 only) or --size\n");
 		return 2;
 	}
@@ -345,10 +326,10 @@ static int client(const char *target, const char *proxy, const char *cafile, siz
 	memcpy(frame + hl, mask, 4);
 	for (size_t i = 0; i < size; i++)
 		frame[hl + 4 + i] = (char)mask[i % 4];
-	t0 = now_us();
+	t0 = bench_now_us();
 	end = t0 + (uint64_t)(secs * 1e6);
-	while (msgs < max && now_us() < end) {
-		uint64_t a = now_us();
+	while (msgs < max && bench_now_us() < end) {
+		uint64_t a = bench_now_us();
 
 		if (write_full(fd, frame, hl + 4 + size) == -1 ||
 		    read_message(fd, &echo, &cap, size) == -1) {
@@ -356,10 +337,10 @@ static int client(const char *target, const char *proxy, const char *cafile, siz
 			break;
 		}
 		if (nlat < 1000000)
-			lat[nlat++] = (uint32_t)(now_us() - a);
+			lat[nlat++] = (uint32_t)(bench_now_us() - a);
 		msgs++;
 	}
-	double el = (double)(now_us() - t0) / 1e6;
+	double el = (double)(bench_now_us() - t0) / 1e6;
 
 	qsort(lat, nlat, sizeof(*lat), cmp_u32);
 	printf("mode=ws size=%zu msgs=%llu secs=%.3f msgs_per_s=%.1f mib_per_s=%.2f p50_us=%u "

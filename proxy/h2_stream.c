@@ -186,49 +186,65 @@ void h2_give_back_cli(struct h2 *h, struct h2_stream *st, size_t n)
 
 /* --- the client's side ---------------------------------------------------------- */
 
-/* The response body for the client: the upstream's DATA (or our refusal), then trailers. */
-static ssize_t cli_read(nghttp2_session *ng, int32_t id, uint8_t *out, size_t len,
-			uint32_t *flags, nghttp2_data_source *src, void *arg)
+/*
+ * A DATA provider's one step, either way: up to len bytes of q, their
+ * window handed back on the hop they came from (give), then, once the
+ * sender ended (end), the end of the stream or its trailers (tr, filtered
+ * as over HTTP/1.1: no field a trailer must not carry, nor the
+ * credential's, drop). Nothing yet: deferred until bytes come (resume).
+ */
+static ssize_t provide(nghttp2_session *ng, int32_t id, uint8_t *out, size_t len, uint32_t *flags,
+		       struct buf *q, bool end, bool *deferred, const struct h2_fields *tr,
+		       const char *drop)
 {
-	struct h2 *h = arg;
-	struct h2_stream *st = src->ptr;
-	size_t n = buf_len(&st->to_cli) < len ? buf_len(&st->to_cli) : len;
+	size_t n = buf_len(q) < len ? buf_len(q) : len;
 
 	if (n > 0) {
-		memcpy(out, buf_head(&st->to_cli), n);
-		buf_consume(&st->to_cli, n);
+		memcpy(out, buf_head(q), n);
+		buf_consume(q, n);
 	}
-	st->x->down += n;
-	if (!st->local && n > 0)
-		h2_give_back_up(h, st, n);
-	if (buf_len(&st->to_cli) > 0)
+	if (buf_len(q) > 0)
 		return (ssize_t)n;
-	buf_trim(&st->to_cli);
-	if (!st->resp_end) {
+	buf_trim(q);
+	if (!end) {
 		if (n > 0)
 			return (ssize_t)n;
-		st->cli_deferred = true;
+		*deferred = true;
 		return NGHTTP2_ERR_DEFERRED;
 	}
 	*flags |= NGHTTP2_DATA_FLAG_EOF;
-	if (st->resp_tr) {
+	if (tr != NULL) {
 		nghttp2_nv nv[HEADERS_MAX];
 		size_t k = 0;
 
-		for (size_t i = 0; i < st->resp.n; i++) {
-			struct http_header f = h2_field_at(&st->resp, i);
+		for (size_t i = 0; i < tr->n; i++) {
+			struct http_header f = h2_field_at(tr, i);
 
-			/* as over HTTP/1.1: no field a trailer must not carry, nor the credential's */
-			if (http_is_forbidden_trailer(&f) ||
-			    (st->x->inject_field[0] != '\0' && http_header_is(&f, st->x->inject_field)))
-				continue;
-			nv[k++] = h2_nv(f.name, f.name_len, f.value, f.value_len, NGHTTP2_NV_FLAG_NONE);
+			if (!http_is_forbidden_trailer(&f) && (drop[0] == '\0' || !http_header_is(&f, drop)))
+				nv[k++] = h2_nv(f.name, f.name_len, f.value, f.value_len,
+						NGHTTP2_NV_FLAG_NONE);
 		}
 		*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
 		if (nghttp2_submit_trailer(ng, id, nv, k) != 0)
 			*flags &= ~(uint32_t)NGHTTP2_DATA_FLAG_NO_END_STREAM;
 	}
 	return (ssize_t)n;
+}
+
+/* The response body for the client: the upstream's DATA (or our refusal), then trailers. */
+static ssize_t cli_read(nghttp2_session *ng, int32_t id, uint8_t *out, size_t len,
+			uint32_t *flags, nghttp2_data_source *src, void *arg)
+{
+	struct h2_stream *st = src->ptr;
+	size_t before = buf_len(&st->to_cli);
+	ssize_t n = provide(ng, id, out, len, flags, &st->to_cli, st->resp_end, &st->cli_deferred,
+			    st->resp_tr ? &st->resp : NULL, st->x->inject_field);
+	size_t took = before - buf_len(&st->to_cli);
+
+	st->x->down += took;
+	if (!st->local && took > 0)
+		h2_give_back_up(arg, st, took);
+	return n;
 }
 
 void h2_resume_cli(struct h2 *h, struct h2_stream *st)
@@ -317,41 +333,14 @@ void h2_refuse(struct session *s, const struct refusal *r)
 static ssize_t up_read(nghttp2_session *ng, int32_t id, uint8_t *out, size_t len,
 		       uint32_t *flags, nghttp2_data_source *src, void *arg)
 {
-	struct h2 *h = arg;
 	struct h2_stream *st = src->ptr;
-	size_t n = buf_len(&st->to_up) < len ? buf_len(&st->to_up) : len;
+	size_t before = buf_len(&st->to_up);
+	ssize_t n = provide(ng, id, out, len, flags, &st->to_up, st->req_end, &st->up_deferred,
+			    st->req_tr, "");
 
-	if (n > 0) {
-		memcpy(out, buf_head(&st->to_up), n);
-		buf_consume(&st->to_up, n);
-	}
-	if (n > 0)
-		h2_give_back_cli(h, st, n);
-	if (buf_len(&st->to_up) > 0)
-		return (ssize_t)n;
-	if (!st->req_end) {
-		if (n > 0)
-			return (ssize_t)n;
-		st->up_deferred = true;
-		return NGHTTP2_ERR_DEFERRED;
-	}
-	*flags |= NGHTTP2_DATA_FLAG_EOF;
-	if (st->req_tr != NULL) {
-		nghttp2_nv nv[HEADERS_MAX];
-		size_t k = 0;
-
-		for (size_t i = 0; i < st->req_tr->n; i++) {
-			struct http_header f = h2_field_at(st->req_tr, i);
-
-			if (!http_is_forbidden_trailer(&f))
-				nv[k++] = h2_nv(f.name, f.name_len, f.value, f.value_len,
-						NGHTTP2_NV_FLAG_NONE);
-		}
-		*flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-		if (nghttp2_submit_trailer(ng, id, nv, k) != 0)
-			*flags &= ~(uint32_t)NGHTTP2_DATA_FLAG_NO_END_STREAM;
-	}
-	return (ssize_t)n;
+	if (before > buf_len(&st->to_up))
+		h2_give_back_cli(arg, st, before - buf_len(&st->to_up));
+	return n;
 }
 
 void h2_resume_up(struct h2 *h, struct h2_stream *st)
