@@ -17,8 +17,9 @@ Modes (one line out per stream, in the order the streams were opened):
   rapidreset N PATH  N streams opened and reset at once, then a GET:
                      "goaway CODE" if the server ended the connection, else
                      the GET's line
-  pingflood N        N PINGs sent without reading a byte, then read:
-                     "goaway CODE" or "closed" or "alive"
+  flood KIND N       N PING (KIND ping) or SETTINGS (KIND settings) frames
+                     sent without reading a byte, then read: "goaway CODE"
+                     or "closed" or "alive"
   grpcslow N MS SECONDS PATH  a gRPC server-streaming call to /t.T/Count
                      (grpc_origin.py) for N messages MS apart: "data BYTES"
                      as each arrives, then its line ("reset CODE" if it
@@ -223,12 +224,18 @@ def main():
             print("closed")
         else:
             print(c.line(s))
-    elif mode == "pingflood":
+    elif mode == "flood":
         c = Client(sock, host, port)
         try:
-            for i in range(int(args[0])):
-                c.c.ping(i.to_bytes(8, "big"))
+            for i in range(int(args[1])):
+                if args[0] == "ping":
+                    c.c.ping(i.to_bytes(8, "big"))
+                else:
+                    # a SETTINGS frame (empty) written by hand: python3-h2 would wait for each ACK
+                    c.sock.sendall(b"\x00\x00\x00\x04\x00\x00\x00\x00\x00")
                 c.flush()
+                if c.closed:
+                    break
         except OSError:
             pass
         end = time.time() + 5
