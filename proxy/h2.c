@@ -45,6 +45,16 @@
 
 /* --- nghttp2's callbacks: the client's session ------------------------------------ */
 
+/*
+ * The connection was closed by what a callback did (out of memory, say):
+ * nghttp2 is told to stop at once (its sessions are freed later, by
+ * h2_release, never inside one of its calls).
+ */
+static bool gone(void *arg)
+{
+	return ((struct h2 *)arg)->s->closed;
+}
+
 static struct h2_stream *stream_get(nghttp2_session *ng, int32_t id)
 {
 	return nghttp2_session_get_stream_user_data(ng, id);
@@ -55,6 +65,8 @@ static int srv_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, vo
 	struct h2 *h = arg;
 	struct h2_stream *st;
 
+	if (gone(arg))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
 	/* streams whose upstream half is still closing count too */
@@ -73,6 +85,8 @@ static int srv_header(nghttp2_session *ng, const nghttp2_frame *frame, const uin
 	struct h2_stream *st = stream_get(ng, frame->hd.stream_id);
 	struct h2_fields *fs;
 
+	if (gone(arg))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st == NULL || st->bad != NULL)
 		return 0;
 	if (!st->head_done) {
@@ -96,6 +110,8 @@ static int srv_invalid_header(nghttp2_session *ng, const nghttp2_frame *frame,
 {
 	struct h2_stream *st = stream_get(ng, frame->hd.stream_id);
 
+	if (gone(arg))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st != NULL && st->bad == NULL)
 		st->bad = "a header field HTTP/2 forbids (CR, LF or NUL, upper case, a "
 			  "connection-specific field, or a bad pseudo-header)";
@@ -106,6 +122,8 @@ static int srv_invalid_frame(nghttp2_session *ng, const nghttp2_frame *frame, in
 {
 	struct h2_stream *st = frame->hd.stream_id > 0 ? stream_get(ng, frame->hd.stream_id) : NULL;
 
+	if (gone(arg))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st != NULL && st->bad == NULL && !st->head_done)
 		st->bad = "a malformed request head (a pseudo-header missing, repeated or out of "
 			  "place)";
@@ -118,6 +136,8 @@ static int srv_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 	struct h2_stream *st;
 	bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
 
+	if (gone(arg))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
 		return 0;
 	st = stream_get(ng, frame->hd.stream_id);
@@ -152,6 +172,8 @@ static int srv_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_
 	struct h2_stream *st = stream_get(ng, id);
 	struct session *s = h->s;
 
+	if (gone(arg))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st == NULL) {
 		nghttp2_session_consume_connection(ng, len);
 		return 0;
@@ -185,6 +207,8 @@ static int srv_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 	struct h2 *h = arg;
 	struct h2_stream *st = stream_get(ng, id);
 
+	if (gone(arg))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st == NULL)
 		return 0;
 	st->cli_closed = true;
@@ -205,6 +229,8 @@ static int up_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint
 {
 	struct h2_stream *st = stream_get(ng, frame->hd.stream_id);
 
+	if (gone(arg))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st == NULL || st->cli_closed)
 		return 0;
 	if (h2_fields_add(&st->resp, name, nlen, value, vlen, RESP_HEAD_MAX) == -1)
@@ -218,6 +244,8 @@ static int up_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 	struct h2_stream *st;
 	bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
 
+	if (gone(arg))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
 		return 0;
 	st = stream_get(ng, frame->hd.stream_id);
@@ -267,6 +295,8 @@ static int up_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t
 	struct h2_stream *st = stream_get(ng, id);
 	struct scrub *sc;
 
+	if (gone(arg))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st == NULL) {
 		nghttp2_session_consume_connection(ng, len);
 		return 0;
@@ -303,6 +333,8 @@ static int up_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 	struct h2 *h = arg;
 	struct h2_stream *st = stream_get(ng, id);
 
+	if (gone(arg))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st == NULL)
 		return 0;
 	st->up_closed = true;
@@ -444,6 +476,8 @@ static int h2_recv(struct session *s, bool up, bool *moved)
 		if (n < 0)
 			return 0;
 		rv = nghttp2_session_mem_recv(ng, (const uint8_t *)buf_head(b), buf_len(b));
+		if (s->closed)
+			return -1;
 		if (rv < 0) {
 			char why[160];
 
@@ -476,6 +510,8 @@ static int h2_send(struct session *s, bool up, bool *moved)
 		const uint8_t *p;
 
 		n = nghttp2_session_mem_send(ng, &p);
+		if (s->closed)
+			return -1;
 		if (n < 0) {
 			session_close(s, nghttp2_strerror((int)n));
 			return -1;
@@ -674,20 +710,34 @@ void h2_revoke(struct session *s, const struct verdict *v)
 	session_pump(s);
 }
 
-void h2_free(struct session *s, const char *why)
+/*
+ * The connection closes (session_close): every open stream's row is
+ * written and its secrets wiped now; the streams and the nghttp2 sessions
+ * are freed by h2_release once nothing of theirs is on the stack.
+ */
+void h2_end(struct session *s, const char *why)
 {
-	struct h2 *h = s->h2;
-
-	while (h->streams != NULL) {
-		struct h2_stream *st = h->streams;
-
+	for (struct h2_stream *st = s->h2->streams; st != NULL; st = st->next) {
 		if (!st->cli_closed) {
 			if (st->x->detail[0] == '\0' && why != NULL && !st->resp_end)
 				snprintf(st->x->detail, sizeof(st->x->detail), "%s", why);
 			h2_stream_log(s, st);
+			st->cli_closed = true;
 		}
-		h2_stream_free(h, st);
+		s->x = st->x;
+		inject_end(s);
+		s->x = NULL;
 	}
+}
+
+void h2_release(struct session *s)
+{
+	struct h2 *h = s->h2;
+
+	if (h == NULL)
+		return;
+	while (h->streams != NULL)
+		h2_stream_free(h, h->streams);
 	nghttp2_session_del(h->srv);
 	nghttp2_session_del(h->up);
 	free(h);

@@ -237,7 +237,11 @@ static ssize_t cli_read(nghttp2_session *ng, int32_t id, uint8_t *out, size_t le
 {
 	struct h2_stream *st = src->ptr;
 	size_t before = buf_len(&st->to_cli);
-	ssize_t n = provide(ng, id, out, len, flags, &st->to_cli, st->resp_end, &st->cli_deferred,
+	ssize_t n;
+
+	if (((struct h2 *)arg)->s->closed)
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	n = provide(ng, id, out, len, flags, &st->to_cli, st->resp_end, &st->cli_deferred,
 			    st->resp_tr ? &st->resp : NULL, st->x->inject_field);
 	size_t took = before - buf_len(&st->to_cli);
 
@@ -335,7 +339,11 @@ static ssize_t up_read(nghttp2_session *ng, int32_t id, uint8_t *out, size_t len
 {
 	struct h2_stream *st = src->ptr;
 	size_t before = buf_len(&st->to_up);
-	ssize_t n = provide(ng, id, out, len, flags, &st->to_up, st->req_end, &st->up_deferred,
+	ssize_t n;
+
+	if (((struct h2 *)arg)->s->closed)
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	n = provide(ng, id, out, len, flags, &st->to_up, st->req_end, &st->up_deferred,
 			    st->req_tr, "");
 
 	if (before > buf_len(&st->to_up))

@@ -251,7 +251,7 @@ void session_close(struct session *s, const char *why)
 		tunnel_count(s);
 	session_log(s);
 	if (s->h2 != NULL)
-		h2_free(s, why);
+		h2_end(s, why);
 	loop_timer_cancel(px->loop, &s->timer);
 	dial_close(s);
 	if (s->tun != NULL) {
@@ -297,6 +297,7 @@ void session_free_dead(struct proxy *px)
 		px->dead = s->next;
 		if (s->x != NULL)
 			upgrade_free(s->x);
+		h2_release(s);
 		free(s->x);
 		free(s->tun);
 		free(s->ix);

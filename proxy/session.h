@@ -414,7 +414,8 @@ void h2_late(struct session *s, const struct config *c);
 void h2_refuse(struct session *s, const struct refusal *r); /* s->x's stream is answered */
 void h2_revoke(struct session *s, const struct verdict *v); /* a reload refused the host */
 void h2_token_ready(struct session *s);                     /* token.c woke the session */
-void h2_free(struct session *s, const char *why); /* every open stream's row, then the codecs */
+void h2_end(struct session *s, const char *why); /* the close: every open stream's row */
+void h2_release(struct session *s);               /* ... and later, outside nghttp2: the rest */
 
 /* dial.c */
 void dial_start(struct session *s);
