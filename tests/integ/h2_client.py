@@ -39,7 +39,15 @@ import h2.settings
 
 
 def tunnel(phost, pport, host, port, cafile):
-    s = socket.create_connection((phost, int(pport)), timeout=10)
+    import os
+    if os.environ.get("H2_RCVBUF"):
+        # a small receive buffer: what the client does not read stays in the proxy
+        s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, int(os.environ["H2_RCVBUF"]))
+        s.settimeout(10)
+        s.connect((phost, int(pport)))
+    else:
+        s = socket.create_connection((phost, int(pport)), timeout=10)
     s.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
     head = b""
     while b"\r\n\r\n" not in head:
@@ -139,8 +147,13 @@ class Client:
             return False
         for e in events:
             st = self.streams.get(getattr(e, "stream_id", None))
-            if isinstance(e, h2.events.ResponseReceived) and st is not None:
+            if isinstance(e, h2.events.InformationalResponseReceived) and st is not None:
+                st.setdefault("heads", []).append(e.headers)
+            elif isinstance(e, h2.events.ResponseReceived) and st is not None:
                 st["status"] = dict(e.headers).get(":status")
+                st.setdefault("heads", []).append(e.headers)
+            elif isinstance(e, h2.events.TrailersReceived) and st is not None:
+                st.setdefault("heads", []).append(e.headers)
             elif isinstance(e, h2.events.DataReceived):
                 self.c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
                 if st is not None:
@@ -264,6 +277,86 @@ def main():
         s2 = c.request(args[3])
         c.wait([s2], 5)
         print(c.line(s2), flush=True)
+    elif mode == "heads":
+        # every head of each stream (interim, final, trailers), one line each
+        c = Client(sock, host, port)
+        sids = [c.request(p) for p in args]
+        c.wait(sids)
+        for sid in sids:
+            for hd in c.streams[sid].get("heads", []):
+                print(c.streams[sid]["path"], " ".join(f"{k}={v}" for k, v in hd))
+            print(c.line(sid))
+    elif mode == "bigwin":
+        # huge windows (as curl and browsers give): no WINDOW_UPDATE is ever needed
+        c = Client(sock, host, port)
+        c.c.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 2**31 - 1})
+        c.c.increment_flow_control_window(2**31 - 1 - 65535)
+        c.flush()
+        c.c.acknowledge_received_data = lambda n, sid: None
+        sids = [c.request(p) for p in args]
+        c.wait(sids, 8)
+        print(" ".join(f"{len(c.streams[s]['body'])}{'' if c.streams[s]['done'] else '(open)'}" for s in sids))
+    elif mode == "noread":
+        # a GET, then nothing read for SECONDS (the proxy must hold or drop what comes)
+        c = Client(sock, host, port)
+        sid = c.request(args[0])
+        time.sleep(float(args[1]))
+        c.wait([sid], 20)
+        print(c.line(sid), len(c.streams[sid].get("heads", [])), "heads")
+    elif mode == "uploads":
+        # K uploads to PATH_A that the origin answers early, then one to PATH_B, on one connection
+        c = Client(sock, host, port)
+        k, pa, pb, total, secs = int(args[0]), args[1], args[2], int(args[3]), float(args[4])
+        sids = []
+        for p in [pa] * k + [pb]:
+            sid = c.c.get_next_available_stream_id()
+            c.c.send_headers(sid, [(":method", "POST"), (":scheme", "https"),
+                                   (":authority", c.authority), (":path", p)])
+            c.streams[sid] = {"path": p, "status": None, "body": b"", "done": False, "reset": None}
+            sids.append(sid)
+        c.flush()
+        sent = {s: 0 for s in sids}
+        end = time.time() + secs
+        for sid in sids:
+            while sent[sid] < total and time.time() < end and not c.closed:
+                try:
+                    window = c.c.local_flow_control_window(sid)
+                except h2.exceptions.StreamClosedError:
+                    break
+                n = min(total - sent[sid], window, c.c.max_outbound_frame_size)
+                if n == 0:
+                    c.read_once(0.3)
+                    if sid != sids[-1] and time.time() > end - secs / 2:
+                        break
+                    continue
+                c.c.send_data(sid, b"x" * n)
+                sent[sid] += n
+                c.flush()
+        print(" ".join(f"{c.streams[s]['path']}:{sent[s]}" for s in sids),
+              "conn_window", c.c.outbound_flow_control_window)
+    elif mode == "upload":
+        # a POST of BYTES without END_STREAM until all went; SECONDS to get them out
+        c = Client(sock, host, port)
+        path, total, secs = args[0], int(args[1]), float(args[2])
+        sid = c.c.get_next_available_stream_id()
+        c.c.send_headers(sid, [(":method", "POST"), (":scheme", "https"),
+                               (":authority", c.authority), (":path", path)])
+        c.streams[sid] = {"path": path, "status": None, "body": b"", "done": False, "reset": None}
+        c.flush()
+        sent, end = 0, time.time() + secs
+        while sent < total and time.time() < end and not c.closed:
+            try:
+                window = c.c.local_flow_control_window(sid)
+            except h2.exceptions.StreamClosedError:
+                break
+            n = min(total - sent, window, c.c.max_outbound_frame_size)
+            if n == 0:
+                c.read_once(0.5)
+                continue
+            c.c.send_data(sid, b"x" * n)
+            sent += n
+            c.flush()
+        print(f"sent {sent} of {total} status {c.streams[sid]['status']} reset {c.streams[sid]['reset']}")
     else:
         raise SystemExit(f"unknown mode {mode}")
 
