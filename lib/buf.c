@@ -78,6 +78,8 @@ static int buf_make_room(struct buf *b, size_t want)
 
 int buf_append(struct buf *b, const void *p, size_t n)
 {
+	if (n == 0)
+		return 0;
 	if (n > buf_room(b) || buf_make_room(b, n) == -1)
 		return -1;
 	memcpy(b->data + b->end, p, n);

@@ -39,6 +39,7 @@
 #include "h2.h"
 
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -60,6 +61,25 @@ static struct h2_stream *stream_get(nghttp2_session *ng, int32_t id)
 	return nghttp2_session_get_stream_user_data(ng, id);
 }
 
+/* A stream reset before it had one of its own: its row still says so. */
+static void refused_row(struct session *s, const char *reason, const char *detail)
+{
+	struct exchange x;
+
+	memset(&x, 0, sizeof(x));
+	x.active = x.h2 = true;
+	x.t_start = proxy_now_ms();
+	x.dns_ms = x.connect_ms = -1;
+	x.req = ++s->nreq;
+	x.t = s->ix->tunnel;
+	x.decision = "refuse";
+	x.reason = reason;
+	snprintf(x.detail, sizeof(x.detail), "%s", detail);
+	s->x = &x;
+	session_log(s);
+	s->x = NULL;
+}
+
 static int srv_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 {
 	struct h2 *h = arg;
@@ -70,11 +90,16 @@ static int srv_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, vo
 	if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
 	/* streams whose upstream half is still closing count too */
-	if (h->nstreams >= 2 * H2_STREAMS_MAX)
+	if (h->nstreams >= 2 * H2_STREAMS_MAX) {
+		refused_row(h->s, "too-many-streams",
+			    "the connection holds 200 streams whose upstream half has not closed");
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	}
 	st = h2_stream_new(h, frame->hd.stream_id);
-	if (st == NULL)
+	if (st == NULL) {
+		refused_row(h->s, "malformed", "out of memory");
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	}
 	nghttp2_session_set_stream_user_data(ng, frame->hd.stream_id, st);
 	return 0;
 }
@@ -179,7 +204,7 @@ static int srv_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_
 		return 0;
 	}
 	st->cli_in += len;
-	if (st->refused || st->bad != NULL) {
+	if (st->refused || st->discard || st->bad != NULL) {
 		h2_give_back_cli(h, st, len);
 		return 0;
 	}
@@ -199,6 +224,26 @@ static int srv_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_
 		return 0;
 	}
 	h2_resume_up(h, st);
+	return 0;
+}
+
+/*
+ * A complete response went while the client still sends its request (the
+ * upstream answered early, or ours did): the client is asked to stop,
+ * without error (RFC 9113 8.1).
+ */
+static int srv_sent(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
+{
+	struct h2_stream *st;
+
+	if (gone(arg))
+		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
+	    !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+		return 0;
+	st = stream_get(ng, frame->hd.stream_id);
+	if (st != NULL && !st->req_end && !st->cli_closed)
+		nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st->cid, NGHTTP2_NO_ERROR);
 	return 0;
 }
 
@@ -238,6 +283,36 @@ static int up_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint
 	return 0;
 }
 
+/*
+ * An interim response (100 Continue, 103) is passed on, scrubbed like a
+ * final head; past H2_INTERIM_MAX on a stream it is an upstream that only
+ * wants our memory: the stream ends (502).
+ */
+static void interim(struct h2 *h, struct h2_stream *st)
+{
+	nghttp2_nv nv[HEADERS_MAX];
+
+	if (++st->interim > H2_INTERIM_MAX) {
+		h->s->x = st->x;
+		session_refuse(h->s, 502, "upstream-h2", "http_protocol_error",
+			       "%s sent more than %d interim (1xx) responses", st->x->t.host.name,
+			       H2_INTERIM_MAX);
+		h->s->x = NULL;
+		return;
+	}
+	if (st->x->scrub != NULL && h2_scrub_fields(st->x->scrub, &st->resp) == -1) {
+		h2_fields_clear(&st->resp);
+		return;
+	}
+	for (size_t i = 0; i < st->resp.n; i++) {
+		struct http_header g = h2_field_at(&st->resp, i);
+
+		nv[i] = h2_nv(g.name, g.name_len, g.value, g.value_len, NGHTTP2_NV_FLAG_NONE);
+	}
+	nghttp2_submit_headers(h->srv, NGHTTP2_FLAG_NONE, st->cid, NULL, nv, st->resp.n, NULL);
+	h2_fields_clear(&st->resp);
+}
+
 static int up_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 {
 	struct h2 *h = arg;
@@ -255,18 +330,7 @@ static int up_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 		struct http_header f = st->resp.n > 0 ? h2_field_at(&st->resp, 0) : (struct http_header){ 0 };
 
 		if (h2_named(&f, ":status") && f.value_len == 3 && f.value[0] == '1') {
-			/* an interim response (100 Continue, 103): passed on as it is */
-			nghttp2_nv nv[HEADERS_MAX];
-
-			for (size_t i = 0; i < st->resp.n; i++) {
-				struct http_header g = h2_field_at(&st->resp, i);
-
-				nv[i] = h2_nv(g.name, g.name_len, g.value, g.value_len,
-					      NGHTTP2_NV_FLAG_NONE);
-			}
-			nghttp2_submit_headers(h->srv, NGHTTP2_FLAG_NONE, st->cid, NULL, nv,
-					       st->resp.n, NULL);
-			h2_fields_clear(&st->resp);
+			interim(h, st);
 			return 0;
 		}
 		h2_answer_up(h->s, st, end);
@@ -338,6 +402,11 @@ static int up_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 	if (st == NULL)
 		return 0;
 	st->up_closed = true;
+	if (!st->req_end && !st->cli_closed) {
+		/* it answered before the request was whole: the rest goes nowhere */
+		st->discard = true;
+		h2_cancel_up(h, st);
+	}
 	if (st->cli_closed) {
 		h2_stream_free(h, st);
 		return 0;
@@ -363,6 +432,47 @@ static int up_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 }
 
 /* --- the connection ------------------------------------------------------------ */
+
+/*
+ * The upstream session's memory is wiped when freed: it held the
+ * credential (the request's header copy, the HPACK encoder's output) and
+ * what the upstream reflected (its decoder's table).
+ */
+static void wipe_free(void *p, void *arg)
+{
+	if (p != NULL) {
+		explicit_bzero(p, malloc_usable_size(p));
+		free(p);
+	}
+}
+
+static void *wipe_malloc(size_t n, void *arg)
+{
+	return malloc(n);
+}
+
+static void *wipe_calloc(size_t n, size_t size, void *arg)
+{
+	return calloc(n, size);
+}
+
+static void *wipe_realloc(void *p, size_t n, void *arg)
+{
+	void *q;
+	size_t old;
+
+	if (p == NULL)
+		return malloc(n);
+	old = malloc_usable_size(p);
+	q = malloc(n);
+	if (q == NULL)
+		return NULL;
+	memcpy(q, p, old < n ? old : n);
+	wipe_free(p, arg);
+	return q;
+}
+
+static nghttp2_mem wiping = { NULL, wipe_malloc, wipe_free, wipe_calloc, wipe_realloc };
 
 static nghttp2_option *options(void)
 {
@@ -403,6 +513,7 @@ static int sessions_new(struct h2 *h)
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, srv_frame);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, srv_data);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, srv_close);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb, srv_sent);
 	if (nghttp2_session_server_new2(&h->srv, cb, h, o) != 0)
 		goto out;
 	nghttp2_session_callbacks_del(cb);
@@ -414,7 +525,7 @@ static int sessions_new(struct h2 *h)
 	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, up_frame);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, up_data);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, up_close);
-	if (nghttp2_session_client_new2(&h->up, cb, h, o) != 0)
+	if (nghttp2_session_client_new3(&h->up, cb, h, o, &wiping) != 0)
 		goto out;
 	if (nghttp2_submit_settings(h->srv, NGHTTP2_FLAG_NONE, srv_set, 3) != 0 ||
 	    nghttp2_session_set_local_window_size(h->srv, NGHTTP2_FLAG_NONE, 0, H2_CONN_WINDOW) != 0 ||
@@ -458,6 +569,25 @@ void h2_begin(struct session *s)
 }
 
 /* Read one hop and feed its session. Returns 0, or -1 (the connection is closed). */
+/*
+ * Whether a hop is read now: its session wants it, and what it makes us
+ * send the other hop (frames nghttp2 queued, bytes in that hop's buffer)
+ * is under its bound; a peer that does not read slows the other, never
+ * grows the proxy.
+ */
+static bool may_read(const struct session *s, bool up)
+{
+	const struct h2 *h = s->h2;
+	nghttp2_session *ng = up ? h->up : h->srv, *other = up ? h->srv : h->up;
+
+	if (up ? h->up_end || h->up_ended : h->c_end)
+		return false;
+	if (other != NULL && (nghttp2_session_get_outbound_queue_size(other) > H2_QUEUED_MAX ||
+			      buf_len(up ? &s->cout : &s->uout) >= H2_OUT_HIGH))
+		return false;
+	return nghttp2_session_want_read(ng);
+}
+
 static int h2_recv(struct session *s, bool up, bool *moved)
 {
 	struct h2 *h = s->h2;
@@ -465,7 +595,7 @@ static int h2_recv(struct session *s, bool up, bool *moved)
 	struct buf *b = up ? &s->uin : &s->cin;
 	bool *end = up ? &h->up_end : &h->c_end;
 
-	for (int i = 0; i < H2_READS && !*end && nghttp2_session_want_read(ng); i++) {
+	for (int i = 0; i < H2_READS && may_read(s, up); i++) {
 		bool drained = false;
 		ssize_t n = sio_read(s, up, b, 0, &drained), rv;
 
@@ -529,6 +659,11 @@ static int h2_send(struct session *s, bool up, bool *moved)
 	if (n > 0) {
 		*moved = true;
 		s->active_ms = session_now(s);
+		/* the frames that carried a credential are wiped once written */
+		if (up && h->wipe_up) {
+			buf_wipe_consumed(b);
+			h->wipe_up = buf_len(b) > 0;
+		}
 		buf_trim(b);
 	} else if (n < 0 && !session_would_block()) {
 		if (!up) {
@@ -550,11 +685,16 @@ static void up_gone(struct session *s)
 	struct h2 *h = s->h2;
 
 	h->up_ended = true;
-	for (struct h2_stream *st = h->streams; st != NULL; st = st->next) {
-		if (st->up_closed || st->cli_closed)
+	for (struct h2_stream *st = h->streams, *next; st != NULL; st = next) {
+		bool open = !st->up_closed;
+
+		next = st->next;
+		st->up_closed = true; /* its session goes now */
+		if (st->cli_closed) {
+			h2_stream_free(h, st);
 			continue;
-		st->up_closed = true;
-		if (st->resp_end)
+		}
+		if (!open || st->resp_end || st->refused)
 			continue;
 		s->x = st->x;
 		if (!st->answered) {
@@ -671,7 +811,7 @@ void h2_late(struct session *s, const struct config *c)
 
 bool h2_wants_client(const struct session *s)
 {
-	return !s->h2->c_end && nghttp2_session_want_read(s->h2->srv);
+	return may_read(s, false);
 }
 
 void h2_interest(const struct session *s, uint32_t *c, uint32_t *u)
@@ -682,7 +822,7 @@ void h2_interest(const struct session *s, uint32_t *c, uint32_t *u)
 		*c |= EPOLLOUT;
 	if (h->up_ended)
 		return;
-	if (nghttp2_session_want_read(h->up))
+	if (may_read(s, true))
 		*u |= EPOLLIN;
 	if (buf_len(&s->uout) > 0)
 		*u |= EPOLLOUT;

@@ -19,6 +19,8 @@
 #define H2_RESET_BURST 200 /* RST_STREAMs a client may send at once ... */
 #define H2_RESET_RATE 33   /* ... and per second after that */
 #define H2_CONTINUATIONS 8 /* CONTINUATION frames after one HEADERS */
+#define H2_INTERIM_MAX 4 /* interim (1xx) responses a stream may pass on */
+#define H2_QUEUED_MAX 512 /* frames queued for a hop past which the other is not read */
 #define H2_READS 4  /* reads of one hop per round ... */
 #define H2_ROUNDS 4 /* ... and rounds per step, before a busy connection yields */
 
@@ -63,6 +65,8 @@ struct h2_stream {
 	bool cli_deferred;   /* the client's DATA provider waits for bytes */
 	bool cli_closed;     /* the client stream closed: its row is written */
 	bool up_closed;      /* the upstream stream closed (or never opened) */
+	bool discard;        /* the request's rest is thrown away (the upstream answered and left) */
+	uint8_t interim;     /* 1xx responses passed on */
 };
 
 struct h2 {
@@ -73,6 +77,7 @@ struct h2 {
 	bool c_end;    /* the client's connection ended */
 	bool up_end;   /* the upstream's connection ended */
 	bool up_ended; /* ... and its open streams were answered (up_gone) */
+	bool wipe_up;  /* a credential went into uout: what it sent is wiped */
 };
 
 /* h2_stream.c: a header block */
@@ -82,7 +87,7 @@ void h2_fields_clear(struct h2_fields *fs);
 struct http_header h2_field_at(const struct h2_fields *fs, size_t i);
 bool h2_named(const struct http_header *h, const char *name); /* exactly, as HTTP/2 sends names */
 nghttp2_nv h2_nv(const char *name, size_t nlen, const char *value, size_t vlen, uint8_t flags);
-int h2_scrub_fields(struct scrub *sc, struct h2_fields *fs); /* each value masked in place */
+int h2_scrub_fields(struct scrub *sc, struct h2_fields *fs); /* each name and value masked */
 
 /* h2_stream.c: a stream */
 struct h2_stream *h2_stream_new(struct h2 *h, int32_t cid);

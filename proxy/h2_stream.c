@@ -434,6 +434,7 @@ static void submit_up(struct session *s, struct h2_stream *st, const struct http
 			       plen < 0 || clen < 0 ? "out of memory" : nghttp2_strerror(id));
 		return;
 	}
+	h->wipe_up = h->wipe_up || x->injected;
 	inject_sent(s);
 	st->uid = id;
 	st->sent = true;
@@ -474,11 +475,16 @@ void h2_token_ready(struct session *s)
 	struct http_request req;
 	struct http_header hd[HEADERS_MAX + 1], fields[HEADERS_MAX];
 
+	bool woke = false;
+
 	for (struct h2_stream *st = s->h2->streams; st != NULL; st = st->next) {
 		if (!st->waiting || st->cli_closed)
 			continue;
+		woke = true;
 		st->waiting = false;
 		s->x = st->x;
+		s->token = NULL;
+		s->token_waited = true; /* a woken request starts no run (token.c); this stream's */
 		if (stream_request(st, &req, hd, fields) == NULL) {
 			switch (inject_begin(s, &req)) {
 			case 0:
@@ -489,26 +495,33 @@ void h2_token_ready(struct session *s)
 				break;
 			}
 		}
+		s->token_waited = false;
 		s->x = NULL;
 	}
-	session_pump(s);
+	if (woke)
+		session_pump(s);
 }
 
-/* Mask the secrets in each value of fs, each on its own (same length, in place). Returns 0 or -1. */
+/*
+ * Mask the secrets in each name and each value of fs, each on its own
+ * (same length, in place: '*' is a valid name byte). Returns 0 or -1.
+ */
 int h2_scrub_fields(struct scrub *sc, struct h2_fields *fs)
 {
 	char *tmp = malloc(fs->len + 1);
 
 	if (tmp == NULL)
 		return -1;
-	for (size_t i = 0; i < fs->n; i++) {
-		char *v = fs->data + fs->f[i].value;
-		size_t n = fs->f[i].value_len, used = 0;
+	for (size_t i = 0; i < 2 * fs->n; i++) {
+		const struct h2_field *f = &fs->f[i / 2];
+		char *v = fs->data + (i % 2 ? f->value : f->name);
+		size_t n = i % 2 ? f->value_len : f->name_len, used = 0;
 		size_t w = scrub_feed(sc, v, n, tmp, fs->len + 1, &used);
 
 		while (scrub_pending(sc) > 0)
 			w += scrub_flush(sc, tmp + w, fs->len + 1 - w);
-		memcpy(v, tmp, n); /* output never outruns input: all of it, w == n */
+		if (n > 0)
+			memcpy(v, tmp, n); /* output never outruns input: all of it, w == n */
 	}
 	free(tmp);
 	return 0;
@@ -523,6 +536,7 @@ void h2_answer_up(struct session *s, struct h2_stream *st, bool end)
 	nghttp2_data_provider prd = { .source.ptr = st, .read_callback = cli_read };
 	size_t k = 0;
 	int status = 0;
+	bool encoded = false;
 
 	for (size_t i = 0; i < st->resp.n; i++) {
 		struct http_header f = h2_field_at(&st->resp, i);
@@ -530,16 +544,19 @@ void h2_answer_up(struct session *s, struct h2_stream *st, bool end)
 		if (h2_named(&f, ":status") && f.value_len == 3)
 			status = (f.value[0] - '0') * 100 + (f.value[1] - '0') * 10 + (f.value[2] - '0');
 		if (x->scrub != NULL && h2_named(&f, "content-encoding") &&
-		    !(f.value_len == 8 && strncasecmp(f.value, "identity", 8) == 0)) {
-			s->x = x;
-			session_refuse(s, 502, "inject-failed", "http_response_error",
-				       "%s answered with content-encoding %.*s, which sluice cannot "
-				       "scrub over HTTP/2; nothing of it was passed on",
-				       x->t.host.name, (int)(f.value_len > 32 ? 32 : f.value_len),
-				       f.value);
-			s->x = NULL;
-			return;
-		}
+		    !(f.value_len == 8 && strncasecmp(f.value, "identity", 8) == 0))
+			encoded = true;
+	}
+	/* what HTTP/1.1 refuses from a scrubbed host (inject.c), and a coding, which h2 does not decode */
+	if (x->scrub != NULL && (status == 206 || encoded)) {
+		s->x = x;
+		if (status == 206)
+			inject_refuse_range(s);
+		else
+			inject_refuse_coding(s, "sluice-proxy does not decode it over HTTP/2; nothing of "
+						"it was passed on");
+		s->x = NULL;
+		return;
 	}
 	if (x->scrub != NULL && h2_scrub_fields(x->scrub, &st->resp) == -1) {
 		nghttp2_submit_rst_stream(h->srv, NGHTTP2_FLAG_NONE, st->cid, NGHTTP2_INTERNAL_ERROR);

@@ -363,6 +363,24 @@ static bool coding_identity(const char *v, size_t n)
  * header refuses it (502 encoded-response, nothing of it sent). Sets how
  * the scrubbed body is framed. Returns 0, or -1 when refused.
  */
+/* A 206 from a scrubbed host: no Range went up, and a range joined to another could show a secret. */
+void inject_refuse_range(struct session *s)
+{
+	session_refuse(s, 502, "range-response", "http_response_incomplete",
+		       "%s answered with a range (206) although none was asked for; "
+		       "sluice-proxy cannot scrub a secret split across ranges",
+		       s->x->t.host.name);
+}
+
+/* A coding sluice cannot decode from a scrubbed host; its value is not echoed (it could be a secret). */
+void inject_refuse_coding(struct session *s, const char *why)
+{
+	session_refuse(s, 502, "encoded-response", "http_response_content_coding",
+		       "%s answered with a Content-Encoding other than identity, which was asked "
+		       "for; %s",
+		       s->x->t.host.name, why);
+}
+
 int inject_response_coding(struct session *s, const struct http_response *resp)
 {
 	struct exchange *x = s->x;
@@ -372,11 +390,7 @@ int inject_response_coding(struct session *s, const struct http_response *resp)
 	if (x->scrub == NULL || resp->status < 200)
 		return 0;
 	if (resp->status == 206) {
-		/* no Range went up (build_upstream_head); a range, joined to another, could show a secret */
-		session_refuse(s, 502, "range-response", "http_response_incomplete",
-			       "%s answered with a range (206) although none was asked for; "
-			       "sluice-proxy cannot scrub a secret split across ranges",
-			       x->t.host.name);
+		inject_refuse_range(s);
 		return -1;
 	}
 	x->out_chunked = resp->body == HTTP_BODY_CHUNKED;
@@ -396,11 +410,7 @@ int inject_response_coding(struct session *s, const struct http_response *resp)
 	if (nenc > 1 || !(coding_is(enc->value, enc->value_len, "gzip") ||
 			  coding_is(enc->value, enc->value_len, "x-gzip") ||
 			  coding_is(enc->value, enc->value_len, "deflate"))) {
-		session_refuse(s, 502, "encoded-response", "http_response_content_coding",
-			       "%s answered with Content-Encoding: %.*s although identity was "
-			       "asked for; sluice-proxy cannot scrub a secret from it",
-			       x->t.host.name,
-			       (int)(enc->value_len > 32 ? 32 : enc->value_len), enc->value);
+		inject_refuse_coding(s, "sluice-proxy cannot scrub a secret from it");
 		return -1;
 	}
 	x->inflate = calloc(1, sizeof(*x->inflate));

@@ -369,6 +369,8 @@ void inject_unsent(struct session *s);
 void inject_sent(struct session *s);
 void inject_end(struct session *s);
 int inject_response_coding(struct session *s, const struct http_response *resp);
+void inject_refuse_range(struct session *s);
+void inject_refuse_coding(struct session *s, const char *why);
 bool inject_drops_header(const struct session *s, const struct http_header *h);
 int inject_header_plan(const struct session *s, const struct http_request *req);
 int inject_scrub_head(struct session *s, size_t from);

@@ -122,7 +122,7 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
  */
 static bool alpn_offer(struct intercept *ix, const unsigned char *p, size_t len)
 {
-	bool h2 = false;
+	bool h2 = false, h1 = false;
 	size_t list;
 
 	ix->offer_len = 0;
@@ -131,16 +131,21 @@ static bool alpn_offer(struct intercept *ix, const unsigned char *p, size_t len)
 	list = (size_t)p[0] << 8 | p[1];
 	if (list != len - 2)
 		return false;
+	/* each kept once, whatever the list repeats: the offer holds 3 + 9 bytes at most */
 	for (size_t i = 2; i < len;) {
 		size_t n = p[i];
+		bool is_h2 = n == 2 && memcmp(p + i + 1, "h2", 2) == 0;
+		bool is_h1 = n == 8 && memcmp(p + i + 1, "http/1.1", 8) == 0;
 
 		if (i + 1 + n > len)
 			return false;
-		if ((n == 2 && memcmp(p + i + 1, "h2", 2) == 0) ||
-		    (n == 8 && memcmp(p + i + 1, "http/1.1", 8) == 0)) {
+		if ((is_h2 && !h2) || (is_h1 && !h1)) {
+			if (ix->offer_len + 1 + n > sizeof(ix->offer))
+				return false;
 			memcpy(ix->offer + ix->offer_len, p + i, 1 + n);
 			ix->offer_len += 1 + n;
-			h2 = h2 || n == 2;
+			h2 = h2 || is_h2;
+			h1 = h1 || is_h1;
 		}
 		i += 1 + n;
 	}
@@ -481,6 +486,9 @@ void tls_step_accept(struct session *s)
 	s->intercept = true;
 	s->c_tls_out = false;
 	s->head_ms = 0;
+	/* a second ClientHello (after a HelloRetryRequest) that dropped h2: the h2 upstream is not its */
+	if (!h2 && s->ix->alpn == ALPN_H2)
+		dial_close(s);
 	if (h2) {
 		h2_begin(s);
 		return;

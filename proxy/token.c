@@ -99,20 +99,22 @@ static void kill_group(pid_t pid)
 
 /*
  * Wake every session waiting on t: each goes back to its head and asks
- * again (an HTTP/2 connection: its waiting streams do).
+ * again (an HTTP/2 connection's waiting streams, whatever token each waits
+ * for: one still running keeps its stream waiting).
  */
 static void wake(struct token *t)
 {
 	for (struct session *s = t->px->sessions, *next; s != NULL; s = next) {
 		next = s->next;
+		if (s->h2 != NULL) {
+			/* its streams may wait on several tokens: each waiting one asks again */
+			h2_token_ready(s);
+			continue;
+		}
 		if (s->token != t)
 			continue;
 		s->token = NULL;
 		s->token_waited = true;
-		if (s->h2 != NULL) {
-			h2_token_ready(s); /* its waiting streams ask again */
-			continue;
-		}
 		session_enter(s, SS_HEAD);
 		session_pump(s);
 	}

@@ -114,17 +114,27 @@ class Client:
         return sid
 
     def send_body(self, sid, body):
-        while body:
-            window = self.c.local_flow_control_window(sid)
-            n = min(len(body), window, self.c.max_outbound_frame_size)
-            if n == 0:
+        """Send body on sid as its window allows, for 10 s at most; a stream the
+        server answered and told to stop (RST_STREAM) sends no more."""
+        end = time.time() + 10
+        try:
+            while body and time.time() < end:
+                st = self.streams[sid]
+                if st["reset"] is not None or st["done"] or self.closed:
+                    return
+                window = self.c.local_flow_control_window(sid)
+                n = min(len(body), window, self.c.max_outbound_frame_size)
+                if n == 0:
+                    self.flush()
+                    self.read_once(1)
+                    continue
+                self.c.send_data(sid, body[:n])
+                body = body[n:]
                 self.flush()
-                self.read_once()
-                continue
-            self.c.send_data(sid, body[:n])
-            body = body[n:]
-            self.flush()
-        self.c.end_stream(sid)
+            if not body:
+                self.c.end_stream(sid)
+        except h2.exceptions.StreamClosedError:
+            pass
 
     def read_once(self, timeout=10):
         self.sock.settimeout(timeout)
@@ -176,7 +186,8 @@ class Client:
 
     def line(self, sid):
         st = self.streams[sid]
-        if st["reset"] is not None:
+        # a complete response, then RST_STREAM(NO_ERROR) (stop sending): the response is the line
+        if st["reset"] is not None and not (st["reset"] == 0 and st["status"] is not None):
             return f"{st['path']} reset {int(st['reset'])}"
         first = st["body"].split(b"\n")[0].decode(errors="replace")
         first = "".join(ch for ch in first if ch.isprintable())[:200]
@@ -319,6 +330,8 @@ def main():
         end = time.time() + secs
         for sid in sids:
             while sent[sid] < total and time.time() < end and not c.closed:
+                if c.streams[sid]["reset"] is not None:
+                    break  # told to stop (RST_STREAM): the upload is over
                 try:
                     window = c.c.local_flow_control_window(sid)
                 except h2.exceptions.StreamClosedError:
@@ -329,7 +342,10 @@ def main():
                     if sid != sids[-1] and time.time() > end - secs / 2:
                         break
                     continue
-                c.c.send_data(sid, b"x" * n)
+                try:
+                    c.c.send_data(sid, b"x" * n)
+                except h2.exceptions.StreamClosedError:
+                    break
                 sent[sid] += n
                 c.flush()
         print(" ".join(f"{c.streams[s]['path']}:{sent[s]}" for s in sids),
@@ -345,6 +361,8 @@ def main():
         c.flush()
         sent, end = 0, time.time() + secs
         while sent < total and time.time() < end and not c.closed:
+            if c.streams[sid]["reset"] is not None:
+                break  # told to stop (RST_STREAM): the upload is over
             try:
                 window = c.c.local_flow_control_window(sid)
             except h2.exceptions.StreamClosedError:
@@ -353,7 +371,10 @@ def main():
             if n == 0:
                 c.read_once(0.5)
                 continue
-            c.c.send_data(sid, b"x" * n)
+            try:
+                c.c.send_data(sid, b"x" * n)
+            except h2.exceptions.StreamClosedError:
+                break
             sent += n
             c.flush()
         print(f"sent {sent} of {total} status {c.streams[sid]['status']} reset {c.streams[sid]['reset']}")

@@ -13,6 +13,7 @@ By :path:
   /flood?N      N 103 responses, each with 30 fields of a 2000-byte value
                 (HPACK-indexed once: a few bytes each on the wire), then a 200
   /range        a 206 whose body carries the authorization
+  /sink         reads the whole request body, then a 200 "got N"
   anything else 200 "ok"
 """
 import socket
@@ -35,6 +36,7 @@ def serve(conn):
     c.initiate_connection()
     conn.sendall(c.data_to_send())
     heads = {}
+    got = {}
     while True:
         try:
             data = conn.recv(65536)
@@ -52,6 +54,11 @@ def serve(conn):
                 answer(c, e.stream_id, heads[e.stream_id], conn)
             elif isinstance(e, h2.events.DataReceived):
                 c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                got[e.stream_id] = got.get(e.stream_id, 0) + len(e.data)
+            elif isinstance(e, h2.events.StreamEnded) and \
+                    heads.get(e.stream_id, {}).get(":path") == "/sink":
+                c.send_headers(e.stream_id, [(":status", "200")])
+                c.send_data(e.stream_id, b"got %d\n" % got.get(e.stream_id, 0), end_stream=True)
         out = c.data_to_send()
         if out:
             try:
@@ -113,6 +120,8 @@ def answer(c, sid, h, conn):
         # the reflected credential as a content-encoding: sluice refuses it, naming it
         c.send_headers(sid, [(":status", "200"), ("content-encoding", auth.split()[-1])])
         c.send_data(sid, b"x\n", end_stream=True)
+    elif path == "/sink":
+        pass  # answered once the body is in
     elif path == "/range":
         body = ("part:" + auth + "\n").encode()
         c.send_headers(sid, [(":status", "206"), ("content-range", "bytes 0-%d/100" % (len(body) - 1)),
