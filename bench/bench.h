@@ -1,7 +1,7 @@
 /*
- * bench.h: what the bench programs share (bench/load.c, idle.c, ws.c, h2.c):
- * the monotonic clock and the one ADDR:PORT reader, loopback only (they
- * never send anywhere else).
+ * bench.h: what the bench programs share (bench/load.c and its load_*.c
+ * parts, idle.c, ws.c, h2.c): the monotonic clock and the one ADDR:PORT
+ * reader, loopback only (they never send anywhere else).
  */
 #ifndef SLUICE_BENCH_H
 #define SLUICE_BENCH_H
@@ -19,6 +19,14 @@ static inline uint64_t bench_now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+static inline uint64_t bench_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 /* ADDR:PORT (lib/sockaddr.c's reader) into sin, 127.0.0.0/8 only. Returns 0 or -1. */
