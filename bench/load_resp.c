@@ -13,18 +13,9 @@
 #include <strings.h>
 #include <sys/types.h>
 
+#include "bench.h"
 #include "digits.h"
 #include "load.h"
-
-static bool value_has(const char *v, size_t vlen, const char *token)
-{
-	size_t tlen = strlen(token);
-
-	for (size_t i = 0; i + tlen <= vlen; i++)
-		if (strncasecmp(v + i, token, tlen) == 0)
-			return true;
-	return false;
-}
 
 /* Forget the response read before: ready for the next head. */
 void resp_reset(struct resp *r)
@@ -56,13 +47,13 @@ static int resp_header(struct resp *r, const char *name, size_t nlen,
 		r->left = n;
 	} else if (nlen == 17 &&
 		   strncasecmp(name, "transfer-encoding", 17) == 0) {
-		if (!value_has(v, vlen, "chunked"))
+		if (!bench_value_has(v, vlen, "chunked"))
 			return -1;
 		r->chunked = true;
 	} else if (nlen == 10 && strncasecmp(name, "connection", 10) == 0) {
-		if (value_has(v, vlen, "close"))
+		if (bench_value_has(v, vlen, "close"))
 			r->close = true;
-		else if (r->http10 && value_has(v, vlen, "keep-alive"))
+		else if (r->http10 && bench_value_has(v, vlen, "keep-alive"))
 			r->close = false;
 	}
 	return 0;
