@@ -54,7 +54,9 @@ CLI_SRCS   := $(sort $(wildcard cli/*.c))
 FWD_SRCS   := $(sort $(wildcard forward/*.c))
 UNIT_SRCS  := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRCS  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
-BENCH_SRCS := $(sort $(wildcard bench/*.c))
+# bench/load_*.c are parts of the load program, not programs of their own
+LOAD_PARTS := $(sort $(wildcard bench/load_*.c))
+BENCH_SRCS := $(filter-out $(LOAD_PARTS),$(sort $(wildcard bench/*.c)))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 LIB_OBJS := $(call obj,$(LIB_SRCS))
@@ -100,10 +102,15 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 # unit tests of CLI modules also link those modules
 $(BUILD)/tests/test_principal: $(call obj,cli/principal.c cli/snapshot.c)
 
+# the load generator also links its parts; make lists them after $(LIB) in $^,
+# so the link below puts the library last
+$(BUILD)/bench/load: $(call obj,$(LOAD_PARTS))
+
 $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,libssl libcrypto libnghttp2) -lm -pthread
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(filter-out $(LIB),$^) $(LIB) \
+		$(call pkglibs,libssl libcrypto libnghttp2) -lm -pthread
 
 # --- tests -----------------------------------------------------------------
 

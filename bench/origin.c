@@ -38,6 +38,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "bench.h"
 #include "digits.h"
 #include "tlsio.h"
 
@@ -139,16 +140,6 @@ static const char *head_value(const char *head, size_t len, const char *name,
 	return NULL;
 }
 
-static bool value_has(const char *v, size_t vlen, const char *token)
-{
-	size_t tlen = strlen(token);
-
-	for (size_t i = 0; i + tlen <= vlen; i++)
-		if (strncasecmp(v + i, token, tlen) == 0)
-			return true;
-	return false;
-}
-
 /* Parse N from "/big?bytes=N"; false if malformed or over the ceiling. */
 static bool big_size(const char *path, size_t plen, uint64_t *n)
 {
@@ -195,9 +186,9 @@ static void conn_respond(struct conn *c, const char *head, size_t len)
 	http10 = sp2[8] == '0';
 	v = head_value(head, len, "connection", &vlen);
 	if (http10)
-		c->close_after = !(v && value_has(v, vlen, "keep-alive"));
+		c->close_after = !(v && bench_value_has(v, vlen, "keep-alive"));
 	else
-		c->close_after = v && value_has(v, vlen, "close");
+		c->close_after = v && bench_value_has(v, vlen, "close");
 
 	c->outoff = 0;
 	c->body_left = 0;
