@@ -7,13 +7,16 @@
  *       gets its handshake answered and each message echoed back,
  *       unmasked, until it closes.
  *   ws client --target ADDR:PORT [--proxy ADDR:PORT] [--tls CAFILE]
- *             [--size BYTES] [-t SECONDS] [-n MAX]
+ *             [--size BYTES] [--inflight N] [-t SECONDS] [-n MAX]
  *       one connection: the handshake (an absolute-form GET with Upgrade
  *       through --proxy, else origin-form; with --tls, a CONNECT through
  *       --proxy, then TLS verified against CAFILE for the target's
  *       address, then the origin-form GET), then a masked binary message of
  *       --size bytes (default 64) and its echo, again and again, for -t
- *       seconds (default 5) or -n messages (default 1000000). Prints one
+ *       seconds (default 5) or -n messages (default 1000000), --inflight
+ *       of them (default 1, at most 64) on the wire at once: each echo
+ *       read lets the next go, so 1 measures a round trip and more the
+ *       relay's throughput with the pipe kept full. Prints one
  *       line: mode=ws size=N msgs=N secs=S msgs_per_s=R mib_per_s=R
  *       p50_us=N p99_us=N errors=N (an echo that is not the message sent
  *       is an error and ends the run).
@@ -44,6 +47,7 @@
 
 #define KEY "dGhlIHNhbXBsZSBub25jZQ=="
 #define SIZE_MAX_BYTES (16u << 20)
+#define INFLIGHT_MAX 64
 
 static SSL *tls; /* this process's one connection, when it speaks TLS */
 
@@ -280,8 +284,9 @@ static int tls_begin(int fd, const char *target, const char *proxy, const char *
 }
 
 static int client(const char *target, const char *proxy, const char *cafile, size_t size,
-		  double secs, uint64_t max)
+		  double secs, uint64_t max, int inflight)
 {
+	uint64_t sent_at[INFLIGHT_MAX];
 	struct sockaddr_in sin;
 	char head[8192], req[512], *frame, *echo = NULL;
 	uint8_t mask[4] = { 0x12, 0x34, 0x56, 0x78 };
@@ -328,17 +333,28 @@ static int client(const char *target, const char *proxy, const char *cafile, siz
 		frame[hl + 4 + i] = (char)mask[i % 4];
 	t0 = bench_now_us();
 	end = t0 + (uint64_t)(secs * 1e6);
-	while (msgs < max && bench_now_us() < end) {
-		uint64_t a = bench_now_us();
-
-		if (write_full(fd, frame, hl + 4 + size) == -1 ||
-		    read_message(fd, &echo, &cap, size) == -1) {
+	/* inflight messages on the wire at once: each echo read lets the next one go */
+	for (int i = 0; i < inflight; i++) {
+		sent_at[i] = bench_now_us();
+		if (write_full(fd, frame, hl + 4 + size) == -1)
+			errors++;
+	}
+	for (uint64_t sent = (uint64_t)inflight, k = 0; errors == 0 && msgs < sent; k++) {
+		if (read_message(fd, &echo, &cap, size) == -1) {
 			errors++;
 			break;
 		}
 		if (nlat < 1000000)
-			lat[nlat++] = (uint32_t)(bench_now_us() - a);
+			lat[nlat++] = (uint32_t)(bench_now_us() - sent_at[k % inflight]);
 		msgs++;
+		if (sent < max && bench_now_us() < end) {
+			sent_at[k % inflight] = bench_now_us();
+			if (write_full(fd, frame, hl + 4 + size) == -1) {
+				errors++;
+				break;
+			}
+			sent++;
+		}
 	}
 	double el = (double)(bench_now_us() - t0) / 1e6;
 
@@ -359,6 +375,7 @@ int main(int argc, char **argv)
 {
 	const char *target = NULL, *proxy = NULL, *cafile = NULL;
 	size_t size = 64;
+	int inflight = 1;
 	double secs = 5;
 	uint64_t max = 1000000;
 
@@ -373,6 +390,8 @@ int main(int argc, char **argv)
 			proxy = argv[i + 1];
 		else if (strcmp(argv[i], "--tls") == 0)
 			cafile = argv[i + 1];
+		else if (strcmp(argv[i], "--inflight") == 0)
+			inflight = atoi(argv[i + 1]);
 		else if (strcmp(argv[i], "--size") == 0)
 			size = (size_t)strtoul(argv[i + 1], NULL, 10);
 		else if (strcmp(argv[i], "-t") == 0)
@@ -382,11 +401,11 @@ int main(int argc, char **argv)
 		else
 			goto usage;
 	}
-	if (target != NULL && max > 0 && secs > 0)
-		return client(target, proxy, cafile, size, secs, max);
+	if (target != NULL && max > 0 && secs > 0 && inflight >= 1 && inflight <= INFLIGHT_MAX)
+		return client(target, proxy, cafile, size, secs, max, inflight);
 usage:
 	fprintf(stderr, "usage: ws server ADDR:PORT [CERT KEY]\n"
 			"       ws client --target ADDR:PORT [--proxy ADDR:PORT] [--tls CAFILE] "
-			"[--size BYTES] [-t SECONDS] [-n MAX]\n");
+			"[--size BYTES] [--inflight N] [-t SECONDS] [-n MAX]\n");
 	return 2;
 }
