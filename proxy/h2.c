@@ -89,11 +89,18 @@ static int srv_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, vo
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
-	/* streams whose upstream half is still closing count too */
-	if (h->nstreams >= 2 * H2_STREAMS_MAX) {
-		refused_row(h->s, "too-many-streams",
-			    "the connection holds 200 streams whose upstream half has not closed");
-		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+	/*
+	 * SETTINGS_MAX_CONCURRENT_STREAMS, held here too (nghttp2 applies ours
+	 * only once the client acknowledged them); streams whose upstream half
+	 * is still closing count, up to twice that. Refused: the client may
+	 * retry (REFUSED_STREAM), the row says so, the stream's frames are
+	 * ignored.
+	 */
+	if (h->nopen >= H2_STREAMS_MAX || h->nstreams >= 2 * H2_STREAMS_MAX) {
+		/* its row is written when the reset goes (srv_sent), as for nghttp2's own refusals */
+		nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+					  NGHTTP2_REFUSED_STREAM);
+		return 0;
 	}
 	st = h2_stream_new(h, frame->hd.stream_id);
 	if (st == NULL) {
@@ -101,6 +108,7 @@ static int srv_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, vo
 		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 	}
 	nghttp2_session_set_stream_user_data(ng, frame->hd.stream_id, st);
+	h->nopen++;
 	return 0;
 }
 
@@ -230,7 +238,8 @@ static int srv_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_
 /*
  * A complete response went while the client still sends its request (the
  * upstream answered early, or ours did): the client is asked to stop,
- * without error (RFC 9113 8.1).
+ * without error (RFC 9113 8.1). A stream refused before it had an
+ * exchange gets its row here.
  */
 static int srv_sent(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 {
@@ -238,6 +247,15 @@ static int srv_sent(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 
 	if (gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	/* a stream refused before it was ours (nghttp2's limit, or ours above): its row */
+	if (frame->hd.type == NGHTTP2_RST_STREAM &&
+	    frame->rst_stream.error_code == NGHTTP2_REFUSED_STREAM &&
+	    stream_get(ng, frame->hd.stream_id) == NULL) {
+		refused_row(((struct h2 *)arg)->s, "too-many-streams",
+			    "refused: the connection had its 100 streams open "
+			    "(SETTINGS_MAX_CONCURRENT_STREAMS), or 200 not yet closed upstream");
+		return 0;
+	}
 	if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
 	    !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
 		return 0;
@@ -257,6 +275,7 @@ static int srv_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 	if (st == NULL)
 		return 0;
 	st->cli_closed = true;
+	h->nopen--;
 	if (code != NGHTTP2_NO_ERROR && st->x->detail[0] == '\0')
 		snprintf(st->x->detail, sizeof(st->x->detail), "reset (%s)",
 			 nghttp2_http2_strerror(code));

@@ -73,7 +73,8 @@ struct h2 {
 	struct session *s;
 	nghttp2_session *srv, *up;
 	struct h2_stream *streams;
-	size_t nstreams;
+	size_t nstreams; /* all, those whose upstream half is still closing too */
+	size_t nopen;    /* ... and those open on the client's side */
 	bool c_end;    /* the client's connection ended */
 	bool up_end;   /* the upstream's connection ended */
 	bool up_ended; /* ... and its open streams were answered (up_gone) */

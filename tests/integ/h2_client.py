@@ -20,6 +20,16 @@ Modes (one line out per stream, in the order the streams were opened):
   flood KIND N       N PING (KIND ping) or SETTINGS (KIND settings) frames
                      sent without reading a byte, then read: "goaway CODE"
                      or "closed" or "alive"
+  bighead PATH BYTES a GET with a header of BYTES bytes (HEADERS, then as many
+                     CONTINUATION frames as it takes), then a good GET on
+                     the same connection: both lines, or "goaway CODE" /
+                     "closed" when the connection ended
+  manystreams N PATH [early]  N GETs at once (early: before the server's
+                     SETTINGS were read and acknowledged), past the server's
+                     SETTINGS_MAX_CONCURRENT_STREAMS (the client's own check
+                     switched off): "ok=K refused=R other=O", refused the
+                     streams reset with REFUSED_STREAM; "goaway CODE" added
+                     when the connection ended
   grpcslow N MS SECONDS PATH  a gRPC server-streaming call to /t.T/Count
                      (grpc_origin.py) for N messages MS apart: "data BYTES"
                      as each arrives, then its line ("reset CODE" if it
@@ -100,7 +110,7 @@ class Client:
             except OSError:
                 self.closed = True
 
-    def request(self, path, method="GET", authority=None, extra=(), body=None):
+    def request(self, path, method="GET", authority=None, extra=(), body=None, flush=True):
         sid = self.c.get_next_available_stream_id()
         headers = [(":method", method), (":scheme", "https"),
                    (":authority", authority or self.authority), (":path", path),
@@ -110,7 +120,8 @@ class Client:
                              "reset": None}
         if body is not None:
             self.send_body(sid, body)
-        self.flush()
+        if flush:
+            self.flush()
         return sid
 
     def send_body(self, sid, body):
@@ -268,6 +279,36 @@ def main():
                 break
         print(f"goaway {int(c.goaway)}" if c.goaway is not None else
               "closed" if c.closed else "alive")
+    elif mode == "bighead":
+        c = Client(sock, host, port, validate=False)
+        try:
+            big = c.request(args[0], extra=[("x-big", "b" * int(args[1]))])
+            good = c.request(args[0])
+            c.wait([big, good])
+        except (OSError, h2.exceptions.ProtocolError):
+            c.closed = True
+        if c.goaway is not None:
+            print(f"goaway {int(c.goaway)}")
+        elif c.closed:
+            print("closed")
+        else:
+            print(c.line(big))
+            print(c.line(good))
+    elif mode == "manystreams":
+        c = Client(sock, host, port)
+        if len(args) < 3 or args[2] != "early":
+            c.read_once(2)  # the server's SETTINGS (acknowledged), unless early: before them
+        code = h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS
+        c.c.remote_settings[code] = 10000
+        c.c.remote_settings.acknowledge()
+        # all the heads in one write: they arrive together, none answered yet
+        sids = [c.request(args[1], flush=False) for _ in range(int(args[0]))]
+        c.flush()
+        c.wait(sids, 15)
+        ok = sum(1 for s in sids if c.streams[s]["status"] == "200" and c.streams[s]["reset"] is None)
+        refused = sum(1 for s in sids if c.streams[s]["reset"] == 7)
+        print(f"ok={ok} refused={refused} other={len(sids) - ok - refused}" +
+              (f" goaway {int(c.goaway)}" if c.goaway is not None else ""))
     elif mode == "grpcslow":
         c = Client(sock, host, port)
         msg = f"{args[0]} {args[1]}".encode()

@@ -49,6 +49,7 @@ lab_write_conf "intercept on" "allow tls.test:8444" "allow api.test:8444" "allow
 	"inject grpck host=api.test:50051 header=x-api-key env=SLUICE_LAB_TOKEN unattributed=yes" \
 	"body-limit tls.test 100000" "body-limit api.test 100000"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
+sl key init >/dev/null 2>&1 || lab_bail "sluice key init"
 lab_run_proxy
 CA=$STATE/ca.crt
 h2curl() { pcurl --http2 --cacert "$CA" "$@"; }
@@ -70,6 +71,22 @@ wait_log 3 path=/echo host=tls.test
 expect_eq "... its row: https, proto h2, allow, 200" "https h2 allow 200" \
 	"$(logq path=/echo host=tls.test --field kind) $(logq path=/echo host=tls.test --field proto) $(logq path=/echo host=tls.test --field decision) $(logq path=/echo host=tls.test --field status)"
 expect_re "... the tunnel's row says ALPN h2" "ALPN h2" "$(logq kind=tunnel host=tls.test port=8444 --field detail | head -1)"
+
+# through sluice-forward: the CONNECT is stamped, every stream inherits it
+FWD_PORT=3199
+ip netns exec "$HNS" "$SLUICE_BUILD/sluice-forward" --key "$STATE/stamp.key" --net lab \
+	"127.0.0.1:$FWD_PORT=$PROXY_ADDR:$PROXY_PORT" >>"$LAB_DIR/forward.err" 2>&1 &
+LAB_PIDS+=($!)
+wait_until 5 hx bash -c "</dev/tcp/127.0.0.1/$FWD_PORT" ||
+	lab_bail "sluice-forward did not start" "$(cat "$LAB_DIR/forward.err")"
+out=$(hx curl -sS --max-time 10 --http2 --cacert "$CA" -x "http://127.0.0.1:$FWD_PORT" \
+	-w '%{http_version}' https://tls.test:8444/stamped 2>&1)
+expect_re "through sluice-forward, h2 as well" "^2$" "$(printf '%s' "$out" | tail -1)"
+wait_log 3 path=/stamped
+who=$(logq path=/stamped --field who)
+expect_eq "... the stream's row names the stamp's principal, as its tunnel's does" \
+	"$(logq kind=tunnel host=tls.test port=8444 who~@lab --field who) h2" "$who $(logq path=/stamped --field proto)"
+expect_re "... which is the forwarder's stamp, not unattributed" "@lab$" "$who"
 
 out=$(h2curl -w '%{http_version}' https://tls.test:8443/)
 expect_eq "an h1-only upstream: the client that offered h2 gets HTTP/1.1" "tls ok

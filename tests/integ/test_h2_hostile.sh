@@ -89,6 +89,26 @@ expect_re "after four uploads the origin answered early, a fifth of 600 kB on th
 	"/sink:600000 " "$out"
 ;; esac
 
+case ${CASE:-all} in all|limits)
+out=$(h2py tls.test 8444 "$CA" bighead /early 40000)
+expect_eq "a 40 kB header (HEADERS and two CONTINUATION frames): that stream is reset, the next answered" \
+	"/early reset 2|/early 200 early" "$(printf '%s\n' "$out" | paste -sd'|')"
+wait_log 3 reason=head-too-large
+expect_re "... its row: head-too-large" "32 KiB" "$(logq reason=head-too-large --field detail)"
+out=$(h2py tls.test 8444 "$CA" bighead /early 200000)
+expect_re "a 200 kB header block (13 CONTINUATION frames, past the cap of 8): the connection is ended" \
+	"^(goaway [0-9]+|closed)$" "$out"
+out=$(h2py tls.test 8444 "$CA" manystreams 150 /early early)
+expect_re "150 streams at once, before our SETTINGS (MAX_CONCURRENT_STREAMS 100) were acknowledged: those past 100 refused (REFUSED_STREAM)" \
+	"^ok=[0-9]+ refused=[1-9][0-9]* other=0$" "$out"
+expect_re "... and at most 100 of them answered" "^ok=(100|[1-9]?[0-9]) " "$out"
+wait_log 3 reason=too-many-streams
+expect_re "... each refused one has its row" "SETTINGS_MAX_CONCURRENT_STREAMS" "$(logq reason=too-many-streams --field detail)"
+out=$(h2py tls.test 8444 "$CA" manystreams 150 /early)
+expect_re "150 at once after they were acknowledged: nghttp2 ends the connection (GOAWAY PROTOCOL_ERROR)" \
+	"goaway 1$" "$out"
+;; esac
+
 # these two end the sanitizer build's proxy: last
 case ${CASE:-all} in all|split)
 out=$(h2py api.test 8555 "$CA" get /split)
