@@ -547,6 +547,16 @@ void h2_answer_up(struct session *s, struct h2_stream *st, bool end)
 		    !(f.value_len == 8 && strncasecmp(f.value, "identity", 8) == 0))
 			encoded = true;
 	}
+	/*
+	 * A minted token the upstream refused is marked stale: the next
+	 * stream gets a new one (this one's 401 goes to the client: HTTP/2
+	 * does not re-issue it).
+	 */
+	if (status == 401 && x->minted != NULL && x->injected &&
+	    !token_refused(x->minted, x->minted_gen, session_config(s)) && x->detail[0] == '\0')
+		snprintf(x->detail, sizeof(x->detail),
+			 "the upstream refused the token (401); token-min-interval allows no new one "
+			 "yet");
 	/* what HTTP/1.1 refuses from a scrubbed host (inject.c), and a coding, which h2 does not decode */
 	if (x->scrub != NULL && (status == 206 || encoded)) {
 		s->x = x;

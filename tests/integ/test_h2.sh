@@ -47,9 +47,19 @@ lab_write_conf "intercept on" "allow tls.test:8444" "allow api.test:8444" "allow
 	"inject h2m host=api.test:8444 path=/broken header=Authorization env=SLUICE_LAB_MISSING unattributed=yes" \
 	"allow api.test:50051" \
 	"inject grpck host=api.test:50051 header=x-api-key env=SLUICE_LAB_TOKEN unattributed=yes" \
+	"allow tok.test:50051" "upstream-ca tok.test $T/ca.crt" \
+	"inject grpctok host=tok.test:50051 header=x-api-key command=$LAB_DIR/mint.sh unattributed=yes" \
 	"body-limit tls.test 100000" "body-limit api.test 100000"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 sl key init >/dev/null 2>&1 || lab_bail "sluice key init"
+# a token command that takes its time: the stream waits for it
+printf '#!/bin/sh
+echo run >>"%s/mint.runs"
+sleep 0.5
+echo "%s"
+echo 60
+' "$LAB_DIR" "$LAB_TOKEN" >"$LAB_DIR/mint.sh"
+chmod 700 "$LAB_DIR/mint.sh"
 lab_run_proxy
 CA=$STATE/ca.crt
 h2curl() { pcurl --http2 --cacert "$CA" "$@"; }
@@ -196,6 +206,13 @@ expect_lt "... at the deadline, not the origin's 8 s" 7.5 "$(elapsed "$t0")"
 wait_log 3 path=/t.T/Sleep
 expect_eq "... its row" "refuse upstream-timeout 504" \
 	"$(logq path=/t.T/Sleep --field decision) $(logq path=/t.T/Sleep --field reason) $(logq path=/t.T/Sleep --field status)"
+
+out=$(grpcc tok.test:50051 echo tok)
+expect_eq "gRPC to a host whose credential comes from a token command: the stream waits for it, then goes with it" \
+	"echo:tok key=ok" "$out"
+out=$(grpcc tok.test:50051 echo again)
+expect_eq "... the next call reuses the token, the command ran once" "echo:again key=ok 1" \
+	"$out $(wc -l <"$LAB_DIR/mint.runs")"
 
 # a reload that refuses the host ends its open streams; the connection goes on
 sl allow add tls.test:50051 >/dev/null 2>&1 || lab_bail "sluice allow add tls.test:50051"
