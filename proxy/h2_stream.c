@@ -193,11 +193,14 @@ void h2_give_back_cli(struct h2 *h, struct h2_stream *st, size_t n)
  * as over HTTP/1.1: no field a trailer must not carry, nor the
  * credential's, drop). Nothing yet: deferred until bytes come (resume).
  */
-static ssize_t provide(nghttp2_session *ng, int32_t id, uint8_t *out, size_t len, uint32_t *flags,
-		       struct buf *q, bool end, bool *deferred, const struct h2_fields *tr,
-		       const char *drop)
+static ssize_t provide(const struct h2 *h, nghttp2_session *ng, int32_t id, uint8_t *out,
+		       size_t len, uint32_t *flags, struct buf *q, bool end, bool *deferred,
+		       const struct h2_fields *tr, const char *drop)
 {
 	size_t n = buf_len(q) < len ? buf_len(q) : len;
+
+	if (h->s->closed)
+		return NGHTTP2_ERR_CALLBACK_FAILURE; /* h2.c's gone(): nghttp2 stops */
 
 	if (n > 0) {
 		memcpy(out, buf_head(q), n);
@@ -237,12 +240,8 @@ static ssize_t cli_read(nghttp2_session *ng, int32_t id, uint8_t *out, size_t le
 {
 	struct h2_stream *st = src->ptr;
 	size_t before = buf_len(&st->to_cli);
-	ssize_t n;
-
-	if (((struct h2 *)arg)->s->closed)
-		return NGHTTP2_ERR_CALLBACK_FAILURE;
-	n = provide(ng, id, out, len, flags, &st->to_cli, st->resp_end, &st->cli_deferred,
-			    st->resp_tr ? &st->resp : NULL, st->x->inject_field);
+	ssize_t n = provide(arg, ng, id, out, len, flags, &st->to_cli, st->resp_end,
+			    &st->cli_deferred, st->resp_tr ? &st->resp : NULL, st->x->inject_field);
 	size_t took = before - buf_len(&st->to_cli);
 
 	st->x->down += took;
@@ -339,12 +338,8 @@ static ssize_t up_read(nghttp2_session *ng, int32_t id, uint8_t *out, size_t len
 {
 	struct h2_stream *st = src->ptr;
 	size_t before = buf_len(&st->to_up);
-	ssize_t n;
-
-	if (((struct h2 *)arg)->s->closed)
-		return NGHTTP2_ERR_CALLBACK_FAILURE;
-	n = provide(ng, id, out, len, flags, &st->to_up, st->req_end, &st->up_deferred,
-			    st->req_tr, "");
+	ssize_t n = provide(arg, ng, id, out, len, flags, &st->to_up, st->req_end,
+			    &st->up_deferred, st->req_tr, "");
 
 	if (before > buf_len(&st->to_up))
 		h2_give_back_cli(arg, st, before - buf_len(&st->to_up));
