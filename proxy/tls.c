@@ -134,11 +134,12 @@ static bool alpn_offer(struct intercept *ix, const unsigned char *p, size_t len)
 	/* each kept once, whatever the list repeats: the offer holds 3 + 9 bytes at most */
 	for (size_t i = 2; i < len;) {
 		size_t n = p[i];
-		bool is_h2 = n == 2 && memcmp(p + i + 1, "h2", 2) == 0;
-		bool is_h1 = n == 8 && memcmp(p + i + 1, "http/1.1", 8) == 0;
+		bool is_h2, is_h1;
 
 		if (i + 1 + n > len)
 			return false;
+		is_h2 = n == 2 && memcmp(p + i + 1, "h2", 2) == 0;
+		is_h1 = n == 8 && memcmp(p + i + 1, "http/1.1", 8) == 0;
 		if ((is_h2 && !h2) || (is_h1 && !h1)) {
 			if (ix->offer_len + 1 + n > sizeof(ix->offer))
 				return false;
