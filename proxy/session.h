@@ -26,6 +26,7 @@
 #include <openssl/ssl.h>
 #include <stdio.h>
 
+#include "alpn.h"
 #include "proxy.h"
 #include "inject.h"
 #include "scrub.h"
@@ -197,7 +198,7 @@ enum ix_alpn {
 struct intercept {
 	struct target tunnel; /* the CONNECT target every request must name */
 	enum ix_alpn alpn;
-	unsigned char offer[16]; /* the client's ALPN offer, h2 and http/1.1 only (wire format) */
+	uint8_t offer[ALPN_OFFER_MAX]; /* the client's ALPN offer, h2 and http/1.1 only (alpn.c) */
 	size_t offer_len;
 	char unreached[200]; /* why the upstream was not reached before the handshake, or "" */
 	char err[128];

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "alpn.h"
 #include "ca.h"
 #include "leaf.h"
 #include "tls_hello.h"
@@ -117,44 +118,6 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
 }
 
 /*
- * The client's ALPN offer, h2 and http/1.1 kept in its order, into
- * ix->offer (wire format). Returns whether it holds h2.
- */
-static bool alpn_offer(struct intercept *ix, const unsigned char *p, size_t len)
-{
-	bool h2 = false, h1 = false;
-	size_t list;
-
-	ix->offer_len = 0;
-	if (len < 2)
-		return false;
-	list = (size_t)p[0] << 8 | p[1];
-	if (list != len - 2)
-		return false;
-	/* each kept once, whatever the list repeats: the offer holds 3 + 9 bytes at most */
-	for (size_t i = 2; i < len;) {
-		size_t n = p[i];
-		bool is_h2, is_h1;
-
-		if (i + 1 + n > len)
-			return false;
-		is_h2 = n == 2 && memcmp(p + i + 1, "h2", 2) == 0;
-		is_h1 = n == 8 && memcmp(p + i + 1, "http/1.1", 8) == 0;
-		if ((is_h2 && !h2) || (is_h1 && !h1)) {
-			if (ix->offer_len + 1 + n > sizeof(ix->offer))
-				return false;
-			memcpy(ix->offer + ix->offer_len, p + i, 1 + n);
-			ix->offer_len += 1 + n;
-			h2 = h2 || is_h2;
-			h1 = h1 || is_h1;
-		}
-		i += 1 + n;
-	}
-	_Static_assert(sizeof(((struct intercept *)0)->offer) >= 3 + 9, "h2 and http/1.1 fit");
-	return h2;
-}
-
-/*
  * A ClientHello that offers h2 is parked (the handshake returns
  * SSL_ERROR_WANT_CLIENT_HELLO_CB) while the upstream is dialed with its
  * offer: the client gets the version the upstream chose. Asked once.
@@ -170,7 +133,7 @@ static int client_hello_cb(SSL *ssl, int *alert, void *arg)
 	s->ix->alpn = ALPN_H1;
 	if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &p,
 				      &len) != 1 ||
-	    !alpn_offer(s->ix, p, len))
+	    !alpn_offer_read(p, len, s->ix->offer, &s->ix->offer_len))
 		return SSL_CLIENT_HELLO_SUCCESS;
 	s->ix->alpn = ALPN_DIAL;
 	return SSL_CLIENT_HELLO_RETRY;
