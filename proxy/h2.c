@@ -67,11 +67,7 @@ static void refused_row(struct session *s, const char *reason, const char *detai
 	struct exchange x;
 
 	memset(&x, 0, sizeof(x));
-	x.active = x.h2 = true;
-	x.t_start = proxy_now_ms();
-	x.dns_ms = x.connect_ms = -1;
-	x.req = ++s->nreq;
-	x.t = s->ix->tunnel;
+	h2_exchange_open(s, &x);
 	x.decision = "refuse";
 	x.reason = reason;
 	snprintf(x.detail, sizeof(x.detail), "%s", detail);

@@ -92,6 +92,7 @@ int h2_scrub_fields(struct scrub *sc, struct h2_fields *fs); /* each name and va
 
 /* h2_stream.c: a stream */
 struct h2_stream *h2_stream_new(struct h2 *h, int32_t cid);
+void h2_exchange_open(struct session *s, struct exchange *x); /* a row's fields, no head read */
 void h2_stream_free(struct h2 *h, struct h2_stream *st);    /* gone from both hops */
 void h2_stream_log(struct session *s, struct h2_stream *st); /* its row */
 void h2_stream_head(struct session *s, struct h2_stream *st); /* its head is whole: judge, send */

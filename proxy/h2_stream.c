@@ -148,17 +148,26 @@ void h2_stream_free(struct h2 *h, struct h2_stream *st)
 	free(st);
 }
 
+/*
+ * The fields a row needs, for an exchange refused before its head was read
+ * (exchange_judge's request_begin fills them otherwise).
+ */
+void h2_exchange_open(struct session *s, struct exchange *x)
+{
+	x->active = x->h2 = true;
+	x->t_start = proxy_now_ms();
+	x->dns_ms = x->connect_ms = -1;
+	x->req = ++s->nreq;
+	x->t = s->ix->tunnel;
+}
+
 /* The stream's row, with the exchange's fields a stream refused before its head had. */
 void h2_stream_log(struct session *s, struct h2_stream *st)
 {
 	struct exchange *x = st->x;
 
 	if (!x->active && x->req == 0) {
-		x->active = true;
-		x->t_start = proxy_now_ms();
-		x->dns_ms = x->connect_ms = -1;
-		x->req = ++s->nreq;
-		x->t = s->ix->tunnel;
+		h2_exchange_open(s, x);
 		x->decision = "refuse";
 		x->reason = st->bad_reason != NULL ? st->bad_reason : "malformed";
 		snprintf(x->detail, sizeof(x->detail), "%s", st->bad != NULL ? st->bad
@@ -309,13 +318,8 @@ void h2_refuse(struct session *s, const struct refusal *r)
 
 	if (st == NULL)
 		return; /* not a stream's: nothing is carried outside them */
-	if (!x->active) {
-		x->active = true;
-		x->t_start = proxy_now_ms();
-		x->dns_ms = x->connect_ms = -1;
-		x->req = ++s->nreq;
-		x->t = s->ix->tunnel;
-	}
+	if (!x->active)
+		h2_exchange_open(s, x);
 	x->decision = "refuse";
 	x->reason = r->reason;
 	snprintf(x->detail, sizeof(x->detail), "%s", r->detail);
