@@ -12,7 +12,8 @@
  * dial.c      the upstream: resolve, judge every answer, connect exactly a
  *             checked address, close
  * tls.c       an intercepted CONNECT: both handshakes, reads and writes
- *             through TLS; a passthrough tunnel's hellos, judged
+ *             through TLS
+ * hello.c     a passthrough tunnel's hellos, judged
  * inject.c    a request's credential and the scrubbing of its response
  * upgrade.c   WebSocket over HTTP/1.1 Upgrade: both handshakes checked, the relay
  * h2.c        HTTP/2 on both hops of an intercepted CONNECT: the connection, its
