@@ -24,8 +24,9 @@
  * are masked. A stream's row is written when its client stream closes; it
  * is freed once both of its streams have.
  *
- * This file is the connection: its two sessions, their callbacks (what
- * arrives, handed to the stream it belongs to), the loop's step, the
+ * This file is the connection: its two sessions, the client session's
+ * callbacks (h2_up.c has the upstream's: what arrives, handed to the
+ * stream it belongs to), the loop's step, the
  * deadlines, a reload's revocation and the end. h2_stream.c is a stream:
  * its head judged, its upstream request, its bodies, answers and row.
  *
@@ -51,12 +52,12 @@
  * nghttp2 is told to stop at once (its sessions are freed later, by
  * h2_release, never inside one of its calls).
  */
-static bool gone(void *arg)
+bool h2_gone(void *arg)
 {
 	return ((struct h2 *)arg)->s->closed;
 }
 
-static struct h2_stream *stream_get(nghttp2_session *ng, int32_t id)
+struct h2_stream *h2_stream_get(nghttp2_session *ng, int32_t id)
 {
 	return nghttp2_session_get_stream_user_data(ng, id);
 }
@@ -81,7 +82,7 @@ static int srv_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, vo
 	struct h2 *h = arg;
 	struct h2_stream *st;
 
-	if (gone(arg))
+	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
@@ -111,10 +112,10 @@ static int srv_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, vo
 static int srv_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint8_t *name,
 		      size_t nlen, const uint8_t *value, size_t vlen, uint8_t flags, void *arg)
 {
-	struct h2_stream *st = stream_get(ng, frame->hd.stream_id);
+	struct h2_stream *st = h2_stream_get(ng, frame->hd.stream_id);
 	struct h2_fields *fs;
 
-	if (gone(arg))
+	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st == NULL || st->bad != NULL)
 		return 0;
@@ -137,9 +138,9 @@ static int srv_invalid_header(nghttp2_session *ng, const nghttp2_frame *frame,
 			      const uint8_t *name, size_t nlen, const uint8_t *value, size_t vlen,
 			      uint8_t flags, void *arg)
 {
-	struct h2_stream *st = stream_get(ng, frame->hd.stream_id);
+	struct h2_stream *st = h2_stream_get(ng, frame->hd.stream_id);
 
-	if (gone(arg))
+	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st != NULL && st->bad == NULL)
 		st->bad = "a header field HTTP/2 forbids (CR, LF or NUL, upper case, a "
@@ -149,9 +150,9 @@ static int srv_invalid_header(nghttp2_session *ng, const nghttp2_frame *frame,
 
 static int srv_invalid_frame(nghttp2_session *ng, const nghttp2_frame *frame, int err, void *arg)
 {
-	struct h2_stream *st = frame->hd.stream_id > 0 ? stream_get(ng, frame->hd.stream_id) : NULL;
+	struct h2_stream *st = frame->hd.stream_id > 0 ? h2_stream_get(ng, frame->hd.stream_id) : NULL;
 
-	if (gone(arg))
+	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st != NULL && st->bad == NULL && !st->head_done)
 		st->bad = "a malformed request head (a pseudo-header missing, repeated or out of "
@@ -165,11 +166,11 @@ static int srv_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 	struct h2_stream *st;
 	bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
 
-	if (gone(arg))
+	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
 		return 0;
-	st = stream_get(ng, frame->hd.stream_id);
+	st = h2_stream_get(ng, frame->hd.stream_id);
 	if (st == NULL)
 		return 0;
 	if (end)
@@ -198,10 +199,10 @@ static int srv_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_
 		    size_t len, void *arg)
 {
 	struct h2 *h = arg;
-	struct h2_stream *st = stream_get(ng, id);
+	struct h2_stream *st = h2_stream_get(ng, id);
 	struct session *s = h->s;
 
-	if (gone(arg))
+	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st == NULL) {
 		nghttp2_session_consume_connection(ng, len);
@@ -241,12 +242,12 @@ static int srv_sent(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 {
 	struct h2_stream *st;
 
-	if (gone(arg))
+	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	/* a stream refused before it was ours (nghttp2's limit, or ours above): its row */
 	if (frame->hd.type == NGHTTP2_RST_STREAM &&
 	    frame->rst_stream.error_code == NGHTTP2_REFUSED_STREAM &&
-	    stream_get(ng, frame->hd.stream_id) == NULL) {
+	    h2_stream_get(ng, frame->hd.stream_id) == NULL) {
 		refused_row(((struct h2 *)arg)->s, "too-many-streams",
 			    "refused: the connection had its 100 streams open "
 			    "(SETTINGS_MAX_CONCURRENT_STREAMS), or 200 not yet closed upstream");
@@ -255,7 +256,7 @@ static int srv_sent(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 	if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
 	    !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
 		return 0;
-	st = stream_get(ng, frame->hd.stream_id);
+	st = h2_stream_get(ng, frame->hd.stream_id);
 	if (st != NULL && !st->req_end && !st->cli_closed)
 		nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st->cid, NGHTTP2_NO_ERROR);
 	return 0;
@@ -264,9 +265,9 @@ static int srv_sent(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 static int srv_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 {
 	struct h2 *h = arg;
-	struct h2_stream *st = stream_get(ng, id);
+	struct h2_stream *st = h2_stream_get(ng, id);
 
-	if (gone(arg))
+	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (st == NULL)
 		return 0;
@@ -279,170 +280,6 @@ static int srv_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 	h2_stream_log(h->s, st);
 	if (st->up_closed)
 		h2_stream_free(h, st);
-	return 0;
-}
-
-/* --- nghttp2's callbacks: the upstream's session ------------------------------------ */
-
-static int up_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint8_t *name,
-		     size_t nlen, const uint8_t *value, size_t vlen, uint8_t flags, void *arg)
-{
-	struct h2_stream *st = stream_get(ng, frame->hd.stream_id);
-
-	if (gone(arg))
-		return NGHTTP2_ERR_CALLBACK_FAILURE;
-	if (st == NULL || st->cli_closed)
-		return 0;
-	if (h2_fields_add(&st->resp, name, nlen, value, vlen, RESP_HEAD_MAX) == -1)
-		return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* reset: up_close answers 502 */
-	return 0;
-}
-
-/*
- * An interim response (100 Continue, 103) is passed on, scrubbed like a
- * final head; past H2_INTERIM_MAX on a stream it is an upstream that only
- * wants our memory: the stream ends (502).
- */
-static void interim(struct h2 *h, struct h2_stream *st)
-{
-	nghttp2_nv nv[HEADERS_MAX];
-
-	if (++st->interim > H2_INTERIM_MAX) {
-		h->s->x = st->x;
-		session_refuse(h->s, 502, "upstream-h2", "http_protocol_error",
-			       "%s sent more than %d interim (1xx) responses", st->x->t.host.name,
-			       H2_INTERIM_MAX);
-		h->s->x = NULL;
-		return;
-	}
-	if (st->x->scrub != NULL && h2_scrub_fields(st->x->scrub, &st->resp) == -1) {
-		h2_fields_clear(&st->resp);
-		return;
-	}
-	for (size_t i = 0; i < st->resp.n; i++) {
-		struct http_header g = h2_field_at(&st->resp, i);
-
-		nv[i] = h2_nv(g.name, g.name_len, g.value, g.value_len, NGHTTP2_NV_FLAG_NONE);
-	}
-	nghttp2_submit_headers(h->srv, NGHTTP2_FLAG_NONE, st->cid, NULL, nv, st->resp.n, NULL);
-	h2_fields_clear(&st->resp);
-}
-
-static int up_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
-{
-	struct h2 *h = arg;
-	struct h2_stream *st;
-	bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
-
-	if (gone(arg))
-		return NGHTTP2_ERR_CALLBACK_FAILURE;
-	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
-		return 0;
-	st = stream_get(ng, frame->hd.stream_id);
-	if (st == NULL || st->cli_closed || st->refused)
-		return 0;
-	if (frame->hd.type == NGHTTP2_HEADERS && !st->answered) {
-		struct http_header f = st->resp.n > 0 ? h2_field_at(&st->resp, 0) : (struct http_header){ 0 };
-
-		if (h2_named(&f, ":status") && f.value_len == 3 && f.value[0] == '1') {
-			interim(h, st);
-			return 0;
-		}
-		h2_answer_up(h->s, st, end);
-		return 0;
-	}
-	if (frame->hd.type == NGHTTP2_HEADERS) {
-		/* trailers (gRPC's status): scrubbed like the head, after the body */
-		h2_resp_ended(h, st);
-		if (st->x->scrub != NULL && h2_scrub_fields(st->x->scrub, &st->resp) == -1) {
-			nghttp2_submit_rst_stream(h->srv, NGHTTP2_FLAG_NONE, st->cid,
-						  NGHTTP2_INTERNAL_ERROR);
-			return 0;
-		}
-		st->resp_tr = true;
-		return 0;
-	}
-	if (end)
-		h2_resp_ended(h, st);
-	return 0;
-}
-
-static int up_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data,
-		   size_t len, void *arg)
-{
-	struct h2 *h = arg;
-	struct h2_stream *st = stream_get(ng, id);
-	struct scrub *sc;
-
-	if (gone(arg))
-		return NGHTTP2_ERR_CALLBACK_FAILURE;
-	if (st == NULL) {
-		nghttp2_session_consume_connection(ng, len);
-		return 0;
-	}
-	st->up_in += len;
-	if (st->cli_closed || st->refused) {
-		h2_give_back_up(h, st, len);
-		return 0;
-	}
-	sc = st->x->scrub;
-	if (sc == NULL) {
-		if (buf_append(&st->to_cli, data, len) == -1)
-			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-	} else {
-		/* masked on the way: same length, the scrubber holding back at most a secret's */
-		size_t size = len + scrub_pending(sc) + 1, used = 0, w;
-		char *tmp = malloc(size);
-
-		if (tmp == NULL)
-			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-		w = scrub_feed(sc, (const char *)data, len, tmp, size, &used);
-		if (buf_append(&st->to_cli, tmp, w) == -1) {
-			free(tmp);
-			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-		}
-		free(tmp);
-	}
-	h2_resume_cli(h, st);
-	return 0;
-}
-
-static int up_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
-{
-	struct h2 *h = arg;
-	struct h2_stream *st = stream_get(ng, id);
-
-	if (gone(arg))
-		return NGHTTP2_ERR_CALLBACK_FAILURE;
-	if (st == NULL)
-		return 0;
-	st->up_closed = true;
-	if (!st->req_end && !st->cli_closed) {
-		/* it answered before the request was whole: the rest goes nowhere */
-		st->discard = true;
-		h2_cancel_up(h, st);
-	}
-	if (st->cli_closed) {
-		h2_stream_free(h, st);
-		return 0;
-	}
-	if (!st->resp_end && !st->refused) {
-		struct session *s = h->s;
-
-		s->x = st->x;
-		if (!st->answered)
-			session_refuse(s, 502, "upstream-h2", "http_protocol_error",
-				       "%s reset the stream (%s) before it answered",
-				       st->x->t.host.name, nghttp2_http2_strerror(code));
-		else {
-			snprintf(st->x->detail, sizeof(st->x->detail),
-				 "%s reset the stream (%s) during its response", st->x->t.host.name,
-				 nghttp2_http2_strerror(code));
-			nghttp2_submit_rst_stream(h->srv, NGHTTP2_FLAG_NONE, st->cid,
-						  NGHTTP2_INTERNAL_ERROR);
-		}
-		s->x = NULL;
-	}
 	return 0;
 }
 
@@ -536,10 +373,7 @@ static int sessions_new(struct h2 *h)
 		cb = NULL;
 		goto out;
 	}
-	nghttp2_session_callbacks_set_on_header_callback(cb, up_header);
-	nghttp2_session_callbacks_set_on_frame_recv_callback(cb, up_frame);
-	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, up_data);
-	nghttp2_session_callbacks_set_on_stream_close_callback(cb, up_close);
+	h2_up_callbacks(cb);
 	if (nghttp2_session_client_new3(&h->up, cb, h, o, &wiping) != 0)
 		goto out;
 	if (nghttp2_submit_settings(h->srv, NGHTTP2_FLAG_NONE, srv_set, 3) != 0 ||

@@ -81,6 +81,13 @@ struct h2 {
 	bool wipe_up;  /* a credential went into uout: what it sent is wiped */
 };
 
+/* h2.c */
+bool h2_gone(void *arg); /* a callback's connection was closed: nghttp2 must stop */
+struct h2_stream *h2_stream_get(nghttp2_session *ng, int32_t id);
+
+/* h2_up.c: the upstream session's callbacks */
+void h2_up_callbacks(nghttp2_session_callbacks *cb);
+
 /* h2_stream.c: a header block */
 int h2_fields_add(struct h2_fields *fs, const uint8_t *name, size_t nlen, const uint8_t *value,
 		  size_t vlen, size_t max); /* 0, or -1: over max (RFC 9113 sizes) or HEADERS_MAX */

@@ -18,6 +18,7 @@
  * upgrade.c   WebSocket over HTTP/1.1 Upgrade: both handshakes checked, the relay
  * h2.c        HTTP/2 on both hops of an intercepted CONNECT: the connection, its
  *             two nghttp2 sessions and their callbacks (h2.h: its inside)
+ * h2_up.c     ... the upstream session's callbacks
  * h2_stream.c ... one stream: an exchange judged, sent, answered and logged
  */
 #ifndef SLUICE_SESSION_H
