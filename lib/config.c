@@ -386,6 +386,16 @@ static const struct directive directives[] = {
 	{ "upstream-ca", 2, false, true, config_tls_upstream_ca },
 	{ "body-limit", 2, false, true, config_tls_body_limit },
 	{ "inject", 2, true, true, config_tls_inject },
+	{ "dns-listen", 1, false, true, config_dns_listen },
+	{ "dns-upstream", 1, true, true, config_dns_upstream },
+	{ "dns-timeout", 1, false, false, config_dns_timeout },
+	{ "dns-min-ttl", 1, false, false, config_dns_min_ttl },
+	{ "dns-max-ttl", 1, false, false, config_dns_max_ttl },
+	{ "dns-negative-ttl", 1, false, false, config_dns_negative_ttl },
+	{ "dns-cache-entries", 1, false, false, config_dns_cache_entries },
+	{ "dns-allow-type", 2, false, true, config_dns_allow_type },
+	{ "dns-wildcard-budget", 2, false, false, config_dns_wildcard_budget },
+	{ "dns-log", 1, false, false, config_dns_log },
 };
 
 #define NDIRECTIVES (sizeof(directives) / sizeof(directives[0]))
@@ -562,6 +572,7 @@ struct config *config_new(void)
 	c->idle_timeout_ms = 300 * 1000;
 	c->token_min_interval_ms = 10 * 1000;
 	c->intercept = true;
+	config_dns_defaults(c);
 	return c;
 }
 
@@ -581,6 +592,8 @@ void config_free(struct config *c)
 	c->body_limits = NULL;
 	free(c->rules);
 	c->rules = NULL;
+	free(c->dns_types);
+	c->dns_types = NULL;
 	free(c);
 }
 
@@ -623,6 +636,7 @@ int config_parse(struct config *c, const char *buf, size_t len, const char *file
 			     LOG_DEFAULT_NAME);
 		}
 	}
+	config_dns_finish(&p, p.first_seen[directive_index("dns-log")] != 0, p.state_line);
 	return p.nerr;
 }
 
@@ -726,6 +740,7 @@ void config_print(const struct config *c, FILE *out)
 		fprintf(out, "nameserver %s\n",
 			sockaddr_format(&c->nameservers[i], buf, sizeof(buf)));
 	config_tls_print(c, out);
+	config_dns_print(c, out);
 }
 
 bool config_passthrough(const struct config *c, const char *host)

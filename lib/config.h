@@ -46,6 +46,27 @@
  *                             unattributed=yes|no; NAME unique, and two rules
  *                             that could match one request refuse to load
  *
+ * sluice-dns reads the same file; the proxy ignores these (config_dns.c):
+ *
+ *   dns-listen ADDR:PORT      repeatable; UDP and TCP; default 127.0.0.1:53
+ *   dns-upstream ADDR[:PORT] [tls=NAME] [ca=FILE]
+ *                             repeatable, tried in order; with tls= DNS over
+ *                             TLS (port 853 unless given) verifying NAME,
+ *                             against FILE or the system's trust store;
+ *                             without, plain UDP then TCP (port 53). Default:
+ *                             /etc/resolv.conf's nameservers, plain
+ *   dns-timeout SECONDS       one upstream's answer, then the next; default 2
+ *   dns-min-ttl SECONDS       answers are kept (and given) at least this; 60
+ *   dns-max-ttl SECONDS       and at most this; default 86400
+ *   dns-negative-ttl SECONDS  NXDOMAIN and NODATA kept at most this; 300
+ *   dns-cache-entries N       names (with type) cached at most; default 100000
+ *   dns-allow-type PATTERN TYPE  a type besides A and AAAA answered for a
+ *                             host or *.suffix (TXT, MX, SRV, PTR, TYPE99...;
+ *                             never HTTPS, SVCB or ANY); repeatable
+ *   dns-wildcard-budget N SECONDS  distinct names under one *.suffix grant
+ *                             answered per SECONDS; default 256 600
+ *   dns-log FILE              default STATE/dns.log; rotated as log is
+ *
  * A word of the form key="..." is quoted: the value may hold blanks and
  * '#', with \" and \\ as the only escapes; the closing quote ends the
  * word. Only inject takes quoted words. The normalised form (config_print)
@@ -98,6 +119,18 @@ struct config_body_limit {
 	uint64_t bytes;                   /* 1..2^50 */
 };
 
+struct config_dns_upstream {
+	struct sockaddr_storage addr;
+	char tls_name[HOST_NAME_MAX_LEN + 1]; /* "": plain */
+	char ca_file[PATH_MAX];               /* "": the system's trust store */
+};
+
+/* dns-allow-type: a type answered for the names a pattern covers. */
+struct config_dns_type {
+	struct config_pattern pattern;
+	uint16_t type;
+};
+
 struct config {
 	struct sockaddr_storage listen[CONFIG_MAX_LISTEN];
 	size_t nlisten;
@@ -131,6 +164,19 @@ struct config {
 	size_t nbody_limits;
 	struct inject_rule *rules; /* owned; no two overlap (inject.h) */
 	size_t nrules;
+	/* sluice-dns */
+	struct sockaddr_storage dns_listen[CONFIG_MAX_LISTEN];
+	size_t ndns_listen;
+	struct config_dns_upstream dns_upstreams[CONFIG_MAX_NAMESERVERS];
+	size_t ndns_upstreams; /* 0: /etc/resolv.conf's, plain */
+	unsigned dns_timeout_ms;
+	unsigned dns_min_ttl, dns_max_ttl, dns_negative_ttl; /* seconds */
+	unsigned dns_cache_entries;
+	struct config_dns_type *dns_types; /* owned */
+	size_t ndns_types;
+	unsigned dns_wildcard_budget; /* distinct names per suffix ... */
+	unsigned dns_wildcard_window; /* ... in this many seconds */
+	char dns_log_path[PATH_MAX];
 };
 
 /* Connections one client may hold: max-connections-per-client, else a sixteenth of max-connections (at least 1). */
@@ -159,6 +205,9 @@ bool config_passthrough(const struct config *c, const char *host);
 
 /* The upstream-ca file for the canonical host, or NULL. */
 const char *config_upstream_ca(const struct config *c, const char *host);
+
+/* Whether dns-allow-type lets type be answered for the canonical name. */
+bool config_dns_type_allowed(const struct config *c, const char *name, uint16_t type);
 
 /* The request body cap for the canonical host: the smaller of its
  * body-limit and max-body-bytes, 0 when neither caps it. */

@@ -26,7 +26,8 @@ struct parser {
 	int nerr;
 	bool listen_given; /* the first listen replaces the default */
 	size_t state_line; /* 0: state not given */
-	size_t first_seen[32]; /* per directive index: line first seen, 0 if not */
+	bool dns_listen_given; /* the first dns-listen replaces the default */
+	size_t first_seen[48]; /* per directive index: line first seen, 0 if not */
 };
 
 /* config.c */
@@ -51,5 +52,23 @@ void config_tls_inject(struct parser *p, char **w, size_t nw);
 
 /* Their lines of the normalised form, in that order. */
 void config_tls_print(const struct config *c, FILE *out);
+
+/* config_dns.c: sluice-dns's directives */
+
+void config_dns_listen(struct parser *p, char **w, size_t nw);
+void config_dns_upstream(struct parser *p, char **w, size_t nw);
+void config_dns_timeout(struct parser *p, char **w, size_t nw);
+void config_dns_min_ttl(struct parser *p, char **w, size_t nw);
+void config_dns_max_ttl(struct parser *p, char **w, size_t nw);
+void config_dns_negative_ttl(struct parser *p, char **w, size_t nw);
+void config_dns_cache_entries(struct parser *p, char **w, size_t nw);
+void config_dns_allow_type(struct parser *p, char **w, size_t nw);
+void config_dns_wildcard_budget(struct parser *p, char **w, size_t nw);
+void config_dns_log(struct parser *p, char **w, size_t nw);
+
+/* Defaults into a new config; the checks and defaults that need the whole file. */
+void config_dns_defaults(struct config *c);
+void config_dns_finish(struct parser *p, bool log_given, size_t state_line);
+void config_dns_print(const struct config *c, FILE *out);
 
 #endif

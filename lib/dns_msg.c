@@ -5,7 +5,48 @@
  */
 #include "dns_msg.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
+
+#include "digits.h"
+
+static const struct {
+	uint16_t type;
+	const char *name;
+} type_names[] = {
+	{ 1, "A" },	   { 2, "NS" },	     { 5, "CNAME" },   { 6, "SOA" },	{ 10, "NULL" },
+	{ 12, "PTR" },	   { 13, "HINFO" },  { 15, "MX" },     { 16, "TXT" },	{ 28, "AAAA" },
+	{ 33, "SRV" },	   { 35, "NAPTR" },  { 39, "DNAME" },  { 41, "OPT" },	{ 43, "DS" },
+	{ 44, "SSHFP" },   { 46, "RRSIG" },  { 47, "NSEC" },   { 48, "DNSKEY" }, { 50, "NSEC3" },
+	{ 52, "TLSA" },	   { 64, "SVCB" },   { 65, "HTTPS" },  { 99, "SPF" },	{ 251, "IXFR" },
+	{ 252, "AXFR" },   { 255, "ANY" },   { 256, "URI" },   { 257, "CAA" },
+};
+
+const char *dns_type_name(uint16_t type, char *buf)
+{
+	for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++)
+		if (type_names[i].type == type)
+			return type_names[i].name;
+	snprintf(buf, DNS_TYPE_TEXT_MAX, "TYPE%u", (unsigned)type);
+	return buf;
+}
+
+int dns_type_parse(const char *s, uint16_t *type)
+{
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(type_names) / sizeof(type_names[0]); i++) {
+		if (strcasecmp(type_names[i].name, s) == 0) {
+			*type = type_names[i].type;
+			return 0;
+		}
+	}
+	if (strncasecmp(s, "TYPE", 4) != 0 || dec_parse(s + 4, strlen(s + 4), 65535, &v) == -1)
+		return -1;
+	*type = (uint16_t)v;
+	return 0;
+}
 
 static int u16(const uint8_t *msg, size_t len, size_t *off, uint16_t *v)
 {
@@ -170,10 +211,16 @@ int dns_query_read(const uint8_t *msg, size_t len, struct dns_query *q, const ch
 	}
 	if (dns_name_read(msg, len, &off, q->name, &q->name_len, why) == -1)
 		return -1;
+	/* uncompressed: one length byte a label, the root's zero */
+	if (off - DNS_HEADER_LEN != (q->name_len == 0 ? 1 : q->name_len + 2)) {
+		*why = "a compressed question name";
+		return -1;
+	}
 	if (u16(msg, len, &off, &q->qtype) == -1 || u16(msg, len, &off, &q->qclass) == -1) {
 		*why = "the question runs past the message";
 		return -1;
 	}
+	q->question_end = off;
 	if (q->h.arcount == 1) {
 		struct dns_rr rr;
 

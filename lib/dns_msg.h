@@ -25,9 +25,21 @@
 enum dns_type {
 	DNS_T_A = 1,
 	DNS_T_CNAME = 5,
+	DNS_T_SOA = 6,
 	DNS_T_AAAA = 28,
 	DNS_T_OPT = 41,
+	DNS_T_SVCB = 64,
+	DNS_T_HTTPS = 65,
+	DNS_T_ANY = 255,
 };
+
+#define DNS_CLASS_IN 1
+#define DNS_TYPE_TEXT_MAX 10 /* "TYPE65535" and its NUL */
+
+/* A type's mnemonic ("A", "TXT", "HTTPS"), or "TYPEn" (RFC 3597); buf DNS_TYPE_TEXT_MAX. */
+const char *dns_type_name(uint16_t type, char *buf);
+/* The type a mnemonic or "TYPEn" names, case-insensitive. Returns 0, or -1. */
+int dns_type_parse(const char *s, uint16_t *type);
 
 struct dns_header {
 	uint16_t id, flags;
@@ -45,6 +57,7 @@ struct dns_query {
 	char name[DNS_NAME_MAX + 1];
 	size_t name_len;
 	uint16_t qtype, qclass;
+	size_t question_end; /* where the question's bytes end (they start at the header's end) */
 	bool edns;         /* an OPT record came */
 	uint16_t udp_size; /* its requestor's UDP payload size (512 without one) */
 	bool do_bit;       /* DNSSEC OK */
@@ -71,7 +84,8 @@ int dns_name_read(const uint8_t *msg, size_t len, size_t *off, char *out, size_t
 		  const char **why);
 
 /*
- * A query: not a response, opcode QUERY, exactly one question, no answer
+ * A query: not a response, opcode QUERY, exactly one question whose name
+ * is not compressed (so its bytes can be echoed as they came), no answer
  * or authority records, at most one additional record and that an OPT
  * (root name, version and options read; the options are not kept).
  * Returns 0, or -1 with *why.

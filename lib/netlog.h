@@ -24,6 +24,8 @@
 
 #include "stamp.h"
 
+#define NETLOG_PREV_HEX 64 /* SHA-256 in hex */
+
 struct netlog;
 
 /* A row; NULL strings and negative numbers are written as null. */
@@ -69,8 +71,45 @@ struct netlog_row {
 struct netlog *netlog_open(const char *path, uint64_t rotate_bytes, unsigned keep, bool chain,
 			   uid_t owner, const char **why);
 void netlog_close(struct netlog *l);
-/* Format and write one row. Returns 0 or -1 (already reported). */
+/* Format and write one network row. Returns 0 or -1 (already reported). */
 int netlog_write(struct netlog *l, const struct netlog_row *r);
+
+/* --- netlog_row.c: a row built by hand -------------------------------- */
+
+#define NETLOG_ROW_MAX 26624 /* 14 strings at NETLOG_TEXT_CAP plus as, path and ua, all escaped */
+#define NETLOG_PREV_MAX (NETLOG_PREV_HEX + 16) /* ,"prev":"HEX" */
+#define NETLOG_TEXT_CAP 256                    /* bytes of a string field kept */
+
+struct netlog_out {
+	char buf[NETLOG_ROW_MAX + NETLOG_PREV_MAX];
+	size_t len;
+};
+
+/* Start a row: '{' and its "ts" (now, UTC, milliseconds). */
+void netlog_put_start(struct netlog_out *o);
+/* ,"key": then the value; NULL strings are null, strings capped at cap bytes (then escaped) */
+void netlog_put_key(struct netlog_out *o, const char *key);
+void netlog_put_raw(struct netlog_out *o, const char *s, size_t n);
+void netlog_put_u64(struct netlog_out *o, uint64_t v);
+void netlog_put_digits(struct netlog_out *o, unsigned v, int width);
+void netlog_put_num(struct netlog_out *o, const char *key, uint64_t v);
+void netlog_put_str(struct netlog_out *o, const char *key, const char *s, size_t len, size_t cap);
+void netlog_put_cstr(struct netlog_out *o, const char *key, const char *s); /* NETLOG_TEXT_CAP */
+void netlog_put_ms(struct netlog_out *o, const char *key, double v); /* < 0: null */
+void netlog_put_bool(struct netlog_out *o, const char *key, bool v);
+
+/*
+ * Close a row built with netlog_put_* (prev when chained, then "}\n") and
+ * write it now, after any held rows. Returns 0 or -1 (already reported).
+ */
+int netlog_emit(struct netlog *l, struct netlog_out *o);
+/*
+ * Close it and hold it for netlog_flush, which writes every held row with
+ * one write(2): a daemon answering a batch of queries writes their rows
+ * once, before the batch's answers go out. A full hold is flushed first.
+ */
+int netlog_hold(struct netlog *l, struct netlog_out *o);
+int netlog_flush(struct netlog *l);
 /*
  * JSON-escape s[0..len) into out (size bytes, NUL-terminated), at most cap
  * input bytes. Control bytes, '"', '\\' and bytes >= 0x80 that are not
@@ -79,8 +118,6 @@ int netlog_write(struct netlog *l, const struct netlog_row *r);
 size_t netlog_escape(const char *s, size_t len, size_t cap, char *out, size_t size);
 
 /* --- netlog_chain.c --------------------------------------------------- */
-
-#define NETLOG_PREV_HEX 64 /* SHA-256 in hex */
 
 /* The hex SHA-256 of line[0..len) into out (NUL-terminated). */
 void netlog_chain_hash(const char *line, size_t len, char out[NETLOG_PREV_HEX + 1]);

@@ -207,15 +207,76 @@ static void test_path_too_long(void **state)
 	memset(text + 6, 'a', 4090);
 	strcpy(text + 6 + 4090, "\n");
 	c = parse(text, &nerr, &errs);
-	assert_int_equal(nerr, 1);
+	assert_int_equal(nerr, 2);
 	assert_non_null(strstr(errs, "t.conf:1: state: path too long for the default log"));
+	assert_non_null(strstr(errs, "t.conf:1: state: path too long for the default dns-log"));
 	free(errs);
 	config_free(c);
 
-	/* with an explicit log it is fine */
-	strcpy(text + 6 + 4090, "\nlog x.log\n");
+	/* with explicit logs it is fine */
+	strcpy(text + 6 + 4090, "\nlog x.log\ndns-log y.log\n");
 	c = parse_ok(text);
 	assert_string_equal(c->log_path, "x.log");
+	assert_string_equal(c->dns_log_path, "y.log");
+	config_free(c);
+}
+
+static void test_dns(void **state)
+{
+	struct config *c = parse_ok("state /s\n"
+				    "dns-listen 127.0.0.1:5300\ndns-listen [::1]:53\n"
+				    "dns-upstream 192.0.2.2 tls=DNS.test ca=/ca.pem\n"
+				    "dns-upstream 192.0.2.3:5353\n"
+				    "dns-timeout 1\ndns-min-ttl 0\ndns-max-ttl 3600\n"
+				    "dns-negative-ttl 5\ndns-cache-entries 10\n"
+				    "dns-allow-type *.example.com txt\ndns-allow-type mx.test TYPE15\n"
+				    "dns-wildcard-budget 3 60\n");
+	char errs_expected[][96] = {
+		"t.conf:1: dns-allow-type: HTTPS cannot be allowed",
+		"t.conf:2: dns-allow-type: AAAA cannot be allowed this way",
+		"t.conf:3: dns-upstream: ca= without tls=",
+		"t.conf:4: dns-upstream: tls=192.0.2.9: expected the server's host name",
+		"t.conf:5: dns-allow-type: bad pattern \"x.com:80\": no port here",
+		"t.conf:6: dns-allow-type: unknown type \"FOO\"",
+		"t.conf:7: dns-upstream: unknown option \"tsl=x.test\"",
+		"t.conf:8: dns-listen: bad address \"localhost:53\"",
+		"t.conf:9: dns-wildcard-budget: 0 out of range",
+	};
+	char *errs;
+	int nerr;
+
+	assert_int_equal(c->ndns_listen, 2);
+	assert_int_equal(c->ndns_upstreams, 2);
+	assert_string_equal(c->dns_upstreams[0].tls_name, "dns.test");
+	assert_string_equal(c->dns_upstreams[0].ca_file, "/ca.pem");
+	assert_int_equal(ntohs(((struct sockaddr_in *)&c->dns_upstreams[0].addr)->sin_port), 853);
+	assert_int_equal(ntohs(((struct sockaddr_in *)&c->dns_upstreams[1].addr)->sin_port), 5353);
+	assert_string_equal(c->dns_upstreams[1].tls_name, "");
+	assert_int_equal(c->dns_timeout_ms, 1000);
+	assert_int_equal(c->dns_min_ttl, 0);
+	assert_int_equal(c->dns_max_ttl, 3600);
+	assert_int_equal(c->dns_negative_ttl, 5);
+	assert_int_equal(c->dns_cache_entries, 10);
+	assert_int_equal(c->dns_wildcard_budget, 3);
+	assert_int_equal(c->dns_wildcard_window, 60);
+	assert_string_equal(c->dns_log_path, "/s/dns.log");
+	assert_true(config_dns_type_allowed(c, "a.example.com", 16));
+	assert_false(config_dns_type_allowed(c, "example.com", 16));
+	assert_false(config_dns_type_allowed(c, "a.example.com", 15));
+	assert_true(config_dns_type_allowed(c, "mx.test", 15));
+	config_free(c);
+
+	c = parse("dns-allow-type x.com HTTPS\ndns-allow-type x.com aaaa\n"
+		  "dns-upstream 192.0.2.9 ca=/x\ndns-upstream 192.0.2.9 tls=192.0.2.9\n"
+		  "dns-allow-type x.com:80 TXT\ndns-allow-type x.com FOO\n"
+		  "dns-upstream 192.0.2.9 tsl=x.test\ndns-listen localhost:53\n"
+		  "dns-wildcard-budget 0 60\n",
+		  &nerr, &errs);
+	assert_int_equal(nerr, 9);
+	for (size_t i = 0; i < sizeof(errs_expected) / sizeof(errs_expected[0]); i++)
+		if (strstr(errs, errs_expected[i]) == NULL)
+			fail_msg("missing \"%s\" in:\n%s", errs_expected[i], errs);
+	free(errs);
 	config_free(c);
 }
 
@@ -569,7 +630,16 @@ static void test_print_defaults(void **state)
 			       "idle-timeout 300\n"
 			       "token-min-interval 10\n"
 			       "# nameserver: none given, /etc/resolv.conf is used\n"
-			       "intercept on\n");
+			       "intercept on\n"
+			       "dns-listen 127.0.0.1:53\n"
+			       "# dns-upstream: none given, /etc/resolv.conf's nameservers, plain\n"
+			       "dns-timeout 2\n"
+			       "dns-min-ttl 60\n"
+			       "dns-max-ttl 86400\n"
+			       "dns-negative-ttl 300\n"
+			       "dns-cache-entries 100000\n"
+			       "dns-wildcard-budget 256 600\n"
+			       "dns-log ./state/dns.log\n");
 	free(p);
 	config_free(c);
 }
@@ -616,6 +686,7 @@ int main(void)
 		cmocka_unit_test(test_mode),
 		cmocka_unit_test(test_state_and_log),
 		cmocka_unit_test(test_path_too_long),
+		cmocka_unit_test(test_dns),
 		cmocka_unit_test(test_numbers),
 		cmocka_unit_test(test_number_errors),
 		cmocka_unit_test(test_nameserver),

@@ -1,0 +1,183 @@
+/*
+ * netlog_row.c: building a log row by hand, not with printf: this runs once
+ * per request (or DNS query) on the hot path. NETLOG_ROW_MAX holds the
+ * worst case (every string at its cap, every byte escaped), so a row is
+ * never cut. The rows' fields are netlog.c's (network rows) and
+ * sluice-dns's; writing them is netlog.c's.
+ */
+#include "netlog.h"
+
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+/* Length of a valid UTF-8 sequence at s (max n bytes), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0;
+	len = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
+	if (len > n)
+		return 0;
+	cp = s[0] & (0x7f >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+size_t netlog_escape(const char *s, size_t len, size_t cap, char *out, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+
+	if (len > cap)
+		len = cap;
+	for (size_t i = 0; i < len && size > 0; i++) {
+		unsigned char c = p[i];
+		size_t seq;
+
+		if (o + 7 >= size)
+			break;
+		if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)c;
+		} else if (c >= 0x20 && c < 0x7f) {
+			out[o++] = (char)c;
+		} else if (c >= 0x80 && (seq = utf8_seq(p + i, len - i)) > 0) {
+			memcpy(out + o, p + i, seq);
+			o += seq;
+			i += seq - 1;
+		} else {
+			out[o++] = '\\';
+			out[o++] = 'u';
+			out[o++] = '0';
+			out[o++] = '0';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	if (size > 0)
+		out[o] = '\0';
+	return o;
+}
+
+void netlog_put_raw(struct netlog_out *o, const char *s, size_t n)
+{
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+}
+
+void netlog_put_key(struct netlog_out *o, const char *key)
+{
+	size_t n = strlen(key);
+
+	o->buf[o->len++] = ',';
+	o->buf[o->len++] = '"';
+	netlog_put_raw(o, key, n);
+	o->buf[o->len++] = '"';
+	o->buf[o->len++] = ':';
+}
+
+void netlog_put_u64(struct netlog_out *o, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	while (n > 0)
+		o->buf[o->len++] = d[--n];
+}
+
+void netlog_put_num(struct netlog_out *o, const char *key, uint64_t v)
+{
+	netlog_put_key(o, key);
+	netlog_put_u64(o, v);
+}
+
+/* Two (or four) digits with leading zeros. */
+void netlog_put_digits(struct netlog_out *o, unsigned v, int width)
+{
+	for (int i = width - 1; i >= 0; i--) {
+		o->buf[o->len + (size_t)i] = (char)('0' + v % 10);
+		v /= 10;
+	}
+	o->len += (size_t)width;
+}
+
+void netlog_put_str(struct netlog_out *o, const char *key, const char *s, size_t len, size_t cap)
+{
+	netlog_put_key(o, key);
+	if (s == NULL) {
+		netlog_put_raw(o, "null", 4);
+		return;
+	}
+	o->buf[o->len++] = '"';
+	/* room is the worst case for cap bytes; NETLOG_ROW_MAX holds every field's */
+	o->len += netlog_escape(s, len, cap, o->buf + o->len, cap * 6 + 8);
+	o->buf[o->len++] = '"';
+}
+
+void netlog_put_cstr(struct netlog_out *o, const char *key, const char *s)
+{
+	netlog_put_str(o, key, s, s ? strlen(s) : 0, NETLOG_TEXT_CAP);
+}
+
+/* Milliseconds with three decimals, or null when negative. */
+void netlog_put_ms(struct netlog_out *o, const char *key, double v)
+{
+	uint64_t us;
+
+	netlog_put_key(o, key);
+	if (v < 0) {
+		netlog_put_raw(o, "null", 4);
+		return;
+	}
+	us = (uint64_t)(v * 1000.0 + 0.5);
+	netlog_put_u64(o, us / 1000);
+	o->buf[o->len++] = '.';
+	netlog_put_digits(o, (unsigned)(us % 1000), 3);
+}
+
+void netlog_put_start(struct netlog_out *o)
+{
+	struct timeval tv;
+	struct tm tm;
+
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	o->len = 0;
+	netlog_put_raw(o, "{\"ts\":\"", 7);
+	netlog_put_digits(o, (unsigned)tm.tm_year + 1900, 4);
+	o->buf[o->len++] = '-';
+	netlog_put_digits(o, (unsigned)tm.tm_mon + 1, 2);
+	o->buf[o->len++] = '-';
+	netlog_put_digits(o, (unsigned)tm.tm_mday, 2);
+	o->buf[o->len++] = 'T';
+	netlog_put_digits(o, (unsigned)tm.tm_hour, 2);
+	o->buf[o->len++] = ':';
+	netlog_put_digits(o, (unsigned)tm.tm_min, 2);
+	o->buf[o->len++] = ':';
+	netlog_put_digits(o, (unsigned)tm.tm_sec, 2);
+	o->buf[o->len++] = '.';
+	netlog_put_digits(o, (unsigned)(tv.tv_usec / 1000), 3);
+	netlog_put_raw(o, "Z\"", 2);
+}
+
+void netlog_put_bool(struct netlog_out *o, const char *key, bool v)
+{
+	netlog_put_key(o, key);
+	netlog_put_raw(o, v ? "true" : "false", v ? 4 : 5);
+}
