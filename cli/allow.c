@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "digits.h"
 #include "file.h"
+#include "store.h"
 
 #define STORE_NAME "grants"
 #define LOCK_NAME "grants.lock"
@@ -178,48 +179,6 @@ static int store_save(const struct config *c, const struct grant *g, size_t n)
 	return 0;
 out_unlink:
 	unlink(tmp);
-	return ret;
-}
-
-/*
- * Read STATE/proxy.run into run (GRANT_RUN_ID_LEN + 1 bytes). Returns 0,
- * or -1 with errno: ENOENT when no proxy has left one, ESRCH when the one
- * there is not locked by a running proxy (it was killed, or ran as `user`
- * and could not remove it from a root-owned state directory), EINVAL when
- * the file does not hold a run id.
- */
-static int run_id_read(const struct config *c, char *run)
-{
-	char path[PATH_MAX];
-	char *buf;
-	size_t len;
-	int fd, ret = -1;
-
-	if (state_file(c, RUN_NAME, path, sizeof(path)) == -1) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd == -1)
-		return -1;
-	/* the running proxy holds a shared lock: an exclusive one is ours only when it stopped */
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-		close(fd);
-		errno = ESRCH;
-		return -1;
-	}
-	close(fd);
-	if (file_read(path, 64, &buf, &len) == -1)
-		return -1;
-	if (len == GRANT_RUN_ID_LEN + 1 && buf[GRANT_RUN_ID_LEN] == '\n' &&
-	    hex_is_lower(buf, GRANT_RUN_ID_LEN)) {
-		ret = 0;
-		memcpy(run, buf, GRANT_RUN_ID_LEN);
-		run[GRANT_RUN_ID_LEN] = '\0';
-	}
-	free(buf);
-	if (ret == -1)
-		errno = EINVAL;
 	return ret;
 }
 
@@ -439,7 +398,7 @@ static int allow_add(int argc, char **argv)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		g.expires = ts.tv_sec + (ts.tv_nsec > 0 ? 1 : 0) + (time_t)ttl;
 	}
-	if (level == GRANT_SESSION && run_id_read(c, g.run) == -1) {
+	if (level == GRANT_SESSION && store_run_id(c->state_dir, g.run) == -1) {
 		if (errno == ENOENT)
 			fprintf(stderr,
 				"allow: no running sluice-proxy (%s/%s missing); a session grant lasts only while it runs\n",
@@ -685,7 +644,7 @@ static int allow_list(int argc, char **argv)
 	/* no lock: the store is only ever replaced whole, by rename */
 	if (store_load(c, &s) == -1)
 		goto out_config;
-	if (run_id_read(c, run) == 0)
+	if (store_run_id(c->state_dir, run) == 0)
 		runp = run;
 	all = calloc(c->ngrants + s.n + 1, sizeof(*all));
 	if (all == NULL) {

@@ -38,6 +38,7 @@
 #include "sock.h"
 #include "sockaddr.h"
 #include "stamp.h"
+#include "store.h"
 
 #define HEAD_MAX (32 * 1024)  /* a request head, all lines */
 #define HEADERS_MAX 100       /* header lines in one head */
@@ -54,12 +55,6 @@ struct limit_entry;
 struct listener {
 	struct loop_io io;
 	struct sockaddr_storage addr;
-};
-
-struct watched_file {
-	char path[PATH_MAX];
-	struct stat st; /* last seen; st_ino 0 when absent */
-	bool present;
 };
 
 /* The process: one of these, owned by main. */

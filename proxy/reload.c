@@ -12,10 +12,10 @@
  */
 #include "proxy.h"
 #include "file.h"
+#include "store.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,96 +23,10 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#define STORE_MAX_BYTES (4 * 1024 * 1024)
-#define STORE_MAX_GRANTS 8192
 #define OWN_MAX 256
 #define WATCH_MS 1000
 
 static time_t next_expiry; /* earliest once-grant expiry in the store, 0 none */
-
-static bool file_changed(struct watched_file *w)
-{
-	struct stat st;
-	bool present = stat(w->path, &st) == 0;
-
-	if (present != w->present ||
-	    (present && (st.st_ino != w->st.st_ino || st.st_size != w->st.st_size ||
-			 st.st_mtim.tv_sec != w->st.st_mtim.tv_sec ||
-			 st.st_mtim.tv_nsec != w->st.st_mtim.tv_nsec ||
-			 st.st_ctim.tv_nsec != w->st.st_ctim.tv_nsec))) {
-		w->present = present;
-		if (present)
-			w->st = st;
-		return true;
-	}
-	return false;
-}
-
-/*
- * Load the store. Returns the number of grants in *out (allocated), or -1
- * when the store is damaged (reported on stderr). A missing store is empty.
- */
-static int load_store(struct proxy *px, struct grant **out, size_t *n)
-{
-	const char *path = px->watch_store.path;
-	size_t len, line = 0;
-	const char *err = NULL;
-	char *buf;
-	struct grant *g;
-
-	*out = NULL;
-	*n = 0;
-	if (file_read(path, STORE_MAX_BYTES, &buf, &len) == -1) {
-		if (errno == ENOENT)
-			return 0;
-		fprintf(stderr,
-			"sluice-proxy: ERROR: grant store %s unreadable: %s; enforcing with no "
-			"stored grants until it is repaired\n",
-			path, strerror(errno));
-		return -1;
-	}
-	g = calloc(STORE_MAX_GRANTS, sizeof(*g));
-	if (g == NULL || grant_store_parse(buf, len, g, STORE_MAX_GRANTS, n, &line, &err) == -1) {
-		fprintf(stderr,
-			"sluice-proxy: ERROR: grant store %s:%zu: %s; enforcing with no stored "
-			"grants until it is repaired (or deleted: no grants)\n",
-			path, line, g == NULL ? "out of memory" : err);
-		free(g);
-		free(buf);
-		*n = 0;
-		return -1;
-	}
-	free(buf);
-	*out = g;
-	return 0;
-}
-
-static size_t own_addresses(struct ipnet *own, size_t max)
-{
-	struct ifaddrs *ifa, *i;
-	size_t n = 0;
-
-	if (getifaddrs(&ifa) == -1)
-		return 0;
-	for (i = ifa; i != NULL && n < max; i = i->ifa_next) {
-		if (i->ifa_addr == NULL)
-			continue;
-		if (i->ifa_addr->sa_family == AF_INET) {
-			own[n].family = AF_INET;
-			memcpy(own[n].addr, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, 4);
-			own[n].prefix = 32;
-			n++;
-		} else if (i->ifa_addr->sa_family == AF_INET6) {
-			own[n].family = AF_INET6;
-			memcpy(own[n].addr, &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr,
-			       16);
-			own[n].prefix = 128;
-			n++;
-		}
-	}
-	freeifaddrs(ifa);
-	return n;
-}
 
 /*
  * The stamp keys (STATE/stamp.key, written by `sluice key`). Missing: no
@@ -148,7 +62,7 @@ static int rebuild(struct proxy *px)
 	size_t nown = own_addresses(own, OWN_MAX);
 	struct grant *store;
 	size_t nstore;
-	bool damaged = load_store(px, &store, &nstore) == -1;
+	bool damaged = grant_store_load(px->watch_store.path, "sluice-proxy", &store, &nstore) == -1;
 
 	load_keys(px);
 	time_t now = time(NULL);
@@ -218,9 +132,9 @@ void reload_now(struct proxy *px, const char *why)
 static void on_watch(struct loop *l, struct loop_timer *t)
 {
 	struct proxy *px = t->arg;
-	bool cfg_changed = px->config_path[0] != '\0' && file_changed(&px->watch_config);
-	bool store_changed = file_changed(&px->watch_store);
-	bool keys_changed = file_changed(&px->watch_keys);
+	bool cfg_changed = px->config_path[0] != '\0' && watch_changed(&px->watch_config);
+	bool store_changed = watch_changed(&px->watch_store);
+	bool keys_changed = watch_changed(&px->watch_keys);
 
 	if (cfg_changed || store_changed || keys_changed) {
 		reload_now(px, cfg_changed ? "config changed"
@@ -292,10 +206,10 @@ int reload_init(struct proxy *px)
 		 px->config->state_dir);
 	snprintf(px->watch_keys.path, sizeof(px->watch_keys.path), "%s/stamp.key",
 		 px->config->state_dir);
-	file_changed(&px->watch_keys);
+	watch_changed(&px->watch_keys);
 	if (px->config_path[0] != '\0')
-		file_changed(&px->watch_config);
-	file_changed(&px->watch_store);
+		watch_changed(&px->watch_config);
+	watch_changed(&px->watch_store);
 	if (rebuild(px) == -1) {
 		remove_run_id(px);
 		return -1;

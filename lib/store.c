@@ -1,0 +1,133 @@
+/*
+ * store.c: the files both daemons re-read (store.h).
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "digits.h"
+#include "file.h"
+
+#define STORE_MAX_BYTES (4 * 1024 * 1024)
+
+bool watch_changed(struct watched_file *w)
+{
+	struct stat st;
+	bool present = stat(w->path, &st) == 0;
+
+	if (present != w->present ||
+	    (present && (st.st_ino != w->st.st_ino || st.st_size != w->st.st_size ||
+			 st.st_mtim.tv_sec != w->st.st_mtim.tv_sec ||
+			 st.st_mtim.tv_nsec != w->st.st_mtim.tv_nsec ||
+			 st.st_ctim.tv_nsec != w->st.st_ctim.tv_nsec))) {
+		w->present = present;
+		if (present)
+			w->st = st;
+		return true;
+	}
+	return false;
+}
+
+int grant_store_load(const char *path, const char *who, struct grant **out, size_t *n)
+{
+	size_t len, line = 0;
+	const char *err = NULL;
+	char *buf;
+	struct grant *g;
+
+	*out = NULL;
+	*n = 0;
+	if (file_read(path, STORE_MAX_BYTES, &buf, &len) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		fprintf(stderr,
+			"%s: ERROR: grant store %s unreadable: %s; enforcing with no "
+			"stored grants until it is repaired\n",
+			who, path, strerror(errno));
+		return -1;
+	}
+	g = calloc(STORE_MAX_GRANTS, sizeof(*g));
+	if (g == NULL || grant_store_parse(buf, len, g, STORE_MAX_GRANTS, n, &line, &err) == -1) {
+		fprintf(stderr,
+			"%s: ERROR: grant store %s:%zu: %s; enforcing with no stored "
+			"grants until it is repaired (or deleted: no grants)\n",
+			who, path, line, g == NULL ? "out of memory" : err);
+		free(g);
+		free(buf);
+		*n = 0;
+		return -1;
+	}
+	free(buf);
+	*out = g;
+	return 0;
+}
+
+int store_run_id(const char *state_dir, char *run)
+{
+	char path[PATH_MAX];
+	char *buf;
+	size_t len;
+	int fd, n, ret = -1;
+
+	n = snprintf(path, sizeof(path), "%s/proxy.run", state_dir);
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	/* the running proxy holds a shared lock: an exclusive one is ours only when it stopped */
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		close(fd);
+		errno = ESRCH;
+		return -1;
+	}
+	close(fd);
+	if (file_read(path, 64, &buf, &len) == -1)
+		return -1;
+	if (len == GRANT_RUN_ID_LEN + 1 && buf[GRANT_RUN_ID_LEN] == '\n' &&
+	    hex_is_lower(buf, GRANT_RUN_ID_LEN)) {
+		ret = 0;
+		memcpy(run, buf, GRANT_RUN_ID_LEN);
+		run[GRANT_RUN_ID_LEN] = '\0';
+	}
+	free(buf);
+	if (ret == -1)
+		errno = EINVAL;
+	return ret;
+}
+
+size_t own_addresses(struct ipnet *own, size_t max)
+{
+	struct ifaddrs *ifa, *i;
+	size_t n = 0;
+
+	if (getifaddrs(&ifa) == -1)
+		return 0;
+	for (i = ifa; i != NULL && n < max; i = i->ifa_next) {
+		if (i->ifa_addr == NULL)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			own[n].family = AF_INET;
+			memcpy(own[n].addr, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, 4);
+			own[n].prefix = 32;
+			n++;
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			own[n].family = AF_INET6;
+			memcpy(own[n].addr, &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr,
+			       16);
+			own[n].prefix = 128;
+			n++;
+		}
+	}
+	freeifaddrs(ifa);
+	return n;
+}

@@ -1,0 +1,51 @@
+/*
+ * store.h: what both daemons re-read to keep their policy current: the
+ * grant store (STATE/grants), the proxy's run id (STATE/proxy.run, which
+ * makes session grants live), the machine's own addresses, and whether a
+ * watched file changed since it was last looked at.
+ *
+ * Rebuilding the policy, and what a daemon does with a damaged store, stay
+ * with the daemon; errors are reported on stderr under the caller's name.
+ */
+#ifndef SLUICE_STORE_H
+#define SLUICE_STORE_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "grant.h"
+#include "iprange.h"
+
+#define STORE_MAX_GRANTS 8192
+
+struct watched_file {
+	char path[PATH_MAX];
+	struct stat st; /* last seen; st_ino 0 when absent */
+	bool present;
+};
+
+/* Whether w's file appeared, went, or changed (inode, size, times) since the last call. */
+bool watch_changed(struct watched_file *w);
+
+/*
+ * Load the store at path into *out (allocated; free it) and *n. A missing
+ * store is empty (0). Returns -1 when it is damaged or unreadable, said
+ * on stderr as "WHO: ERROR: ..." (then *n is 0).
+ */
+int grant_store_load(const char *path, const char *who, struct grant **out, size_t *n);
+
+/*
+ * The running proxy's run id from STATE/proxy.run into run (GRANT_RUN_ID_LEN
+ * + 1 bytes). Returns 0, or -1 with errno: ENOENT when no proxy has left
+ * one, ESRCH when the one there is not locked by a running proxy (it was
+ * killed, or ran as `user` and could not remove it from a root-owned state
+ * directory), EINVAL when the file does not hold a run id, ENAMETOOLONG.
+ */
+int store_run_id(const char *state_dir, char *run);
+
+/* The machine's addresses (each a /32 or /128) into own; returns how many. */
+size_t own_addresses(struct ipnet *own, size_t max);
+
+#endif
