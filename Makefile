@@ -23,7 +23,7 @@ CHECK_FUZZ_SECONDS ?= 15
 Q := $(if $(filter 1,$(V)),,@)
 say = $(if $(filter 1,$(V)),,@printf '  %-6s %s\n' $(1) $(2);)
 
-PKG_LIB   := libidn2
+PKG_LIB   := libidn2 libcap-ng
 PKG_PROXY := libcares libidn2 libssl libcrypto libpsl zlib libcap-ng libnghttp2
 PKG_CLI   := libidn2 jansson libcrypto libnftables libnetfilter_log libpsl
 PKG_FWD   := libidn2 libcrypto libcap-ng

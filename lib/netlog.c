@@ -142,7 +142,7 @@ static void rotate(struct netlog *l)
 	}
 	close(l->fd);
 	if (open_log(l, &why) == -1 && !l->warned) {
-		fprintf(stderr, "sluice-proxy: netlog: reopen %s: %s\n", l->path,
+		fprintf(stderr, "%s: netlog: reopen %s: %s\n", program_invocation_short_name, l->path,
 			why != NULL ? why : strerror(errno));
 		l->warned = true;
 	}
@@ -241,7 +241,7 @@ static int put_rows(struct netlog *l, const char *rows, size_t len, bool from_ha
 		return 0;
 	}
 	if (!l->warned)
-		fprintf(stderr, "sluice: log: write %s: %s\n", l->path,
+		fprintf(stderr, "%s: netlog: write %s: %s\n", program_invocation_short_name, l->path,
 			n == -1 ? strerror(errno) : "short write");
 	l->warned = true;
 failed:

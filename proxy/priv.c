@@ -15,47 +15,16 @@
  * it. It does not chown or chmod anything: the operator lays out the files.
  */
 #include "proxy.h"
+#include "priv.h"
 
-#include <cap-ng.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <libgen.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define PW_BUF 16384
-
-/* The user's ids. Returns 0 or -1 after printing. */
-static int lookup(const char *name, uid_t *uid, gid_t *gid)
-{
-	struct passwd pw, *found = NULL;
-	char *buf = malloc(PW_BUF);
-	int e;
-
-	if (buf == NULL)
-		return -1;
-	e = getpwnam_r(name, &pw, buf, PW_BUF, &found);
-	if (found == NULL) {
-		fprintf(stderr, "sluice-proxy: user %s: %s\n", name,
-			e != 0 ? strerror(e) : "no such user");
-		free(buf);
-		return -1;
-	}
-	*uid = pw.pw_uid;
-	*gid = pw.pw_gid;
-	free(buf);
-	if (*uid == 0) {
-		fprintf(stderr, "sluice-proxy: user %s: has uid 0; name an unprivileged user\n", name);
-		return -1;
-	}
-	return 0;
-}
 
 /* Whether the user can open path for reading (missing: fine when optional). */
 static bool can_read(const char *user, const char *what, const char *path, bool optional)
@@ -135,28 +104,6 @@ static int check_access(struct proxy *px)
 	return state_closed(c) && good ? 0 : -1;
 }
 
-/* After the switch: no capability anywhere, and no way back to root. */
-static int verify_dropped(uid_t uid, gid_t gid)
-{
-	uid_t r, e, s;
-	gid_t rg, eg, sg;
-
-	if (getresuid(&r, &e, &s) == -1 || r != uid || e != uid || s != uid ||
-	    getresgid(&rg, &eg, &sg) == -1 || rg != gid || eg != gid || sg != gid)
-		return -1;
-	if (setuid(0) != -1 || setgid(0) != -1 || seteuid(0) != -1)
-		return -1;
-	capng_clear(CAPNG_SELECT_BOTH);
-	if (capng_get_caps_process() != 0 || capng_have_capabilities(CAPNG_SELECT_CAPS) != CAPNG_NONE ||
-	    capng_have_capabilities(CAPNG_SELECT_BOUNDS) != CAPNG_NONE)
-		return -1;
-	/* and as the kernel says it, without the library */
-	for (int cap = 0; cap <= CAP_LAST_CAP; cap++)
-		if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1)
-			return -1;
-	return 0;
-}
-
 int priv_owner(const struct config *c, uid_t *uid)
 {
 	gid_t gid;
@@ -164,7 +111,7 @@ int priv_owner(const struct config *c, uid_t *uid)
 	*uid = FILE_NO_UID;
 	if (c->user[0] == '\0')
 		return 0;
-	return lookup(c->user, uid, &gid);
+	return priv_lookup("sluice-proxy", c->user, uid, &gid);
 }
 
 int priv_drop(struct proxy *px)
@@ -179,7 +126,7 @@ int priv_drop(struct proxy *px)
 					"add `user NAME` to the config to drop to NAME once bound\n");
 		return 0;
 	}
-	if (lookup(user, &uid, &gid) == -1)
+	if (priv_lookup("sluice-proxy", user, &uid, &gid) == -1)
 		return -1;
 	if (geteuid() != 0) {
 		if (getuid() == uid && geteuid() == uid)
@@ -188,25 +135,8 @@ int priv_drop(struct proxy *px)
 				"it; start as root or as %s\n", user, (unsigned)geteuid(), user);
 		return -1;
 	}
-	/* the bounding set first, while CAP_SETPCAP is still ours */
-	capng_clear(CAPNG_SELECT_BOTH | CAPNG_SELECT_BOUNDS);
-	if (capng_apply(CAPNG_SELECT_BOUNDS) != 0) {
-		fprintf(stderr, "sluice-proxy: user %s: cannot empty the bounding set\n", user);
+	if (priv_switch("sluice-proxy", user, uid, gid) == -1)
 		return -1;
-	}
-	if (initgroups(user, gid) == -1 || setresgid(gid, gid, gid) == -1 ||
-	    setresuid(uid, uid, uid) == -1) {
-		fprintf(stderr, "sluice-proxy: user %s: cannot switch to uid %u gid %u: %s\n", user,
-			(unsigned)uid, (unsigned)gid, strerror(errno));
-		return -1;
-	}
-	capng_clear(CAPNG_SELECT_BOTH);
-	if (capng_apply(CAPNG_SELECT_CAPS) != 0 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
-	    verify_dropped(uid, gid) == -1) {
-		fprintf(stderr, "sluice-proxy: user %s: privileges not dropped as asked; stopping\n",
-			user);
-		return -1;
-	}
 	if (check_access(px) == -1)
 		return -1;
 	fprintf(stderr, "sluice-proxy: running as %s (uid %u gid %u), no capabilities\n", user,
