@@ -1,6 +1,7 @@
 # sluice: hand-written GNU Makefile.
 #
-#   make            build build/sluice-proxy, build/sluice-forward, build/sluice
+#   make            build build/sluice-proxy, build/sluice-forward, build/sluice-dns,
+#                   build/sluice
 #   make check      unit + integration tests and a short fuzz run, all built
 #                   with AddressSanitizer and UndefinedBehaviorSanitizer
 #   make unit       unit tests only (sanitized)
@@ -27,6 +28,7 @@ PKG_LIB   := libidn2 libcap-ng
 PKG_PROXY := libcares libidn2 libssl libcrypto libpsl zlib libcap-ng libnghttp2
 PKG_CLI   := libidn2 jansson libcrypto libnftables libnetfilter_log libpsl
 PKG_FWD   := libidn2 libcrypto libcap-ng
+PKG_DNS   := libidn2 libssl libcrypto libpsl libcap-ng
 PKG_TEST  := cmocka
 
 pkgcflags = $(shell pkg-config --cflags $(1) 2>/dev/null)
@@ -52,6 +54,7 @@ LIB_SRCS   := $(sort $(wildcard lib/*.c))
 PROXY_SRCS := $(sort $(wildcard proxy/*.c))
 CLI_SRCS   := $(sort $(wildcard cli/*.c))
 FWD_SRCS   := $(sort $(wildcard forward/*.c))
+DNS_SRCS   := $(sort $(wildcard dns/*.c))
 UNIT_SRCS  := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRCS  := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 # bench/load_*.c are parts of the load program, not programs of their own
@@ -64,6 +67,7 @@ LIB      := $(BUILD)/libsluice.a
 PROXY    := $(BUILD)/sluice-proxy
 CLI      := $(BUILD)/sluice
 FWD      := $(BUILD)/sluice-forward
+DNSD     := $(BUILD)/sluice-dns
 UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
@@ -71,7 +75,7 @@ BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 .DEFAULT_GOAL := all
 .SECONDARY:
 
-all: $(PROXY) $(FWD) $(CLI)
+all: $(PROXY) $(FWD) $(DNSD) $(CLI)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -89,6 +93,10 @@ $(PROXY): $(call obj,$(PROXY_SRCS)) $(LIB)
 $(FWD): $(call obj,$(FWD_SRCS)) $(LIB)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(PKG_FWD))
+
+$(DNSD): $(call obj,$(DNS_SRCS)) $(LIB)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(PKG_DNS))
 
 $(CLI): $(call obj,$(CLI_SRCS)) $(LIB)
 	$(call say,LD,$@)

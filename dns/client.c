@@ -1,0 +1,393 @@
+/*
+ * client.c: sluice-dns's listeners, UDP and TCP on each dns-listen.
+ *
+ * UDP queries are read in batches (recvmmsg); the answers that are ready
+ * at once (cache hits, refusals) go out in one sendmmsg after the batch's
+ * rows are written with one write(2). A TCP connection carries queries
+ * framed by their length (RFC 1035 4.2.2, 7766), answered in the order
+ * they are ready; it is closed after DNS_TCP_IDLE_MS without a query, and
+ * stops being read while DNS_TCP_INFLIGHT of its queries wait. A
+ * connection that closes while queries wait stays allocated (not open)
+ * until the last of them is answered into nothing.
+ */
+#include "dns.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "sock.h"
+#include "sockaddr.h"
+
+#define UDP_BATCH 64
+#define UDP_IN_MAX 4096   /* a query longer than this is no query */
+#define UDP_ROUNDS 4      /* batches before giving the loop back */
+#define DNS_TCP_MAX 512
+#define DNS_TCP_IDLE_MS 10000
+#define DNS_TCP_INFLIGHT 64
+#define DNS_TCP_OUT_MAX (1024 * 1024)
+
+struct tcp_client {
+	struct tcp_client *next, *prev;
+	struct dnsd *d;
+	struct loop_io io;
+	struct loop_timer idle;
+	bool open;
+	unsigned refs; /* the connection while open, and each waiting query */
+	unsigned waiting;
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+	uint8_t in[2 + DNS_MSG_MAX];
+	size_t in_len;
+	uint8_t *out;
+	size_t out_len;
+};
+
+static struct {
+	struct mmsghdr in[UDP_BATCH], out[UDP_BATCH];
+	struct iovec iin[UDP_BATCH], iout[UDP_BATCH];
+	struct sockaddr_storage peer[UDP_BATCH];
+	uint8_t qbuf[UDP_BATCH][UDP_IN_MAX];
+	uint8_t abuf[UDP_BATCH][DNS_UDP_MAX];
+} udp;
+
+static void on_udp(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct dnsd *d = io->arg;
+
+	for (int round = 0; round < UDP_ROUNDS; round++) {
+		int n, nout = 0;
+
+		for (int i = 0; i < UDP_BATCH; i++) {
+			udp.iin[i] = (struct iovec){ udp.qbuf[i], UDP_IN_MAX };
+			udp.in[i].msg_hdr = (struct msghdr){ .msg_name = &udp.peer[i],
+							     .msg_namelen = sizeof(udp.peer[i]),
+							     .msg_iov = &udp.iin[i],
+							     .msg_iovlen = 1 };
+		}
+		n = recvmmsg(io->fd, udp.in, UDP_BATCH, MSG_DONTWAIT, NULL);
+		if (n <= 0)
+			return;
+		for (int i = 0; i < n; i++) {
+			struct reply_to to = { .udp_fd = io->fd,
+					       .peer_len = udp.in[i].msg_hdr.msg_namelen };
+			long a;
+
+			memcpy(&to.peer, &udp.peer[i], sizeof(to.peer));
+			if (udp.in[i].msg_hdr.msg_flags & MSG_TRUNC)
+				continue; /* longer than any query */
+			a = query_handle(d, udp.qbuf[i], udp.in[i].msg_len, &to, udp.abuf[nout],
+					 DNS_UDP_MAX);
+			if (a <= 0)
+				continue;
+			udp.iout[nout] = (struct iovec){ udp.abuf[nout], (size_t)a };
+			udp.out[nout].msg_hdr = (struct msghdr){ .msg_name = &udp.peer[i],
+								 .msg_namelen = to.peer_len,
+								 .msg_iov = &udp.iout[nout],
+								 .msg_iovlen = 1 };
+			nout++;
+		}
+		netlog_flush(d->log); /* the rows before the answers */
+		for (int sent = 0; sent < nout;) {
+			int r = sendmmsg(io->fd, udp.out + sent, (unsigned)(nout - sent), 0);
+
+			if (r <= 0)
+				break; /* a full socket buffer drops answers, as UDP does */
+			sent += r;
+		}
+		if (n < UDP_BATCH)
+			return;
+	}
+}
+
+/* --- TCP ------------------------------------------------------------------ */
+
+void tcp_client_hold(struct tcp_client *c)
+{
+	c->refs++;
+	c->waiting++;
+}
+
+static void tcp_unref(struct dnsd *d, struct tcp_client *c)
+{
+	if (--c->refs > 0)
+		return;
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		d->tcp_clients = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	free(c->out);
+	free(c);
+}
+
+static void tcp_close(struct dnsd *d, struct tcp_client *c)
+{
+	if (!c->open)
+		return;
+	c->open = false;
+	loop_timer_cancel(d->loop, &c->idle);
+	sock_reset_on_close(c->io.fd);
+	loop_io_close(d->loop, &c->io);
+	d->ntcp--;
+	tcp_unref(d, c);
+}
+
+static void on_tcp(struct loop *l, struct loop_io *io, uint32_t events);
+
+static void tcp_want(struct dnsd *d, struct tcp_client *c)
+{
+	uint32_t ev = c->waiting < DNS_TCP_INFLIGHT ? EPOLLIN : 0;
+
+	if (c->out_len > 0)
+		ev |= EPOLLOUT;
+	loop_io_set(d->loop, &c->io, ev);
+}
+
+/* Write what is queued. Returns 0, or -1 when the connection is gone. */
+static int tcp_flush(struct dnsd *d, struct tcp_client *c)
+{
+	while (c->out_len > 0) {
+		ssize_t n = write(c->io.fd, c->out, c->out_len);
+
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			break;
+		if (n <= 0)
+			return -1;
+		memmove(c->out, c->out + n, c->out_len - (size_t)n);
+		c->out_len -= (size_t)n;
+	}
+	tcp_want(d, c);
+	return 0;
+}
+
+static int tcp_queue(struct tcp_client *c, const uint8_t *msg, size_t len)
+{
+	uint8_t *grown;
+
+	if (c->out_len + 2 + len > DNS_TCP_OUT_MAX)
+		return -1; /* a client that does not read its answers */
+	grown = realloc(c->out, c->out_len + 2 + len);
+	if (grown == NULL)
+		return -1;
+	c->out = grown;
+	c->out[c->out_len] = (uint8_t)(len >> 8);
+	c->out[c->out_len + 1] = (uint8_t)len;
+	memcpy(c->out + c->out_len + 2, msg, len);
+	c->out_len += 2 + len;
+	return 0;
+}
+
+void tcp_client_release(struct dnsd *d, struct tcp_client *c)
+{
+	c->waiting--;
+	if (c->open)
+		tcp_want(d, c);
+	tcp_unref(d, c);
+}
+
+void client_send(struct dnsd *d, struct reply_to *to, const uint8_t *msg, size_t len)
+{
+	if (to->udp_fd >= 0) {
+		sendto(to->udp_fd, msg, len, MSG_DONTWAIT, (const struct sockaddr *)&to->peer,
+		       to->peer_len);
+		return;
+	}
+	if (!to->tcp->open)
+		return;
+	if (tcp_queue(to->tcp, msg, len) == -1 || tcp_flush(d, to->tcp) == -1)
+		tcp_close(d, to->tcp);
+}
+
+static void on_tcp_idle(struct loop *l, struct loop_timer *t)
+{
+	struct tcp_client *c = t->arg;
+
+	if (c->waiting > 0) { /* answers still owed: wait for them */
+		loop_timer_set(l, t, DNS_TCP_IDLE_MS, on_tcp_idle, c);
+		return;
+	}
+	tcp_close(c->d, c);
+}
+
+/* Every whole query in c->in. Returns 0, or -1 when the connection went. */
+static int tcp_queries(struct dnsd *d, struct tcp_client *c)
+{
+	static uint8_t out[DNS_MSG_MAX];
+	size_t off = 0;
+	int ret = 0;
+
+	c->refs++; /* answers sent from inside may close it */
+	while (c->open && c->in_len - off >= 2 && c->waiting < DNS_TCP_INFLIGHT) {
+		size_t mlen = (size_t)c->in[off] << 8 | c->in[off + 1];
+		struct reply_to to = { .udp_fd = -1, .tcp = c, .peer_len = c->peer_len };
+		long a;
+
+		if (c->in_len - off < 2 + mlen)
+			break;
+		memcpy(&to.peer, &c->peer, sizeof(to.peer));
+		a = query_handle(d, c->in + off + 2, mlen, &to, out, sizeof(out));
+		off += 2 + mlen;
+		netlog_flush(d->log);
+		if (a > 0 && c->open && tcp_queue(c, out, (size_t)a) == -1)
+			tcp_close(d, c);
+	}
+	if (c->open) {
+		memmove(c->in, c->in + off, c->in_len - off);
+		c->in_len -= off;
+		if (tcp_flush(d, c) == -1)
+			tcp_close(d, c);
+	}
+	if (!c->open)
+		ret = -1;
+	tcp_unref(d, c);
+	return ret;
+}
+
+static void on_tcp(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct tcp_client *c = io->arg;
+	struct dnsd *d = c->d;
+
+	if ((events & EPOLLOUT) && tcp_flush(d, c) == -1) {
+		tcp_close(d, c);
+		return;
+	}
+	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || c->waiting >= DNS_TCP_INFLIGHT)
+		return;
+	for (;;) {
+		ssize_t n = read(io->fd, c->in + c->in_len, sizeof(c->in) - c->in_len);
+
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			if (c->waiting > 0 && n == 0) {
+				/* half-closed after its queries: answer them, then go */
+				loop_io_set(d->loop, &c->io, c->out_len > 0 ? EPOLLOUT : 0);
+				return;
+			}
+			tcp_close(d, c);
+			return;
+		}
+		c->in_len += (size_t)n;
+		loop_timer_set(l, &c->idle, DNS_TCP_IDLE_MS, on_tcp_idle, c);
+		if (tcp_queries(d, c) == -1)
+			return;
+		if (c->waiting >= DNS_TCP_INFLIGHT)
+			return;
+	}
+}
+
+static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct dnsd *d = io->arg;
+
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage peer;
+		socklen_t len = sizeof(peer);
+		int fd = accept4(io->fd, (struct sockaddr *)&peer, &len,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct tcp_client *c;
+
+		if (fd == -1)
+			return;
+		if (d->ntcp >= DNS_TCP_MAX || (c = calloc(1, sizeof(*c))) == NULL) {
+			sock_reset_on_close(fd);
+			close(fd);
+			continue;
+		}
+		c->d = d;
+		c->peer = peer;
+		c->peer_len = len;
+		c->open = true;
+		c->refs = 1;
+		if (loop_io_add(l, &c->io, fd, EPOLLIN, on_tcp, c) == -1) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		loop_timer_set(l, &c->idle, DNS_TCP_IDLE_MS, on_tcp_idle, c);
+		c->next = d->tcp_clients;
+		if (c->next != NULL)
+			c->next->prev = c;
+		d->tcp_clients = c;
+		d->ntcp++;
+	}
+}
+
+static int udp_socket(const struct sockaddr_storage *ss)
+{
+	socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						  : sizeof(struct sockaddr_in);
+	int fd = socket(ss->ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), one = 1;
+	int rcv = 4 * 1024 * 1024;
+
+	if (fd == -1)
+		return -1;
+	if (ss->ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv)); /* bursts: best effort */
+	if (bind(fd, (const struct sockaddr *)ss, len) == -1) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int client_listen(struct dnsd *d, const struct sockaddr_storage *addr)
+{
+	char name[64];
+
+	sockaddr_format(addr, name, sizeof(name));
+	for (int tcp = 0; tcp < 2; tcp++) {
+		struct dns_listener *ln = &d->listeners[d->nlisteners];
+		int fd = tcp ? sock_listen(addr, SOCK_LISTEN_NODELAY | SOCK_LISTEN_V6ONLY)
+			     : udp_socket(addr);
+
+		if (fd == -1 || loop_io_add(d->loop, &ln->io, fd, EPOLLIN, tcp ? on_accept : on_udp,
+					    d) == -1) {
+			fprintf(stderr, "sluice-dns: listen %s/%s: %s\n", name, tcp ? "tcp" : "udp",
+				strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return -1;
+		}
+		ln->tcp = tcp;
+		ln->addr = *addr;
+		d->nlisteners++;
+	}
+	fprintf(stderr, "sluice-dns: listening on %s (udp, tcp)\n", name);
+	return 0;
+}
+
+void client_release(struct dnsd *d)
+{
+	while (d->tcp_clients != NULL) {
+		struct tcp_client *c = d->tcp_clients;
+
+		if (!c->open) { /* held by waiters the cache frees: detach it */
+			d->tcp_clients = c->next;
+			if (c->next != NULL)
+				c->next->prev = NULL;
+			c->next = c->prev = NULL;
+			c->refs = 0;
+			free(c->out);
+			free(c);
+			continue;
+		}
+		tcp_close(d, c);
+	}
+	for (size_t i = 0; i < d->nlisteners; i++)
+		loop_io_close(d->loop, &d->listeners[i].io);
+	d->nlisteners = 0;
+}

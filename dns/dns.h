@@ -1,0 +1,216 @@
+/*
+ * dns.h: sluice-dns, the sandbox's only resolver: its parts and the state
+ * they share.
+ *
+ *   main.c      arguments, config, listeners, drop to `user`, the loop
+ *   judge.c     the policy: which names and types may be answered; the
+ *               grant store re-read each second; the wildcard budget
+ *   client.c    the listeners: UDP in batches, TCP connections
+ *   query.c     one query from parse to answer and row
+ *   cache.c     answers by name and type, with TTLs and a hard cap;
+ *               fetches in flight, so identical queries wait for one
+ *   upstream.c  the pinned upstreams: UDP, TCP and DNS over TLS
+ *   wire.c      writing DNS messages: answers, refusals, EDNS
+ *   row.c       the log row of a query
+ *
+ * Single-threaded on lib/loop.c; nothing blocks.
+ */
+#ifndef SLUICE_DNS_H
+#define SLUICE_DNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "config.h"
+#include "dns_msg.h"
+#include "loop.h"
+#include "netlog.h"
+#include "policy.h"
+#include "store.h"
+
+#define DNS_UDP_MAX 1232    /* the EDNS0 payload size we offer and answer within */
+#define DNS_MSG_MAX 65535   /* a TCP message */
+#define DNS_QUESTION_MAX (DNS_NAME_MAX + 2 + 4)
+#define DNS_EDE_BLOCKED 15  /* RFC 8914 */
+#define DNS_EDE_PROHIBITED 18
+#define DNS_EDE_NETWORK 23  /* "Network Error": no upstream answered */
+
+enum dns_rcode { RCODE_NOERROR = 0, RCODE_FORMERR = 1, RCODE_SERVFAIL = 2, RCODE_NXDOMAIN = 3 };
+
+struct dnsd;
+struct tcp_client;
+struct fetch;
+
+/* Where an answer goes back: a UDP peer on a listener, or a TCP connection. */
+struct reply_to {
+	int udp_fd;                  /* the listener's socket; -1 for TCP */
+	struct tcp_client *tcp;      /* held (tcp_client_hold) until answered */
+	struct sockaddr_storage peer;
+	socklen_t peer_len;
+};
+
+/* One client query, parsed, while it is judged, looked up and answered. */
+struct query {
+	struct query *next; /* a fetch's waiters */
+	struct reply_to to;
+	struct dns_query q;
+	uint8_t question[DNS_QUESTION_MAX]; /* as the client wrote it, echoed */
+	size_t question_len;
+	double start_ms;
+	/* the judgement */
+	struct host host; /* the name, canonical (judge_query) */
+	const char *decision, *reason;
+	char grant[HOST_NAME_MAX_LEN + 8];
+	bool filter;   /* A/AAAA: answers pass the deny list */
+	bool cache_hit;
+	const char *upstream; /* the one that answered, or NULL */
+	char detail[160];
+};
+
+/* A cached answer: the upstream's records for a name and type, unfiltered. */
+struct cache_entry {
+	struct cache_entry *hnext;
+	struct cache_entry *lprev, *lnext; /* least recently used at the tail */
+	uint64_t hash;
+	uint64_t expires_ms; /* monotonic */
+	uint32_t ttl;        /* as stored, after dns-min-ttl and dns-max-ttl */
+	uint16_t qtype;
+	uint8_t rcode;       /* NOERROR or NXDOMAIN */
+	uint16_t ancount;
+	uint16_t name_len;
+	size_t rr_len;
+	uint8_t data[];      /* the name (name_len + 1), then the records */
+};
+
+/* One upstream lookup; every identical query meanwhile waits on it. */
+struct fetch {
+	struct fetch *hnext;
+	uint64_t hash;
+	char name[DNS_NAME_MAX + 1];
+	size_t name_len;
+	uint16_t qtype;
+	struct query *waiters;
+	size_t nwaiters;
+	unsigned upstream;   /* the one asked now */
+	unsigned tried;      /* how many were asked */
+	uint16_t id;         /* our id for it */
+	bool tcp;            /* asked over TCP (or TLS) */
+	bool retried;        /* asked again after a kept connection ended */
+	bool done;
+	int udp_fd;
+	struct loop_io io;
+	struct loop_timer timer;
+	struct fetch *cnext; /* an upstream connection's pending list */
+	const char *why;     /* the last failure, for the rows */
+};
+
+struct upstream;
+
+struct dns_listener {
+	struct loop_io io;
+	bool tcp;
+	struct sockaddr_storage addr;
+};
+
+struct dnsd {
+	struct config *config;
+	char config_path[PATH_MAX];
+	struct loop *loop;
+	struct netlog *log;
+	struct policy *policy;
+	char run_id[GRANT_RUN_ID_LEN + 1]; /* the running proxy's, "" none */
+	struct watched_file watch_config, watch_store, watch_run;
+	struct loop_timer watch_timer;
+	struct loop_io sig_io;
+	struct dns_listener listeners[2 * CONFIG_MAX_LISTEN];
+	size_t nlisteners;
+	struct upstream *upstreams;
+	size_t nupstreams;
+	void *cache;   /* cache.c's */
+	void *budget;  /* judge.c's wildcard budgets */
+	void *tls_ctx; /* upstream.c's SSL_CTX, NULL when no upstream is TLS */
+	struct tcp_client *tcp_clients;
+	size_t ntcp;
+	struct netlog_out row; /* row.c's scratch */
+	uint64_t queries;
+};
+
+/* main.c */
+double dns_now_ms(void);
+
+/* judge.c */
+int judge_init(struct dnsd *d);
+void judge_release(struct dnsd *d);
+void judge_reload(struct dnsd *d, const char *why);
+#define JUDGE_LOOKUP (-1)
+/* Decide qr's decision and reason: JUDGE_LOOKUP to look it up, else the rcode to answer now. */
+int judge_query(struct dnsd *d, struct query *qr);
+/* Whether an address in an answer for name may reach the client (the deny list, allow-private). */
+bool judge_addr(struct dnsd *d, const struct host *h, int family, const void *addr);
+
+/* client.c */
+int client_listen(struct dnsd *d, const struct sockaddr_storage *addr);
+void client_release(struct dnsd *d);
+/* Send a finished answer (msg[0..len)) to where the query came from. */
+void client_send(struct dnsd *d, struct reply_to *to, const uint8_t *msg, size_t len);
+void tcp_client_hold(struct tcp_client *c);                     /* a waiter needs it */
+void tcp_client_release(struct dnsd *d, struct tcp_client *c); /* a waiter is done with it */
+
+/* query.c */
+/* A message from a client: parse, judge, answer or wait. Returns the answer length when
+ * answered into out at once (then the caller sends it), 0 when it waits, -1 to drop it. */
+long query_handle(struct dnsd *d, const uint8_t *msg, size_t len, struct reply_to *to,
+		  uint8_t *out, size_t outmax);
+/* A fetch finished (entry NULL: it failed): answer and log every waiter. */
+void query_fetched(struct dnsd *d, struct fetch *f, const struct cache_entry *e,
+		   const char *upstream);
+
+/* cache.c */
+int cache_init(struct dnsd *d);
+void cache_release(struct dnsd *d);
+uint64_t cache_hash(const char *name, size_t len, uint16_t qtype);
+const struct cache_entry *cache_get(struct dnsd *d, uint64_t hash, const char *name,
+				    size_t len, uint16_t qtype);
+/* Store an upstream's answer (msg already checked against f); returns the entry or NULL. */
+const struct cache_entry *cache_put(struct dnsd *d, const struct fetch *f, const uint8_t *msg,
+				    size_t len, const char **why);
+struct fetch *fetch_find(struct dnsd *d, uint64_t hash, const char *name, size_t len,
+			 uint16_t qtype);
+struct fetch *fetch_new(struct dnsd *d, uint64_t hash, const char *name, size_t len,
+			uint16_t qtype);
+void fetch_free(struct dnsd *d, struct fetch *f);
+void cache_trim(struct dnsd *d);   /* down to dns-cache-entries */
+void cache_key_init(struct dnsd *d);
+size_t cache_count(struct dnsd *d);
+
+/* upstream.c */
+int upstream_init(struct dnsd *d);
+void upstream_release(struct dnsd *d);
+/* Ask the next upstream for f (from f->tried on); on failure of all, query_fetched(NULL). */
+void upstream_ask(struct dnsd *d, struct fetch *f);
+void upstream_cancel(struct dnsd *d, struct fetch *f);
+const char *upstream_name(struct dnsd *d, unsigned i);
+/* The config was replaced by one holding the same upstreams. */
+void upstream_rebind(struct dnsd *d, struct config *c);
+
+/* wire.c */
+/* The answer to qr from e (filtered when qr->filter): returns its length; sets kept/removed. */
+size_t wire_answer(struct dnsd *d, struct query *qr, const struct cache_entry *e, uint8_t *out,
+		   size_t max, unsigned *kept, unsigned *removed);
+/* An answer with no records: rcode, and an EDE (code, text) when the client speaks EDNS. */
+size_t wire_empty(const struct query *qr, int rcode, int ede, const char *text, uint8_t *out,
+		  size_t max);
+/* FORMERR for a message that did not parse, when its header did. */
+size_t wire_formerr(const uint8_t *msg, size_t len, uint8_t *out, size_t max);
+/* A query for name/qtype with id, our OPT (DNS_UDP_MAX, no options). Returns its length. */
+size_t wire_query(uint16_t id, const char *name, size_t name_len, uint16_t qtype, uint8_t *out,
+		  size_t max);
+
+/* row.c */
+/* rcode < 0: no answer. hold: written with the batch (netlog_hold). parsed: q holds a question. */
+void row_write(struct dnsd *d, const struct query *qr, int rcode, unsigned kept,
+	       unsigned removed, bool hold, bool parsed);
+
+#endif

@@ -1,0 +1,308 @@
+/*
+ * judge.c: which names and types sluice-dns answers, from the same policy
+ * the proxy enforces (lib/policy.c), rebuilt when the config, the grant
+ * store or the proxy's run id (session grants) change, checked each
+ * second.
+ *
+ * A name is answerable when a live grant names it, at any level and any
+ * port, or a *.suffix grant covers it, or an allow-private or inject line
+ * names it. A and AAAA are answered (their CNAMEs inside), their
+ * addresses through policy_judge_addr (the deny list, allow-private, the
+ * machine's own addresses); HTTPS and SVCB get NODATA; other types NODATA
+ * unless dns-allow-type allows them for the name. A name answerable only
+ * through a wildcard spends the suffix's budget: at most
+ * dns-wildcard-budget distinct names in its window, past which names not
+ * yet seen get NXDOMAIN. In observe mode an unanswerable name is looked
+ * up anyway and marked observe; types and addresses are checked in both
+ * modes.
+ */
+#include "dns.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WATCH_MS 1000
+#define OWN_MAX 256
+#define BUDGETS_MAX 1024
+
+/* Names seen under one wildcard suffix in the window. */
+struct budget {
+	struct budget *next;
+	char suffix[HOST_NAME_MAX_LEN + 1];
+	size_t n;
+	struct {
+		uint64_t hash;
+		uint64_t seen_ms;
+	} names[]; /* dns-wildcard-budget of them */
+};
+
+struct budgets {
+	struct budget *list;
+	size_t count;
+};
+
+static int rebuild(struct dnsd *d)
+{
+	struct ipnet own[OWN_MAX];
+	size_t nown = own_addresses(own, OWN_MAX), nstore;
+	struct grant *store;
+	bool damaged = grant_store_load(d->watch_store.path, "sluice-dns", &store, &nstore) == -1;
+	struct policy *p;
+
+	if (store_run_id(d->config->state_dir, d->run_id) == -1)
+		d->run_id[0] = '\0'; /* no proxy running: no session grant is live */
+	p = policy_new(d->config, store, nstore, damaged, own, nown,
+		       d->run_id[0] != '\0' ? d->run_id : NULL, time(NULL));
+	free(store);
+	if (p == NULL) {
+		fprintf(stderr, "sluice-dns: reload: out of memory; keeping the old policy\n");
+		return -1;
+	}
+	if (damaged)
+		p->mode = MODE_ENFORCE;
+	policy_free(d->policy);
+	d->policy = p;
+	return 0;
+}
+
+void judge_reload(struct dnsd *d, const char *why)
+{
+	struct config *c = config_new();
+
+	if (c == NULL || config_load(c, d->config_path, stderr) != 0) {
+		fprintf(stderr, "sluice-dns: reload (%s): %s has errors; keeping the running "
+				"config\n", why, d->config_path);
+		config_free(c);
+	} else {
+		struct config *old = d->config;
+
+		/* what is bound to this process stays: listeners, upstreams, files, the cache */
+		memcpy(c->dns_listen, old->dns_listen, sizeof(c->dns_listen));
+		c->ndns_listen = old->ndns_listen;
+		memcpy(c->dns_upstreams, old->dns_upstreams, sizeof(c->dns_upstreams));
+		c->ndns_upstreams = old->ndns_upstreams;
+		memcpy(c->state_dir, old->state_dir, sizeof(c->state_dir));
+		memcpy(c->dns_log_path, old->dns_log_path, sizeof(c->dns_log_path));
+		memcpy(c->user, old->user, sizeof(c->user));
+		c->log_chain = old->log_chain;
+		c->dns_cache_entries = old->dns_cache_entries;
+		c->dns_wildcard_budget = old->dns_wildcard_budget;
+		c->dns_wildcard_window = old->dns_wildcard_window;
+		upstream_rebind(d, c);
+		config_free(old);
+		d->config = c;
+	}
+	if (rebuild(d) == 0)
+		fprintf(stderr, "sluice-dns: policy reloaded (%s): mode %s, %zu grants%s\n", why,
+			d->policy->mode == MODE_ENFORCE ? "enforce" : "observe", d->policy->ngrants,
+			d->policy->store_damaged ? ", grant store DAMAGED" : "");
+}
+
+static void on_watch(struct loop *l, struct loop_timer *t)
+{
+	struct dnsd *d = t->arg;
+	bool cfg = watch_changed(&d->watch_config);
+	bool store = watch_changed(&d->watch_store);
+	bool run = watch_changed(&d->watch_run);
+
+	if (cfg || store || run)
+		judge_reload(d, cfg ? "config changed" : store ? "grant store changed"
+							: "the proxy's run changed");
+	else
+		rebuild(d); /* once grants expire by the clock */
+	loop_timer_set(l, t, WATCH_MS, on_watch, d);
+}
+
+int judge_init(struct dnsd *d)
+{
+	d->budget = calloc(1, sizeof(struct budgets));
+	if (d->budget == NULL)
+		return -1;
+	snprintf(d->watch_config.path, sizeof(d->watch_config.path), "%s", d->config_path);
+	snprintf(d->watch_store.path, sizeof(d->watch_store.path), "%s/grants",
+		 d->config->state_dir);
+	snprintf(d->watch_run.path, sizeof(d->watch_run.path), "%s/proxy.run",
+		 d->config->state_dir);
+	watch_changed(&d->watch_config);
+	watch_changed(&d->watch_store);
+	watch_changed(&d->watch_run);
+	if (rebuild(d) == -1)
+		return -1;
+	loop_timer_set(d->loop, &d->watch_timer, WATCH_MS, on_watch, d);
+	return 0;
+}
+
+void judge_release(struct dnsd *d)
+{
+	struct budgets *b = d->budget;
+
+	loop_timer_cancel(d->loop, &d->watch_timer);
+	policy_free(d->policy);
+	d->policy = NULL;
+	if (b != NULL) {
+		while (b->list != NULL) {
+			struct budget *n = b->list->next;
+
+			free(b->list);
+			b->list = n;
+		}
+		free(b);
+	}
+	d->budget = NULL;
+}
+
+/* --- names ----------------------------------------------------------------- */
+
+/*
+ * The grant (or line) that makes name answerable: its text into qr->grant,
+ * and *suffix the wildcard's suffix when only a wildcard does. Returns
+ * whether one does.
+ */
+static bool answerable(struct dnsd *d, const struct host *h, struct query *qr,
+		       const char **suffix)
+{
+	const struct policy *p = d->policy;
+	const struct config *c = d->config;
+	const char *run = d->run_id[0] != '\0' ? d->run_id : NULL;
+	const struct grant *wild = NULL;
+	time_t now = time(NULL);
+
+	*suffix = NULL;
+	for (size_t i = 0; i < p->ngrants; i++) {
+		const struct grant *g = &p->grants[i];
+
+		if (!grant_live(g, now, run))
+			continue;
+		if (!g->wildcard && strcmp(g->host, h->name) == 0) {
+			grant_format(g, qr->grant, sizeof(qr->grant));
+			return true;
+		}
+		if (g->wildcard && wild == NULL && grant_wildcard_covers(g->host, h->name))
+			wild = g;
+	}
+	for (size_t i = 0; i < p->nexceptions; i++) {
+		if (host_equal(&p->exceptions[i].host, h)) {
+			snprintf(qr->grant, sizeof(qr->grant), "allow-private %s", h->name);
+			return true;
+		}
+	}
+	for (size_t i = 0; i < c->nrules; i++) {
+		if (strcmp(c->rules[i].host, h->name) == 0) {
+			snprintf(qr->grant, sizeof(qr->grant), "inject %s", c->rules[i].name);
+			return true;
+		}
+	}
+	if (wild != NULL) {
+		grant_format(wild, qr->grant, sizeof(qr->grant));
+		*suffix = wild->host;
+		return true;
+	}
+	return false;
+}
+
+/* Whether name may be answered under suffix's budget (a name seen in the window always may). */
+static bool budget_spend(struct dnsd *d, const char *suffix, const char *name)
+{
+	struct budgets *bs = d->budget;
+	const struct config *c = d->config;
+	uint64_t now = loop_now(d->loop), window = (uint64_t)c->dns_wildcard_window * 1000;
+	uint64_t h = cache_hash(name, strlen(name), 0);
+	struct budget *b;
+	size_t free_slot = SIZE_MAX;
+
+	for (b = bs->list; b != NULL && strcmp(b->suffix, suffix) != 0; b = b->next)
+		;
+	if (b == NULL) {
+		if (bs->count == BUDGETS_MAX)
+			return false;
+		b = calloc(1, sizeof(*b) + c->dns_wildcard_budget * sizeof(b->names[0]));
+		if (b == NULL)
+			return false;
+		snprintf(b->suffix, sizeof(b->suffix), "%s", suffix);
+		b->next = bs->list;
+		bs->list = b;
+		bs->count++;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->names[i].hash == h && now - b->names[i].seen_ms < window)
+			return true;
+		if (free_slot == SIZE_MAX && now - b->names[i].seen_ms >= window)
+			free_slot = i;
+	}
+	if (free_slot == SIZE_MAX) {
+		if (b->n == c->dns_wildcard_budget)
+			return false;
+		free_slot = b->n++;
+	}
+	b->names[free_slot].hash = h;
+	b->names[free_slot].seen_ms = now;
+	return true;
+}
+
+static bool type_answerable(struct dnsd *d, const char *name, uint16_t t)
+{
+	if (t == DNS_T_A || t == DNS_T_AAAA || t == DNS_T_CNAME)
+		return true;
+	if (t == DNS_T_HTTPS || t == DNS_T_SVCB || t == DNS_T_ANY)
+		return false;
+	return config_dns_type_allowed(d->config, name, t);
+}
+
+int judge_query(struct dnsd *d, struct query *qr)
+{
+	struct host *h = &qr->host;
+	const char *err, *suffix;
+	char tb[DNS_TYPE_TEXT_MAX];
+	bool canon, ok;
+
+	qr->grant[0] = '\0';
+	canon = host_canon(qr->q.name, qr->q.name_len, h, &err) == 0 && h->kind == HOST_NAME;
+	ok = canon && answerable(d, h, qr, &suffix);
+	if (!ok) {
+		qr->reason = "not-granted";
+		snprintf(qr->detail, sizeof(qr->detail),
+			 "%.120s is not granted; to grant it run: sluice allow add %.120s",
+			 qr->q.name, qr->q.name);
+		if (d->policy->mode == MODE_OBSERVE && canon) {
+			qr->decision = "observe";
+			qr->filter = true;
+			return type_answerable(d, qr->q.name, qr->q.qtype) ? JUDGE_LOOKUP : RCODE_NOERROR;
+		}
+		qr->decision = "refuse";
+		return RCODE_NXDOMAIN;
+	}
+	qr->decision = "allow";
+	qr->reason = "granted";
+	if (!type_answerable(d, h->name, qr->q.qtype)) {
+		qr->decision = "refuse";
+		qr->reason = "type";
+		snprintf(qr->detail, sizeof(qr->detail), "%s is not answered for %.120s%s",
+			 dns_type_name(qr->q.qtype, tb), qr->q.name,
+			 qr->q.qtype == DNS_T_HTTPS || qr->q.qtype == DNS_T_SVCB
+				 ? " (it carries ECH keys and address hints past the checks)"
+				 : "; dns-allow-type NAME TYPE in the config answers it");
+		return RCODE_NOERROR; /* NODATA */
+	}
+	if (suffix != NULL && !budget_spend(d, suffix, h->name)) {
+		qr->decision = "refuse";
+		qr->reason = "wildcard-budget";
+		snprintf(qr->detail, sizeof(qr->detail),
+			 "over %u names under *.%.100s in %u s (dns-wildcard-budget)",
+			 d->config->dns_wildcard_budget, suffix, d->config->dns_wildcard_window);
+		return RCODE_NXDOMAIN;
+	}
+	qr->filter = qr->q.qtype == DNS_T_A || qr->q.qtype == DNS_T_AAAA ||
+		     qr->q.qtype == DNS_T_CNAME;
+	return JUDGE_LOOKUP;
+}
+
+bool judge_addr(struct dnsd *d, const struct host *h, int family, const void *addr)
+{
+	struct verdict v;
+
+	policy_judge_addr(d->policy, h, family, addr, &v);
+	return v.allow;
+}

@@ -1,0 +1,177 @@
+/*
+ * main.c: sluice-dns, the sandbox's only resolver.
+ *
+ * Reads like a script: arguments, config (the same file as the proxy's),
+ * the DNS log, the loop, listeners, upstreams, cache, policy (as root, when
+ * started so), then the drop to `user`, signals, then the loop. Runs in
+ * the foreground; stops on SIGINT or SIGTERM; SIGHUP re-reads the config
+ * and the grant store (judge.c, which also checks them each second).
+ */
+#include "dns.h"
+
+#include <errno.h>
+#include <openssl/ssl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "file.h"
+#include "priv.h"
+#include "signals.h"
+
+double dns_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: sluice-dns [-c FILE]\n"
+			"       sluice-dns -t [-c FILE]\n"
+			"  -c FILE  configuration (default etc/sluice.conf)\n"
+			"  -t       check the configuration and exit\n"
+			"exit: 0 stopped by a signal, 1 could not start, 2 usage\n");
+}
+
+static void on_signal(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct dnsd *d = io->arg;
+	struct signalfd_siginfo si;
+
+	while (read(io->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			judge_reload(d, "SIGHUP");
+		} else {
+			fprintf(stderr, "sluice-dns: stopping on signal %u\n", si.ssi_signo);
+			loop_stop(l);
+		}
+	}
+}
+
+/* As `user`, what it reads and writes from now on. Returns 0 or -1 after printing. */
+static int drop(struct dnsd *d)
+{
+	const char *user = d->config->user;
+	char dir[PATH_MAX], *slash;
+	uid_t uid;
+	gid_t gid;
+
+	if (user[0] == '\0' || geteuid() != 0)
+		return 0;
+	if (priv_lookup("sluice-dns", user, &uid, &gid) == -1 ||
+	    priv_switch("sluice-dns", user, uid, gid) == -1)
+		return -1;
+	snprintf(dir, sizeof(dir), "%s", d->config->dns_log_path);
+	slash = strrchr(dir, '/');
+	if (slash != NULL)
+		*slash = '\0';
+	if (access(d->config_path, R_OK) == -1 ||
+	    (access(d->watch_store.path, R_OK) == -1 && errno != ENOENT) ||
+	    access(slash != NULL ? dir : ".", W_OK | X_OK) == -1) {
+		fprintf(stderr, "sluice-dns: user %s cannot read the config %s or the grant store "
+				"%s, or write the dns-log's directory %s: %s\n", user, d->config_path,
+			d->watch_store.path, slash != NULL ? dir : ".", strerror(errno));
+		return -1;
+	}
+	fprintf(stderr, "sluice-dns: running as %s (uid %u gid %u), no capabilities\n", user,
+		(unsigned)uid, (unsigned)gid);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct dnsd d;
+	const char *config_path = "etc/sluice.conf", *why = NULL;
+	bool check_only = false;
+	uid_t log_owner = FILE_NO_UID;
+	gid_t gid;
+	int opt, ret = 1, sfd;
+
+	memset(&d, 0, sizeof(d));
+	d.sig_io.fd = -1;
+	while ((opt = getopt(argc, argv, "c:th")) != -1) {
+		switch (opt) {
+		case 'c':
+			config_path = optarg;
+			break;
+		case 't':
+			check_only = true;
+			break;
+		default:
+			usage();
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage();
+		return 2;
+	}
+	d.config = config_new();
+	if (d.config == NULL || config_load(d.config, config_path, stderr) != 0) {
+		fprintf(stderr, "sluice-dns: %s: not started\n", config_path);
+		goto out;
+	}
+	snprintf(d.config_path, sizeof(d.config_path), "%s", config_path);
+	if (check_only) {
+		ret = 0;
+		goto out;
+	}
+	if (mkdir(d.config->state_dir, 0700) == -1 && errno != EEXIST) {
+		fprintf(stderr, "sluice-dns: state %s: %s\n", d.config->state_dir, strerror(errno));
+		goto out;
+	}
+	if (d.config->user[0] != '\0' &&
+	    priv_lookup("sluice-dns", d.config->user, &log_owner, &gid) == -1)
+		goto out;
+	d.log = netlog_open(d.config->dns_log_path, d.config->log_rotate_bytes,
+			    d.config->log_keep, d.config->log_chain, log_owner, &why);
+	if (d.log == NULL) {
+		fprintf(stderr, "sluice-dns: dns-log %s: %s\n", d.config->dns_log_path,
+			why != NULL ? why : strerror(errno));
+		goto out;
+	}
+	d.loop = loop_new();
+	if (d.loop == NULL || cache_init(&d) == -1)
+		goto out_loop;
+	cache_key_init(&d);
+	for (size_t i = 0; i < d.config->ndns_listen; i++)
+		if (client_listen(&d, &d.config->dns_listen[i]) == -1)
+			goto out_loop;
+	if (upstream_init(&d) == -1 || judge_init(&d) == -1 || drop(&d) == -1)
+		goto out_judge;
+	sfd = signals_open();
+	if (sfd == -1 || loop_io_add(d.loop, &d.sig_io, sfd, EPOLLIN, on_signal, &d) == -1) {
+		fprintf(stderr, "sluice-dns: signals: %s\n", strerror(errno));
+		goto out_judge;
+	}
+	fprintf(stderr, "sluice-dns: running: mode %s, %zu grants, %zu upstreams, state %s, "
+			"dns-log %s\n",
+		d.policy->mode == MODE_ENFORCE ? "enforce" : "observe", d.policy->ngrants,
+		d.nupstreams, d.config->state_dir, d.config->dns_log_path);
+
+	ret = loop_run(d.loop) == 0 ? 0 : 1;
+
+	loop_io_close(d.loop, &d.sig_io);
+out_judge:
+	judge_release(&d);
+out_loop:
+	if (d.loop != NULL) {
+		cache_release(&d);
+		client_release(&d);
+		upstream_release(&d);
+	}
+	loop_free(d.loop);
+	netlog_close(d.log);
+out:
+	config_free(d.config);
+	return ret;
+}

@@ -1,0 +1,135 @@
+/*
+ * query.c: one client query, from its bytes to its answer and its row.
+ *
+ * Parse (lib/dns_msg.c: anything malformed is FORMERR, or dropped when
+ * not even its header is a query's), judge (judge.c), then the cache: a
+ * hit is answered at once; a miss waits on the fetch for its name and
+ * type, made when none is in flight (coalescing), and is answered when it
+ * ends (query_fetched). The name goes upstream lower-cased and with our
+ * own EDNS record, whatever the client sent: case bits and EDNS options
+ * carry nothing out.
+ */
+#include "dns.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int rcode_of(const uint8_t *msg)
+{
+	return msg[3] & 0x0f;
+}
+
+/* Answer qr now from rcode (no records), with the EDE its judgement calls for. */
+static size_t refusal(const struct query *qr, int rcode, uint8_t *out, size_t max)
+{
+	char text[200];
+
+	if (strcmp(qr->decision, "observe") == 0 || rcode == RCODE_NOERROR)
+		snprintf(text, sizeof(text), "sluice: %s", qr->detail);
+	else
+		snprintf(text, sizeof(text), "blocked by sluice: %s", qr->detail);
+	return wire_empty(qr, rcode, DNS_EDE_BLOCKED, text, out, max);
+}
+
+long query_handle(struct dnsd *d, const uint8_t *msg, size_t len, struct reply_to *to,
+		  uint8_t *out, size_t outmax)
+{
+	struct query qr, *w;
+	const struct cache_entry *e;
+	struct fetch *f;
+	const char *why;
+	uint64_t h;
+	unsigned kept = 0, removed = 0;
+	size_t n;
+	int rc;
+
+	memset(&qr, 0, sizeof(qr));
+	qr.to = *to;
+	qr.start_ms = dns_now_ms();
+	d->queries++;
+	if (dns_query_read(msg, len, &qr.q, &why) == -1) {
+		n = wire_formerr(msg, len, out, outmax);
+		qr.decision = "error";
+		qr.reason = "malformed";
+		snprintf(qr.detail, sizeof(qr.detail), "%s", why);
+		qr.q.name[0] = '\0';
+		row_write(d, &qr, n > 0 ? RCODE_FORMERR : -1, 0, 0, true, false);
+		return n > 0 ? (long)n : -1;
+	}
+	qr.question_len = qr.q.question_end - DNS_HEADER_LEN;
+	memcpy(qr.question, msg + DNS_HEADER_LEN, qr.question_len);
+	if (qr.q.qclass != DNS_CLASS_IN) {
+		qr.decision = "refuse";
+		qr.reason = "class";
+		snprintf(qr.detail, sizeof(qr.detail), "only class IN is answered");
+		n = wire_empty(&qr, 5 /* REFUSED */, -1, NULL, out, outmax);
+		row_write(d, &qr, 5, 0, 0, true, true);
+		return (long)n;
+	}
+	rc = judge_query(d, &qr);
+	if (rc != JUDGE_LOOKUP) {
+		n = refusal(&qr, rc, out, outmax);
+		row_write(d, &qr, rcode_of(out), 0, 0, true, true);
+		return (long)n;
+	}
+	h = cache_hash(qr.q.name, qr.q.name_len, qr.q.qtype);
+	e = cache_get(d, h, qr.q.name, qr.q.name_len, qr.q.qtype);
+	if (e != NULL) {
+		qr.cache_hit = true;
+		n = wire_answer(d, &qr, e, out, outmax, &kept, &removed);
+		row_write(d, &qr, rcode_of(out), kept, removed, true, true);
+		return (long)n;
+	}
+	w = malloc(sizeof(*w));
+	if (w == NULL)
+		return -1;
+	*w = qr;
+	if (to->tcp != NULL)
+		tcp_client_hold(to->tcp);
+	f = fetch_find(d, h, qr.q.name, qr.q.name_len, qr.q.qtype);
+	if (f != NULL) {
+		w->next = f->waiters;
+		f->waiters = w;
+		return 0;
+	}
+	f = fetch_new(d, h, qr.q.name, qr.q.name_len, qr.q.qtype);
+	if (f == NULL) {
+		if (to->tcp != NULL)
+			tcp_client_release(d, to->tcp);
+		free(w);
+		return -1;
+	}
+	w->next = NULL;
+	f->waiters = w;
+	upstream_ask(d, f);
+	return 0;
+}
+
+void query_fetched(struct dnsd *d, struct fetch *f, const struct cache_entry *e,
+		   const char *upstream)
+{
+	uint8_t out[DNS_MSG_MAX];
+
+	for (struct query *qr = f->waiters; qr != NULL; qr = qr->next) {
+		unsigned kept = 0, removed = 0;
+		size_t n;
+		char text[200];
+
+		qr->upstream = upstream;
+		if (e != NULL) {
+			n = wire_answer(d, qr, e, out, sizeof(out), &kept, &removed);
+		} else {
+			qr->decision = "error";
+			qr->reason = f->why;
+			snprintf(qr->detail, sizeof(qr->detail), "no upstream answered (%u asked)",
+				 f->tried);
+			snprintf(text, sizeof(text), "sluice: %s", qr->detail);
+			n = wire_empty(qr, RCODE_SERVFAIL, DNS_EDE_NETWORK, text, out, sizeof(out));
+		}
+		row_write(d, qr, n > 0 ? rcode_of(out) : -1, kept, removed, false, true);
+		if (n > 0)
+			client_send(d, &qr->to, out, n);
+	}
+	fetch_free(d, f);
+	cache_trim(d);
+}

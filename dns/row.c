@@ -1,0 +1,48 @@
+/*
+ * row.c: a query's row in the DNS log (docs/network-log.md, kind "dns"),
+ * built with lib/netlog_row.c. Rows of a batch of UDP queries are held
+ * and written with one write(2) before the batch's answers go out
+ * (client.c); a row for an answer sent later is written before it is.
+ */
+#include "dns.h"
+
+#include <string.h>
+
+#include "sockaddr.h"
+
+static const char *rcode_name(int rcode)
+{
+	static const char *names[] = { "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN",
+				       "NOTIMP",  "REFUSED" };
+
+	return rcode >= 0 && rcode < 6 ? names[rcode] : NULL;
+}
+
+void row_write(struct dnsd *d, const struct query *qr, int rcode, unsigned kept,
+	       unsigned removed, bool hold, bool parsed)
+{
+	struct netlog_out *o = &d->row;
+	char client[64], tb[DNS_TYPE_TEXT_MAX];
+
+	sockaddr_format(&qr->to.peer, client, sizeof(client));
+	netlog_put_start(o);
+	netlog_put_cstr(o, "kind", "dns");
+	netlog_put_cstr(o, "client", client);
+	netlog_put_cstr(o, "transport", qr->to.udp_fd >= 0 ? "udp" : "tcp");
+	netlog_put_cstr(o, "name", parsed ? qr->q.name : NULL);
+	netlog_put_cstr(o, "type", parsed ? dns_type_name(qr->q.qtype, tb) : NULL);
+	netlog_put_cstr(o, "decision", qr->decision);
+	netlog_put_cstr(o, "reason", qr->reason);
+	netlog_put_cstr(o, "grant", qr->grant[0] != '\0' ? qr->grant : NULL);
+	netlog_put_cstr(o, "rcode", rcode_name(rcode));
+	netlog_put_num(o, "kept", kept);
+	netlog_put_num(o, "removed", removed);
+	netlog_put_cstr(o, "upstream", qr->upstream);
+	netlog_put_bool(o, "cache", qr->cache_hit);
+	netlog_put_ms(o, "ms", dns_now_ms() - qr->start_ms);
+	netlog_put_cstr(o, "detail", qr->detail[0] != '\0' ? qr->detail : NULL);
+	if (hold)
+		netlog_hold(d->log, o);
+	else
+		netlog_emit(d->log, o);
+}
