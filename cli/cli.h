@@ -93,12 +93,16 @@ int log_verify_cmd(int argc, char **argv);
 enum logview_kind {
 	LOGVIEW_BY_HOST, /* per host, per principal: allowed / refused / observed, last time */
 	LOGVIEW_REFUSED, /* per principal, per host: count, last reason and time, grant hint */
+	LOGVIEW_DNS_REFUSED, /* DNS rows, per name: count, last reason and time, grant hint */
 };
 
 /* A new empty view (logview_free frees it), or NULL when out of memory. */
 struct logview *logview_new(enum logview_kind kind);
 
-/* Count one row (an object) whose principal is p. Returns 0 or -1 (out of memory). */
+/*
+ * Count one row (an object) whose principal is p (NULL for a DNS row, the
+ * rows of LOGVIEW_DNS_REFUSED). Returns 0 or -1 (out of memory).
+ */
 int logview_add(struct logview *v, json_t *row, const struct principal *p);
 
 /* Print the view, sorted, as a table or as JSON lines. */

@@ -13,6 +13,11 @@
  * skipped. It does not read rotated files (FILE.1 ...) and never writes to
  * the log or the snapshots. `log verify` (log_verify.c) checks a chained
  * log's hashes, rotated files included.
+ *
+ * --dns reads sluice-dns's query log (the config's `dns-log`) through the
+ * same reader: a DNS row is one query, with no stamp and so no principal
+ * (no snapshots are read, --who and --by-host do not apply, --json prints
+ * the rows as they are). struct rows holds what differs between the two.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +39,17 @@
 #define POLL_NS (200 * 1000 * 1000L)
 #define ENGINE_FILE "engine.jsonl"
 #define WHO_MAX 300 /* a principal's label */
+#define VERIFY_DNS_WHY "log verify checks the network log; name the DNS log's files instead: " \
+		       "sluice log verify FILE FILE.1 ..."
+
+/* What differs between the network log's rows and the DNS log's. */
+struct rows {
+	const char *host_key; /* the key --host matches */
+	const char *kind;     /* every row's "kind" is this (else reported, skipped); NULL: any */
+	bool principals;      /* named from the engine snapshots; --json adds "principal" */
+	void (*header)(void);
+	void (*row)(json_t *row, const struct principal *p); /* one table line */
+};
 
 struct filter {
 	struct host host; /* exact host, or the suffix when host_suffix */
@@ -74,6 +90,7 @@ struct snaps {
 };
 
 struct view {
+	const struct rows *rows;
 	const struct filter *f;
 	struct tail *tail;      /* not NULL: collect instead of printing */
 	struct logview *group;  /* not NULL: count into it, print at the end */
@@ -81,13 +98,19 @@ struct view {
 	bool json;
 };
 
-/* A row's principal, from the snapshots. Its strings live as long as row and v->snaps. */
-static void row_principal(const struct view *v, json_t *row, struct principal *p)
+/*
+ * A row's principal, from the snapshots, in *p; returns p, or NULL for a
+ * row that has none (a DNS row). Its strings live as long as row and v->snaps.
+ */
+static const struct principal *row_principal(const struct view *v, json_t *row,
+					     struct principal *p)
 {
 	struct principal_row r;
 	const char *ts = json_string_value(json_object_get(row, "ts"));
 	const char *who = json_string_value(json_object_get(row, "who"));
 
+	if (!v->rows->principals)
+		return NULL;
 	memset(&r, 0, sizeof(r));
 	r.has_t = ts != NULL && snapshot_ts_parse(ts, &r.t_ms) == 0;
 	/* an unattributed row has no verified stamp, whatever else it carries */
@@ -97,12 +120,15 @@ static void row_principal(const struct view *v, json_t *row, struct principal *p
 		r.as = json_string_value(json_object_get(row, "as"));
 	}
 	principal_from_row(&v->snaps->all, &r, p);
+	return p;
 }
 
-static bool row_matches(const struct filter *f, json_t *row, const struct principal *p)
+static bool row_matches(const struct view *v, json_t *row, const struct principal *p)
 {
+	const struct filter *f = v->f;
+
 	if (f->has_host) {
-		const char *h = json_string_value(json_object_get(row, "host"));
+		const char *h = json_string_value(json_object_get(row, v->rows->host_key));
 		size_t hl, sl;
 
 		if (h == NULL)
@@ -120,7 +146,7 @@ static bool row_matches(const struct filter *f, json_t *row, const struct princi
 		if (d == NULL || strcmp(d, f->decision) != 0)
 			return false;
 	}
-	return f->who == NULL || principal_matches_who(f->who, p);
+	return f->who == NULL || (p != NULL && principal_matches_who(f->who, p));
 }
 
 /* a row must not drive the terminal: control bytes are shown as '?' */
@@ -212,6 +238,40 @@ static void table_row(json_t *row, const struct principal *p)
 	log_put_cell(str_or_dash(row, "grant"), 60, true);
 }
 
+static void dns_table_header(void)
+{
+	printf("%-14s  %-24s  %-9s  %-32s  %-8s  %-18s  %-8s  %-12s  %-5s  %s\n", "TIME", "CLIENT",
+	       "TYPE", "NAME", "DECISION", "REASON", "RCODE", "KEPT/REMOVED", "CACHE", "MS");
+}
+
+/* One query's row; p is NULL (a query names no principal). */
+static void dns_table_row(json_t *row, const struct principal *p)
+{
+	char tbuf[32], kept[32], removed[32], answers[72], ms[32];
+	json_t *cache = json_object_get(row, "cache");
+
+	number_cell(json_object_get(row, "kept"), kept, sizeof(kept));
+	number_cell(json_object_get(row, "removed"), removed, sizeof(removed));
+	if (strcmp(kept, "-") == 0 && strcmp(removed, "-") == 0)
+		snprintf(answers, sizeof(answers), "-");
+	else
+		snprintf(answers, sizeof(answers), "%s/%s", kept, removed);
+	number_cell(json_object_get(row, "ms"), ms, sizeof(ms));
+	log_put_cell(log_time_cell(str_or_dash(row, "ts"), tbuf, sizeof(tbuf)), 14, false);
+	log_put_cell(str_or_dash(row, "client"), 24, false);
+	log_put_cell(str_or_dash(row, "type"), 9, false);
+	log_put_cell(str_or_dash(row, "name"), 32, false);
+	log_put_cell(str_or_dash(row, "decision"), 8, false);
+	log_put_cell(str_or_dash(row, "reason"), 18, false);
+	log_put_cell(str_or_dash(row, "rcode"), 8, false);
+	log_put_cell(answers, 12, false);
+	log_put_cell(json_is_true(cache) ? "hit" : json_is_false(cache) ? "miss" : "-", 5, false);
+	log_put_cell(ms, 12, true);
+}
+
+static const struct rows network_rows = { "host", NULL, true, table_header, table_row };
+static const struct rows dns_rows = { "name", "dns", false, dns_table_header, dns_table_row };
+
 json_t *log_principal_json(const struct principal *p)
 {
 	json_t *o = json_object();
@@ -245,18 +305,18 @@ static bool is_json_space(char c)
 
 /*
  * The raw row with ,"principal":{...} added before its closing brace: the
- * row's own bytes are kept as the proxy wrote them.
+ * row's own bytes are kept as the proxy wrote them. p NULL: the row as it is.
  */
 static void put_json_row(const char *s, size_t len, const struct principal *p)
 {
-	json_t *o = log_principal_json(p);
+	json_t *o = p != NULL ? log_principal_json(p) : NULL;
 	char *text = o != NULL ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	size_t end = len, before;
 
 	while (end > 0 && is_json_space(s[end - 1]))
 		end--;
 	if (text == NULL || end == 0 || s[end - 1] != '}') {
-		fwrite(s, 1, len, stdout); /* out of memory: the row as it is */
+		fwrite(s, 1, len, stdout); /* no principal, or out of memory */
 	} else {
 		for (before = end - 1; before > 0 && is_json_space(s[before - 1]); before--)
 			;
@@ -278,7 +338,7 @@ static void emit(const struct view *v, const char *s, size_t len, json_t *row,
 	} else if (v->json) {
 		put_json_row(s, len, p);
 	} else {
-		table_row(row, p);
+		v->rows->row(row, p);
 	}
 }
 
@@ -311,6 +371,8 @@ static void row_handle(const struct view *v, const struct reader *r, const char 
 	json_t *row;
 	json_error_t jerr;
 	struct principal p;
+	const struct principal *pp;
+	const char *kind;
 
 	if (len > 0 && s[len - 1] == '\r')
 		len--;
@@ -322,12 +384,18 @@ static void row_handle(const struct view *v, const struct reader *r, const char 
 		json_decref(row);
 		return;
 	}
-	row_principal(v, row, &p);
-	if (row_matches(v->f, row, &p)) {
+	kind = json_string_value(json_object_get(row, "kind"));
+	if (v->rows->kind != NULL && (kind == NULL || strcmp(kind, v->rows->kind) != 0)) {
+		fprintf(stderr, "log: %s:%zu: not a %s row\n", r->path, r->line, v->rows->kind);
+		json_decref(row);
+		return;
+	}
+	pp = row_principal(v, row, &p);
+	if (row_matches(v, row, pp)) {
 		if (v->tail != NULL)
 			tail_push(v->tail, s, len);
 		else
-			emit(v, s, len, row, &p);
+			emit(v, s, len, row, pp);
 	}
 	json_decref(row);
 }
@@ -342,10 +410,9 @@ static void tail_flush(struct view *v)
 		json_t *row = json_loads(t->rows[slot], 0, NULL);
 		struct principal p;
 
-		if (row != NULL) {
-			row_principal(v, row, &p);
-			emit(v, t->rows[slot], strlen(t->rows[slot]), row, &p);
-		}
+		if (row != NULL)
+			emit(v, t->rows[slot], strlen(t->rows[slot]), row,
+			     row_principal(v, row, &p));
 		json_decref(row);
 		free(t->rows[slot]);
 		t->rows[slot] = NULL;
@@ -481,7 +548,8 @@ static int follow(const struct view *v, struct reader *r)
 	struct stat st;
 
 	for (;;) {
-		snaps_refresh(v->snaps);
+		if (v->rows->principals)
+			snaps_refresh(v->snaps);
 		if (r->fd != -1 && reader_drain(v, r) == -1) {
 			put_read_error(r->path, errno);
 			return EXIT_ERROR;
@@ -537,6 +605,46 @@ static int usage_error(const char *msg, const char *arg)
 	return EXIT_USAGE;
 }
 
+/* Options that do not go together, and why. */
+static int conflict(const char *opts, const char *why)
+{
+	fprintf(stderr, "log: conflicting options \"%s\": %s\n", opts, why);
+	cli_usage(stderr, "log");
+	return EXIT_USAGE;
+}
+
+static bool has_arg(int argc, char **argv, const char *arg)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], arg) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * What --dns rules out: a DNS row names no principal, so neither --who nor
+ * --by-host (which counts each host's principals) applies; --decision error
+ * (a query that failed) is a DNS row's. Returns 0, or EXIT_USAGE after saying why.
+ */
+static int dns_options_check(bool dns, const struct filter *f, bool by_host, bool refused)
+{
+	bool error = f->decision != NULL && strcmp(f->decision, "error") == 0;
+
+	if (dns && f->who != NULL)
+		return conflict("--dns --who", "a DNS row names no principal");
+	if (dns && by_host)
+		return conflict("--dns --by-host", "it counts each host's principals and a DNS row "
+						   "names none (--dns --refused counts per name)");
+	if (!dns && error)
+		return usage_error("bad decision (allow, refuse or observe; error only with --dns)",
+				   f->decision);
+	if (refused && error)
+		return conflict("--refused --decision error",
+				"a query that failed was not refused");
+	return 0;
+}
+
 static int host_filter(const char *arg, struct filter *f)
 {
 	const char *s = arg, *err = "bad host";
@@ -576,6 +684,7 @@ int cmd_log(int argc, char **argv)
 		{ "who", required_argument, NULL, 'w' },
 		{ "by-host", no_argument, NULL, 'B' },
 		{ "refused", no_argument, NULL, 'R' },
+		{ "dns", no_argument, NULL, 'D' },
 		{ "follow", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -586,11 +695,14 @@ int cmd_log(int argc, char **argv)
 	struct reader r;
 	struct snaps sn;
 	struct config *c;
-	bool do_follow = false, has_tail = false, by_host = false, refused = false;
+	bool do_follow = false, has_tail = false, by_host = false, refused = false, dns = false;
 	int opt, n, ret = EXIT_ERROR;
 
-	if (argc >= 2 && strcmp(argv[1], "verify") == 0)
+	if (argc >= 2 && strcmp(argv[1], "verify") == 0) {
+		if (has_arg(argc, argv, "--dns"))
+			return conflict("verify --dns", VERIFY_DNS_WHY);
 		return log_verify_cmd(argc - 1, argv + 1);
+	}
 	memset(&f, 0, sizeof(f));
 	memset(&t, 0, sizeof(t));
 	memset(&v, 0, sizeof(v));
@@ -609,8 +721,9 @@ int cmd_log(int argc, char **argv)
 			break;
 		case 'd':
 			if (strcmp(optarg, "allow") != 0 && strcmp(optarg, "refuse") != 0 &&
-			    strcmp(optarg, "observe") != 0)
-				return usage_error("bad decision (allow, refuse or observe)", optarg);
+			    strcmp(optarg, "observe") != 0 && strcmp(optarg, "error") != 0)
+				return usage_error("bad decision (allow, refuse or observe; "
+						   "with --dns also error)", optarg);
 			f.decision = optarg;
 			break;
 		case 'w':
@@ -623,6 +736,9 @@ int cmd_log(int argc, char **argv)
 			break;
 		case 'R':
 			refused = true;
+			break;
+		case 'D':
+			dns = true;
 			break;
 		case 'n': {
 			uint64_t cnt;
@@ -644,8 +760,12 @@ int cmd_log(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	if (optind != argc && dns && strcmp(argv[optind], "verify") == 0)
+		return conflict("--dns verify", VERIFY_DNS_WHY);
 	if (optind != argc)
 		return usage_error("unexpected argument", argv[optind]);
+	if (dns_options_check(dns, &f, by_host, refused) != 0)
+		return EXIT_USAGE;
 	if (by_host && refused)
 		return usage_error("conflicting options", "--by-host --refused");
 	if (do_follow && (by_host || refused)) /* a view counts rows up to the end */
@@ -655,29 +775,37 @@ int cmd_log(int argc, char **argv)
 	if (refused && strcmp(f.decision, "allow") == 0)
 		return usage_error("conflicting options", "--refused --decision allow");
 
+	v.rows = dns ? &dns_rows : &network_rows;
 	c = cli_config_load();
 	if (c == NULL)
 		return EXIT_ERROR;
-	n = snprintf(sn.path, sizeof(sn.path), "%s/%s", c->state_dir, ENGINE_FILE);
-	if (n < 0 || (size_t)n >= sizeof(sn.path)) {
-		fprintf(stderr, "log: %s/%s: path too long\n", c->state_dir, ENGINE_FILE);
-		goto out_config;
+	if (v.rows->principals) {
+		n = snprintf(sn.path, sizeof(sn.path), "%s/%s", c->state_dir, ENGINE_FILE);
+		if (n < 0 || (size_t)n >= sizeof(sn.path)) {
+			fprintf(stderr, "log: %s/%s: path too long\n", c->state_dir, ENGINE_FILE);
+			goto out_config;
+		}
+		snaps_load(&sn);
 	}
-	snaps_load(&sn);
-	r.path = c->log_path;
+	r.path = dns ? c->dns_log_path : c->log_path;
 	r.owner = cli_user_uid(c);
 	r.fd = -1;
 	if (reader_open(&r) == -1 && !(do_follow && errno == ENOENT)) {
+		int e = errno;
+
 		fprintf(stderr, "log: open %s: ", r.path);
 		if (r.why != NULL)
 			fputs(r.why, stderr);
 		else
-			cli_put_strerror(stderr, errno);
+			cli_put_strerror(stderr, e);
+		if (dns && r.why == NULL && e == ENOENT)
+			fputs("; sluice-dns writes it (the config's dns-log)", stderr);
 		fputc('\n', stderr);
 		goto out_snaps;
 	}
 	if (by_host || refused) {
-		v.group = logview_new(by_host ? LOGVIEW_BY_HOST : LOGVIEW_REFUSED);
+		v.group = logview_new(dns ? LOGVIEW_DNS_REFUSED
+					  : by_host ? LOGVIEW_BY_HOST : LOGVIEW_REFUSED);
 		if (v.group == NULL) {
 			fprintf(stderr, "log: out of memory\n");
 			goto out_close;
@@ -692,7 +820,7 @@ int cmd_log(int argc, char **argv)
 		v.tail = &t;
 	}
 	if (!v.json && v.group == NULL)
-		table_header();
+		v.rows->header();
 	if (r.fd != -1 && reader_drain(&v, &r) == -1) {
 		put_read_error(r.path, errno);
 		goto out_tail;

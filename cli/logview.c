@@ -6,9 +6,11 @@
  * for each principal, one line per host (as a grant names it: a bare name
  * for http on 80 and CONNECT on 443, else name:port) with the count, the
  * last reason and time, and the exact `sluice allow add` command the
- * proxy's refusal named when the host was not granted. log.c filters and
- * resolves the rows; this file only counts what it is given, in memory
- * (one entry per group, not per row), and prints it at the end.
+ * proxy's refusal named when the host was not granted. --dns --refused:
+ * the same per queried name, without principals (a DNS row names none).
+ * log.c filters and resolves the rows; this file only counts what it is
+ * given, in memory (one entry per group, not per row), and prints it at
+ * the end.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,10 +21,10 @@
 #define TARGET_MAX (HOST_NAME_MAX_LEN + 16)
 
 struct group {
-	char *who;         /* the principal's label (principal_label) */
-	char *host;        /* the row's host, "-" when it had none */
+	char *who;         /* the principal's label (principal_label); "" for DNS rows */
+	char *host;        /* the row's host (a DNS row's name), "-" when it had none */
 	char *target;      /* --refused: the host as a grant names it; else NULL */
-	json_t *principal; /* the first row's principal, for --json */
+	json_t *principal; /* the first row's principal, for --json; NULL for DNS rows */
 	unsigned long allowed, refused, observed;
 	char *last_ts;     /* the last row's ts, or NULL */
 	char *last_reason; /* the last row's reason, or NULL */
@@ -31,7 +33,7 @@ struct group {
 
 struct logview {
 	enum logview_kind kind;
-	struct group *g; /* sorted: by (host, who), or (who, target) for --refused */
+	struct group *g; /* sorted: by (host, who), or (who, target) for the refused views */
 	size_t n, cap;
 };
 
@@ -62,7 +64,10 @@ void logview_free(struct logview *v)
 	free(v);
 }
 
-/* The host as `sluice allow add` takes it, the way the proxy's refusal body names it. */
+/*
+ * The host as `sluice allow add` takes it, the way the proxy's refusal body
+ * names it; a DNS row has no port: its bare name.
+ */
 static void grant_target(json_t *row, const char *host, char *out, size_t size)
 {
 	const char *kind = json_string_value(json_object_get(row, "kind"));
@@ -125,9 +130,9 @@ static struct group *group_get(struct logview *v, const char *who, const char *h
 	g->who = strdup(who);
 	g->host = strdup(host);
 	g->target = target != NULL ? strdup(target) : NULL;
-	g->principal = log_principal_json(p);
+	g->principal = p != NULL ? log_principal_json(p) : NULL;
 	if (g->who == NULL || g->host == NULL || (target != NULL && g->target == NULL) ||
-	    g->principal == NULL) {
+	    (p != NULL && g->principal == NULL)) {
 		free(g->who);
 		free(g->host);
 		free(g->target);
@@ -156,7 +161,8 @@ static int set_copy(char **slot, const char *s)
 
 int logview_add(struct logview *v, json_t *row, const struct principal *p)
 {
-	const char *host = json_string_value(json_object_get(row, "host"));
+	bool dns = v->kind == LOGVIEW_DNS_REFUSED;
+	const char *host = json_string_value(json_object_get(row, dns ? "name" : "host"));
 	const char *decision = json_string_value(json_object_get(row, "decision"));
 	const char *reason = json_string_value(json_object_get(row, "reason"));
 	char who[LABEL_MAX], target[TARGET_MAX];
@@ -164,10 +170,13 @@ int logview_add(struct logview *v, json_t *row, const struct principal *p)
 
 	if (host == NULL)
 		host = "-";
-	principal_label(p, who, sizeof(who));
-	if (v->kind == LOGVIEW_REFUSED)
+	if (p != NULL)
+		principal_label(p, who, sizeof(who));
+	else
+		who[0] = '\0';
+	if (v->kind != LOGVIEW_BY_HOST)
 		grant_target(row, host, target, sizeof(target));
-	g = group_get(v, who, host, v->kind == LOGVIEW_REFUSED ? target : NULL, p);
+	g = group_get(v, who, host, v->kind != LOGVIEW_BY_HOST ? target : NULL, p);
 	if (g == NULL)
 		return -1;
 	if (decision != NULL && strcmp(decision, "allow") == 0)
@@ -207,10 +216,14 @@ static void print_json(const struct logview *v, const struct group *g)
 		json_object_set_new(o, "last", str_or_null(g->last_ts));
 	} else {
 		snprintf(grant, sizeof(grant), "sluice allow add %s", g->target);
-		json_object_set_new(o, "who", json_string(g->who));
-		json_object_set(o, "principal", g->principal);
-		json_object_set_new(o, "host", json_string(g->host));
-		json_object_set_new(o, "target", json_string(g->target));
+		if (v->kind == LOGVIEW_DNS_REFUSED) {
+			json_object_set_new(o, "name", json_string(g->host));
+		} else {
+			json_object_set_new(o, "who", json_string(g->who));
+			json_object_set(o, "principal", g->principal);
+			json_object_set_new(o, "host", json_string(g->host));
+			json_object_set_new(o, "target", json_string(g->target));
+		}
 		json_object_set_new(o, "count",
 				    json_integer((json_int_t)(g->refused + g->observed + g->allowed)));
 		json_object_set_new(o, "last", str_or_null(g->last_ts));
@@ -231,6 +244,9 @@ void logview_print(const struct logview *v, bool json)
 	if (!json && v->kind == LOGVIEW_BY_HOST)
 		printf("%-32s  %-28s  %7s  %7s  %8s  %s\n", "HOST", "WHO", "ALLOWED", "REFUSED",
 		       "OBSERVED", "LAST");
+	else if (!json && v->kind == LOGVIEW_DNS_REFUSED)
+		printf("%-32s  %5s  %-14s  %-16s  %s\n", "NAME", "COUNT", "LAST", "REASON",
+		       "TO GRANT");
 	else if (!json)
 		printf("%-28s  %-32s  %5s  %-14s  %-16s  %s\n", "WHO", "HOST", "COUNT", "LAST",
 		       "REASON", "TO GRANT");
@@ -249,7 +265,8 @@ void logview_print(const struct logview *v, bool json)
 		} else {
 			snprintf(count, sizeof(count), "%lu", g->refused + g->observed + g->allowed);
 			snprintf(grant, sizeof(grant), "sluice allow add %s", g->target);
-			log_put_cell(g->who, 28, false);
+			if (v->kind == LOGVIEW_REFUSED)
+				log_put_cell(g->who, 28, false);
 			log_put_cell(g->target, 32, false);
 			printf("%5s  ", count);
 			log_put_cell(last, 14, false);

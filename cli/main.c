@@ -32,10 +32,13 @@ static const struct verb verbs[] = {
 	  "allow add GRANT [--level once|session|permanent] [--ttl SECONDS]\n"
 	  "allow rm GRANT\n"
 	  "allow list [--json]\n" },
-	{ "log", cmd_log, "read the network log: who used each host, who was refused; verify its chain",
+	{ "log", cmd_log,
+	  "read the network or DNS log: who used each host, who was refused; verify its chain",
 	  "log [--json] [--host HOST] [--decision allow|refuse|observe] [--who WHO] [-n N] [-f]\n"
 	  "log --by-host [--json] [--host HOST] [--decision D] [--who WHO] [-n N]\n"
 	  "log --refused [--json] [--host HOST] [--decision refuse|observe] [--who WHO] [-n N]\n"
+	  "log --dns [--json] [--host NAME] [--decision allow|refuse|observe|error] [-n N] [-f]\n"
+	  "log --dns --refused [--json] [--host NAME] [--decision refuse|observe] [-n N]\n"
 	  "log verify [--anchor HASH] [FILE...]\n" },
 	{ "key", cmd_key, "create, rotate or list the stamp keys in STATE/stamp.key",
 	  "key init\n"
