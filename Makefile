@@ -9,7 +9,8 @@
 #   make fuzz       every fuzz target for FUZZ_SECONDS each (clang libFuzzer)
 #   make bench      the benchmark, side by side with tinyproxy and squid
 #   make deps       install the Debian packages in deps/debian-packages if missing
-#   make run        deps, build, start sluice-proxy on etc/sluice.conf (foreground)
+#   make run        deps, build, start sluice-dns and sluice-proxy on etc/sluice.conf
+#                   (foreground; Ctrl-C stops both)
 #   make test       deps, then check (the README's test command)
 #
 # V=1 shows commands. Warnings are errors.
@@ -184,7 +185,8 @@ deps:
 run: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)test -e state/ca.crt || $(BUILD)/sluice -c etc/sluice.conf ca init
-	$(Q)exec $(PROXY) -c etc/sluice.conf
+	$(Q)$(DNSD) -c etc/sluice.conf & dns=$$!; \
+		trap 'kill $$dns 2>/dev/null' EXIT INT TERM; $(PROXY) -c etc/sluice.conf
 
 test: deps
 	$(Q)$(MAKE) --no-print-directory check
