@@ -11,17 +11,16 @@
  * under a key drawn at start, so names a client picks cannot pile into
  * one bucket. Fetches (one per name and type being asked upstream) are
  * kept in a table of their own, which is what coalesces identical
- * queries. Reading the upstream's bytes goes through lib/dns_msg.c.
+ * queries. Reading the upstream's bytes is lib/dns_answer.c's.
  */
 #include "dns.h"
+#include "dns_answer.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
 #define FETCH_BUCKETS 4096
-#define CHAIN_MAX 8     /* CNAMEs followed in one answer */
-#define ANSWER_RRS 128  /* answer records read from one message */
 
 struct cache {
 	struct cache_entry **buckets;
@@ -208,259 +207,39 @@ void cache_trim(struct dnsd *d)
 		entry_unlink(c, c->lru_tail);
 }
 
-/* The records an entry keeps, as they will be written, into a scratch buffer. */
-struct rrs {
-	uint8_t buf[DNS_MSG_MAX];
-	size_t len;
-	uint16_t n;
-	uint32_t min_ttl;
-	bool full;
-};
-
-static void rr_put(struct rrs *r, const void *p, size_t n)
-{
-	if (r->full || n > sizeof(r->buf) - r->len) {
-		r->full = true;
-		return;
-	}
-	memcpy(r->buf + r->len, p, n);
-	r->len += n;
-}
-
-static void rr_put16(struct rrs *r, uint16_t v)
-{
-	uint8_t b[2] = { (uint8_t)(v >> 8), (uint8_t)v };
-
-	rr_put(r, b, 2);
-}
-
-static void rr_name(struct rrs *r, const char *name, size_t len)
-{
-	size_t i = 0;
-
-	while (i < len) {
-		const char *dot = memchr(name + i, '.', len - i);
-		size_t l = dot != NULL ? (size_t)(dot - (name + i)) : len - i;
-		uint8_t lb = (uint8_t)l;
-
-		rr_put(r, &lb, 1);
-		rr_put(r, name + i, l);
-		i += l + 1;
-	}
-	rr_put(r, "", 1);
-}
-
-/*
- * One record's data as it will be written: names inside it (CNAME, PTR,
- * NS, DNAME, MX, SRV) decompressed, other types' bytes as they came (RFC
- * 3597: no compression in them). Returns 0, or -1 with *why.
- */
-static int rr_data(struct rrs *r, const uint8_t *msg, size_t len, const struct dns_rr *rr,
-		   const char **why)
-{
-	char name[DNS_NAME_MAX + 1];
-	size_t off = rr->rdata_off, fixed = 0, nl, at;
-
-	switch (rr->type) {
-	case DNS_T_A:
-	case DNS_T_AAAA:
-		if (rr->rdlen != (rr->type == DNS_T_A ? 4u : 16u)) {
-			*why = "an address record of the wrong length";
-			return -1;
-		}
-		rr_put16(r, (uint16_t)rr->rdlen);
-		rr_put(r, msg + off, rr->rdlen);
-		return 0;
-	case 15: /* MX: preference, name */
-		fixed = 2;
-		break;
-	case 33: /* SRV: priority, weight, port, name */
-		fixed = 6;
-		break;
-	case DNS_T_CNAME:
-	case 2:	 /* NS */
-	case 12: /* PTR */
-	case 39: /* DNAME */
-		break;
-	default:
-		rr_put16(r, (uint16_t)rr->rdlen);
-		rr_put(r, msg + off, rr->rdlen);
-		return 0;
-	}
-	if (rr->rdlen < fixed) {
-		*why = "a record's data too short";
-		return -1;
-	}
-	off += fixed;
-	if (dns_name_read(msg, len, &off, name, &nl, why) == -1)
-		return -1;
-	if (off != rr->rdata_off + rr->rdlen) {
-		*why = "a record's data that is not what its type holds";
-		return -1;
-	}
-	at = r->len;
-	rr_put16(r, 0);
-	rr_put(r, msg + rr->rdata_off, fixed);
-	rr_name(r, name, nl);
-	if (!r->full) { /* its length, now known */
-		size_t dl = r->len - at - 2;
-
-		r->buf[at] = (uint8_t)(dl >> 8);
-		r->buf[at + 1] = (uint8_t)dl;
-	}
-	return 0;
-}
-
-/* The TTL a negative answer is kept: its SOA's (the smaller of TTL and MINIMUM). */
-static uint32_t negative_ttl(const uint8_t *msg, size_t len, size_t off, unsigned nscount,
-			     uint32_t cap)
-{
-	for (unsigned i = 0; i < nscount; i++) {
-		struct dns_rr rr;
-		const char *why;
-
-		if (dns_rr_read(msg, len, &off, &rr, &why) == -1)
-			break;
-		if (rr.type == DNS_T_SOA && rr.rdlen >= 20) {
-			const uint8_t *m = msg + rr.rdata_off + rr.rdlen - 4;
-			uint32_t min = (uint32_t)m[0] << 24 | (uint32_t)m[1] << 16 |
-				       (uint32_t)m[2] << 8 | m[3];
-			uint32_t t = rr.ttl < min ? rr.ttl : min;
-
-			return t < cap ? t : cap;
-		}
-	}
-	return cap;
-}
-
-/* The records of the chain from f's name, CNAMEs first, into r. Returns 0 or -1 with *why. */
-static int chain_records(const struct fetch *f, const uint8_t *msg, size_t len, size_t *off,
-			 unsigned ancount, struct rrs *r, const char **why)
-{
-	static struct dns_rr rrs[ANSWER_RRS];
-	bool used[ANSWER_RRS] = { false };
-	char names[CHAIN_MAX + 1][DNS_NAME_MAX + 1];
-	size_t nnames = 1, n = 0;
-	bool more = true;
-
-	if (ancount > ANSWER_RRS) {
-		*why = "more answer records than sluice-dns reads";
-		return -1;
-	}
-	for (; n < ancount; n++)
-		if (dns_rr_read(msg, len, off, &rrs[n], why) == -1)
-			return -1;
-	memcpy(names[0], f->name, f->name_len + 1);
-	r->min_ttl = UINT32_MAX;
-	while (more) {
-		more = false;
-		for (size_t i = 0; i < n; i++) {
-			const struct dns_rr *rr = &rrs[i];
-			bool ours = false;
-
-			for (size_t k = 0; k < nnames && !ours; k++)
-				ours = strcmp(rr->name, names[k]) == 0;
-			if (used[i] || !ours || rr->class != DNS_CLASS_IN)
-				continue;
-			if (rr->type == DNS_T_CNAME && f->qtype != DNS_T_CNAME) {
-				size_t tl;
-
-				if (nnames == CHAIN_MAX + 1) {
-					*why = "a CNAME chain longer than sluice-dns follows";
-					return -1;
-				}
-				if (dns_rr_cname(msg, len, rr, names[nnames], &tl, why) == -1)
-					return -1;
-				nnames++;
-				more = true;
-			} else if (rr->type != f->qtype) {
-				continue;
-			}
-			used[i] = true;
-			rr_name(r, rr->name, rr->name_len);
-			rr_put16(r, rr->type);
-			rr_put16(r, DNS_CLASS_IN);
-			rr_put16(r, 0); /* the TTL: written as it counts down */
-			rr_put16(r, 0);
-			if (rr_data(r, msg, len, rr, why) == -1)
-				return -1;
-			r->n++;
-			if (rr->ttl < r->min_ttl)
-				r->min_ttl = rr->ttl;
-		}
-	}
-	if (r->full) {
-		*why = "an answer too large to keep";
-		return -1;
-	}
-	return 0;
-}
-
 const struct cache_entry *cache_put(struct dnsd *d, const struct fetch *f, const uint8_t *msg,
-				    size_t len, const char **why)
+				    size_t len, bool *failed, const char **why)
 {
-	static struct rrs r;
+	static struct dns_answer a;
 	const struct config *cf = d->config;
 	struct cache *c = C(d);
-	struct dns_header h;
 	struct cache_entry *e, **bucket;
-	char qname[DNS_NAME_MAX + 1];
-	size_t off = DNS_HEADER_LEN, nl;
-	uint16_t qtype, qclass;
+	int r = dns_answer_read(msg, len, f->name, f->name_len, f->qtype, &a, why);
 	uint32_t ttl;
-	int rcode;
 
-	if (dns_header_read(msg, len, &h) == -1 || !(h.flags & DNS_F_QR) ||
-	    DNS_F_OPCODE(h.flags) != 0 || h.qdcount != 1) {
-		*why = "not an answer to one question";
+	*failed = r == DNS_ANSWER_FAILED;
+	if (r != DNS_ANSWER_OK)
 		return NULL;
-	}
-	rcode = (int)DNS_F_RCODE(h.flags);
-	if (rcode != RCODE_NOERROR && rcode != RCODE_NXDOMAIN) {
-		*why = rcode == RCODE_SERVFAIL ? "the upstream answered SERVFAIL"
-					       : "the upstream refused or failed the query";
-		return NULL;
-	}
-	if (dns_name_read(msg, len, &off, qname, &nl, why) == -1)
-		return NULL;
-	if (off + 4 > len) {
-		*why = "the question runs past the message";
-		return NULL;
-	}
-	qtype = (uint16_t)(msg[off] << 8 | msg[off + 1]);
-	qclass = (uint16_t)(msg[off + 2] << 8 | msg[off + 3]);
-	off += 4;
-	if (nl != f->name_len || memcmp(qname, f->name, nl) != 0 || qtype != f->qtype ||
-	    qclass != DNS_CLASS_IN) {
-		*why = "an answer to another question";
-		return NULL;
-	}
-	memset(&r, 0, offsetof(struct rrs, buf));
-	r.len = 0;
-	r.n = 0;
-	r.full = false;
-	if (chain_records(f, msg, len, &off, h.ancount, &r, why) == -1)
-		return NULL;
-	if (r.n == 0) /* NXDOMAIN, or NODATA */
-		ttl = negative_ttl(msg, len, off, h.nscount, cf->dns_negative_ttl);
+	if (a.n == 0) /* NXDOMAIN, or NODATA: the SOA's time, at most dns-negative-ttl */
+		ttl = a.soa_ttl < cf->dns_negative_ttl ? a.soa_ttl : cf->dns_negative_ttl;
 	else
-		ttl = r.min_ttl < cf->dns_min_ttl ? cf->dns_min_ttl
-		      : r.min_ttl > cf->dns_max_ttl ? cf->dns_max_ttl : r.min_ttl;
-	e = malloc(sizeof(*e) + f->name_len + 1 + r.len);
+		ttl = a.min_ttl < cf->dns_min_ttl ? cf->dns_min_ttl
+		      : a.min_ttl > cf->dns_max_ttl ? cf->dns_max_ttl : a.min_ttl;
+	e = malloc(sizeof(*e) + f->name_len + 1 + a.len);
 	if (e == NULL) {
 		*why = "out of memory";
 		return NULL;
 	}
 	e->hash = f->hash;
 	e->qtype = f->qtype;
-	e->rcode = (uint8_t)rcode;
+	e->rcode = (uint8_t)a.rcode;
 	e->ttl = ttl;
 	e->expires_ms = loop_now(d->loop) + (uint64_t)ttl * 1000;
-	e->ancount = r.n;
+	e->ancount = a.n;
 	e->name_len = (uint16_t)f->name_len;
-	e->rr_len = r.len;
+	e->rr_len = a.len;
 	memcpy(e->data, f->name, f->name_len + 1);
-	memcpy(e->data + f->name_len + 1, r.buf, r.len);
+	memcpy(e->data + f->name_len + 1, a.rrs, a.len);
 	/* an older entry for the same question goes */
 	for (struct cache_entry *o = c->buckets[f->hash & (c->nbuckets - 1)]; o != NULL; o = o->hnext) {
 		if (entry_is(o, f->hash, f->name, f->name_len, f->qtype)) {

@@ -173,9 +173,13 @@ void cache_release(struct dnsd *d);
 uint64_t cache_hash(const char *name, size_t len, uint16_t qtype);
 const struct cache_entry *cache_get(struct dnsd *d, uint64_t hash, const char *name,
 				    size_t len, uint16_t qtype);
-/* Store an upstream's answer (msg already checked against f); returns the entry or NULL. */
+/*
+ * Store an upstream's answer to f (lib/dns_answer.c reads it): the entry,
+ * or NULL with *why, and *failed when the upstream answered a failure
+ * (SERVFAIL, REFUSED) rather than bytes that do not read.
+ */
 const struct cache_entry *cache_put(struct dnsd *d, const struct fetch *f, const uint8_t *msg,
-				    size_t len, const char **why);
+				    size_t len, bool *failed, const char **why);
 struct fetch *fetch_find(struct dnsd *d, uint64_t hash, const char *name, size_t len,
 			 uint16_t qtype);
 struct fetch *fetch_new(struct dnsd *d, uint64_t hash, const char *name, size_t len,

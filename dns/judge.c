@@ -28,15 +28,21 @@
 #define OWN_MAX 256
 #define BUDGETS_MAX 1024
 
-/* Names seen under one wildcard suffix in the window. */
+/*
+ * Names seen under one wildcard suffix in the window: an open-addressed
+ * set of their hashes, twice the budget in slots, so a lookup is a probe
+ * or two whatever the budget.
+ */
 struct budget {
 	struct budget *next;
 	char suffix[HOST_NAME_MAX_LEN + 1];
-	size_t n;
+	size_t live;  /* names in the window (as of the last sweep) */
+	size_t nslots; /* a power of two, at least twice the budget */
+	uint64_t swept_ms;
 	struct {
-		uint64_t hash;
+		uint64_t hash; /* 0: empty */
 		uint64_t seen_ms;
-	} names[]; /* dns-wildcard-budget of them */
+	} slots[];
 };
 
 struct budgets {
@@ -203,42 +209,84 @@ static bool answerable(struct dnsd *d, const struct host *h, struct query *qr,
 	return false;
 }
 
+/* Drop the names whose window passed: rebuild the set from those still in it. */
+static void budget_sweep(struct budget *b, uint64_t now, uint64_t window)
+{
+	size_t mask = b->nslots - 1;
+
+	b->live = 0;
+	for (size_t i = 0; i < b->nslots; i++) {
+		if (b->slots[i].hash != 0 && now - b->slots[i].seen_ms >= window)
+			b->slots[i].hash = 0;
+	}
+	/* re-place what stays, so no probe chain has a hole in it */
+	for (size_t i = 0; i < b->nslots; i++) {
+		uint64_t h = b->slots[i].hash, seen = b->slots[i].seen_ms;
+		size_t j;
+
+		if (h == 0)
+			continue;
+		b->slots[i].hash = 0;
+		for (j = h & mask; b->slots[j].hash != 0; j = (j + 1) & mask)
+			;
+		b->slots[j].hash = h;
+		b->slots[j].seen_ms = seen;
+		b->live++;
+	}
+	b->swept_ms = now;
+}
+
 /* Whether name may be answered under suffix's budget (a name seen in the window always may). */
 static bool budget_spend(struct dnsd *d, const char *suffix, const char *name)
 {
 	struct budgets *bs = d->budget;
 	const struct config *c = d->config;
 	uint64_t now = loop_now(d->loop), window = (uint64_t)c->dns_wildcard_window * 1000;
-	uint64_t h = cache_hash(name, strlen(name), 0);
+	uint64_t h = cache_hash(name, strlen(name), 0) | 1; /* never 0, the empty slot */
 	struct budget *b;
-	size_t free_slot = SIZE_MAX;
+	size_t mask, i;
 
 	for (b = bs->list; b != NULL && strcmp(b->suffix, suffix) != 0; b = b->next)
 		;
 	if (b == NULL) {
+		size_t n = 2;
+
 		if (bs->count == BUDGETS_MAX)
 			return false;
-		b = calloc(1, sizeof(*b) + c->dns_wildcard_budget * sizeof(b->names[0]));
+		while (n < 2 * (size_t)c->dns_wildcard_budget)
+			n <<= 1;
+		b = calloc(1, sizeof(*b) + n * sizeof(b->slots[0]));
 		if (b == NULL)
 			return false;
 		snprintf(b->suffix, sizeof(b->suffix), "%s", suffix);
+		b->nslots = n;
+		b->swept_ms = now;
 		b->next = bs->list;
 		bs->list = b;
 		bs->count++;
 	}
-	for (size_t i = 0; i < b->n; i++) {
-		if (b->names[i].hash == h && now - b->names[i].seen_ms < window)
+	mask = b->nslots - 1;
+	for (i = h & mask; b->slots[i].hash != 0; i = (i + 1) & mask) {
+		if (b->slots[i].hash == h) {
+			/* seen: within the window it costs nothing; past it, its slot is its own
+			 * (counted in live until a sweep), so it starts a new window there */
+			if (now - b->slots[i].seen_ms >= window)
+				b->slots[i].seen_ms = now;
 			return true;
-		if (free_slot == SIZE_MAX && now - b->names[i].seen_ms >= window)
-			free_slot = i;
+		}
 	}
-	if (free_slot == SIZE_MAX) {
-		if (b->n == c->dns_wildcard_budget)
+	if (b->live >= c->dns_wildcard_budget) {
+		if (now - b->swept_ms < 1000)
+			return false; /* full, and swept within the second */
+		budget_sweep(b, now, window);
+		if (b->live >= c->dns_wildcard_budget)
 			return false;
-		free_slot = b->n++;
+		for (i = h & mask; b->slots[i].hash != 0; i = (i + 1) & mask)
+			;
 	}
-	b->names[free_slot].hash = h;
-	b->names[free_slot].seen_ms = now;
+	b->slots[i].hash = h;
+	b->slots[i].seen_ms = now;
+	b->live++;
 	return true;
 }
 

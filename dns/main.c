@@ -82,6 +82,13 @@ static int drop(struct dnsd *d)
 			d->watch_store.path, slash != NULL ? dir : ".", strerror(errno));
 		return -1;
 	}
+	if (access(d->config->state_dir, W_OK) == 0) {
+		fprintf(stderr, "sluice-dns: user %s can write the state directory %s: what runs as "
+				"%s could plant links there that root follows; keep it root:GROUP 0750 "
+				"and put the dns-log in its own directory owned by %s\n",
+			user, d->config->state_dir, user, user);
+		return -1;
+	}
 	fprintf(stderr, "sluice-dns: running as %s (uid %u gid %u), no capabilities\n", user,
 		(unsigned)uid, (unsigned)gid);
 	return 0;

@@ -234,6 +234,7 @@ static void answered(struct dnsd *d, struct fetch *f, const uint8_t *msg, size_t
 	struct upstream *u = &d->upstreams[f->upstream];
 	const struct cache_entry *e;
 	const char *why = NULL;
+	bool refused;
 
 	upstream_cancel(d, f);
 	if (!f->tcp && len >= 4 && (msg[2] << 8 & DNS_F_TC)) {
@@ -241,10 +242,9 @@ static void answered(struct dnsd *d, struct fetch *f, const uint8_t *msg, size_t
 		ask(d, f);
 		return;
 	}
-	e = cache_put(d, f, msg, len, &why);
+	e = cache_put(d, f, msg, len, &refused, &why);
 	if (e == NULL) {
-		f->why = strncmp(why, "the upstream", 12) == 0 ? "upstream-failed"
-								  : "upstream-malformed";
+		f->why = refused ? "upstream-failed" : "upstream-malformed";
 		fprintf(stderr, "sluice-dns: upstream %s, %s: %s\n", u->name, f->name, why);
 		failed(d, f, f->why, false);
 		return;

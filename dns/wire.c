@@ -10,6 +10,7 @@
  * Reading messages is lib/dns_msg.c's.
  */
 #include "dns.h"
+#include "dns_answer.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -48,21 +49,13 @@ static void put32(struct out *o, uint32_t v)
 	put16(o, (uint16_t)v);
 }
 
-/* Dotted text (no root dot; "" the root) as wire labels. */
 static void put_name(struct out *o, const char *name, size_t len)
 {
-	size_t i = 0;
+	size_t n = o->full ? 0 : dns_name_write(name, len, o->buf + o->len, o->max - o->len);
 
-	while (i < len) {
-		const char *dot = memchr(name + i, '.', len - i);
-		size_t l = dot != NULL ? (size_t)(dot - (name + i)) : len - i;
-		uint8_t lb = (uint8_t)l;
-
-		put(o, &lb, 1);
-		put(o, name + i, l);
-		i += l + 1;
-	}
-	put(o, "", 1);
+	if (n == 0)
+		o->full = true;
+	o->len += n;
 }
 
 static void put_header(struct out *o, uint16_t id, uint16_t flags, uint16_t qd, uint16_t an,

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""An upstream that misbehaves on purpose, for sluice-dns's tests (UDP only).
+
+  dns_evil.py --log FILE ADDR PORT
+
+Every query is appended to FILE as JSON: the name exactly as it came (case
+kept), its type, the OPT record's data length (-1 without one: options a
+client sent would show here) and its UDP size. Answers by name:
+  garbage.test   bytes that are no DNS message
+  wrongid.test   a well-formed answer under another id (and never the right one)
+  otherq.test    an answer to another question (other.test)
+  servfail.test  SERVFAIL
+  nx.test        NXDOMAIN with an SOA whose MINIMUM is 30
+  short.test     an answer cut inside its record
+  slow.test      answered after 0.3 s (coalescing: many askers, one query)
+  anything else  A 203.0.113.10, TTL 300
+"""
+import json, socket, struct, sys, threading, time
+
+
+def parse(q):
+    qid, flags, qd, an, ns, ar = struct.unpack("!HHHHHH", q[:12])
+    p, labels = 12, []
+    while q[p] != 0:
+        labels.append(q[p + 1:p + 1 + q[p]].decode("latin-1"))
+        p += 1 + q[p]
+    p += 1
+    qtype, qclass = struct.unpack("!HH", q[p:p + 4])
+    question = q[12:p + 4]
+    p += 4
+    optlen, udp = -1, None
+    if ar == 1 and q[p] == 0:
+        t, udp, ttl, optlen = struct.unpack("!HHIH", q[p + 1:p + 11])
+    return qid, flags, ".".join(labels), qtype, question, optlen, udp
+
+
+def answer(qid, flags, name, qtype, question):
+    hdr = lambda rcode, an, ns, i=qid: struct.pack("!HHHHHH", i, 0x8180 | rcode, 1, an, ns, 0)
+    a = struct.pack("!HHHIH", 0xC00C, 1, 1, 300, 4) + socket.inet_aton("203.0.113.10")
+    low = name.lower()
+    if low == "garbage.test":
+        return b"\x00\x01garbage"
+    if low == "wrongid.test":
+        return hdr(0, 1, 0, (qid + 1) & 0xFFFF) + question + a
+    if low == "otherq.test":
+        other = b"\x05other\x04test\x00" + struct.pack("!HH", qtype, 1)
+        return hdr(0, 1, 0) + other + a
+    if low == "servfail.test":
+        return hdr(2, 0, 0) + question
+    if low == "nx.test":
+        soa = (b"\xc0\x0c" + struct.pack("!HHIH", 6, 1, 3600, 22 + 2) + b"\x00\x00" +
+               struct.pack("!IIIII", 1, 2, 3, 4, 30))
+        return hdr(3, 0, 1) + question + soa
+    if low == "short.test":
+        return hdr(0, 1, 0) + question + a[:8]
+    if qtype != 1:
+        return hdr(0, 0, 0) + question
+    return hdr(0, 1, 0) + question + a
+
+
+def main():
+    log, addr, port = sys.argv[2], sys.argv[3], int(sys.argv[4])
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((addr, port))
+    s.settimeout(5)
+    end = time.time() + 3600
+    while time.time() < end:
+        try:
+            q, peer = s.recvfrom(4096)
+        except socket.timeout:
+            continue
+        try:
+            qid, flags, name, qtype, question, optlen, udp = parse(q)
+        except (IndexError, struct.error):
+            continue
+        with open(log, "a") as f:
+            f.write(json.dumps({"name": name, "type": qtype, "optlen": optlen, "udp": udp,
+                                "t": time.time()}) + "\n")
+        out = answer(qid, flags, name, qtype, question)
+        if name.lower() == "slow.test":
+            threading.Timer(0.3, s.sendto, (out, peer)).start()
+        else:
+            s.sendto(out, peer)
+
+
+if __name__ == "__main__":
+    main()
