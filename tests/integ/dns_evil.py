@@ -6,7 +6,7 @@
 Every query is appended to FILE as JSON: the name exactly as it came (case
 kept), its type, the OPT record's data length (-1 without one: options a
 client sent would show here) and its UDP size. Answers by name:
-  garbage.test   bytes that are no DNS message
+  garbage.test   its id, then bytes that are no DNS message
   wrongid.test   a well-formed answer under another id (and never the right one)
   otherq.test    an answer to another question (other.test)
   servfail.test  SERVFAIL
@@ -39,7 +39,7 @@ def answer(qid, flags, name, qtype, question):
     a = struct.pack("!HHHIH", 0xC00C, 1, 1, 300, 4) + socket.inet_aton("203.0.113.10")
     low = name.lower()
     if low == "garbage.test":
-        return b"\x00\x01garbage"
+        return struct.pack("!H", qid) + b"\x81\x80\x00\x01garbage\xff\xffgarbage"
     if low == "wrongid.test":
         return hdr(0, 1, 0, (qid + 1) & 0xFFFF) + question + a
     if low == "otherq.test":
