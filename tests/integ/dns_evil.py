@@ -48,7 +48,7 @@ def answer(qid, flags, name, qtype, question):
     if low == "servfail.test":
         return hdr(2, 0, 0) + question
     if low == "nx.test":
-        soa = (b"\xc0\x0c" + struct.pack("!HHIH", 6, 1, 3600, 22 + 2) + b"\x00\x00" +
+        soa = (b"\xc0\x0c" + struct.pack("!HHIH", 6, 1, 3600, 22) + b"\x00\x00" +
                struct.pack("!IIIII", 1, 2, 3, 4, 30))
         return hdr(3, 0, 1) + question + soa
     if low == "short.test":

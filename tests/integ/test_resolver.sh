@@ -22,6 +22,7 @@ lab_unbound 'max-udp-size: 1232' \
 	'local-data: "nope.test. 300 IN A 203.0.113.12"' \
 	'local-data: "txt.test. 300 IN TXT \"allowed\""' \
 	'local-data: "tls.test. 300 IN A 203.0.113.13"' \
+	'local-data: "sess.test. 300 IN A 203.0.113.12"' \
 	"${biglines[@]}"
 for i in 1 2 3 4 5; do unbound_data_add "n$i.wild.test. 300 IN A 203.0.113.20" >/dev/null; done
 
@@ -170,7 +171,14 @@ code=$(pcode http://flip.test/one)
 expect_eq "the proxy (nameserver: sluice-dns) serves flip.test" 200 "$code"
 wait_log 1 path=/one
 expect_eq "... dialed the address the agent was given (one cache, dns-min-ttl 60)" "203.0.113.10:80" "$(logq path=/one --field dialed)"
+sl allow add sess.test --level session >/dev/null || not_ok "sluice allow add sess.test --level session"
+wait_until 3 bash -c "[ \"\$(ip netns exec $HNS dig +short +tries=1 @127.0.0.1 sess.test A)\" = 203.0.113.12 ]" &&
+	ok "a session grant is answered while its proxy runs" ||
+	not_ok "a session grant is answered while its proxy runs" "$(dq sess.test A | grep status)"
 lab_stop_proxy
+wait_until 3 bash -c "ip netns exec $HNS dig +tries=1 @127.0.0.1 sess.test A | grep -q NXDOMAIN" &&
+	ok "... and refused once that proxy stopped (its run id no longer locked)" ||
+	not_ok "... and refused once that proxy stopped (its run id no longer locked)" "$(dq sess.test A | grep status)"
 
 # DNS over TLS: verified name, never plain; failover; SERVFAIL bounded
 conf2=$LAB_DIR/dot.conf
