@@ -186,6 +186,8 @@ sed -e '/^dns-listen/d' -e '/^dns-upstream/d' -e '/^listen /d' "$CONF" >"$conf2"
 printf 'listen 127.0.0.1:3129\ndns-listen 127.0.0.1:5301\ndns-upstream %s tls=dns.test ca=%s\ndns-log %s/dot.log\n' \
 	"$UNBOUND_ADDR" "$UNBOUND_CA" "$LAB_DIR" >>"$conf2"
 run_dns "$conf2"
+out=$(hx kdig @"$UNBOUND_ADDR" +tls +tls-ca="$UNBOUND_CA" +tls-hostname=dns.test tls.test A +short)
+expect_eq "control: kdig +tls reaches the lab's DoT upstream with the test CA" "203.0.113.13" "$out"
 tls0=$(unbound_stat num.query.tls)
 out=$(hx dig +tries=1 +time=3 -p 5301 @127.0.0.1 tls.test A +short)
 expect_eq "DoT upstream (tls=dns.test, the test CA) answers" "203.0.113.13" "$out"
