@@ -137,9 +137,6 @@ struct dnsd {
 	uint64_t queries;
 };
 
-/* main.c */
-double dns_now_ms(void);
-
 /* judge.c */
 int judge_init(struct dnsd *d);
 void judge_release(struct dnsd *d);

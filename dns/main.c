@@ -25,14 +25,6 @@
 #include "priv.h"
 #include "signals.h"
 
-double dns_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: sluice-dns [-c FILE]\n"

@@ -39,7 +39,7 @@ void row_write(struct dnsd *d, const struct query *qr, int rcode, unsigned kept,
 	netlog_put_num(o, "removed", removed);
 	netlog_put_cstr(o, "upstream", qr->upstream);
 	netlog_put_bool(o, "cache", qr->cache_hit);
-	netlog_put_ms(o, "ms", dns_now_ms() - qr->start_ms);
+	netlog_put_ms(o, "ms", loop_clock_ms() - qr->start_ms);
 	netlog_put_cstr(o, "detail", qr->detail[0] != '\0' ? qr->detail : NULL);
 	if (hold)
 		netlog_hold(d->log, o);

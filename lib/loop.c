@@ -64,6 +64,14 @@ void loop_free(struct loop *l)
 	free(l);
 }
 
+double loop_clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 uint64_t loop_now(const struct loop *l)
 {
 	return l->now;

@@ -40,6 +40,9 @@ struct loop_timer {
 struct loop *loop_new(void);
 void loop_free(struct loop *l);
 
+/* Monotonic milliseconds with their fraction, read now (for durations in rows). */
+double loop_clock_ms(void);
+
 /* Monotonic milliseconds, refreshed each time the loop wakes. */
 uint64_t loop_now(const struct loop *l);
 

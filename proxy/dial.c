@@ -204,7 +204,7 @@ void dial_next(struct session *s)
 		if (s->up != NULL)
 			s->up->iaddr = (uint8_t)x->idial;
 		sockaddr_format(ss, x->dialed, sizeof(x->dialed));
-		s->t_phase = proxy_now_ms();
+		s->t_phase = loop_clock_ms();
 		s->phase_ms = loop_now(px->loop);
 		session_enter(s, SS_CONNECT);
 		return;
@@ -301,7 +301,7 @@ static void on_resolved(void *arg, int status, const struct sockaddr_storage *ad
 	struct sockaddr_storage dial[RESOLVE_MAX];
 
 	s->q = NULL;
-	s->x->dns_ms = proxy_now_ms() - s->t_phase;
+	s->x->dns_ms = loop_clock_ms() - s->t_phase;
 	if (status != 0) {
 		session_refuse(s, 502, "dns-failed", "dns_error", "could not resolve %s: %s",
 			       s->x->t.host.name, error ? error : "no answer");
@@ -341,7 +341,7 @@ void dial_start(struct session *s)
 		dial_checked(s, &ss, 1);
 		return;
 	}
-	s->t_phase = proxy_now_ms();
+	s->t_phase = loop_clock_ms();
 	s->phase_ms = loop_now(s->px->loop);
 	session_enter(s, SS_RESOLVE);
 	s->q = resolve_start(s->px, h->name, on_resolved, s);
@@ -371,7 +371,7 @@ void dial_connected(struct session *s, uint32_t events)
 		return;
 	}
 	setsockopt(s->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	x->connect_ms = proxy_now_ms() - s->t_phase;
+	x->connect_ms = loop_clock_ms() - s->t_phase;
 	s->up_ready = true;
 	s->active_ms = session_now(s);
 	if (s->ix != NULL) {

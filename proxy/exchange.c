@@ -86,7 +86,7 @@ static int request_begin(struct session *s, const struct http_request *req)
 	}
 	x = s->x;
 	x->active = true;
-	x->t_start = proxy_now_ms();
+	x->t_start = loop_clock_ms();
 	x->dns_ms = x->connect_ms = -1;
 	x->method = req->method;
 	x->minor = req->minor;

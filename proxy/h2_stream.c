@@ -155,7 +155,7 @@ void h2_stream_free(struct h2 *h, struct h2_stream *st)
 void h2_exchange_open(struct session *s, struct exchange *x)
 {
 	x->active = x->h2 = true;
-	x->t_start = proxy_now_ms();
+	x->t_start = loop_clock_ms();
 	x->dns_ms = x->connect_ms = -1;
 	x->req = ++s->nreq;
 	x->t = s->ix->tunnel;

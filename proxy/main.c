@@ -30,14 +30,6 @@
 
 static int reserve_fd = -1; /* given up to accept and refuse when out of fds */
 
-double proxy_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: sluice-proxy [-d] [-c FILE]\n"

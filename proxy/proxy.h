@@ -87,9 +87,6 @@ struct proxy {
 	bool trace;           /* -d: every session's state transitions on stderr */
 };
 
-/* main.c */
-double proxy_now_ms(void);
-
 /* limit.c */
 int limit_init(struct proxy *px);
 void limit_release(struct proxy *px);

@@ -216,7 +216,7 @@ void session_log(struct session *s)
 	row.dialed = x->dialed[0] != '\0' ? x->dialed : NULL;
 	row.up = x->up;
 	row.down = x->down;
-	row.ms = proxy_now_ms() - x->t_start;
+	row.ms = loop_clock_ms() - x->t_start;
 	row.dns_ms = x->dns_ms;
 	row.connect_ms = x->connect_ms;
 	row.ua = x->ua_len > 0 ? x->ua : NULL;
@@ -354,7 +354,7 @@ void session_refuse(struct session *s, int status, const char *reason,
 			return;
 		}
 		s->x->active = true;
-		s->x->t_start = proxy_now_ms();
+		s->x->t_start = loop_clock_ms();
 		s->x->dns_ms = s->x->connect_ms = -1;
 		s->x->req = ++s->nreq;
 	}

@@ -510,7 +510,7 @@ int tls_connect_begin(struct session *s)
 			SSL_set_session(s->ussl, r->sess);
 	}
 	SSL_set_connect_state(s->ussl);
-	s->t_phase = proxy_now_ms();
+	s->t_phase = loop_clock_ms();
 	s->phase_ms = session_now(s);
 	session_enter(s, SS_TLS_CONNECT);
 	return 0;
@@ -530,7 +530,7 @@ void tls_step_connect(struct session *s)
 		return;
 	if (rc == 1) {
 		s->u_tls_out = false;
-		x->connect_ms += proxy_now_ms() - s->t_phase;
+		x->connect_ms += loop_clock_ms() - s->t_phase;
 		if (s->ix->alpn == ALPN_DIAL) {
 			const unsigned char *alpn = NULL;
 			unsigned alen = 0;

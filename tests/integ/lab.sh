@@ -502,6 +502,24 @@ lab_stop_proxy() {
 	PROXY_PID=
 }
 
+# lab_run_dns CONF: start sluice-dns in the host ns on CONF (its stderr in
+# $LAB_DIR/dns.err, its pid in DNS_PID); lab_stop_dns stops the last one.
+DNS_PID=
+lab_run_dns() {
+	: >"$LAB_DIR/dns.err"
+	ip netns exec "$HNS" "$SLUICE_BUILD/sluice-dns" -c "$1" 2>>"$LAB_DIR/dns.err" &
+	DNS_PID=$!
+	LAB_PIDS+=("$DNS_PID")
+	wait_until 10 grep -q "sluice-dns: running" "$LAB_DIR/dns.err" ||
+		lab_bail "sluice-dns starts" "$(tail -5 "$LAB_DIR/dns.err")"
+}
+lab_stop_dns() {
+	[ -n "$DNS_PID" ] || return 0
+	kill "$DNS_PID" 2>/dev/null
+	wait "$DNS_PID" 2>/dev/null
+	DNS_PID=
+}
+
 proxy_alive() { [ -n "$PROXY_PID" ] && kill -0 "$PROXY_PID" 2>/dev/null; }
 
 # sl ARGS...: the sluice CLI on the lab's config.

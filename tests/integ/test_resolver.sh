@@ -27,22 +27,12 @@ lab_unbound 'max-udp-size: 1232' \
 for i in 1 2 3 4 5; do unbound_data_add "n$i.wild.test. 300 IN A 203.0.113.20" >/dev/null; done
 
 DNSLOG=$LAB_DIR/state/dns.log
-DNS_PID=
 lab_write_conf "allow good.test" "allow evil.test" "allow mixed.test:8443" "allow big.test" \
 	"allow *.wild.test" "allow flip.test" "allow tls.test" "allow txt.test" \
 	"dns-listen 127.0.0.1:53" "dns-listen [::1]:53" "dns-upstream $UNBOUND_ADDR" \
 	"dns-allow-type txt.test TXT" "dns-wildcard-budget 3 600" "dns-timeout 1" \
 	"nameserver 127.0.0.1"
-# run_dns CONF: start sluice-dns in the host namespace on CONF
-run_dns() {
-	: >"$LAB_DIR/dns.err"
-	ip netns exec "$HNS" "$SLUICE_BUILD/sluice-dns" -c "$1" 2>>"$LAB_DIR/dns.err" &
-	DNS_PID=$!
-	LAB_PIDS+=("$DNS_PID")
-	wait_until 10 grep -q "sluice-dns: running" "$LAB_DIR/dns.err" ||
-		lab_bail "sluice-dns starts" "$(tail -5 "$LAB_DIR/dns.err")"
-}
-run_dns "$CONF"
+lab_run_dns "$CONF"
 dq() { hx dig +tries=1 +time=3 @127.0.0.1 "$@"; }
 dnsq() { jq_ "$DNSLOG" "$@"; }
 status_of() { sed -n 's/.*status: \([A-Z]*\),.*/\1/p' <<<"$1"; }
@@ -180,12 +170,23 @@ wait_until 3 bash -c "ip netns exec $HNS dig +tries=1 @127.0.0.1 sess.test A | g
 	ok "... and refused once that proxy stopped (its run id no longer locked)" ||
 	not_ok "... and refused once that proxy stopped (its run id no longer locked)" "$(dq sess.test A | grep status)"
 
-# DNS over TLS: verified name, never plain; failover; SERVFAIL bounded
-conf2=$LAB_DIR/dot.conf
-sed -e '/^dns-listen/d' -e '/^dns-upstream/d' -e '/^listen /d' "$CONF" >"$conf2"
-printf 'listen 127.0.0.1:3129\ndns-listen 127.0.0.1:5301\ndns-upstream %s tls=dns.test ca=%s\ndns-log %s/dot.log\n' \
-	"$UNBOUND_ADDR" "$UNBOUND_CA" "$LAB_DIR" >>"$conf2"
-run_dns "$conf2"
+# DNS over TLS: verified name, never plain; failover; SERVFAIL bounded. Each a
+# sluice-dns of its own: dns_variant NAME PORT UPSTREAM-LINE... writes
+# $LAB_DIR/NAME.conf (the main config, its proxy on 3129, listening on PORT,
+# logging to $LAB_DIR/NAME.log) and starts it.
+dns_variant() {
+	local name=$1 port=$2 l
+	shift 2
+	{
+		sed -e '/^dns-listen/d' -e '/^dns-upstream/d' -e '/^dns-log/d' -e '/^listen /d' "$CONF"
+		echo "listen 127.0.0.1:3129"
+		echo "dns-listen 127.0.0.1:$port"
+		echo "dns-log $LAB_DIR/$name.log"
+		for l in "$@"; do echo "dns-upstream $l"; done
+	} >"$LAB_DIR/$name.conf"
+	lab_run_dns "$LAB_DIR/$name.conf"
+}
+dns_variant dot 5301 "$UNBOUND_ADDR tls=dns.test ca=$UNBOUND_CA"
 out=$(hx kdig @"$UNBOUND_ADDR" +tls +tls-ca="$UNBOUND_CA" +tls-hostname=dns.test tls.test A +short)
 expect_eq "control: kdig +tls reaches the lab's DoT upstream with the test CA" "203.0.113.13" "$out"
 tls0=$(unbound_stat num.query.tls)
@@ -195,31 +196,19 @@ expect_ge "... and unbound counted a query over TLS" $((tls0 + 1)) "$(unbound_st
 out=$(hx kdig -p 5301 @127.0.0.1 +tcp good.test A +short)
 expect_eq "... again on the kept connection, kdig over TCP to sluice-dns" "203.0.113.10" "$out"
 
-conf3=$LAB_DIR/wrong.conf
-sed -e '/^dns-upstream/d' -e '/^dns-listen/d' -e '/^dns-log/d' "$conf2" >"$conf3"
-printf 'dns-listen 127.0.0.1:5302\ndns-upstream %s tls=wrong.test ca=%s\ndns-log %s/wrong.log\n' \
-	"$UNBOUND_ADDR" "$UNBOUND_CA" "$LAB_DIR" >>"$conf3"
-run_dns "$conf3"
+dns_variant wrong 5302 "$UNBOUND_ADDR tls=wrong.test ca=$UNBOUND_CA"
 out=$(hx dig +tries=1 +time=4 -p 5302 @127.0.0.1 n5.wild.test A)
 expect_eq "DoT upstream with the wrong certificate name: SERVFAIL" "SERVFAIL" "$(status_of "$out")"
 expect_re "... the reason logged" 'TLS handshake for wrong.test failed' "$(cat "$LAB_DIR/dns.err")"
 unbound_expect_none "... and the query never went plain" n5.wild.test
 
-conf4=$LAB_DIR/failover.conf
-sed -e '/^dns-upstream/d' -e '/^dns-listen/d' -e '/^dns-log/d' "$conf2" >"$conf4"
-printf 'dns-listen 127.0.0.1:5303\ndns-upstream %s\ndns-upstream %s\ndns-log %s/failover.log\n' \
-	"$UNBOUND_SILENT" "$UNBOUND_ADDR" "$LAB_DIR" >>"$conf4"
-run_dns "$conf4"
+dns_variant failover 5303 "$UNBOUND_SILENT" "$UNBOUND_ADDR"
 t0=$(now)
 out=$(hx dig +tries=1 +time=5 -p 5303 @127.0.0.1 good.test A +short)
 t=$(elapsed "$t0")
 expect_eq "first upstream silent: the second answers" "203.0.113.10" "$out"
 expect_lt "... after at most dns-timeout (1 s) and a little" 1.6 "$t"
-conf5=$LAB_DIR/down.conf
-sed -e '/^dns-upstream/d' -e '/^dns-listen/d' -e '/^dns-log/d' "$conf2" >"$conf5"
-printf 'dns-listen 127.0.0.1:5304\ndns-upstream %s\ndns-upstream %s:53\ndns-log %s/down.log\n' \
-	"$UNBOUND_SILENT" "$UNBOUND_REFUSED" "$LAB_DIR" >>"$conf5"
-run_dns "$conf5"
+dns_variant down 5304 "$UNBOUND_SILENT" "$UNBOUND_REFUSED:53"
 t0=$(now)
 out=$(hx dig +tries=1 +time=5 -p 5304 @127.0.0.1 good.test A)
 t=$(elapsed "$t0")

@@ -14,15 +14,6 @@ EVIL=$LAB_DIR/evil.jsonl
 lab_bg "$INS" "$PY" "$INTEG_DIR/dns_evil.py" --log "$EVIL" 192.0.2.2 5353
 wait_until 10 ix bash -c "ss -uln | grep -q ':5353 '" || lab_bail "dns_evil.py listens"
 DNSLOG=$LAB_DIR/state/dns.log
-run_dns() { # CONF: start sluice-dns in the host namespace
-	: >"$LAB_DIR/dns.err"
-	ip netns exec "$HNS" "$SLUICE_BUILD/sluice-dns" -c "$1" 2>>"$LAB_DIR/dns.err" &
-	DNS_PID=$!
-	LAB_PIDS+=("$DNS_PID")
-	wait_until 10 grep -q "sluice-dns: running" "$LAB_DIR/dns.err" ||
-		lab_bail "sluice-dns starts" "$(tail -5 "$LAB_DIR/dns.err")"
-}
-stop_dns() { kill "$DNS_PID" 2>/dev/null; wait "$DNS_PID" 2>/dev/null; }
 status_of() { sed -n 's/.*status: \([A-Z]*\),.*/\1/p' <<<"$1"; }
 dnsq() { jq_ "$DNSLOG" "$@"; }
 evilq() { jq_ "$EVIL" "$@"; }
@@ -31,7 +22,7 @@ grants=()
 for n in $names; do grants+=("allow $n.test"); done
 lab_write_conf "${grants[@]}" "dns-listen 127.0.0.1:53" "dns-upstream 192.0.2.2:5353" \
 	"dns-timeout 1" "dns-negative-ttl 20"
-run_dns "$CONF"
+lab_run_dns "$CONF"
 dq() { hx dig +tries=1 +time=4 @127.0.0.1 "$@"; }
 
 out=$(dq plain.test A +short)
@@ -82,12 +73,12 @@ PY
 )
 expect_eq "20 clients ask one uncached name at once: all answered" 20 "$out"
 expect_eq "... from one upstream query (coalesced)" 1 "$(evilq name=slow.test --count)"
-stop_dns
+lab_stop_dns
 
 # the cache's cap, observe mode, rotation
 lab_write_conf "allow a.test" "allow b.test" "allow c.test" "dns-listen 127.0.0.1:53" \
 	"dns-upstream $UNBOUND_ADDR" "dns-cache-entries 2" "mode observe" "log-rotate-bytes 4096"
-run_dns "$CONF"
+lab_run_dns "$CONF"
 for n in a b c a; do dq "$n.test" A +short >/dev/null; done
 expect_eq "dns-cache-entries 2: a third name pushes out the least recent (a.test asked again)" 2 "$(unbound_seen a.test A)"
 expect_eq "... the other two asked once each" "1 1" "$(unbound_seen b.test A) $(unbound_seen c.test A)"
@@ -102,7 +93,7 @@ for i in $(seq 40); do dq good.test A +short >/dev/null; done
 [ -s "$DNSLOG.1" ] && ok "the DNS log rotates past log-rotate-bytes (dns.log.1)" ||
 	not_ok "the DNS log rotates past log-rotate-bytes (dns.log.1)" "$(ls -la "$LAB_DIR/state")"
 expect_ge "... and rows go on in the new file" 1 "$(dnsq name=good.test --count)"
-stop_dns
+lab_stop_dns
 
 # a kept, pipelined TLS connection; the drop to user
 mkdir -p "$LAB_DIR/dnslog" && chown nobody "$LAB_DIR/dnslog"
@@ -111,7 +102,7 @@ lab_write_conf "allow a.test" "allow b.test" "allow c.test" "allow good.test" \
 	"dns-listen 127.0.0.1:53" "dns-upstream $UNBOUND_ADDR tls=dns.test ca=$UNBOUND_CA" \
 	"dns-log $LAB_DIR/dnslog/dns.log" "user nobody"
 chmod 644 "$UNBOUND_CA"
-run_dns "$CONF"
+lab_run_dns "$CONF"
 DNSLOG=$LAB_DIR/dnslog/dns.log
 expect_eq "sluice-dns dropped to nobody after binding port 53" "65534" "$(awk '/^Uid:/{print $3}' "/proc/$DNS_PID/status")"
 expect_eq "... with no capability" "0000000000000000" "$(awk '/^CapEff:/{print $2}' "/proc/$DNS_PID/status")"
@@ -137,7 +128,7 @@ expect_ge "... unbound counted them over TLS" 4 "$(unbound_stat num.query.tls)"
 out=$(hx dig +tries=1 +time=3 @127.0.0.1 good.test A +short)
 expect_eq "... answered from the cache" "203.0.113.10" "$out"
 expect_re "... and its log, written as nobody" 'good\.test' "$(cat "$DNSLOG")"
-stop_dns
+lab_stop_dns
 lab_write_conf "allow a.test" "dns-listen 127.0.0.1:53" "dns-upstream $UNBOUND_ADDR" "user nobody" \
 	"dns-log $LAB_DIR/dnslog/dns2.log"
 chmod 777 "$LAB_DIR/state"
