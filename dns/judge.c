@@ -25,7 +25,6 @@
 #include <time.h>
 
 #define WATCH_MS 1000
-#define OWN_MAX 256
 #define BUDGETS_MAX 1024
 
 /*
@@ -52,23 +51,14 @@ struct budgets {
 
 static int rebuild(struct dnsd *d)
 {
-	struct ipnet own[OWN_MAX];
-	size_t nown = own_addresses(own, OWN_MAX), nstore;
-	struct grant *store;
-	bool damaged = grant_store_load(d->watch_store.path, "sluice-dns", &store, &nstore) == -1;
 	struct policy *p;
 
 	if (store_run_id(d->config->state_dir, d->run_id) == -1)
 		d->run_id[0] = '\0'; /* no proxy running: no session grant is live */
-	p = policy_new(d->config, store, nstore, damaged, own, nown,
-		       d->run_id[0] != '\0' ? d->run_id : NULL, time(NULL));
-	free(store);
-	if (p == NULL) {
-		fprintf(stderr, "sluice-dns: reload: out of memory; keeping the old policy\n");
+	p = store_policy(d->config, d->watch_store.path, d->run_id[0] != '\0' ? d->run_id : NULL,
+			 "sluice-dns", NULL);
+	if (p == NULL)
 		return -1;
-	}
-	if (damaged)
-		p->mode = MODE_ENFORCE;
 	policy_free(d->policy);
 	d->policy = p;
 	return 0;

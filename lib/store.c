@@ -1,5 +1,6 @@
 /*
- * store.c: the files both daemons re-read (store.h).
+ * store.c: the files both daemons re-read (store.h), and the policy built
+ * from them.
  */
 #include "store.h"
 
@@ -130,4 +131,33 @@ size_t own_addresses(struct ipnet *own, size_t max)
 	}
 	freeifaddrs(ifa);
 	return n;
+}
+
+#define OWN_MAX 256
+
+struct policy *store_policy(const struct config *c, const char *store_path, const char *run_id,
+			    const char *who, time_t *next_expiry)
+{
+	struct ipnet own[OWN_MAX];
+	size_t nown = own_addresses(own, OWN_MAX), nstore;
+	struct grant *store;
+	bool damaged = grant_store_load(store_path, who, &store, &nstore) == -1;
+	time_t now = time(NULL);
+	struct policy *p = policy_new(c, store, nstore, damaged, own, nown, run_id, now);
+
+	if (next_expiry != NULL) {
+		*next_expiry = 0;
+		for (size_t i = 0; i < nstore; i++)
+			if (store[i].level == GRANT_ONCE && store[i].expires > now &&
+			    (*next_expiry == 0 || store[i].expires < *next_expiry))
+				*next_expiry = store[i].expires;
+	}
+	free(store);
+	if (p == NULL) {
+		fprintf(stderr, "%s: reload: out of memory; keeping the old policy\n", who);
+		return NULL;
+	}
+	if (damaged)
+		p->mode = MODE_ENFORCE;
+	return p;
 }

@@ -17,6 +17,7 @@
 
 #include "grant.h"
 #include "iprange.h"
+#include "policy.h"
 
 #define STORE_MAX_GRANTS 8192
 
@@ -47,5 +48,15 @@ int store_run_id(const char *state_dir, char *run);
 
 /* The machine's addresses (each a /32 or /128) into own; returns how many. */
 size_t own_addresses(struct ipnet *own, size_t max);
+
+/*
+ * A policy from c, the store at store_path and the machine's own addresses
+ * now, session grants live for run_id (NULL: none). A damaged store means
+ * enforcing with none of its grants (said under who's name). *next_expiry
+ * (may be NULL): the earliest once grant's expiry still ahead, 0 none.
+ * Returns NULL, said, when out of memory.
+ */
+struct policy *store_policy(const struct config *c, const char *store_path, const char *run_id,
+			    const char *who, time_t *next_expiry);
 
 #endif

@@ -23,7 +23,6 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#define OWN_MAX 256
 #define WATCH_MS 1000
 
 static time_t next_expiry; /* earliest once-grant expiry in the store, 0 none */
@@ -58,29 +57,13 @@ static void load_keys(struct proxy *px)
 
 static int rebuild(struct proxy *px)
 {
-	struct ipnet own[OWN_MAX];
-	size_t nown = own_addresses(own, OWN_MAX);
-	struct grant *store;
-	size_t nstore;
-	bool damaged = grant_store_load(px->watch_store.path, "sluice-proxy", &store, &nstore) == -1;
-
-	load_keys(px);
-	time_t now = time(NULL);
 	struct policy *p;
 
-	p = policy_new(px->config, store, nstore, damaged, own, nown, px->run_id, now);
-	next_expiry = 0;
-	for (size_t i = 0; i < nstore; i++)
-		if (store[i].level == GRANT_ONCE && store[i].expires > now &&
-		    (next_expiry == 0 || store[i].expires < next_expiry))
-			next_expiry = store[i].expires;
-	free(store);
-	if (p == NULL) {
-		fprintf(stderr, "sluice-proxy: reload: out of memory; keeping the old policy\n");
+	load_keys(px);
+	p = store_policy(px->config, px->watch_store.path, px->run_id, "sluice-proxy",
+			 &next_expiry);
+	if (p == NULL)
 		return -1;
-	}
-	if (damaged)
-		p->mode = MODE_ENFORCE;
 	policy_free(px->policy);
 	px->policy = p;
 	return 0;
