@@ -7,7 +7,8 @@
  * when an answer is written (wire.c), so a policy reload needs no flush.
  * TTLs are kept within dns-min-ttl and dns-max-ttl; NXDOMAIN and NODATA
  * for their SOA's time, at most dns-negative-ttl. At dns-cache-entries
- * the least recently used entry goes. The table's hash is SipHash-2-4
+ * (or CACHE_BYTES_MAX of records) the least recently used entry goes; an
+ * answer over ENTRY_BYTES_MAX is given but not kept. The table's hash is SipHash-2-4
  * under a key drawn at start, so names a client picks cannot pile into
  * one bucket. Fetches (one per name and type being asked upstream) are
  * kept in a table of their own, which is what coalesces identical
@@ -21,13 +22,17 @@
 #include <sys/random.h>
 
 #define FETCH_BUCKETS 4096
+#define CACHE_BYTES_MAX (32u << 20) /* records kept in all, whatever dns-cache-entries says */
+#define ENTRY_BYTES_MAX 8192        /* an answer larger is given, not kept */
 
 struct cache {
 	struct cache_entry **buckets;
 	size_t nbuckets; /* a power of two */
 	size_t count;
+	size_t bytes; /* of the entries' records */
 	struct cache_entry *lru_head, *lru_tail;
 	struct fetch *fetches[FETCH_BUCKETS];
+	size_t nfetches;
 	uint64_t k0, k1;
 };
 
@@ -76,6 +81,7 @@ static void entry_unlink(struct cache *c, struct cache_entry *e)
 	else
 		c->lru_tail = e->lprev;
 	c->count--;
+	c->bytes -= e->rr_len;
 	free(e);
 }
 
@@ -203,7 +209,8 @@ void cache_trim(struct dnsd *d)
 {
 	struct cache *c = C(d);
 
-	while (c->count > d->config->dns_cache_entries && c->lru_tail != NULL)
+	while ((c->count > d->config->dns_cache_entries || c->bytes > CACHE_BYTES_MAX) &&
+	       c->lru_tail != NULL)
 		entry_unlink(c, c->lru_tail);
 }
 
@@ -238,8 +245,11 @@ const struct cache_entry *cache_put(struct dnsd *d, const struct fetch *f, const
 	e->ancount = a.n;
 	e->name_len = (uint16_t)f->name_len;
 	e->rr_len = a.len;
+	e->loose = a.len > ENTRY_BYTES_MAX || cf->dns_cache_entries == 0;
 	memcpy(e->data, f->name, f->name_len + 1);
 	memcpy(e->data + f->name_len + 1, a.rrs, a.len);
+	if (e->loose)
+		return e; /* answered from, then freed (cache_loose_free) */
 	/* an older entry for the same question goes */
 	for (struct cache_entry *o = c->buckets[f->hash & (c->nbuckets - 1)]; o != NULL; o = o->hnext) {
 		if (entry_is(o, f->hash, f->name, f->name_len, f->qtype)) {
@@ -258,7 +268,19 @@ const struct cache_entry *cache_put(struct dnsd *d, const struct fetch *f, const
 	if (c->lru_tail == NULL)
 		c->lru_tail = e;
 	c->count++;
+	c->bytes += e->rr_len;
 	return e;
+}
+
+void cache_loose_free(const struct cache_entry *e)
+{
+	if (e != NULL && e->loose)
+		free((void *)e);
+}
+
+size_t fetch_count(struct dnsd *d)
+{
+	return C(d)->nfetches;
 }
 
 /* --- fetches ------------------------------------------------------------ */
@@ -292,6 +314,7 @@ struct fetch *fetch_new(struct dnsd *d, uint64_t hash, const char *name, size_t 
 	b = &C(d)->fetches[hash % FETCH_BUCKETS];
 	f->hnext = *b;
 	*b = f;
+	C(d)->nfetches++;
 	return f;
 }
 
@@ -301,8 +324,10 @@ void fetch_free(struct dnsd *d, struct fetch *f)
 
 	while (*pp != NULL && *pp != f)
 		pp = &(*pp)->hnext;
-	if (*pp == f)
+	if (*pp == f) {
 		*pp = f->hnext;
+		C(d)->nfetches--;
+	}
 	upstream_cancel(d, f);
 	while (f->waiters != NULL) {
 		struct query *q = f->waiters;

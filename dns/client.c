@@ -5,14 +5,18 @@
  * at once (cache hits, refusals) go out in one sendmmsg after the batch's
  * rows are written with one write(2). A TCP connection carries queries
  * framed by their length (RFC 1035 4.2.2, 7766), answered in the order
- * they are ready; it is closed after DNS_TCP_IDLE_MS without a query, and
- * stops being read while DNS_TCP_INFLIGHT of its queries wait. A
- * connection that closes while queries wait stays allocated (not open)
- * until the last of them is answered into nothing.
+ * they are ready; it is closed after DNS_TCP_IDLE_MS without a whole query
+ * (bytes of one do not count), and stops being read while DNS_TCP_INFLIGHT
+ * of its queries wait (read again, and its buffered queries handled, when
+ * one is answered). One address holds at most DNS_TCP_PER_CLIENT. A client
+ * that half-closes gets its answers, then a FIN; a reset or an error ends
+ * it at once. A connection that closes while queries wait stays allocated
+ * (not open) until the last of them is answered into nothing.
  */
 #include "dns.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +31,10 @@
 #define UDP_IN_MAX 4096   /* a query longer than this is no query */
 #define UDP_ROUNDS 4      /* batches before giving the loop back */
 #define DNS_TCP_MAX 512
+#define DNS_TCP_PER_CLIENT 32 /* connections from one address */
 #define DNS_TCP_IDLE_MS 10000
 #define DNS_TCP_INFLIGHT 64
-#define DNS_TCP_OUT_MAX (1024 * 1024)
+#define DNS_TCP_OUT_MAX (256 * 1024)
 
 struct tcp_client {
 	struct tcp_client *next, *prev;
@@ -37,7 +42,9 @@ struct tcp_client {
 	struct loop_io io;
 	struct loop_timer idle;
 	bool open;
+	bool eof;      /* the client half-closed: answer what came, then close */
 	unsigned refs; /* the connection while open, and each waiting query */
+	struct loop_timer resume; /* handle buffered queries once below DNS_TCP_INFLIGHT */
 	unsigned waiting;
 	struct sockaddr_storage peer;
 	socklen_t peer_len;
@@ -78,8 +85,10 @@ static void on_udp(struct loop *l, struct loop_io *io, uint32_t events)
 			long a;
 
 			memcpy(&to.peer, &udp.peer[i], sizeof(to.peer));
-			if (udp.in[i].msg_hdr.msg_flags & MSG_TRUNC)
-				continue; /* longer than any query */
+			if (udp.in[i].msg_hdr.msg_flags & MSG_TRUNC) {
+				query_oversize(d, &to); /* longer than any query: a row, no answer */
+				continue;
+			}
 			a = query_handle(d, udp.qbuf[i], udp.in[i].msg_len, &to, udp.abuf[nout],
 					 DNS_UDP_MAX);
 			if (a <= 0)
@@ -126,30 +135,42 @@ static void tcp_unref(struct dnsd *d, struct tcp_client *c)
 	free(c);
 }
 
-static void tcp_close(struct dnsd *d, struct tcp_client *c)
+/* Close: with an RST (reset), or a FIN once everything was written. */
+static void tcp_end(struct dnsd *d, struct tcp_client *c, bool reset)
 {
 	if (!c->open)
 		return;
 	c->open = false;
 	loop_timer_cancel(d->loop, &c->idle);
-	sock_reset_on_close(c->io.fd);
+	loop_timer_cancel(d->loop, &c->resume);
+	if (reset)
+		sock_reset_on_close(c->io.fd);
 	loop_io_close(d->loop, &c->io);
 	d->ntcp--;
 	tcp_unref(d, c);
+}
+
+static void tcp_close(struct dnsd *d, struct tcp_client *c)
+{
+	tcp_end(d, c, true);
 }
 
 static void on_tcp(struct loop *l, struct loop_io *io, uint32_t events);
 
 static void tcp_want(struct dnsd *d, struct tcp_client *c)
 {
-	uint32_t ev = c->waiting < DNS_TCP_INFLIGHT ? EPOLLIN : 0;
+	uint32_t ev = c->waiting < DNS_TCP_INFLIGHT && !c->eof ? EPOLLIN : 0;
 
 	if (c->out_len > 0)
 		ev |= EPOLLOUT;
 	loop_io_set(d->loop, &c->io, ev);
 }
 
-/* Write what is queued. Returns 0, or -1 when the connection is gone. */
+/*
+ * Write what is queued. Returns 0; -1 when writing failed (the caller
+ * closes); 1 when it closed c itself, a half-closed client answered in full
+ * (c may be freed).
+ */
 static int tcp_flush(struct dnsd *d, struct tcp_client *c)
 {
 	while (c->out_len > 0) {
@@ -161,6 +182,10 @@ static int tcp_flush(struct dnsd *d, struct tcp_client *c)
 			return -1;
 		memmove(c->out, c->out + n, c->out_len - (size_t)n);
 		c->out_len -= (size_t)n;
+	}
+	if (c->eof && c->out_len == 0 && c->waiting == 0) {
+		tcp_end(d, c, false); /* all it asked is answered: a FIN */
+		return 1;
 	}
 	tcp_want(d, c);
 	return 0;
@@ -183,11 +208,21 @@ static int tcp_queue(struct tcp_client *c, const uint8_t *msg, size_t len)
 	return 0;
 }
 
+static void on_resume(struct loop *l, struct loop_timer *t);
+
 void tcp_client_release(struct dnsd *d, struct tcp_client *c)
 {
 	c->waiting--;
-	if (c->open)
-		tcp_want(d, c);
+	if (c->open) {
+		/* queries that came past the limit wait in c->in: taken up from the loop, not
+		 * from inside the fetch that is answering now */
+		if (c->in_len >= 2)
+			loop_timer_set(d->loop, &c->resume, 0, on_resume, c);
+		if (c->eof && c->waiting == 0 && c->out_len == 0)
+			tcp_end(d, c, false);
+		else
+			tcp_want(d, c);
+	}
 	tcp_unref(d, c);
 }
 
@@ -201,7 +236,7 @@ void client_send(struct dnsd *d, struct reply_to *to, const uint8_t *msg, size_t
 	if (!to->tcp->open)
 		return;
 	if (tcp_queue(to->tcp, msg, len) == -1 || tcp_flush(d, to->tcp) == -1)
-		tcp_close(d, to->tcp);
+		tcp_close(d, to->tcp); /* the waiter's hold keeps it allocated */
 }
 
 static void on_tcp_idle(struct loop *l, struct loop_timer *t)
@@ -221,6 +256,7 @@ static int tcp_queries(struct dnsd *d, struct tcp_client *c)
 	static uint8_t out[DNS_MSG_MAX];
 	size_t off = 0;
 	int ret = 0;
+	bool any = false;
 
 	c->refs++; /* answers sent from inside may close it */
 	while (c->open && c->in_len - off >= 2 && c->waiting < DNS_TCP_INFLIGHT) {
@@ -233,6 +269,7 @@ static int tcp_queries(struct dnsd *d, struct tcp_client *c)
 		memcpy(&to.peer, &c->peer, sizeof(to.peer));
 		a = query_handle(d, c->in + off + 2, mlen, &to, out, sizeof(out));
 		off += 2 + mlen;
+		any = true;
 		netlog_flush(d->log);
 		if (a > 0 && c->open && tcp_queue(c, out, (size_t)a) == -1)
 			tcp_close(d, c);
@@ -240,6 +277,8 @@ static int tcp_queries(struct dnsd *d, struct tcp_client *c)
 	if (c->open) {
 		memmove(c->in, c->in + off, c->in_len - off);
 		c->in_len -= off;
+		if (any) /* the deadline moves on whole queries only: no slow drip */
+			loop_timer_set(d->loop, &c->idle, DNS_TCP_IDLE_MS, on_tcp_idle, c);
 		if (tcp_flush(d, c) == -1)
 			tcp_close(d, c);
 	}
@@ -249,16 +288,32 @@ static int tcp_queries(struct dnsd *d, struct tcp_client *c)
 	return ret;
 }
 
+static void on_resume(struct loop *l, struct loop_timer *t)
+{
+	struct tcp_client *c = t->arg;
+
+	if (c->open)
+		tcp_queries(c->d, c);
+}
+
 static void on_tcp(struct loop *l, struct loop_io *io, uint32_t events)
 {
 	struct tcp_client *c = io->arg;
 	struct dnsd *d = c->d;
 
-	if ((events & EPOLLOUT) && tcp_flush(d, c) == -1) {
+	if (events & (EPOLLHUP | EPOLLERR)) { /* reset, or gone both ways: nobody to answer */
 		tcp_close(d, c);
 		return;
 	}
-	if (!(events & (EPOLLIN | EPOLLHUP | EPOLLERR)) || c->waiting >= DNS_TCP_INFLIGHT)
+	if (events & EPOLLOUT) {
+		int r = tcp_flush(d, c);
+
+		if (r == -1)
+			tcp_close(d, c);
+		if (r != 0)
+			return;
+	}
+	if (!(events & EPOLLIN) || c->waiting >= DNS_TCP_INFLIGHT || c->eof)
 		return;
 	for (;;) {
 		ssize_t n = read(io->fd, c->in + c->in_len, sizeof(c->in) - c->in_len);
@@ -267,17 +322,17 @@ static void on_tcp(struct loop *l, struct loop_io *io, uint32_t events)
 			continue;
 		if (n == -1 && errno == EAGAIN)
 			return;
-		if (n <= 0) {
-			if (c->waiting > 0 && n == 0) {
-				/* half-closed after its queries: answer them, then go */
-				loop_io_set(d->loop, &c->io, c->out_len > 0 ? EPOLLOUT : 0);
-				return;
-			}
+		if (n == -1) {
 			tcp_close(d, c);
 			return;
 		}
+		if (n == 0) { /* half-closed: answer what came, then a FIN (tcp_flush) */
+			c->eof = true;
+			if (tcp_queries(d, c) == 0) /* else it ended, and c may be gone */
+				tcp_want(d, c);
+			return;
+		}
 		c->in_len += (size_t)n;
-		loop_timer_set(l, &c->idle, DNS_TCP_IDLE_MS, on_tcp_idle, c);
 		if (tcp_queries(d, c) == -1)
 			return;
 		if (c->waiting >= DNS_TCP_INFLIGHT)
@@ -285,10 +340,32 @@ static void on_tcp(struct loop *l, struct loop_io *io, uint32_t events)
 	}
 }
 
+static int reserve_fd = -1; /* given up to accept and refuse when out of fds */
+
+/* How many open connections come from peer's address. */
+static size_t tcp_from(struct dnsd *d, const struct sockaddr_storage *peer)
+{
+	size_t n = 0;
+
+	for (struct tcp_client *c = d->tcp_clients; c != NULL; c = c->next) {
+		if (!c->open || c->peer.ss_family != peer->ss_family)
+			continue;
+		if (peer->ss_family == AF_INET
+			    ? memcmp(&((struct sockaddr_in *)&c->peer)->sin_addr,
+				     &((const struct sockaddr_in *)peer)->sin_addr, 4) == 0
+			    : memcmp(&((struct sockaddr_in6 *)&c->peer)->sin6_addr,
+				     &((const struct sockaddr_in6 *)peer)->sin6_addr, 16) == 0)
+			n++;
+	}
+	return n;
+}
+
 static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
 {
 	struct dnsd *d = io->arg;
 
+	if (reserve_fd < 0)
+		reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage peer;
 		socklen_t len = sizeof(peer);
@@ -296,9 +373,20 @@ static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct tcp_client *c;
 
+		if (fd == -1 && (errno == EMFILE || errno == ENFILE) && reserve_fd >= 0) {
+			/* out of descriptors: take the connection and close it at once, rather
+			 * than leave the listener readable and the loop spinning */
+			close(reserve_fd);
+			fd = accept4(io->fd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0)
+				close(fd);
+			reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+			return;
+		}
 		if (fd == -1)
 			return;
-		if (d->ntcp >= DNS_TCP_MAX || (c = calloc(1, sizeof(*c))) == NULL) {
+		if (d->ntcp >= DNS_TCP_MAX || tcp_from(d, &peer) >= DNS_TCP_PER_CLIENT ||
+		    (c = calloc(1, sizeof(*c))) == NULL) {
 			sock_reset_on_close(fd);
 			close(fd);
 			continue;

@@ -37,7 +37,14 @@
 #define DNS_EDE_PROHIBITED 18
 #define DNS_EDE_NETWORK 23  /* "Network Error": no upstream answered */
 
-enum dns_rcode { RCODE_NOERROR = 0, RCODE_FORMERR = 1, RCODE_SERVFAIL = 2, RCODE_NXDOMAIN = 3 };
+enum dns_rcode {
+	RCODE_NOERROR = 0,
+	RCODE_FORMERR = 1,
+	RCODE_SERVFAIL = 2,
+	RCODE_NXDOMAIN = 3,
+	RCODE_NOTIMP = 4,
+	WIRE_BADVERS = 16, /* extended: its upper bits in the OPT record */
+};
 
 struct dnsd;
 struct tcp_client;
@@ -78,6 +85,7 @@ struct cache_entry {
 	uint32_t ttl;        /* as stored, after dns-min-ttl and dns-max-ttl */
 	uint16_t qtype;
 	uint8_t rcode;       /* NOERROR or NXDOMAIN */
+	bool loose;          /* not in the cache: freed once answered from */
 	uint16_t ancount;
 	uint16_t name_len;
 	size_t rr_len;
@@ -160,6 +168,8 @@ void tcp_client_release(struct dnsd *d, struct tcp_client *c); /* a waiter is do
  * answered into out at once (then the caller sends it), 0 when it waits, -1 to drop it. */
 long query_handle(struct dnsd *d, const uint8_t *msg, size_t len, struct reply_to *to,
 		  uint8_t *out, size_t outmax);
+/* A datagram too long to be a query: its row. */
+void query_oversize(struct dnsd *d, const struct reply_to *to);
 /* A fetch finished (entry NULL: it failed): answer and log every waiter. */
 void query_fetched(struct dnsd *d, struct fetch *f, const struct cache_entry *e,
 		   const char *upstream);
@@ -182,7 +192,9 @@ struct fetch *fetch_find(struct dnsd *d, uint64_t hash, const char *name, size_t
 struct fetch *fetch_new(struct dnsd *d, uint64_t hash, const char *name, size_t len,
 			uint16_t qtype);
 void fetch_free(struct dnsd *d, struct fetch *f);
-void cache_trim(struct dnsd *d);   /* down to dns-cache-entries */
+void cache_trim(struct dnsd *d);   /* down to dns-cache-entries and the byte cap */
+void cache_loose_free(const struct cache_entry *e); /* an entry not kept, once used */
+size_t fetch_count(struct dnsd *d);
 void cache_key_init(struct dnsd *d);
 size_t cache_count(struct dnsd *d);
 

@@ -199,31 +199,33 @@ static bool answerable(struct dnsd *d, const struct host *h, struct query *qr,
 	return false;
 }
 
-/* Drop the names whose window passed: rebuild the set from those still in it. */
+/* Drop the names whose window passed: the set rebuilt from those still in it. */
 static void budget_sweep(struct budget *b, uint64_t now, uint64_t window)
 {
-	size_t mask = b->nslots - 1;
+	size_t mask = b->nslots - 1, n = 0;
+	uint64_t(*keep)[2] = malloc(b->nslots * sizeof(*keep));
 
-	b->live = 0;
+	b->swept_ms = now;
+	if (keep == NULL)
+		return; /* swept again within the second */
 	for (size_t i = 0; i < b->nslots; i++) {
-		if (b->slots[i].hash != 0 && now - b->slots[i].seen_ms >= window)
-			b->slots[i].hash = 0;
+		if (b->slots[i].hash != 0 && now - b->slots[i].seen_ms < window) {
+			keep[n][0] = b->slots[i].hash;
+			keep[n][1] = b->slots[i].seen_ms;
+			n++;
+		}
+		b->slots[i].hash = 0;
 	}
-	/* re-place what stays, so no probe chain has a hole in it */
-	for (size_t i = 0; i < b->nslots; i++) {
-		uint64_t h = b->slots[i].hash, seen = b->slots[i].seen_ms;
+	for (size_t k = 0; k < n; k++) {
 		size_t j;
 
-		if (h == 0)
-			continue;
-		b->slots[i].hash = 0;
-		for (j = h & mask; b->slots[j].hash != 0; j = (j + 1) & mask)
+		for (j = keep[k][0] & mask; b->slots[j].hash != 0; j = (j + 1) & mask)
 			;
-		b->slots[j].hash = h;
-		b->slots[j].seen_ms = seen;
-		b->live++;
+		b->slots[j].hash = keep[k][0];
+		b->slots[j].seen_ms = keep[k][1];
 	}
-	b->swept_ms = now;
+	b->live = n;
+	free(keep);
 }
 
 /* Whether name may be answered under suffix's budget (a name seen in the window always may). */

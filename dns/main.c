@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -46,6 +47,16 @@ static void on_signal(struct loop *l, struct loop_io *io, uint32_t events)
 			fprintf(stderr, "sluice-dns: stopping on signal %u\n", si.ssi_signo);
 			loop_stop(l);
 		}
+	}
+}
+
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 }
 
@@ -138,6 +149,7 @@ int main(int argc, char **argv)
 			why != NULL ? why : strerror(errno));
 		goto out;
 	}
+	raise_fd_limit(); /* TCP clients and lookups in flight each hold one */
 	d.loop = loop_new();
 	if (d.loop == NULL || cache_init(&d) == -1)
 		goto out_loop;

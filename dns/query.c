@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FETCHES_MAX 4096 /* upstream lookups in flight */
+#define WAITERS_MAX 1024 /* queries waiting on one */
+
 static int rcode_of(const uint8_t *msg)
 {
 	return msg[3] & 0x0f;
@@ -29,6 +32,21 @@ static size_t refusal(const struct query *qr, int rcode, uint8_t *out, size_t ma
 	else
 		snprintf(text, sizeof(text), "blocked by sluice: %s", qr->detail);
 	return wire_empty(qr, rcode, DNS_EDE_BLOCKED, text, out, max);
+}
+
+/* SERVFAIL at once: too much is waiting on upstreams already. */
+static long busy(struct dnsd *d, struct query *qr, uint8_t *out, size_t max)
+{
+	size_t n;
+
+	qr->decision = "error";
+	qr->reason = "busy";
+	snprintf(qr->detail, sizeof(qr->detail),
+		 "too many queries waiting on upstreams (%d lookups, %d a name)", FETCHES_MAX,
+		 WAITERS_MAX);
+	n = wire_empty(qr, RCODE_SERVFAIL, -1, NULL, out, max);
+	row_write(d, qr, RCODE_SERVFAIL, 0, 0, true, true);
+	return (long)n;
 }
 
 long query_handle(struct dnsd *d, const uint8_t *msg, size_t len, struct reply_to *to,
@@ -48,16 +66,25 @@ long query_handle(struct dnsd *d, const uint8_t *msg, size_t len, struct reply_t
 	qr.start_ms = loop_clock_ms();
 	d->queries++;
 	if (dns_query_read(msg, len, &qr.q, &why) == -1) {
-		n = wire_formerr(msg, len, out, outmax);
+		n = wire_formerr(msg, len, out, outmax); /* NOTIMP for an opcode not QUERY */
 		qr.decision = "error";
 		qr.reason = "malformed";
 		snprintf(qr.detail, sizeof(qr.detail), "%s", why);
 		qr.q.name[0] = '\0';
-		row_write(d, &qr, n > 0 ? RCODE_FORMERR : -1, 0, 0, true, false);
+		row_write(d, &qr, n > 0 ? rcode_of(out) : -1, 0, 0, true, false);
 		return n > 0 ? (long)n : -1;
 	}
 	qr.question_len = qr.q.question_end - DNS_HEADER_LEN;
 	memcpy(qr.question, msg + DNS_HEADER_LEN, qr.question_len);
+	if (qr.q.edns && qr.q.edns_version > 0) { /* RFC 6891 6.1.3 */
+		qr.decision = "error";
+		qr.reason = "malformed";
+		snprintf(qr.detail, sizeof(qr.detail), "EDNS version %u (only 0 is spoken)",
+			 (unsigned)qr.q.edns_version);
+		n = wire_empty(&qr, WIRE_BADVERS, -1, NULL, out, outmax);
+		row_write(d, &qr, WIRE_BADVERS, 0, 0, true, true);
+		return (long)n;
+	}
 	if (qr.q.qclass != DNS_CLASS_IN) {
 		qr.decision = "refuse";
 		qr.reason = "class";
@@ -80,29 +107,35 @@ long query_handle(struct dnsd *d, const uint8_t *msg, size_t len, struct reply_t
 		row_write(d, &qr, rcode_of(out), kept, removed, true, true);
 		return (long)n;
 	}
-	w = malloc(sizeof(*w));
-	if (w == NULL)
-		return -1;
+	f = fetch_find(d, h, qr.q.name, qr.q.name_len, qr.q.qtype);
+	if ((f != NULL && f->nwaiters >= WAITERS_MAX) || (f == NULL && fetch_count(d) >= FETCHES_MAX) ||
+	    (w = malloc(sizeof(*w))) == NULL)
+		return busy(d, &qr, out, outmax);
 	*w = qr;
+	if (f == NULL && (f = fetch_new(d, h, qr.q.name, qr.q.name_len, qr.q.qtype)) == NULL) {
+		free(w);
+		return busy(d, &qr, out, outmax);
+	}
 	if (to->tcp != NULL)
 		tcp_client_hold(to->tcp);
-	f = fetch_find(d, h, qr.q.name, qr.q.name_len, qr.q.qtype);
-	if (f != NULL) {
-		w->next = f->waiters;
-		f->waiters = w;
-		return 0;
-	}
-	f = fetch_new(d, h, qr.q.name, qr.q.name_len, qr.q.qtype);
-	if (f == NULL) {
-		if (to->tcp != NULL)
-			tcp_client_release(d, to->tcp);
-		free(w);
-		return -1;
-	}
-	w->next = NULL;
+	w->next = f->waiters;
 	f->waiters = w;
-	upstream_ask(d, f);
+	if (++f->nwaiters == 1)
+		upstream_ask(d, f);
 	return 0;
+}
+
+void query_oversize(struct dnsd *d, const struct reply_to *to)
+{
+	struct query qr;
+
+	memset(&qr, 0, sizeof(qr));
+	qr.to = *to;
+	qr.start_ms = loop_clock_ms();
+	qr.decision = "error";
+	qr.reason = "malformed";
+	snprintf(qr.detail, sizeof(qr.detail), "a datagram longer than any query");
+	row_write(d, &qr, -1, 0, 0, true, false);
 }
 
 void query_fetched(struct dnsd *d, struct fetch *f, const struct cache_entry *e,
@@ -131,5 +164,6 @@ void query_fetched(struct dnsd *d, struct fetch *f, const struct cache_entry *e,
 			client_send(d, &qr->to, out, n);
 	}
 	fetch_free(d, f);
+	cache_loose_free(e);
 	cache_trim(d);
 }

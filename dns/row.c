@@ -15,6 +15,8 @@ static const char *rcode_name(int rcode)
 	static const char *names[] = { "NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN",
 				       "NOTIMP",  "REFUSED" };
 
+	if (rcode == WIRE_BADVERS)
+		return "BADVERS";
 	return rcode >= 0 && rcode < 6 ? names[rcode] : NULL;
 }
 

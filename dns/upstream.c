@@ -28,7 +28,7 @@
 #include "sockaddr.h"
 
 #define DOWN_MIN_MS 1000
-#define DOWN_MAX_MS 30000
+#define DOWN_MAX_MS 8000
 #define CONN_IDLE_MS 20000
 #define CONN_OUT_MAX (1024 * 1024) /* queued query bytes on one connection */
 
@@ -53,6 +53,7 @@ struct upstream {
 	SSL_CTX *ctx; /* TLS upstreams only */
 	uint64_t down_until;
 	unsigned down_ms;
+	uint64_t last_ok; /* when it last answered (loop time), 0 never */
 	struct upconn conn;
 	unsigned index;
 	struct dnsd *d;
@@ -172,17 +173,30 @@ int upstream_init(struct dnsd *d)
 
 /* --- marking --------------------------------------------------------------- */
 
+/* Down for a while; a second failure while down does not lengthen it. */
 static void mark_down(struct dnsd *d, struct upstream *u)
 {
-	u->down_until = loop_now(d->loop) + u->down_ms;
+	uint64_t now = loop_now(d->loop);
+
+	if (u->down_until > now)
+		return;
+	u->down_until = now + u->down_ms;
 	if (u->down_ms < DOWN_MAX_MS)
 		u->down_ms *= 2;
 }
 
-static void mark_up(struct upstream *u)
+static void mark_up(struct dnsd *d, struct upstream *u)
 {
 	u->down_until = 0;
 	u->down_ms = DOWN_MIN_MS;
+	u->last_ok = loop_now(d->loop);
+}
+
+/* A timeout says the upstream is down only when nothing else came from it meanwhile: a
+ * recursive resolver that is slow on one name (its authority) is not down for the others. */
+static bool silent(struct dnsd *d, struct upstream *u)
+{
+	return loop_now(d->loop) - u->last_ok > d->config->dns_timeout_ms;
 }
 
 /* --- the fetch's own UDP socket -------------------------------------------- */
@@ -249,16 +263,24 @@ static void answered(struct dnsd *d, struct fetch *f, const uint8_t *msg, size_t
 		failed(d, f, f->why, false);
 		return;
 	}
-	mark_up(u);
+	mark_up(d, u);
 	query_fetched(d, f, e, u->name);
 }
+
+static void conn_close(struct dnsd *d, struct upstream *u, const char *why);
 
 static void on_timeout(struct loop *l, struct loop_timer *t)
 {
 	struct fetch *f = t->arg;
-	struct dnsd *d = ((struct upstream *)f->io.arg)->d;
+	struct upstream *u = f->io.arg;
+	struct dnsd *d = u->d;
+	bool stream = f->tcp;
 
-	failed(d, f, "upstream-timeout", true);
+	failed(d, f, "upstream-timeout", silent(d, u));
+	/* a kept connection that let an answer time out may be stuck (or never connected):
+	 * its other queries go on over a fresh one */
+	if (stream && u->conn.fd >= 0)
+		conn_close(d, u, "an answer did not come within dns-timeout");
 }
 
 static void on_udp(struct loop *l, struct loop_io *io, uint32_t events)
@@ -466,6 +488,8 @@ static int conn_read(struct dnsd *d, struct upstream *u)
 		conn_answers(d, u);
 		if (c->fd < 0)
 			return 0;
+		if (c->out_len > 0 && conn_flush(d, u) == -1) /* a write that waited on a read */
+			return -1;
 	}
 }
 
@@ -593,6 +617,14 @@ static int ask_stream(struct dnsd *d, struct upstream *u, struct fetch *f)
 	return 0;
 }
 
+static bool conn_has_id(const struct upconn *c, uint16_t id)
+{
+	for (const struct fetch *f = c->pending; f != NULL; f = f->cnext)
+		if (f->id == id)
+			return true;
+	return false;
+}
+
 /* --- asking ---------------------------------------------------------------- */
 
 /* Ask f->upstream (or the next one up); when none is left, fail f's waiters. */
@@ -611,6 +643,9 @@ static void ask(struct dnsd *d, struct fetch *f)
 		}
 		f->tried++;
 		f->id = random_id();
+		if (u->ctx != NULL || f->tcp) /* one connection carries many: an id in use there is not */
+			while (conn_has_id(&u->conn, f->id))
+				f->id = random_id();
 		f->io.arg = u;
 		loop_timer_set(d->loop, &f->timer, d->config->dns_timeout_ms, on_timeout, f);
 		if (u->ctx != NULL)
@@ -618,9 +653,9 @@ static void ask(struct dnsd *d, struct fetch *f)
 		r = f->tcp ? ask_stream(d, u, f) : ask_udp(d, u, f);
 		if (r == 0)
 			return;
+		/* a local failure (no fd, a full queue): not the upstream's fault, the next one */
 		loop_timer_cancel(d->loop, &f->timer);
-		f->why = "upstream-down";
-		mark_down(d, u);
+		f->why = "local-error";
 		f->upstream++;
 		f->tcp = false;
 	}

@@ -69,15 +69,15 @@ static void put_header(struct out *o, uint16_t id, uint16_t flags, uint16_t qd, 
 	put16(o, ar);
 }
 
-/* Our OPT record, with an EDE option when ede >= 0. */
-static void put_opt(struct out *o, int ede, const char *text)
+/* Our OPT record (the upper bits of an extended rcode in it), with an EDE option when ede >= 0. */
+static void put_opt_rcode(struct out *o, int rcode, int ede, const char *text)
 {
 	size_t tl = text != NULL ? strnlen(text, EDE_TEXT_MAX) : 0;
 
 	put(o, "", 1);
 	put16(o, DNS_T_OPT);
 	put16(o, DNS_UDP_MAX);
-	put32(o, 0);
+	put32(o, (uint32_t)(rcode >> 4) << 24);
 	if (ede < 0) {
 		put16(o, 0);
 		return;
@@ -89,10 +89,15 @@ static void put_opt(struct out *o, int ede, const char *text)
 	put(o, text, tl);
 }
 
+static void put_opt(struct out *o, int ede, const char *text)
+{
+	put_opt_rcode(o, 0, ede, text);
+}
+
 /* QR, the client's RD, RA, and rcode. */
 static uint16_t answer_flags(const struct query *qr, int rcode)
 {
-	return (uint16_t)(DNS_F_QR | (qr->q.h.flags & 0x0100u) | 0x0080u | (unsigned)rcode);
+	return (uint16_t)(DNS_F_QR | (qr->q.h.flags & 0x0100u) | 0x0080u | ((unsigned)rcode & 0xfu));
 }
 
 /* How much an answer to qr may hold: the client's UDP size within ours; TCP's whole. */
@@ -126,7 +131,7 @@ size_t wire_empty(const struct query *qr, int rcode, int ede, const char *text, 
 	put_header(&o, qr->q.h.id, answer_flags(qr, rcode), 1, 0, qr->q.edns);
 	put(&o, qr->question, qr->question_len);
 	if (qr->q.edns)
-		put_opt(&o, ede, text);
+		put_opt_rcode(&o, rcode, ede, text);
 	if (o.full)
 		return truncated(qr, rcode, buf, max);
 	return o.len;
@@ -139,7 +144,10 @@ size_t wire_formerr(const uint8_t *msg, size_t len, uint8_t *buf, size_t max)
 
 	if (dns_header_read(msg, len, &h) == -1 || (h.flags & DNS_F_QR))
 		return 0; /* nothing to answer: no id, or a response */
-	put_header(&o, h.id, (uint16_t)(DNS_F_QR | (h.flags & 0x7900u) | RCODE_FORMERR), 0, 0, 0);
+	put_header(&o, h.id,
+		   (uint16_t)(DNS_F_QR | (h.flags & 0x7900u) |
+			      (DNS_F_OPCODE(h.flags) != 0 ? RCODE_NOTIMP : RCODE_FORMERR)),
+		   0, 0, 0);
 	return o.full ? 0 : o.len;
 }
 
@@ -216,8 +224,10 @@ size_t wire_answer(struct dnsd *d, struct query *qr, const struct cache_entry *e
 	}
 	if (qr->q.edns)
 		put_opt(&o, -1, NULL);
-	if (o.full)
+	if (o.full) {
+		*kept = 0; /* none of them went */
 		return truncated(qr, e->rcode, buf, max);
+	}
 	buf[6] = (uint8_t)(an >> 8);
 	buf[7] = (uint8_t)an;
 	return o.len;

@@ -1,7 +1,7 @@
 /*
  * netlog.h: the network log, one JSON object per line (docs/network-log.md).
  *
- * A row is formatted into a stack buffer and handed to the kernel with one
+ * A row is formatted into a buffer of the log's and handed to the kernel with one
  * write(2) on an O_APPEND descriptor before netlog_write returns, so a row
  * for an answered request survives the process dying right after. Rotation
  * by size renames FILE to FILE.1 (shifting older ones) and reopens. A write

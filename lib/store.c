@@ -48,6 +48,8 @@ int grant_store_load(const char *path, const char *who, struct grant **out, size
 	if (file_read(path, STORE_MAX_BYTES, &buf, &len) == -1) {
 		if (errno == ENOENT)
 			return 0;
+		if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+			return -2; /* this process's trouble, not the store's */
 		fprintf(stderr,
 			"%s: ERROR: grant store %s unreadable: %s; enforcing with no "
 			"stored grants until it is repaired\n",
@@ -106,14 +108,14 @@ int store_run_id(const char *state_dir, char *run)
 	return ret;
 }
 
-size_t own_addresses(struct ipnet *own, size_t max)
+long own_addresses(struct ipnet *own, size_t max)
 {
 	struct ifaddrs *ifa, *i;
-	size_t n = 0;
+	long n = 0;
 
 	if (getifaddrs(&ifa) == -1)
-		return 0;
-	for (i = ifa; i != NULL && n < max; i = i->ifa_next) {
+		return -1;
+	for (i = ifa; i != NULL && (size_t)n < max; i = i->ifa_next) {
 		if (i->ifa_addr == NULL)
 			continue;
 		if (i->ifa_addr->sa_family == AF_INET) {
@@ -139,11 +141,20 @@ struct policy *store_policy(const struct config *c, const char *store_path, cons
 			    const char *who, time_t *next_expiry)
 {
 	struct ipnet own[OWN_MAX];
-	size_t nown = own_addresses(own, OWN_MAX), nstore;
+	long nown = own_addresses(own, OWN_MAX);
 	struct grant *store;
-	bool damaged = grant_store_load(store_path, who, &store, &nstore) == -1;
+	size_t nstore;
+	int r = nown < 0 ? -2 : grant_store_load(store_path, who, &store, &nstore);
+	bool damaged = r == -1;
 	time_t now = time(NULL);
-	struct policy *p = policy_new(c, store, nstore, damaged, own, nown, run_id, now);
+	struct policy *p;
+
+	if (r == -2) { /* out of descriptors or memory: nothing to judge the files by */
+		fprintf(stderr, "%s: reload: %s; keeping the running policy\n", who,
+			strerror(errno));
+		return NULL;
+	}
+	p = policy_new(c, store, nstore, damaged, own, (size_t)nown, run_id, now);
 
 	if (next_expiry != NULL) {
 		*next_expiry = 0;

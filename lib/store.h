@@ -33,7 +33,8 @@ bool watch_changed(struct watched_file *w);
 /*
  * Load the store at path into *out (allocated; free it) and *n. A missing
  * store is empty (0). Returns -1 when it is damaged or unreadable, said
- * on stderr as "WHO: ERROR: ..." (then *n is 0).
+ * on stderr as "WHO: ERROR: ..." (then *n is 0); -2, unsaid, with errno,
+ * when this process is out of descriptors or memory (the store may be fine).
  */
 int grant_store_load(const char *path, const char *who, struct grant **out, size_t *n);
 
@@ -46,15 +47,16 @@ int grant_store_load(const char *path, const char *who, struct grant **out, size
  */
 int store_run_id(const char *state_dir, char *run);
 
-/* The machine's addresses (each a /32 or /128) into own; returns how many. */
-size_t own_addresses(struct ipnet *own, size_t max);
+/* The machine's addresses (each a /32 or /128) into own; returns how many, or -1 with errno. */
+long own_addresses(struct ipnet *own, size_t max);
 
 /*
  * A policy from c, the store at store_path and the machine's own addresses
  * now, session grants live for run_id (NULL: none). A damaged store means
  * enforcing with none of its grants (said under who's name). *next_expiry
  * (may be NULL): the earliest once grant's expiry still ahead, 0 none.
- * Returns NULL, said, when out of memory.
+ * Returns NULL, said, when out of memory or descriptors: the caller keeps
+ * the policy it has.
  */
 struct policy *store_policy(const struct config *c, const char *store_path, const char *run_id,
 			    const char *who, time_t *next_expiry);

@@ -503,15 +503,18 @@ lab_stop_proxy() {
 }
 
 # lab_run_dns CONF: start sluice-dns in the host ns on CONF (its stderr in
-# $LAB_DIR/dns.err, its pid in DNS_PID); lab_stop_dns stops the last one.
+# DNS_ERR, $LAB_DIR/NAME.dns.err for CONF NAME.conf; its pid in DNS_PID);
+# lab_stop_dns stops the last one.
 DNS_PID=
+DNS_ERR=
 lab_run_dns() {
-	: >"$LAB_DIR/dns.err"
-	ip netns exec "$HNS" "$SLUICE_BUILD/sluice-dns" -c "$1" 2>>"$LAB_DIR/dns.err" &
+	DNS_ERR=$LAB_DIR/$(basename "$1" .conf).dns.err
+	: >"$DNS_ERR"
+	ip netns exec "$HNS" "$SLUICE_BUILD/sluice-dns" -c "$1" 2>>"$DNS_ERR" &
 	DNS_PID=$!
 	LAB_PIDS+=("$DNS_PID")
-	wait_until 10 grep -q "sluice-dns: running" "$LAB_DIR/dns.err" ||
-		lab_bail "sluice-dns starts" "$(tail -5 "$LAB_DIR/dns.err")"
+	wait_until 10 grep -q "sluice-dns: running" "$DNS_ERR" ||
+		lab_bail "sluice-dns starts" "$(tail -5 "$DNS_ERR")"
 }
 lab_stop_dns() {
 	[ -n "$DNS_PID" ] || return 0

@@ -199,7 +199,7 @@ expect_eq "... again on the kept connection, kdig over TCP to sluice-dns" "203.0
 dns_variant wrong 5302 "$UNBOUND_ADDR tls=wrong.test ca=$UNBOUND_CA"
 out=$(hx dig +tries=1 +time=4 -p 5302 @127.0.0.1 n5.wild.test A)
 expect_eq "DoT upstream with the wrong certificate name: SERVFAIL" "SERVFAIL" "$(status_of "$out")"
-expect_re "... the reason logged" 'TLS handshake for wrong.test failed' "$(cat "$LAB_DIR/dns.err")"
+expect_re "... the reason logged" 'TLS handshake for wrong.test failed' "$(cat "$DNS_ERR")"
 unbound_expect_none "... and the query never went plain" n5.wild.test
 
 dns_variant failover 5303 "$UNBOUND_SILENT" "$UNBOUND_ADDR"

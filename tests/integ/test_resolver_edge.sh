@@ -20,7 +20,7 @@ evilq() { jq_ "$EVIL" "$@"; }
 names="garbage wrongid otherq servfail nx short slow plain mixed"
 grants=()
 for n in $names; do grants+=("allow $n.test"); done
-lab_write_conf "${grants[@]}" "dns-listen 127.0.0.1:53" "dns-upstream 192.0.2.2:5353" \
+lab_write_conf "${grants[@]}" "allow *.evil.test" "dns-listen 127.0.0.1:53" "dns-upstream 192.0.2.2:5353" \
 	"dns-timeout 1" "dns-negative-ttl 20"
 lab_run_dns "$CONF"
 dq() { hx dig +tries=1 +time=4 @127.0.0.1 "$@"; }
@@ -73,6 +73,55 @@ PY
 )
 expect_eq "20 clients ask one uncached name at once: all answered" 20 "$out"
 expect_eq "... from one upstream query (coalesced)" 1 "$(evilq name=slow.test --count)"
+
+# --- what a hostile review found (each failed before its fix) ---------------
+# a client over TCP: tcpq MODE ARGS (tests/integ/dns_tcp.py)
+tcpq() { hx "$PY" "$INTEG_DIR/dns_tcp.py" "$@"; }
+hx bash -c 'for i in $(seq 10); do dig +tries=1 +time=2 @127.0.0.1 fresh$i.evil.test A +short; sleep 0.15; done' \
+	>"$LAB_DIR/fresh.out" 2>&1 &
+jobs_=($!)
+for i in 1 2 3 4 5 6; do
+	hx dig +tries=1 +time=3 @127.0.0.1 "hang$i.evil.test" A >/dev/null &
+	jobs_+=($!)
+done
+wait "${jobs_[@]}"
+expect_eq "six names the upstream never answers, with other names answered meanwhile: those others all answered" \
+	10 "$(grep -c '^203.0.113.10$' "$LAB_DIR/fresh.out")"
+out=$(dq after.evil.test A +short)
+expect_eq "... and the upstream is not taken for down afterwards (one slow name is not a dead server)" "203.0.113.10" "$out"
+
+res=""
+for i in 1 2 3; do res="$res $(status_of "$(dq "tc$i.evil.test" A)")"; done
+sleep 1.2 # a silent upstream is marked down for a second
+for i in 4 5; do res="$res $(status_of "$(dq "tc$i.evil.test" A)")"; done
+expect_eq "a kept TCP connection that stops answering is replaced (answered, answered, timed out, then a fresh connection)" \
+	" NOERROR NOERROR SERVFAIL NOERROR NOERROR" "$res"
+expect_eq "... over two upstream connections" 2 "$(evilq name~tc5.evil.test --field conn)"
+
+expect_eq "control: the upstream answers (the queries below wait on it, none fail at once)" \
+	"203.0.113.10" "$(dq ctl.evil.test A +short)"
+out=$(tcpq pipeline 100 slow2.evil.test)
+expect_eq "100 queries pipelined on one TCP connection for a name being looked up: 100 answers" 100 "$out"
+
+out=$(tcpq halfclose 3 slow2.evil.test)
+expect_eq "a client that half-closes after 3 queries gets 3 answers, then a FIN (not a reset)" "3 fin" "$out"
+
+t0=$(awk '{print $14 + $15}' "/proc/$DNS_PID/stat")
+tcpq reset 64 hang7.evil.test
+sleep 1.5
+t1=$(awk '{print $14 + $15}' "/proc/$DNS_PID/stat")
+expect_lt "a client that pipelines 64 queries for a hanging name, then resets: no spin (CPU ticks in 1.5 s)" 40 "$((t1 - t0))"
+
+sleep 1.2 # hang7 timed out with nothing else answered: a silent upstream is down a second
+out=$(dq huge1.evil.test A +tcp | grep -c 'IN[[:space:]]A[[:space:]]')
+expect_eq "an answer that writes out past 8 KiB is given whole (over TCP)" 120 "$out"
+dq huge1.evil.test A +tcp >/dev/null
+expect_eq "... but not kept: asked upstream again (over TCP, twice)" 2 "$(evilq name=huge1.evil.test tcp=true --count)"
+
+out=$(tcpq many 33)
+expect_eq "one address holds at most 32 TCP connections: the 33rd is reset" "32 open, the last reset" "$out"
+out=$(tcpq drip 14)
+expect_re "a TCP client that drips a byte every 2 s is closed at the idle deadline (~10 s), not kept alive" '^closed after 1[0-2]\.' "$out"
 lab_stop_dns
 
 # the cache's cap, observe mode, rotation
@@ -93,6 +142,34 @@ for i in $(seq 40); do dq good.test A +short >/dev/null; done
 [ -s "$DNSLOG.1" ] && ok "the DNS log rotates past log-rotate-bytes (dns.log.1)" ||
 	not_ok "the DNS log rotates past log-rotate-bytes (dns.log.1)" "$(ls -la "$LAB_DIR/state")"
 expect_ge "... and rows go on in the new file" 1 "$(dnsq name=good.test --count)"
+lab_stop_dns
+
+# out of descriptors: answers fail (SERVFAIL, not the upstream's fault), the
+# stored grants stay (the store unreadable for want of an fd is not damaged)
+sl allow add stored.test >/dev/null
+lab_write_conf "allow *.evil.test" "dns-listen 127.0.0.1:53" "dns-upstream 192.0.2.2:5353" "dns-timeout 3"
+DNS_ERR=$LAB_DIR/fds.dns.err
+ip netns exec "$HNS" prlimit --nofile=40:40 "$SLUICE_BUILD/sluice-dns" -c "$CONF" 2>"$DNS_ERR" &
+DNS_PID=$!
+LAB_PIDS+=("$DNS_PID")
+wait_until 10 grep -q "sluice-dns: running" "$DNS_ERR" || lab_bail "sluice-dns starts under prlimit" "$(tail -3 "$DNS_ERR")"
+expect_eq "a stored grant answered" "203.0.113.10" "$(dq stored.test A +short)"
+jobs_=()
+for i in $(seq 40); do
+	hx dig +tries=1 +time=4 @127.0.0.1 "hang-fd$i.evil.test" A >/dev/null &
+	jobs_+=($!)
+done
+sleep 2.5
+expect_eq "with every descriptor held by lookups, the stored grant still answers (from the cache)" \
+	"203.0.113.10" "$(dq stored.test A +short)"
+expect_re "... the reload said it kept the policy" 'keeping the running policy' "$(cat "$DNS_ERR")"
+expect_not_re "... and never took the store for damaged" 'grant store .* unreadable' "$(cat "$DNS_ERR")"
+wait "${jobs_[@]}"
+expect_ge "... the lookups that found no descriptor failed as local errors (rows say so)" 1 \
+	"$(dnsq reason=local-error --count)"
+sleep 1.2 # the hanging lookups' own timeouts mark the upstream down a second
+expect_eq "... and once they end, a new name is answered" "203.0.113.10" \
+	"$(dq after-fd.evil.test A +short)"
 lab_stop_dns
 
 # a kept, pipelined TLS connection; the drop to user
