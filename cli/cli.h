@@ -71,8 +71,21 @@ int cmd_check(int argc, char **argv);
 /* allow.c */
 int cmd_allow(int argc, char **argv);
 
-/* log.c */
+/* log.c, log_table.c */
 int cmd_log(int argc, char **argv);
+
+#define LOG_WHO_MAX 300 /* a principal's label */
+
+/* What differs between the network log's rows and the DNS log's (log_table.c). */
+struct log_rows {
+	const char *host_key; /* the key --host matches */
+	const char *kind;     /* every row's "kind" is this (else reported, skipped); NULL: any */
+	bool principals;      /* named from the engine snapshots; --json adds "principal" */
+	void (*header)(void);
+	void (*row)(json_t *row, const struct principal *p); /* one table line */
+};
+
+extern const struct log_rows log_network_rows, log_dns_rows;
 
 /*
  * One table cell: control bytes shown as '?', cut to width with "..." at

@@ -38,19 +38,10 @@
 #define TAIL_MAX 10000000
 #define POLL_NS (200 * 1000 * 1000L)
 #define ENGINE_FILE "engine.jsonl"
-#define WHO_MAX 300 /* a principal's label */
 #define VERIFY_DNS_WHY "log verify checks the network log; name the DNS log's files instead: " \
 		       "sluice log verify FILE FILE.1 ..."
 
 /* What differs between the network log's rows and the DNS log's. */
-struct rows {
-	const char *host_key; /* the key --host matches */
-	const char *kind;     /* every row's "kind" is this (else reported, skipped); NULL: any */
-	bool principals;      /* named from the engine snapshots; --json adds "principal" */
-	void (*header)(void);
-	void (*row)(json_t *row, const struct principal *p); /* one table line */
-};
-
 struct filter {
 	struct host host; /* exact host, or the suffix when host_suffix */
 	bool has_host;
@@ -90,7 +81,7 @@ struct snaps {
 };
 
 struct view {
-	const struct rows *rows;
+	const struct log_rows *rows;
 	const struct filter *f;
 	struct tail *tail;      /* not NULL: collect instead of printing */
 	struct logview *group;  /* not NULL: count into it, print at the end */
@@ -149,134 +140,11 @@ static bool row_matches(const struct view *v, json_t *row, const struct principa
 	return f->who == NULL || (p != NULL && principal_matches_who(f->who, p));
 }
 
-/* a row must not drive the terminal: control bytes are shown as '?' */
-void log_put_cell(const char *s, int width, bool last)
-{
-	size_t len = strlen(s), n = len;
-	int pad;
-
-	if (len > (size_t)width) {
-		n = (size_t)width - 3;
-		/* do not cut a UTF-8 sequence in two */
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;
-	}
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		putchar(ch < 0x20 || ch == 0x7f ? '?' : ch);
-	}
-	if (n < len)
-		fputs("...", stdout);
-	pad = width - (int)(n < len ? n + 3 : n);
-	if (last) {
-		putchar('\n');
-		return;
-	}
-	printf("%*s  ", pad > 0 ? pad : 0, "");
-}
-
-static const char *str_or_dash(json_t *row, const char *key)
-{
-	const char *s = json_string_value(json_object_get(row, key));
-
-	return s != NULL ? s : "-";
-}
-
-const char *log_time_cell(const char *ts, char *buf, size_t size)
-{
-	struct tm tm;
-	const char *rest;
-	time_t t;
-
-	memset(&tm, 0, sizeof(tm));
-	rest = strptime(ts, "%Y-%m-%dT%H:%M:%S", &tm);
-	if (rest == NULL)
-		return ts;
-	t = timegm(&tm);
-	if (t == (time_t)-1 || localtime_r(&t, &tm) == NULL)
-		return ts;
-	strftime(buf, size, "%m-%d %H:%M:%S", &tm);
-	return buf;
-}
-
-static void number_cell(json_t *v, char *buf, size_t size)
-{
-	if (json_is_integer(v))
-		snprintf(buf, size, "%lld", (long long)json_integer_value(v));
-	else if (json_is_number(v))
-		snprintf(buf, size, "%g", json_number_value(v));
-	else
-		snprintf(buf, size, "-");
-}
-
-static void table_header(void)
-{
-	printf("%-14s  %-20s  %-8s  %-6s  %-7s  %-32s  %-24s  %-16s  %s\n", "TIME", "WHO",
-	       "DECISION", "STATUS", "METHOD", "HOST:PORT", "PATH", "REASON", "GRANT");
-}
-
-static void table_row(json_t *row, const struct principal *p)
-{
-	char tbuf[32], status[32], port[32], hostport[HOST_NAME_MAX_LEN + 48], who[WHO_MAX];
-	const char *ts = str_or_dash(row, "ts");
-	const char *host = str_or_dash(row, "host");
-
-	number_cell(json_object_get(row, "status"), status, sizeof(status));
-	number_cell(json_object_get(row, "port"), port, sizeof(port));
-	snprintf(hostport, sizeof(hostport), strchr(host, ':') != NULL ? "[%s]:%s" : "%s:%s",
-		 host, port);
-	principal_label(p, who, sizeof(who));
-	log_put_cell(log_time_cell(ts, tbuf, sizeof(tbuf)), 14, false);
-	log_put_cell(who, 20, false);
-	log_put_cell(str_or_dash(row, "decision"), 8, false);
-	log_put_cell(status, 6, false);
-	log_put_cell(str_or_dash(row, "method"), 7, false);
-	log_put_cell(hostport, 32, false);
-	log_put_cell(str_or_dash(row, "path"), 24, false);
-	log_put_cell(str_or_dash(row, "reason"), 16, false);
-	log_put_cell(str_or_dash(row, "grant"), 60, true);
-}
-
-static void dns_table_header(void)
-{
-	printf("%-14s  %-24s  %-9s  %-32s  %-8s  %-18s  %-8s  %-12s  %-5s  %s\n", "TIME", "CLIENT",
-	       "TYPE", "NAME", "DECISION", "REASON", "RCODE", "KEPT/REMOVED", "CACHE", "MS");
-}
-
-/* One query's row; p is NULL (a query names no principal). */
-static void dns_table_row(json_t *row, const struct principal *p)
-{
-	char tbuf[32], kept[32], removed[32], answers[72], ms[32];
-	json_t *cache = json_object_get(row, "cache");
-
-	number_cell(json_object_get(row, "kept"), kept, sizeof(kept));
-	number_cell(json_object_get(row, "removed"), removed, sizeof(removed));
-	if (strcmp(kept, "-") == 0 && strcmp(removed, "-") == 0)
-		snprintf(answers, sizeof(answers), "-");
-	else
-		snprintf(answers, sizeof(answers), "%s/%s", kept, removed);
-	number_cell(json_object_get(row, "ms"), ms, sizeof(ms));
-	log_put_cell(log_time_cell(str_or_dash(row, "ts"), tbuf, sizeof(tbuf)), 14, false);
-	log_put_cell(str_or_dash(row, "client"), 24, false);
-	log_put_cell(str_or_dash(row, "type"), 9, false);
-	log_put_cell(str_or_dash(row, "name"), 32, false);
-	log_put_cell(str_or_dash(row, "decision"), 8, false);
-	log_put_cell(str_or_dash(row, "reason"), 18, false);
-	log_put_cell(str_or_dash(row, "rcode"), 8, false);
-	log_put_cell(answers, 12, false);
-	log_put_cell(json_is_true(cache) ? "hit" : json_is_false(cache) ? "miss" : "-", 5, false);
-	log_put_cell(ms, 12, true);
-}
-
-static const struct rows network_rows = { "host", NULL, true, table_header, table_row };
-static const struct rows dns_rows = { "name", "dns", false, dns_table_header, dns_table_row };
-
 json_t *log_principal_json(const struct principal *p)
 {
 	json_t *o = json_object();
 	const char *name = p->name;
-	char addr[WHO_MAX];
+	char addr[LOG_WHO_MAX];
 
 	if (p->kind == PRINCIPAL_ADDRESS) {
 		principal_label(p, addr, sizeof(addr));
@@ -666,7 +534,7 @@ static bool who_arg_ok(const char *w)
 {
 	size_t n = strlen(w);
 
-	if (n == 0 || n > WHO_MAX || strcmp(w, "build:") == 0)
+	if (n == 0 || n > LOG_WHO_MAX || strcmp(w, "build:") == 0)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		if ((unsigned char)w[i] < 0x20 || w[i] == 0x7f)
@@ -775,7 +643,7 @@ int cmd_log(int argc, char **argv)
 	if (refused && strcmp(f.decision, "allow") == 0)
 		return usage_error("conflicting options", "--refused --decision allow");
 
-	v.rows = dns ? &dns_rows : &network_rows;
+	v.rows = dns ? &log_dns_rows : &log_network_rows;
 	c = cli_config_load();
 	if (c == NULL)
 		return EXIT_ERROR;
