@@ -235,11 +235,12 @@ int main(int argc, char **argv)
 			lost++;
 	}
 	double run = (double)(now - start) / 1e6;
+	uint64_t p50 = answered ? percentile(hist, answered, 0.5) : 0;
+	uint64_t p99 = answered ? percentile(hist, answered, 0.99) : 0;
 
 	printf("queries=%" PRIu64 " answered=%" PRIu64 " lost=%" PRIu64 " not_noerror=%" PRIu64
 	       " secs=%.3f qps=%.1f p50_us=%" PRIu64 " p99_us=%" PRIu64 "\n", sent, answered, lost,
-	       failed, run, run > 0 ? (double)answered / run : 0, answered ? percentile(hist, answered, 0.5) : 0,
-	       answered ? percentile(hist, answered, 0.99) : 0);
+	       failed, run, run > 0 ? (double)answered / run : 0, p50, p99);
 	close(fd);
 	free(hist);
 	free(ns.wire);
