@@ -7,7 +7,8 @@
 #   make unit       unit tests only (sanitized)
 #   make integ      integration tests only (sanitized; root, network namespaces)
 #   make fuzz       every fuzz target for FUZZ_SECONDS each (clang libFuzzer)
-#   make bench      the benchmark, side by side with tinyproxy and squid
+#   make bench      the benchmark, side by side with tinyproxy, squid and mitmdump,
+#                   and sluice-dns with unbound and dnsmasq
 #   make deps       install the Debian packages in deps/debian-packages if missing
 #   make run        deps, build, start sluice-dns and sluice-proxy on etc/sluice.conf
 #                   (foreground; Ctrl-C stops both)

@@ -176,8 +176,8 @@ static bool entry_is(const struct cache_entry *e, uint64_t hash, const char *nam
 	       memcmp(e->data, name, len) == 0;
 }
 
-const struct cache_entry *cache_get(struct dnsd *d, uint64_t hash, const char *name,
-				    size_t len, uint16_t qtype)
+struct cache_entry *cache_get(struct dnsd *d, uint64_t hash, const char *name, size_t len,
+			      uint16_t qtype)
 {
 	struct cache *c = C(d);
 	struct cache_entry *e = c->buckets[hash & (c->nbuckets - 1)];
@@ -246,6 +246,8 @@ const struct cache_entry *cache_put(struct dnsd *d, const struct fetch *f, const
 	e->name_len = (uint16_t)f->name_len;
 	e->rr_len = a.len;
 	e->loose = a.len > ENTRY_BYTES_MAX || cf->dns_cache_entries == 0;
+	e->memo_gen = 0;
+	e->memo_wild = -1;
 	memcpy(e->data, f->name, f->name_len + 1);
 	memcpy(e->data + f->name_len + 1, a.rrs, a.len);
 	if (e->loose)

@@ -86,6 +86,8 @@ struct cache_entry {
 	uint16_t qtype;
 	uint8_t rcode;       /* NOERROR or NXDOMAIN */
 	bool loose;          /* not in the cache: freed once answered from */
+	int32_t memo_wild;   /* judge.c: the covering wildcard grant's index, -1 none ... */
+	uint64_t memo_gen;   /* ... under this policy snapshot (0: nothing remembered) */
 	uint16_t ancount;
 	uint16_t name_len;
 	size_t rr_len;
@@ -128,6 +130,7 @@ struct dnsd {
 	struct loop *loop;
 	struct netlog *log;
 	struct policy *policy;
+	uint64_t policy_gen; /* counts the snapshots; the first is 1 */
 	char run_id[GRANT_RUN_ID_LEN + 1]; /* the running proxy's, "" none */
 	struct watched_file watch_config, watch_store, watch_run;
 	struct loop_timer watch_timer;
@@ -151,7 +154,7 @@ void judge_release(struct dnsd *d);
 void judge_reload(struct dnsd *d, const char *why);
 #define JUDGE_LOOKUP (-1)
 /* Decide qr's decision and reason: JUDGE_LOOKUP to look it up, else the rcode to answer now. */
-int judge_query(struct dnsd *d, struct query *qr);
+int judge_query(struct dnsd *d, struct query *qr, struct cache_entry *memo);
 /* Whether an address in an answer for name may reach the client (the deny list, allow-private). */
 bool judge_addr(struct dnsd *d, const struct host *h, int family, const void *addr);
 
@@ -178,8 +181,9 @@ void query_fetched(struct dnsd *d, struct fetch *f, const struct cache_entry *e,
 int cache_init(struct dnsd *d);
 void cache_release(struct dnsd *d);
 uint64_t cache_hash(const char *name, size_t len, uint16_t qtype);
-const struct cache_entry *cache_get(struct dnsd *d, uint64_t hash, const char *name,
-				    size_t len, uint16_t qtype);
+/* The live entry for name and type, or NULL; not const only for judge.c's memo. */
+struct cache_entry *cache_get(struct dnsd *d, uint64_t hash, const char *name, size_t len,
+			      uint16_t qtype);
 /*
  * Store an upstream's answer to f (lib/dns_answer.c reads it): the entry,
  * or NULL with *why, and *failed when the upstream answered a failure

@@ -61,6 +61,7 @@ static int rebuild(struct dnsd *d)
 		return -1;
 	policy_free(d->policy);
 	d->policy = p;
+	d->policy_gen++; /* what cache entries remember of the last one is stale */
 	return 0;
 }
 
@@ -153,32 +154,64 @@ void judge_release(struct dnsd *d)
 /* --- names ----------------------------------------------------------------- */
 
 /*
+ * The first live wildcard grant covering the name, by index, or -1. The
+ * public suffix list makes this the dearest part of judging, so the answer
+ * is kept with the name's cache entry for as long as the policy snapshot
+ * lives (memo, may be NULL).
+ */
+static long wildcard_of(struct dnsd *d, const struct host *h, time_t now, const char *run,
+			struct cache_entry *memo)
+{
+	const struct policy *p = d->policy;
+
+	if (memo != NULL && memo->memo_gen == d->policy_gen &&
+	    (memo->memo_wild < 0 || grant_live(&p->grants[memo->memo_wild], now, run)))
+		return memo->memo_wild;
+	for (size_t i = 0; i < p->ngrants; i++) {
+		const struct grant *g = &p->grants[i];
+
+		if (g->wildcard && grant_live(g, now, run) && grant_wildcard_covers(g->host, h->name)) {
+			if (memo != NULL) {
+				memo->memo_gen = d->policy_gen;
+				memo->memo_wild = (int32_t)i;
+			}
+			return (long)i;
+		}
+	}
+	if (memo != NULL) {
+		memo->memo_gen = d->policy_gen;
+		memo->memo_wild = -1;
+	}
+	return -1;
+}
+
+/*
  * The grant (or line) that makes name answerable: its text into qr->grant,
  * and *suffix the wildcard's suffix when only a wildcard does. Returns
  * whether one does.
  */
 static bool answerable(struct dnsd *d, const struct host *h, struct query *qr,
-		       const char **suffix)
+		       const char **suffix, struct cache_entry *memo)
 {
 	const struct policy *p = d->policy;
 	const struct config *c = d->config;
 	const char *run = d->run_id[0] != '\0' ? d->run_id : NULL;
 	const struct grant *wild = NULL;
 	time_t now = time(NULL);
+	long w;
 
 	*suffix = NULL;
 	for (size_t i = 0; i < p->ngrants; i++) {
 		const struct grant *g = &p->grants[i];
 
-		if (!grant_live(g, now, run))
-			continue;
-		if (!g->wildcard && strcmp(g->host, h->name) == 0) {
+		if (!g->wildcard && strcmp(g->host, h->name) == 0 && grant_live(g, now, run)) {
 			grant_format(g, qr->grant, sizeof(qr->grant));
 			return true;
 		}
-		if (g->wildcard && wild == NULL && grant_wildcard_covers(g->host, h->name))
-			wild = g;
 	}
+	w = wildcard_of(d, h, now, run, memo);
+	if (w >= 0)
+		wild = &p->grants[w];
 	for (size_t i = 0; i < p->nexceptions; i++) {
 		if (host_equal(&p->exceptions[i].host, h)) {
 			snprintf(qr->grant, sizeof(qr->grant), "allow-private %s", h->name);
@@ -291,7 +324,7 @@ static bool type_answerable(struct dnsd *d, const char *name, uint16_t t)
 	return config_dns_type_allowed(d->config, name, t);
 }
 
-int judge_query(struct dnsd *d, struct query *qr)
+int judge_query(struct dnsd *d, struct query *qr, struct cache_entry *memo)
 {
 	struct host *h = &qr->host;
 	const char *err, *suffix;
@@ -300,7 +333,7 @@ int judge_query(struct dnsd *d, struct query *qr)
 
 	qr->grant[0] = '\0';
 	canon = host_canon(qr->q.name, qr->q.name_len, h, &err) == 0 && h->kind == HOST_NAME;
-	ok = canon && answerable(d, h, qr, &suffix);
+	ok = canon && answerable(d, h, qr, &suffix, memo);
 	if (!ok) {
 		qr->reason = "not-granted";
 		snprintf(qr->detail, sizeof(qr->detail),

@@ -53,7 +53,7 @@ long query_handle(struct dnsd *d, const uint8_t *msg, size_t len, struct reply_t
 		  uint8_t *out, size_t outmax)
 {
 	struct query qr, *w;
-	const struct cache_entry *e;
+	struct cache_entry *e;
 	struct fetch *f;
 	const char *why;
 	uint64_t h;
@@ -93,14 +93,14 @@ long query_handle(struct dnsd *d, const uint8_t *msg, size_t len, struct reply_t
 		row_write(d, &qr, 5, 0, 0, true, true);
 		return (long)n;
 	}
-	rc = judge_query(d, &qr);
+	h = cache_hash(qr.q.name, qr.q.name_len, qr.q.qtype);
+	e = cache_get(d, h, qr.q.name, qr.q.name_len, qr.q.qtype); /* judged first, used after */
+	rc = judge_query(d, &qr, e);
 	if (rc != JUDGE_LOOKUP) {
 		n = refusal(&qr, rc, out, outmax);
 		row_write(d, &qr, rcode_of(out), 0, 0, true, true);
 		return (long)n;
 	}
-	h = cache_hash(qr.q.name, qr.q.name_len, qr.q.qtype);
-	e = cache_get(d, h, qr.q.name, qr.q.name_len, qr.q.qtype);
 	if (e != NULL) {
 		qr.cache_hit = true;
 		n = wire_answer(d, &qr, e, out, outmax, &kept, &removed);
