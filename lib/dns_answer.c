@@ -191,8 +191,9 @@ static int chain(const char *qname, size_t qlen, uint16_t qtype, const uint8_t *
 			if (put_rdata(o, msg, len, rr, why) == -1)
 				return -1;
 			o->a->n++;
-			if (rr->ttl < o->a->min_ttl)
-				o->a->min_ttl = rr->ttl;
+			/* RFC 2181 8: a TTL with its top bit set is read as zero */
+			if ((rr->ttl > 0x7fffffffu ? 0 : rr->ttl) < o->a->min_ttl)
+				o->a->min_ttl = rr->ttl > 0x7fffffffu ? 0 : rr->ttl;
 		}
 	}
 	if (o->full) {

@@ -29,7 +29,7 @@
 struct dns_answer {
 	int rcode;         /* NOERROR (0) or NXDOMAIN (3) */
 	uint16_t n;        /* records kept */
-	uint32_t min_ttl;  /* the smallest TTL of those; UINT32_MAX when none */
+	uint32_t min_ttl;  /* the smallest TTL of those (over 2^31-1 read as 0); UINT32_MAX when none */
 	uint32_t soa_ttl;  /* the authority SOA's min(TTL, MINIMUM); UINT32_MAX when none */
 	size_t len;
 	uint8_t rrs[DNS_ANSWER_MAX];

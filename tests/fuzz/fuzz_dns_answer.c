@@ -6,7 +6,8 @@
  * Beyond not crashing: what it keeps reads back as records, uncompressed
  * (each owner a run of labels, ten fixed bytes, rdlength bytes inside the
  * kept bytes), exactly as many as it counts, of the asked type or CNAME,
- * A of 4 bytes and AAAA of 16; min_ttl is UINT32_MAX only when none was kept.
+ * A of 4 bytes and AAAA of 16; min_ttl is UINT32_MAX only when none was kept,
+ * and never over 2^31-1 otherwise (RFC 2181: such a TTL is zero).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,7 @@ static void check(uint16_t qtype)
 			abort();
 		n++;
 	}
-	if (n != a.n || (n == 0) != (a.min_ttl == UINT32_MAX))
+	if (n != a.n || (n == 0) != (a.min_ttl == UINT32_MAX) || (n > 0 && a.min_ttl > 0x7fffffffu))
 		abort();
 }
 

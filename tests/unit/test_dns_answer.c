@@ -130,6 +130,21 @@ static void test_refused(void **state)
 			 DNS_ANSWER_MALFORMED);
 }
 
+static void test_ttl_top_bit(void **state)
+{
+	uint8_t m[sizeof(chain)];
+	const char *why = NULL;
+
+	(void)state;
+	memcpy(m, chain, sizeof(m));
+	/* the CNAME's TTL (offset 33 + 20 + 6) set to 0xffffffff: read as zero */
+	memset(m + 59, 0xff, 4);
+	assert_int_equal(dns_answer_read(m, sizeof(m), "www.example.com", 15, DNS_T_A, &a, &why),
+			 DNS_ANSWER_OK);
+	assert_int_equal(a.n, 2);
+	assert_int_equal(a.min_ttl, 0);
+}
+
 static void test_name_write(void **state)
 {
 	uint8_t out[16];
@@ -148,7 +163,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chain),	    cmocka_unit_test(test_mx_decompressed),
 		cmocka_unit_test(test_negative),    cmocka_unit_test(test_refused),
-		cmocka_unit_test(test_name_write),
+		cmocka_unit_test(test_ttl_top_bit), cmocka_unit_test(test_name_write),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
