@@ -101,11 +101,6 @@ void cache_release(struct dnsd *d)
 	d->cache = NULL;
 }
 
-size_t cache_count(struct dnsd *d)
-{
-	return C(d)->count;
-}
-
 /* --- SipHash-2-4 (Aumasson and Bernstein), over name and type ---------- */
 
 #define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))

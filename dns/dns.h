@@ -34,7 +34,6 @@
 #define DNS_MSG_MAX 65535   /* a TCP message */
 #define DNS_QUESTION_MAX (DNS_NAME_MAX + 2 + 4)
 #define DNS_EDE_BLOCKED 15  /* RFC 8914 */
-#define DNS_EDE_PROHIBITED 18
 #define DNS_EDE_NETWORK 23  /* "Network Error": no upstream answered */
 
 enum dns_rcode {
@@ -141,11 +140,9 @@ struct dnsd {
 	size_t nupstreams;
 	void *cache;   /* cache.c's */
 	void *budget;  /* judge.c's wildcard budgets */
-	void *tls_ctx; /* upstream.c's SSL_CTX, NULL when no upstream is TLS */
 	struct tcp_client *tcp_clients;
 	size_t ntcp;
 	struct netlog_out row; /* row.c's scratch */
-	uint64_t queries;
 };
 
 /* judge.c */
@@ -200,7 +197,6 @@ void cache_trim(struct dnsd *d);   /* down to dns-cache-entries and the byte cap
 void cache_loose_free(const struct cache_entry *e); /* an entry not kept, once used */
 size_t fetch_count(struct dnsd *d);
 void cache_key_init(struct dnsd *d);
-size_t cache_count(struct dnsd *d);
 
 /* upstream.c */
 int upstream_init(struct dnsd *d);
@@ -208,7 +204,6 @@ void upstream_release(struct dnsd *d);
 /* Ask the next upstream for f (from f->tried on); on failure of all, query_fetched(NULL). */
 void upstream_ask(struct dnsd *d, struct fetch *f);
 void upstream_cancel(struct dnsd *d, struct fetch *f);
-const char *upstream_name(struct dnsd *d, unsigned i);
 /* The config was replaced by one holding the same upstreams. */
 void upstream_rebind(struct dnsd *d, struct config *c);
 

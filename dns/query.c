@@ -64,7 +64,6 @@ long query_handle(struct dnsd *d, const uint8_t *msg, size_t len, struct reply_t
 	memset(&qr, 0, sizeof(qr));
 	qr.to = *to;
 	qr.start_ms = loop_clock_ms();
-	d->queries++;
 	if (dns_query_read(msg, len, &qr.q, &why) == -1) {
 		n = wire_formerr(msg, len, out, outmax); /* NOTIMP for an opcode not QUERY */
 		qr.decision = "error";

@@ -55,16 +55,10 @@ struct upstream {
 	unsigned down_ms;
 	uint64_t last_ok; /* when it last answered (loop time), 0 never */
 	struct upconn conn;
-	unsigned index;
 	struct dnsd *d;
 };
 
 static void ask(struct dnsd *d, struct fetch *f);
-
-const char *upstream_name(struct dnsd *d, unsigned i)
-{
-	return i < d->nupstreams ? d->upstreams[i].name : NULL;
-}
 
 void upstream_rebind(struct dnsd *d, struct config *c)
 {
@@ -142,7 +136,6 @@ int upstream_init(struct dnsd *d)
 
 		u->cfg = &c->dns_upstreams[i];
 		u->d = d;
-		u->index = (unsigned)i;
 		u->conn.fd = -1;
 		u->conn.io.fd = -1;
 		u->down_ms = DOWN_MIN_MS;

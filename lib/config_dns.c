@@ -136,7 +136,7 @@ void config_dns_upstream(struct parser *p, char **w, size_t nw)
 	c->dns_upstreams[c->ndns_upstreams++] = u;
 }
 
-static void seconds_arg(struct parser *p, const char *dir, const char *s, uint64_t lo,
+static void bounded_arg(struct parser *p, const char *dir, const char *s, uint64_t lo,
 			uint64_t hi, unsigned *out)
 {
 	uint64_t v;
@@ -149,29 +149,29 @@ void config_dns_timeout(struct parser *p, char **w, size_t nw)
 {
 	unsigned s = 0;
 
-	seconds_arg(p, "dns-timeout", w[1], 1, 30, &s);
+	bounded_arg(p, "dns-timeout", w[1], 1, 30, &s);
 	if (s != 0)
 		p->c->dns_timeout_ms = s * 1000;
 }
 
 void config_dns_min_ttl(struct parser *p, char **w, size_t nw)
 {
-	seconds_arg(p, "dns-min-ttl", w[1], 0, 86400, &p->c->dns_min_ttl);
+	bounded_arg(p, "dns-min-ttl", w[1], 0, 86400, &p->c->dns_min_ttl);
 }
 
 void config_dns_max_ttl(struct parser *p, char **w, size_t nw)
 {
-	seconds_arg(p, "dns-max-ttl", w[1], 1, 7 * 86400, &p->c->dns_max_ttl);
+	bounded_arg(p, "dns-max-ttl", w[1], 1, 7 * 86400, &p->c->dns_max_ttl);
 }
 
 void config_dns_negative_ttl(struct parser *p, char **w, size_t nw)
 {
-	seconds_arg(p, "dns-negative-ttl", w[1], 0, 86400, &p->c->dns_negative_ttl);
+	bounded_arg(p, "dns-negative-ttl", w[1], 0, 86400, &p->c->dns_negative_ttl);
 }
 
 void config_dns_cache_entries(struct parser *p, char **w, size_t nw)
 {
-	seconds_arg(p, "dns-cache-entries", w[1], 0, 10 * 1000 * 1000, &p->c->dns_cache_entries);
+	bounded_arg(p, "dns-cache-entries", w[1], 0, 10 * 1000 * 1000, &p->c->dns_cache_entries);
 }
 
 void config_dns_allow_type(struct parser *p, char **w, size_t nw)
