@@ -150,16 +150,14 @@ static uint64_t siphash(uint64_t k0, uint64_t k1, const uint8_t *p, size_t n)
 	return v[0] ^ v[1] ^ v[2] ^ v[3];
 }
 
-static struct cache *hash_cache; /* the key for cache_hash: one cache a process */
-
-uint64_t cache_hash(const char *name, size_t len, uint16_t qtype)
+uint64_t cache_hash(struct dnsd *d, const char *name, size_t len, uint16_t qtype)
 {
 	uint8_t buf[DNS_NAME_MAX + 3];
 
 	memcpy(buf, name, len);
 	buf[len] = (uint8_t)(qtype >> 8);
 	buf[len + 1] = (uint8_t)qtype;
-	return siphash(hash_cache->k0, hash_cache->k1, buf, len + 2);
+	return siphash(C(d)->k0, C(d)->k1, buf, len + 2);
 }
 
 /* --- entries ------------------------------------------------------------ */
@@ -335,9 +333,4 @@ void fetch_free(struct dnsd *d, struct fetch *f)
 		free(q);
 	}
 	free(f);
-}
-
-void cache_key_init(struct dnsd *d)
-{
-	hash_cache = C(d);
 }

@@ -177,7 +177,7 @@ void query_fetched(struct dnsd *d, struct fetch *f, const struct cache_entry *e,
 /* cache.c */
 int cache_init(struct dnsd *d);
 void cache_release(struct dnsd *d);
-uint64_t cache_hash(const char *name, size_t len, uint16_t qtype);
+uint64_t cache_hash(struct dnsd *d, const char *name, size_t len, uint16_t qtype);
 /* The live entry for name and type, or NULL; not const only for judge.c's memo. */
 struct cache_entry *cache_get(struct dnsd *d, uint64_t hash, const char *name, size_t len,
 			      uint16_t qtype);
@@ -196,7 +196,6 @@ void fetch_free(struct dnsd *d, struct fetch *f);
 void cache_trim(struct dnsd *d);   /* down to dns-cache-entries and the byte cap */
 void cache_loose_free(const struct cache_entry *e); /* an entry not kept, once used */
 size_t fetch_count(struct dnsd *d);
-void cache_key_init(struct dnsd *d);
 
 /* upstream.c */
 int upstream_init(struct dnsd *d);

@@ -267,7 +267,7 @@ static bool budget_spend(struct dnsd *d, const char *suffix, const char *name)
 	struct budgets *bs = d->budget;
 	const struct config *c = d->config;
 	uint64_t now = loop_now(d->loop), window = (uint64_t)c->dns_wildcard_window * 1000;
-	uint64_t h = cache_hash(name, strlen(name), 0) | 1; /* never 0, the empty slot */
+	uint64_t h = cache_hash(d, name, strlen(name), 0) | 1; /* never 0, the empty slot */
 	struct budget *b;
 	size_t mask, i;
 

@@ -153,7 +153,6 @@ int main(int argc, char **argv)
 	d.loop = loop_new();
 	if (d.loop == NULL || cache_init(&d) == -1)
 		goto out_loop;
-	cache_key_init(&d);
 	for (size_t i = 0; i < d.config->ndns_listen; i++)
 		if (client_listen(&d, &d.config->dns_listen[i]) == -1)
 			goto out_loop;

@@ -92,7 +92,7 @@ long query_handle(struct dnsd *d, const uint8_t *msg, size_t len, struct reply_t
 		row_write(d, &qr, 5, 0, 0, true, true);
 		return (long)n;
 	}
-	h = cache_hash(qr.q.name, qr.q.name_len, qr.q.qtype);
+	h = cache_hash(d, qr.q.name, qr.q.name_len, qr.q.qtype);
 	e = cache_get(d, h, qr.q.name, qr.q.name_len, qr.q.qtype); /* judged first, used after */
 	rc = judge_query(d, &qr, e);
 	if (rc != JUDGE_LOOKUP) {
