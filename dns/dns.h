@@ -130,6 +130,7 @@ struct dnsd {
 	struct netlog *log;
 	struct policy *policy;
 	uint64_t policy_gen; /* counts the snapshots; the first is 1 */
+	time_t next_expiry;  /* the earliest once grant's expiry ahead, 0 none */
 	char run_id[GRANT_RUN_ID_LEN + 1]; /* the running proxy's, "" none */
 	struct watched_file watch_config, watch_store, watch_run;
 	struct loop_timer watch_timer;

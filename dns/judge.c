@@ -1,8 +1,8 @@
 /*
  * judge.c: which names and types sluice-dns answers, from the same policy
  * the proxy enforces (lib/policy.c), rebuilt when the config, the grant
- * store or the proxy's run id (session grants) change, checked each
- * second.
+ * store or the proxy's run id (session grants) change, or a once grant
+ * expires, checked each second.
  *
  * A name is answerable when a live grant names it, at any level and any
  * port, or a *.suffix grant covers it, or an allow-private or inject line
@@ -56,7 +56,7 @@ static int rebuild(struct dnsd *d)
 	if (store_run_id(d->config->state_dir, d->run_id) == -1)
 		d->run_id[0] = '\0'; /* no proxy running: no session grant is live */
 	p = store_policy(d->config, d->watch_store.path, d->run_id[0] != '\0' ? d->run_id : NULL,
-			 "sluice-dns", NULL);
+			 "sluice-dns", &d->next_expiry);
 	if (p == NULL)
 		return -1;
 	policy_free(d->policy);
@@ -105,11 +105,20 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 	bool store = watch_changed(&d->watch_store);
 	bool run = watch_changed(&d->watch_run);
 
-	if (cfg || store || run)
+	char now_run[GRANT_RUN_ID_LEN + 1];
+
+	if (cfg || store || run) {
 		judge_reload(d, cfg ? "config changed" : store ? "grant store changed"
 							: "the proxy's run changed");
-	else
-		rebuild(d); /* once grants expire by the clock */
+	} else {
+		/* the proxy killed leaves its run file as it was, only unlocked; and once
+		 * grants expire by the clock */
+		if (store_run_id(d->config->state_dir, now_run) == -1)
+			now_run[0] = '\0';
+		if (strcmp(now_run, d->run_id) != 0 ||
+		    (d->next_expiry != 0 && time(NULL) >= d->next_expiry))
+			rebuild(d);
+	}
 	loop_timer_set(l, t, WATCH_MS, on_watch, d);
 }
 
