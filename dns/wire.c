@@ -20,76 +20,44 @@
 #define EDE_OPTION 15
 #define EDE_TEXT_MAX 200
 
-struct out {
-	uint8_t *buf;
-	size_t len, max;
-	bool full;
-};
-
-static void put(struct out *o, const void *p, size_t n)
+static void put32(struct dns_out *o, uint32_t v)
 {
-	if (o->full || n > o->max - o->len) {
-		o->full = true;
-		return;
-	}
-	memcpy(o->buf + o->len, p, n);
-	o->len += n;
+	dns_out_u16(o, (uint16_t)(v >> 16));
+	dns_out_u16(o, (uint16_t)v);
 }
 
-static void put16(struct out *o, uint16_t v)
-{
-	uint8_t b[2] = { (uint8_t)(v >> 8), (uint8_t)v };
-
-	put(o, b, 2);
-}
-
-static void put32(struct out *o, uint32_t v)
-{
-	put16(o, (uint16_t)(v >> 16));
-	put16(o, (uint16_t)v);
-}
-
-static void put_name(struct out *o, const char *name, size_t len)
-{
-	size_t n = o->full ? 0 : dns_name_write(name, len, o->buf + o->len, o->max - o->len);
-
-	if (n == 0)
-		o->full = true;
-	o->len += n;
-}
-
-static void put_header(struct out *o, uint16_t id, uint16_t flags, uint16_t qd, uint16_t an,
+static void put_header(struct dns_out *o, uint16_t id, uint16_t flags, uint16_t qd, uint16_t an,
 		       uint16_t ar)
 {
-	put16(o, id);
-	put16(o, flags);
-	put16(o, qd);
-	put16(o, an);
-	put16(o, 0);
-	put16(o, ar);
+	dns_out_u16(o, id);
+	dns_out_u16(o, flags);
+	dns_out_u16(o, qd);
+	dns_out_u16(o, an);
+	dns_out_u16(o, 0);
+	dns_out_u16(o, ar);
 }
 
 /* Our OPT record (the upper bits of an extended rcode in it), with an EDE option when ede >= 0. */
-static void put_opt_rcode(struct out *o, int rcode, int ede, const char *text)
+static void put_opt_rcode(struct dns_out *o, int rcode, int ede, const char *text)
 {
 	size_t tl = text != NULL ? strnlen(text, EDE_TEXT_MAX) : 0;
 
-	put(o, "", 1);
-	put16(o, DNS_T_OPT);
-	put16(o, DNS_UDP_MAX);
+	dns_out_put(o, "", 1);
+	dns_out_u16(o, DNS_T_OPT);
+	dns_out_u16(o, DNS_UDP_MAX);
 	put32(o, (uint32_t)(rcode >> 4) << 24);
 	if (ede < 0) {
-		put16(o, 0);
+		dns_out_u16(o, 0);
 		return;
 	}
-	put16(o, (uint16_t)(4 + 2 + tl));
-	put16(o, EDE_OPTION);
-	put16(o, (uint16_t)(2 + tl));
-	put16(o, (uint16_t)ede);
-	put(o, text, tl);
+	dns_out_u16(o, (uint16_t)(4 + 2 + tl));
+	dns_out_u16(o, EDE_OPTION);
+	dns_out_u16(o, (uint16_t)(2 + tl));
+	dns_out_u16(o, (uint16_t)ede);
+	dns_out_put(o, text, tl);
 }
 
-static void put_opt(struct out *o, int ede, const char *text)
+static void put_opt(struct dns_out *o, int ede, const char *text)
 {
 	put_opt_rcode(o, 0, ede, text);
 }
@@ -114,10 +82,10 @@ static size_t answer_room(const struct query *qr, size_t max)
 /* Header and question with TC: the answer did not fit a UDP message. */
 static size_t truncated(const struct query *qr, int rcode, uint8_t *buf, size_t max)
 {
-	struct out o = { buf, 0, max, false };
+	struct dns_out o = { buf, 0, max, false };
 
 	put_header(&o, qr->q.h.id, answer_flags(qr, rcode) | DNS_F_TC, 1, 0, qr->q.edns);
-	put(&o, qr->question, qr->question_len);
+	dns_out_put(&o, qr->question, qr->question_len);
 	if (qr->q.edns)
 		put_opt(&o, -1, NULL);
 	return o.full ? 0 : o.len;
@@ -126,10 +94,10 @@ static size_t truncated(const struct query *qr, int rcode, uint8_t *buf, size_t 
 size_t wire_empty(const struct query *qr, int rcode, int ede, const char *text, uint8_t *buf,
 		  size_t max)
 {
-	struct out o = { buf, 0, answer_room(qr, max), false };
+	struct dns_out o = { buf, 0, answer_room(qr, max), false };
 
 	put_header(&o, qr->q.h.id, answer_flags(qr, rcode), 1, 0, qr->q.edns);
-	put(&o, qr->question, qr->question_len);
+	dns_out_put(&o, qr->question, qr->question_len);
 	if (qr->q.edns)
 		put_opt_rcode(&o, rcode, ede, text);
 	if (o.full)
@@ -139,7 +107,7 @@ size_t wire_empty(const struct query *qr, int rcode, int ede, const char *text, 
 
 size_t wire_formerr(const uint8_t *msg, size_t len, uint8_t *buf, size_t max)
 {
-	struct out o = { buf, 0, max, false };
+	struct dns_out o = { buf, 0, max, false };
 	struct dns_header h;
 
 	if (dns_header_read(msg, len, &h) == -1 || (h.flags & DNS_F_QR))
@@ -154,12 +122,12 @@ size_t wire_formerr(const uint8_t *msg, size_t len, uint8_t *buf, size_t max)
 size_t wire_query(uint16_t id, const char *name, size_t name_len, uint16_t qtype, uint8_t *buf,
 		  size_t max)
 {
-	struct out o = { buf, 0, max, false };
+	struct dns_out o = { buf, 0, max, false };
 
 	put_header(&o, id, 0x0100u /* RD */, 1, 0, 1);
-	put_name(&o, name, name_len);
-	put16(&o, qtype);
-	put16(&o, DNS_CLASS_IN);
+	dns_out_name(&o, name, name_len);
+	dns_out_u16(&o, qtype);
+	dns_out_u16(&o, DNS_CLASS_IN);
 	put_opt(&o, -1, NULL);
 	return o.full ? 0 : o.len;
 }
@@ -177,7 +145,7 @@ static size_t name_span(const uint8_t *p, size_t n)
 size_t wire_answer(struct dnsd *d, struct query *qr, const struct cache_entry *e, uint8_t *buf,
 		   size_t max, unsigned *kept, unsigned *removed)
 {
-	struct out o = { buf, 0, answer_room(qr, max), false };
+	struct dns_out o = { buf, 0, answer_room(qr, max), false };
 	const uint8_t *rr = e->data + e->name_len + 1, *end = rr + e->rr_len;
 	uint64_t now = loop_now(d->loop);
 	uint32_t left = e->expires_ms > now ? (uint32_t)((e->expires_ms - now + 999) / 1000) : 0;
@@ -186,7 +154,7 @@ size_t wire_answer(struct dnsd *d, struct query *qr, const struct cache_entry *e
 
 	*kept = *removed = 0;
 	put_header(&o, qr->q.h.id, answer_flags(qr, e->rcode), 1, 0, qr->q.edns);
-	put(&o, qr->question, qr->question_len);
+	dns_out_put(&o, qr->question, qr->question_len);
 	if (left > e->ttl)
 		left = e->ttl;
 	while (rr < end) {
@@ -204,9 +172,9 @@ size_t wire_answer(struct dnsd *d, struct query *qr, const struct cache_entry *e
 			}
 			addrs++;
 		}
-		put(&o, rr, nl + 4);
+		dns_out_put(&o, rr, nl + 4);
 		put32(&o, left);
-		put(&o, f + 8, 2 + (size_t)rdlen);
+		dns_out_put(&o, f + 8, 2 + (size_t)rdlen);
 		an++;
 		if (type == DNS_T_A || type == DNS_T_AAAA || type == qr->q.qtype)
 			(*kept)++;

@@ -1,32 +1,32 @@
 /*
  * dns_answer.c: an upstream's answer read into the records kept
- * (dns_answer.h). Every write checks the room first; a record that would
- * not fit fails the whole answer.
+ * (dns_answer.h), and the writer sluice-dns's messages share. Every write
+ * checks the room first; a record that would not fit fails the whole answer.
  */
 #include "dns_answer.h"
 
 #include <string.h>
 
 struct out {
+	struct dns_out w; /* over a->rrs */
 	struct dns_answer *a;
-	bool full;
 };
 
-static void put(struct out *o, const void *p, size_t n)
+void dns_out_put(struct dns_out *o, const void *p, size_t n)
 {
-	if (o->full || n > sizeof(o->a->rrs) - o->a->len) {
+	if (o->full || n > o->max - o->len) {
 		o->full = true;
 		return;
 	}
-	memcpy(o->a->rrs + o->a->len, p, n);
-	o->a->len += n;
+	memcpy(o->buf + o->len, p, n);
+	o->len += n;
 }
 
-static void put16(struct out *o, uint16_t v)
+void dns_out_u16(struct dns_out *o, uint16_t v)
 {
 	uint8_t b[2] = { (uint8_t)(v >> 8), (uint8_t)v };
 
-	put(o, b, 2);
+	dns_out_put(o, b, 2);
 }
 
 size_t dns_name_write(const char *name, size_t len, uint8_t *out, size_t room)
@@ -50,16 +50,13 @@ size_t dns_name_write(const char *name, size_t len, uint8_t *out, size_t room)
 	return o;
 }
 
-static void put_name(struct out *o, const char *name, size_t len)
+void dns_out_name(struct dns_out *o, const char *name, size_t len)
 {
-	size_t n;
+	size_t n = o->full ? 0 : dns_name_write(name, len, o->buf + o->len, o->max - o->len);
 
-	if (o->full)
-		return;
-	n = dns_name_write(name, len, o->a->rrs + o->a->len, sizeof(o->a->rrs) - o->a->len);
 	if (n == 0)
 		o->full = true;
-	o->a->len += n;
+	o->len += n;
 }
 
 /* One record's data as it will be written (dns_answer.h). Returns 0, or -1 with *why. */
@@ -91,8 +88,8 @@ static int put_rdata(struct out *o, const uint8_t *msg, size_t len, const struct
 	default:
 		break;
 	}
-	put16(o, (uint16_t)rr->rdlen);
-	put(o, msg + off, rr->rdlen);
+	dns_out_u16(&o->w, (uint16_t)rr->rdlen);
+	dns_out_put(&o->w, msg + off, rr->rdlen);
 	return 0;
 named:
 	if (rr->rdlen < fixed) {
@@ -106,15 +103,15 @@ named:
 		*why = "a record's data that is not what its type holds";
 		return -1;
 	}
-	at = o->a->len;
-	put16(o, 0);
-	put(o, msg + rr->rdata_off, fixed);
-	put_name(o, name, nl);
-	if (!o->full) { /* its length, now known */
-		size_t dl = o->a->len - at - 2;
+	at = o->w.len;
+	dns_out_u16(&o->w, 0);
+	dns_out_put(&o->w, msg + rr->rdata_off, fixed);
+	dns_out_name(&o->w, name, nl);
+	if (!o->w.full) { /* its length, now known */
+		size_t dl = o->w.len - at - 2;
 
-		o->a->rrs[at] = (uint8_t)(dl >> 8);
-		o->a->rrs[at + 1] = (uint8_t)dl;
+		o->w.buf[at] = (uint8_t)(dl >> 8);
+		o->w.buf[at + 1] = (uint8_t)dl;
 	}
 	return 0;
 }
@@ -183,11 +180,11 @@ static int chain(const char *qname, size_t qlen, uint16_t qtype, const uint8_t *
 				continue;
 			}
 			used[i] = true;
-			put_name(o, rr->name, rr->name_len);
-			put16(o, rr->type);
-			put16(o, DNS_CLASS_IN);
-			put16(o, 0); /* the TTL: the writer's, as it counts down */
-			put16(o, 0);
+			dns_out_name(&o->w, rr->name, rr->name_len);
+			dns_out_u16(&o->w, rr->type);
+			dns_out_u16(&o->w, DNS_CLASS_IN);
+			dns_out_u16(&o->w, 0); /* the TTL: the writer's, as it counts down */
+			dns_out_u16(&o->w, 0);
 			if (put_rdata(o, msg, len, rr, why) == -1)
 				return -1;
 			o->a->n++;
@@ -196,7 +193,7 @@ static int chain(const char *qname, size_t qlen, uint16_t qtype, const uint8_t *
 				o->a->min_ttl = rr->ttl > 0x7fffffffu ? 0 : rr->ttl;
 		}
 	}
-	if (o->full) {
+	if (o->w.full) {
 		*why = "an answer too large to keep";
 		return -1;
 	}
@@ -206,7 +203,7 @@ static int chain(const char *qname, size_t qlen, uint16_t qtype, const uint8_t *
 int dns_answer_read(const uint8_t *msg, size_t len, const char *name, size_t name_len,
 		    uint16_t qtype, struct dns_answer *a, const char **why)
 {
-	struct out o = { a, false };
+	struct out o = { { a->rrs, 0, sizeof(a->rrs), false }, a };
 	struct dns_header h;
 	char qname[DNS_NAME_MAX + 1];
 	size_t off = DNS_HEADER_LEN, nl;
@@ -243,6 +240,7 @@ int dns_answer_read(const uint8_t *msg, size_t len, const char *name, size_t nam
 	}
 	if (chain(name, name_len, qtype, msg, len, &off, h.ancount, &o, why) == -1)
 		return DNS_ANSWER_MALFORMED;
+	a->len = o.w.len;
 	a->soa_ttl = negative_ttl(msg, len, off, h.nscount);
 	return DNS_ANSWER_OK;
 }

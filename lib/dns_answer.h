@@ -52,4 +52,18 @@ int dns_answer_read(const uint8_t *msg, size_t len, const char *name, size_t nam
  */
 size_t dns_name_write(const char *name, size_t len, uint8_t *out, size_t room);
 
+/*
+ * A writer into buf[0..max): each call appends, or sets full (and writes
+ * nothing more) when it would not fit. Names as dns_name_write.
+ */
+struct dns_out {
+	uint8_t *buf;
+	size_t len, max;
+	bool full;
+};
+
+void dns_out_put(struct dns_out *o, const void *p, size_t n);
+void dns_out_u16(struct dns_out *o, uint16_t v);
+void dns_out_name(struct dns_out *o, const char *name, size_t len);
+
 #endif
