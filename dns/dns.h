@@ -135,6 +135,7 @@ struct dnsd {
 	struct watched_file watch_config, watch_store, watch_run;
 	struct loop_timer watch_timer;
 	struct loop_io sig_io;
+	int run_fd; /* STATE/dns.run, share-locked while we run */
 	struct dns_listener listeners[2 * CONFIG_MAX_LISTEN];
 	size_t nlisteners;
 	struct upstream *upstreams;

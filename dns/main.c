@@ -24,6 +24,7 @@
 
 #include "file.h"
 #include "priv.h"
+#include "runfile.h"
 #include "signals.h"
 
 static void usage(void)
@@ -97,6 +98,25 @@ static int drop(struct dnsd *d)
 	return 0;
 }
 
+/*
+ * STATE/dns.run (lib/runfile.h): our pid and listeners, share-locked while
+ * we run, written once they answer. Returns 0 or -1 after printing.
+ */
+static int write_run(struct dnsd *d)
+{
+	struct runfile rf = { .pid = getpid() };
+
+	for (size_t i = 0; i < d->config->ndns_listen && i < RUNFILE_LISTEN_MAX; i++)
+		rf.listen[rf.nlisten++] = d->config->dns_listen[i];
+	d->run_fd = runfile_write(d->config->state_dir, "dns.run", &rf);
+	if (d->run_fd == -1) {
+		fprintf(stderr, "sluice-dns: %s/dns.run: %s\n", d->config->state_dir,
+			strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct dnsd d;
@@ -108,6 +128,7 @@ int main(int argc, char **argv)
 
 	memset(&d, 0, sizeof(d));
 	d.sig_io.fd = -1;
+	d.run_fd = -1;
 	while ((opt = getopt(argc, argv, "c:th")) != -1) {
 		switch (opt) {
 		case 'c':
@@ -156,12 +177,14 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < d.config->ndns_listen; i++)
 		if (client_listen(&d, &d.config->dns_listen[i]) == -1)
 			goto out_loop;
-	if (upstream_init(&d) == -1 || judge_init(&d) == -1 || drop(&d) == -1)
+	if (upstream_init(&d) == -1 || judge_init(&d) == -1 || write_run(&d) == -1)
 		goto out_judge;
+	if (drop(&d) == -1)
+		goto out_run;
 	sfd = signals_open();
 	if (sfd == -1 || loop_io_add(d.loop, &d.sig_io, sfd, EPOLLIN, on_signal, &d) == -1) {
 		fprintf(stderr, "sluice-dns: signals: %s\n", strerror(errno));
-		goto out_judge;
+		goto out_run;
 	}
 	fprintf(stderr, "sluice-dns: running: mode %s, %zu grants, %zu upstreams, state %s, "
 			"dns-log %s\n",
@@ -171,6 +194,8 @@ int main(int argc, char **argv)
 	ret = loop_run(d.loop) == 0 ? 0 : 1;
 
 	loop_io_close(d.loop, &d.sig_io);
+out_run:
+	runfile_remove(d.config->state_dir, "dns.run", d.run_fd);
 out_judge:
 	judge_release(&d);
 out_loop:

@@ -5,16 +5,13 @@
 #include "store.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <ifaddrs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <unistd.h>
 
-#include "digits.h"
 #include "file.h"
+#include "runfile.h"
 
 #define STORE_MAX_BYTES (4 * 1024 * 1024)
 
@@ -74,38 +71,12 @@ int grant_store_load(const char *path, const char *who, struct grant **out, size
 
 int store_run_id(const char *state_dir, char *run)
 {
-	char path[PATH_MAX];
-	char *buf;
-	size_t len;
-	int fd, n, ret = -1;
+	struct runfile rf;
 
-	n = snprintf(path, sizeof(path), "%s/proxy.run", state_dir);
-	if (n < 0 || (size_t)n >= sizeof(path)) {
-		errno = ENAMETOOLONG;
+	if (runfile_read(state_dir, "proxy.run", &rf) == -1)
 		return -1;
-	}
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd == -1)
-		return -1;
-	/* the running proxy holds a shared lock: an exclusive one is ours only when it stopped */
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
-		close(fd);
-		errno = ESRCH;
-		return -1;
-	}
-	close(fd);
-	if (file_read(path, 64, &buf, &len) == -1)
-		return -1;
-	if (len == GRANT_RUN_ID_LEN + 1 && buf[GRANT_RUN_ID_LEN] == '\n' &&
-	    hex_is_lower(buf, GRANT_RUN_ID_LEN)) {
-		ret = 0;
-		memcpy(run, buf, GRANT_RUN_ID_LEN);
-		run[GRANT_RUN_ID_LEN] = '\0';
-	}
-	free(buf);
-	if (ret == -1)
-		errno = EINVAL;
-	return ret;
+	memcpy(run, rf.id, sizeof(rf.id));
+	return 0;
 }
 
 long own_addresses(struct ipnet *own, size_t max)

@@ -39,11 +39,12 @@ bool watch_changed(struct watched_file *w);
 int grant_store_load(const char *path, const char *who, struct grant **out, size_t *n);
 
 /*
- * The running proxy's run id from STATE/proxy.run into run (GRANT_RUN_ID_LEN
- * + 1 bytes). Returns 0, or -1 with errno: ENOENT when no proxy has left
- * one, ESRCH when the one there is not locked by a running proxy (it was
- * killed, or ran as `user` and could not remove it from a root-owned state
- * directory), EINVAL when the file does not hold a run id, ENAMETOOLONG.
+ * The running proxy's run id from STATE/proxy.run (runfile.h) into run
+ * (GRANT_RUN_ID_LEN + 1 bytes). Returns 0, or -1 with errno: ENOENT when no
+ * proxy has left one, ESRCH when the one there is not locked by a running
+ * proxy (it was killed, or ran as `user` and could not remove it from a
+ * root-owned state directory), EINVAL when the file is not a run file,
+ * ENAMETOOLONG.
  */
 int store_run_id(const char *state_dir, char *run);
 

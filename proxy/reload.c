@@ -12,6 +12,7 @@
  */
 #include "proxy.h"
 #include "file.h"
+#include "runfile.h"
 #include "store.h"
 
 #include <errno.h>
@@ -20,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #define WATCH_MS 1000
@@ -129,51 +129,26 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 }
 
 /*
- * STATE/proxy.run, holding a shared flock for as long as this process
- * lives (px->run_fd): the file outlives a kill -9, and a proxy running as
- * `user` cannot unlink it from a root-owned state directory, so the CLI
- * takes an unlocked one for a proxy that has stopped. The lock is taken
- * before the rename, so the file is never seen unlocked while we run.
+ * STATE/proxy.run (lib/runfile.h): our run id, pid and listeners, share-
+ * locked for as long as this process lives (px->run_fd). Written after the
+ * listeners are open, so its presence means the proxy answers.
  */
 static int write_run_id(struct proxy *px)
 {
-	unsigned char raw[GRANT_RUN_ID_LEN / 2];
-	char path[PATH_MAX + 16], tmp[PATH_MAX + 32], line[GRANT_RUN_ID_LEN + 2];
-	int fd, e;
+	struct runfile rf = { .pid = getpid() };
 
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+	for (size_t i = 0; i < px->nlisteners && rf.nlisten < RUNFILE_LISTEN_MAX; i++)
+		rf.listen[rf.nlisten++] = px->listeners[i].addr;
+	px->run_fd = runfile_write(px->config->state_dir, "proxy.run", &rf);
+	if (px->run_fd == -1)
 		return -1;
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(px->run_id + 2 * i, 3, "%02x", raw[i]);
-	snprintf(line, sizeof(line), "%s\n", px->run_id);
-	snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
-	snprintf(tmp, sizeof(tmp), "%s/.proxy.run.%d", px->config->state_dir, (int)getpid());
-	/* a fresh file: never one planted at the name (a link to root's file to truncate) */
-	if (unlink(tmp) == -1 && errno != ENOENT)
-		return -1;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd == -1)
-		return -1;
-	if (flock(fd, LOCK_SH) == -1 || write(fd, line, GRANT_RUN_ID_LEN + 1) != GRANT_RUN_ID_LEN + 1 ||
-	    rename(tmp, path) == -1) {
-		e = errno;
-		close(fd);
-		unlink(tmp);
-		errno = e;
-		return -1;
-	}
-	px->run_fd = fd;
+	memcpy(px->run_id, rf.id, sizeof(px->run_id));
 	return 0;
 }
 
 static void remove_run_id(struct proxy *px)
 {
-	char path[PATH_MAX + 16];
-
-	snprintf(path, sizeof(path), "%s/proxy.run", px->config->state_dir);
-	unlink(path); /* may fail as `user`: the lock released below says we stopped */
-	if (px->run_fd >= 0)
-		close(px->run_fd);
+	runfile_remove(px->config->state_dir, "proxy.run", px->run_fd);
 	px->run_fd = -1;
 }
 
