@@ -19,9 +19,11 @@
  * (nothing is allocated per datagram or per flow); a new client past that
  * takes the place of the least recently used flow, and so does one that
  * finds no descriptor left; a flow without a datagram either way for
- * FWD_DNS_IDLE_MS is closed by a sweep every FWD_DNS_SWEEP_MS. Nothing is
- * queued: a datagram that cannot be sent now (a full socket buffer, an error
- * the upstream reported) is dropped, as the network would drop it. Each
+ * FWD_DNS_IDLE_MS is closed by a sweep every FWD_DNS_SWEEP_MS, one whose
+ * upstream refused (ICMP) at once, and a listener's flows with its socket
+ * when the namespace is re-created (dns_forget). Nothing is queued: a
+ * datagram that cannot be sent now (a full socket buffer) is dropped, as
+ * the network would drop it. Each
  * wake-up reads at most DNS_BATCH datagrams from a socket, so a flood on one
  * leaves the loop to the others (TCP accepts included) every round.
  *
@@ -52,7 +54,7 @@ _Static_assert((DNS_BUCKETS & (DNS_BUCKETS - 1)) == 0, "DNS_BUCKETS is a power o
 
 /* The address a client sent to (IP(V6)_PKTINFO): its answer's source. */
 struct dns_local {
-	int level; /* IPPROTO_IP or IPPROTO_IPV6; 0: none was given */
+	sa_family_t family; /* AF_INET (pi.v4) or AF_INET6 (pi.v6); AF_UNSPEC: none given */
 	union {
 		struct in_pktinfo v4;
 		struct in6_pktinfo v6;
@@ -79,7 +81,8 @@ struct dns_relay {
 	struct dns_flow *buckets[DNS_BUCKETS];
 	struct dns_flow *oldest, *newest;
 	size_t nflows;
-	uint64_t seed;                 /* the hash's key: clients cannot aim at one bucket */
+	uint64_t seed;                 /* random: which clients share a bucket is not known
+	                                  beforehand (a chain is at most max long anyway) */
 	struct loop_timer sweep;
 	bool said_full;                /* the pool was full once (said once) */
 	unsigned char dgram[DNS_DGRAM_MAX];
@@ -106,7 +109,7 @@ static uint64_t bytes_mix(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-/* The address and port (or address alone) of a as bytes, for hashing. */
+/* The address of a as bytes, for hashing (its port is hashed apart). */
 static const void *addr_bytes(const struct sockaddr_storage *a, size_t *n)
 {
 	if (a->ss_family == AF_INET) {
@@ -131,20 +134,20 @@ static size_t bucket_of(const struct dns_relay *r, const struct fwd_listener *ln
 	uint64_t h = mix(r->seed, (uint64_t)(ln - r->fw->listeners) << 16 | addr_port(client));
 
 	h = bytes_mix(h, a, n);
-	if (local->level == IPPROTO_IP)
+	if (local->family == AF_INET)
 		h = mix(h, local->pi.v4.ipi_addr.s_addr);
-	else if (local->level == IPPROTO_IPV6)
+	else if (local->family == AF_INET6)
 		h = bytes_mix(h, &local->pi.v6.ipi6_addr, sizeof(struct in6_addr));
 	return (size_t)(h & (DNS_BUCKETS - 1));
 }
 
 static bool local_same(const struct dns_local *a, const struct dns_local *b)
 {
-	if (a->level != b->level)
+	if (a->family != b->family)
 		return false;
-	if (a->level == IPPROTO_IP)
+	if (a->family == AF_INET)
 		return a->pi.v4.ipi_addr.s_addr == b->pi.v4.ipi_addr.s_addr;
-	if (a->level == IPPROTO_IPV6)
+	if (a->family == AF_INET6)
 		return a->pi.v6.ipi6_ifindex == b->pi.v6.ipi6_ifindex &&
 		       memcmp(&a->pi.v6.ipi6_addr, &b->pi.v6.ipi6_addr, sizeof(struct in6_addr)) == 0;
 	return true;
@@ -234,22 +237,19 @@ static void answer(struct dns_relay *r, struct dns_flow *f, size_t n)
 	};
 
 	memset(&ctl, 0, sizeof(ctl));
-	if (f->local.level == IPPROTO_IP) {
-		struct in_pktinfo pi = { .ipi_spec_dst = f->local.pi.v4.ipi_addr };
+	if (f->local.family != AF_UNSPEC) {
+		bool v4 = f->local.family == AF_INET;
+		struct in_pktinfo pi4 = { .ipi_spec_dst = f->local.pi.v4.ipi_addr };
+		size_t len = v4 ? sizeof(pi4) : sizeof(struct in6_pktinfo);
+		struct cmsghdr *c;
 
 		msg.msg_control = ctl.buf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(pi));
-		CMSG_FIRSTHDR(&msg)->cmsg_level = IPPROTO_IP;
-		CMSG_FIRSTHDR(&msg)->cmsg_type = IP_PKTINFO;
-		CMSG_FIRSTHDR(&msg)->cmsg_len = CMSG_LEN(sizeof(pi));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&msg)), &pi, sizeof(pi));
-	} else if (f->local.level == IPPROTO_IPV6) {
-		msg.msg_control = ctl.buf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(struct in6_pktinfo));
-		CMSG_FIRSTHDR(&msg)->cmsg_level = IPPROTO_IPV6;
-		CMSG_FIRSTHDR(&msg)->cmsg_type = IPV6_PKTINFO;
-		CMSG_FIRSTHDR(&msg)->cmsg_len = CMSG_LEN(sizeof(struct in6_pktinfo));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&msg)), &f->local.pi.v6, sizeof(struct in6_pktinfo));
+		msg.msg_controllen = CMSG_SPACE(len);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = v4 ? IPPROTO_IP : IPPROTO_IPV6;
+		c->cmsg_type = v4 ? IP_PKTINFO : IPV6_PKTINFO;
+		c->cmsg_len = CMSG_LEN(len);
+		memcpy(CMSG_DATA(c), v4 ? (const void *)&pi4 : &f->local.pi.v6, len);
 	}
 	(void)!sendmsg(f->ln->io.fd, &msg, MSG_DONTWAIT);
 }
@@ -276,6 +276,16 @@ static void on_answer(struct loop *l, struct loop_io *io, uint32_t events)
 
 /* --- queries: client -> upstream ------------------------------------------ */
 
+/* Close fd, a socket being set up that failed, keeping errno. Returns -1. */
+static int close_failed(int fd)
+{
+	int e = errno;
+
+	close(fd);
+	errno = e;
+	return -1;
+}
+
 /* A socket connected to the upstream, in our own namespace. Returns the fd, or -1 with errno. */
 static int upstream_socket(struct dns_relay *r, const struct sockaddr_storage *up)
 {
@@ -283,17 +293,13 @@ static int upstream_socket(struct dns_relay *r, const struct sockaddr_storage *u
 						 : sizeof(struct sockaddr_in6);
 	uint32_t mark = r->fw->mark;
 	int fd = socket(up->ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	int e;
 
 	if (fd == -1)
 		return -1;
 	if ((mark == 0 || setsockopt(fd, SOL_SOCKET, SO_MARK, &mark, sizeof(mark)) == 0) &&
 	    connect(fd, (const struct sockaddr *)up, len) == 0)
 		return fd;
-	e = errno;
-	close(fd);
-	errno = e;
-	return -1;
+	return close_failed(fd);
 }
 
 static void on_sweep(struct loop *l, struct loop_timer *t);
@@ -304,6 +310,7 @@ static struct dns_flow *flow_open(struct dns_relay *r, struct fwd_listener *ln,
 				  const struct dns_local *local)
 {
 	struct dns_flow *f;
+	size_t b;
 	int fd;
 
 	if (r->free == NULL) {
@@ -323,20 +330,19 @@ static struct dns_flow *flow_open(struct dns_relay *r, struct fwd_listener *ln,
 	if (fd == -1)
 		return NULL;
 	f = r->free;
+	if (loop_io_add(r->fw->loop, &f->io, fd, EPOLLIN, on_answer, f) == -1) {
+		close(fd);
+		return NULL;
+	}
 	r->free = f->chain;
 	f->r = r;
 	f->ln = ln;
 	memcpy(&f->client, client, sizeof(f->client));
 	f->client_len = client_len;
 	f->local = *local;
-	if (loop_io_add(r->fw->loop, &f->io, fd, EPOLLIN, on_answer, f) == -1) {
-		close(fd);
-		f->chain = r->free;
-		r->free = f;
-		return NULL;
-	}
-	f->chain = r->buckets[bucket_of(r, ln, client, local)];
-	r->buckets[bucket_of(r, ln, client, local)] = f;
+	b = bucket_of(r, ln, client, local);
+	f->chain = r->buckets[b];
+	r->buckets[b] = f;
 	r->nflows++;
 	lru_push(r, f);
 	if (!loop_timer_armed(&r->sweep))
@@ -348,14 +354,15 @@ static struct dns_flow *flow_open(struct dns_relay *r, struct fwd_listener *ln,
 static void local_of(struct msghdr *msg, struct dns_local *local)
 {
 	memset(local, 0, sizeof(*local));
+	local->family = AF_UNSPEC;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(msg); c != NULL; c = CMSG_NXTHDR(msg, c)) {
 		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
 		    c->cmsg_len >= CMSG_LEN(sizeof(struct in_pktinfo))) {
-			local->level = IPPROTO_IP;
+			local->family = AF_INET;
 			memcpy(&local->pi.v4, CMSG_DATA(c), sizeof(struct in_pktinfo));
 		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO &&
 			   c->cmsg_len >= CMSG_LEN(sizeof(struct in6_pktinfo))) {
-			local->level = IPPROTO_IPV6;
+			local->family = AF_INET6;
 			memcpy(&local->pi.v6, CMSG_DATA(c), sizeof(struct in6_pktinfo));
 		}
 	}
@@ -420,7 +427,7 @@ int dns_socket(const struct sockaddr_storage *addr)
 {
 	bool v4 = addr->ss_family == AF_INET;
 	socklen_t len = v4 ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
-	int one = 1, e;
+	int one = 1;
 	int fd = socket(addr->ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	if (fd == -1)
@@ -431,10 +438,7 @@ int dns_socket(const struct sockaddr_storage *addr)
 		: setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one))) == 0 &&
 	    bind(fd, (const struct sockaddr *)addr, len) == 0)
 		return fd;
-	e = errno;
-	close(fd);
-	errno = e;
-	return -1;
+	return close_failed(fd);
 }
 
 void dns_forget(struct forwarder *fw, const struct fwd_listener *ln)

@@ -17,7 +17,9 @@
 # refuses or is silent (the client times out or is reset promptly, the
 # forwarder stays up), the namespace re-created (the relay follows, the old
 # socket's flows closed at once), --dns in its own namespace without
-# --netns, and the arguments: --dns alone takes no --key or --net.
+# --netns (with --mark on its flows, and allowed 256 descriptors: 128 flows
+# at most, TCP served through a flood), the capabilities each keeps, and the
+# arguments: --dns alone takes no --key or --net.
 source "$(dirname "$0")/lab.sh"
 source "$(dirname "$0")/unbound.sh"
 lab_up
@@ -217,14 +219,16 @@ expect_re "--dns alone starts without --key or --net, and says so" \
 	"running: no stamping listener, 3 dns relays" "$(cat "$LAB_DIR/forward.err")"
 expect_eq "it keeps CAP_SYS_ADMIN (setns) and CAP_NET_BIND_SERVICE (port 53), nothing else" \
 	0000000000200400 "$(awk '$1 == "CapEff:" { print $2 }' "/proc/$FPID/status")"
+seen="udp $(sbx ss -Hunl 'sport = :53' | wc -l) tcp $(sbx ss -Htnl 'sport = :53' | wc -l)"
+seen+=" host $(hx ss -Htunl 'sport = :53' | wc -l)"
 expect_eq "the UDP socket and the TCP listener are in the sandbox, not in the host namespace" \
-	"udp 1 tcp 1 host 0" \
-	"udp $(sbx ss -Hunl 'sport = :53' | wc -l) tcp $(sbx ss -Htnl 'sport = :53' | wc -l) host $(hx ss -Htunl 'sport = :53' | wc -l)"
+	"udp 1 tcp 1 host 0" "$seen"
 
 out=$(sdig @127.0.0.1 fwd.test A +short)
 expect_eq "dig over UDP in the sandbox gets unbound's answer through the relay" 203.0.113.10 "$out"
 expect_eq "... the query reached unbound from the host namespace (192.0.2.1, as the control did)" 2 \
-	"$(awk '$3 == "query:" && $4 == "192.0.2.1" && $5 == "fwd.test." { c++ } END { print c + 0 }' "$UNBOUND_LOG")"
+	"$(awk '$3 == "query:" && $4 == "192.0.2.1" && $5 == "fwd.test." { c++ }
+		END { print c + 0 }' "$UNBOUND_LOG")"
 out=$(sdig +tcp @127.0.0.1 fwd.test A +short)
 expect_eq "dig +tcp in the sandbox gets the answer too" 203.0.113.10 "$out"
 out=$(sdig @127.0.0.1 nope.fwd.test A)
@@ -234,7 +238,8 @@ expect_re "TCP connections start raw: no head read, dialled at once (--trace)" \
 expect_not_re "... never in the head state" "trace: 127\.0\.0\.1: head ->" "$(cat "$LAB_DIR/forward.err")"
 
 out=$(sbx "$PY" -c 'import socket
-print(" ".join(sorted({a[4][0] for a in socket.getaddrinfo("fwd.test", 80, proto=socket.IPPROTO_TCP)})))' 2>&1)
+ais = socket.getaddrinfo("fwd.test", 80, proto=socket.IPPROTO_TCP)
+print(" ".join(sorted({a[4][0] for a in ais})))' 2>&1)
 expect_eq "getaddrinfo in the sandbox resolves through resolv.conf (nameserver 127.0.0.1)" \
 	203.0.113.10 "$out"
 printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1 use-vc\n' >"/etc/netns/$SNS/resolv.conf"
@@ -287,7 +292,8 @@ expect_lt "... promptly (${el} s)" 2 "$el"
 wait "$FLOOD"
 touch "$LAB_DIR/fds.stop"
 wait "$SAMPLER"
-expect_re "the flood ran: 8000 ports, many datagrams" "^ports=8000 sent=[0-9]{5,}" "$(cat "$LAB_DIR/flood.out")"
+expect_re "the flood ran: 8000 ports, many datagrams" "^ports=8000 sent=[0-9]{5,}" \
+	"$(cat "$LAB_DIR/flood.out")"
 max_flows=$(sort -n "$LAB_DIR/flows" | tail -1)
 max_fd=$(sort -n "$LAB_DIR/fds" | tail -1)
 # ss's dumps race the churn (a socket can be listed twice); the descriptors are exact
@@ -326,9 +332,10 @@ out=$(sbx "$PY" -c 'import socket; print(socket.gethostbyname("c2.fwd.test"))' 2
 expect_eq "... and getaddrinfo" 198.51.100.2 "$out"
 
 # ------------------------------------------------------------------ upstreams down, own namespace
-# without --netns: the relays in the forwarder's own namespace ($HNS), allowed 256
-# descriptors: at most 128 flows then, the other half left for TCP
-ip netns exec "$HNS" prlimit --nofile=256:256 "$FWD" --dns "127.0.0.1:5301=$UNBOUND_ADDR:53" --dns "127.0.0.1:5302=$UNBOUND_REFUSED:53" \
+# without --netns: the relays in the forwarder's own namespace ($HNS), with --mark, allowed
+# 256 descriptors: at most 128 flows then, the other half left for TCP
+ip netns exec "$HNS" prlimit --nofile=256:256 "$FWD" --mark 0x77 \
+	--dns "127.0.0.1:5301=$UNBOUND_ADDR:53" --dns "127.0.0.1:5302=$UNBOUND_REFUSED:53" \
 	--dns "127.0.0.1:5303=$UNBOUND_SILENT:53" >>"$LAB_DIR/forward2.err" 2>&1 &
 F2=$!
 LAB_PIDS+=($F2)
@@ -338,8 +345,10 @@ expect_eq "without --netns the relay listens in its own namespace and answers" 2
 	"$(hx dig +time=2 +tries=1 @127.0.0.1 -p 5301 fwd.test A +short 2>&1)"
 expect_eq "... over TCP too" 203.0.113.10 \
 	"$(hx dig +tcp +time=2 +tries=1 @127.0.0.1 -p 5301 fwd.test A +short 2>&1)"
-expect_eq "... and it keeps no capability at all (nothing to re-enter, port bound)" \
-	0000000000000000 "$(awk '$1 == "CapEff:" { print $2 }' "/proc/$F2/status")"
+expect_eq "... its flows carry --mark's SO_MARK" 1 \
+	"$(hx ss -Hune dst "$UNBOUND_ADDR:53" | grep -c 'fwmark:0x77')"
+expect_eq "... and it keeps only CAP_NET_ADMIN (for SO_MARK; nothing to re-enter, port bound)" \
+	0000000000001000 "$(awk '$1 == "CapEff:" { print $2 }' "/proc/$F2/status")"
 expect_re "allowed 256 descriptors, it takes at most 128 UDP clients at once, and says so" \
 	"at most 128 UDP clients at once" "$(cat "$LAB_DIR/forward2.err")"
 base_fd=$(fd_count "$F2")
@@ -381,17 +390,20 @@ expect_lt "... at once (${el} s)" 1 "$el"
 t0=$(now)
 out=$(hx dig +time=1 +tries=1 @127.0.0.1 -p 5303 fwd.test A 2>&1)
 el=$(elapsed "$t0")
-expect_re "an upstream that is silent: the UDP client times out" "timed out|no servers could be reached" "$out"
+expect_re "an upstream that is silent: the UDP client times out" \
+	"timed out|no servers could be reached" "$out"
 expect_lt "... in its own 1 s (${el} s)" 1.8 "$el"
 t0=$(now)
 out=$(hx dig +tcp +time=2 +tries=1 @127.0.0.1 -p 5303 fwd.test A 2>&1)
 el=$(elapsed "$t0")
-expect_re "... and a TCP client too (the dial is still being retried)" "timed out|no servers could be reached" "$out"
+expect_re "... and a TCP client too (the dial is still being retried)" \
+	"timed out|no servers could be reached" "$out"
 expect_lt "... in its own 2 s (${el} s)" 2.8 "$el"
 expect_eq "both forwarders are still running" "0 0" \
 	"$(kill -0 "$FPID" 2>/dev/null; echo -n "$? "; kill -0 "$F2" 2>/dev/null; echo $?)"
-expect_eq "... and still relay" "203.0.113.10 203.0.113.10" \
-	"$(hx dig +time=2 +tries=1 @127.0.0.1 -p 5301 fwd.test A +short 2>&1) $(sdig @127.0.0.1 fwd.test A +short)"
+seen="$(hx dig +time=2 +tries=1 @127.0.0.1 -p 5301 fwd.test A +short 2>&1)"
+seen+=" $(sdig @127.0.0.1 fwd.test A +short)"
+expect_eq "... and still relay" "203.0.113.10 203.0.113.10" "$seen"
 expect_not_re "neither printed a sanitizer report" "ERROR: AddressSanitizer|runtime error" \
 	"$(cat "$LAB_DIR/forward.err" "$LAB_DIR/forward2.err")"
 lab_done
