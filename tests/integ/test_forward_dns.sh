@@ -36,6 +36,17 @@ fd_count() { ls "/proc/$1/fd" 2>/dev/null | wc -l; }
 # flows: the relay's UDP sockets connected to unbound, in the host namespace
 flows() { hx ss -Hun dst "$UNBOUND_ADDR:53" 2>/dev/null | wc -l; }
 rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status" 2>/dev/null; }
+# fwd_start ERR NETNS_PATH ADDR:PORT CMD...: start a forwarder (CMD execs it), stderr to ERR;
+# its pid in FWD_PID once a TCP socket listens on ADDR:PORT in NETNS_PATH
+fwd_start() {
+	local err=$1 ns=$2 addr=$3
+	shift 3
+	"$@" >>"$err" 2>&1 &
+	FWD_PID=$!
+	LAB_PIDS+=("$FWD_PID")
+	"$FWD" --wait "$ns" "$addr" --timeout 5 </dev/null ||
+		lab_bail "sluice-forward listens on $addr in $ns" "$(cat "$err")"
+}
 
 data=('local-data: "fwd.test. 300 IN A 203.0.113.10"')
 for i in $(seq 0 49); do
@@ -208,13 +219,11 @@ expect_re "the usage text documents --dns" "--dns LISTEN=UPSTREAM" "$("$FWD" --h
 # ------------------------------------------------------------------ the relay
 # in the real mount namespace (not ip netns exec's private one), as it runs for real;
 # --dns alone: no --key, no --net
-nsenter --net="/run/netns/$HNS" "$FWD" --netns "$SPATH" --trace \
+fwd_start "$LAB_DIR/forward.err" "$SPATH" 127.0.0.1:53 \
+	nsenter --net="/run/netns/$HNS" "$FWD" --netns "$SPATH" --trace \
 	--dns "127.0.0.1:53=$UNBOUND_ADDR:53" --dns "0.0.0.0:54=$UNBOUND_ADDR:53" \
-	--dns "[::]:55=$UNBOUND_ADDR:53" >>"$LAB_DIR/forward.err" 2>&1 &
-FPID=$!
-LAB_PIDS+=($FPID)
-"$FWD" --wait "$SPATH" 127.0.0.1:53 --timeout 5 </dev/null ||
-	lab_bail "sluice-forward --dns listens in $SNS" "$(cat "$LAB_DIR/forward.err")"
+	--dns "[::]:55=$UNBOUND_ADDR:53"
+FPID=$FWD_PID
 expect_re "--dns alone starts without --key or --net, and says so" \
 	"running: no stamping listener, 3 dns relays" "$(cat "$LAB_DIR/forward.err")"
 expect_eq "it keeps CAP_SYS_ADMIN (setns) and CAP_NET_BIND_SERVICE (port 53), nothing else" \
@@ -334,13 +343,11 @@ expect_eq "... and getaddrinfo" 198.51.100.2 "$out"
 # ------------------------------------------------------------------ upstreams down, own namespace
 # without --netns: the relays in the forwarder's own namespace ($HNS), with --mark, allowed
 # 256 descriptors: at most 128 flows then, the other half left for TCP
-ip netns exec "$HNS" prlimit --nofile=256:256 "$FWD" --mark 0x77 \
+fwd_start "$LAB_DIR/forward2.err" "/run/netns/$HNS" 127.0.0.1:5303 \
+	ip netns exec "$HNS" prlimit --nofile=256:256 "$FWD" --mark 0x77 \
 	--dns "127.0.0.1:5301=$UNBOUND_ADDR:53" --dns "127.0.0.1:5302=$UNBOUND_REFUSED:53" \
-	--dns "127.0.0.1:5303=$UNBOUND_SILENT:53" >>"$LAB_DIR/forward2.err" 2>&1 &
-F2=$!
-LAB_PIDS+=($F2)
-"$FWD" --wait "/run/netns/$HNS" 127.0.0.1:5303 --timeout 5 </dev/null ||
-	lab_bail "a second sluice-forward --dns listens in $HNS" "$(cat "$LAB_DIR/forward2.err")"
+	--dns "127.0.0.1:5303=$UNBOUND_SILENT:53"
+F2=$FWD_PID
 expect_eq "without --netns the relay listens in its own namespace and answers" 203.0.113.10 \
 	"$(hx dig +time=2 +tries=1 @127.0.0.1 -p 5301 fwd.test A +short 2>&1)"
 expect_eq "... over TCP too" 203.0.113.10 \
@@ -375,27 +382,26 @@ expect_ge "... while the flows took their 128 descriptors (peak $max_fd, $base_f
 	$((base_fd + 128)) "$max_fd"
 expect_lt "... and no more" $((base_fd + 128 + 2 + 1)) "$max_fd"
 
-t0=$(now)
-out=$(hx dig +time=1 +tries=1 @127.0.0.1 -p 5302 fwd.test A 2>&1)
-el=$(elapsed "$t0")
+# tdig PORT DIG_ARGS...: dig fwd.test at 127.0.0.1:PORT from $HNS, one try; output in out, seconds in el
+tdig() {
+	local t0
+	t0=$(now)
+	out=$(hx dig +tries=1 @127.0.0.1 -p "$1" "${@:2}" fwd.test A 2>&1)
+	el=$(elapsed "$t0")
+}
+tdig 5302 +time=1
 expect_re "an upstream that refuses (port unreachable): the UDP client times out" \
 	"timed out|no servers could be reached" "$out"
 expect_lt "... in its own 1 s (${el} s)" 1.8 "$el"
-t0=$(now)
-out=$(hx dig +tcp +time=3 +tries=1 @127.0.0.1 -p 5302 fwd.test A 2>&1)
-el=$(elapsed "$t0")
+tdig 5302 +tcp +time=3
 expect_re "... a TCP client is refused (reset or closed)" "reset|end of file|refused|closed" "$out"
 expect_not_re "... with no answer" "status:" "$out"
 expect_lt "... at once (${el} s)" 1 "$el"
-t0=$(now)
-out=$(hx dig +time=1 +tries=1 @127.0.0.1 -p 5303 fwd.test A 2>&1)
-el=$(elapsed "$t0")
+tdig 5303 +time=1
 expect_re "an upstream that is silent: the UDP client times out" \
 	"timed out|no servers could be reached" "$out"
 expect_lt "... in its own 1 s (${el} s)" 1.8 "$el"
-t0=$(now)
-out=$(hx dig +tcp +time=2 +tries=1 @127.0.0.1 -p 5303 fwd.test A 2>&1)
-el=$(elapsed "$t0")
+tdig 5303 +tcp +time=2
 expect_re "... and a TCP client too (the dial is still being retried)" \
 	"timed out|no servers could be reached" "$out"
 expect_lt "... in its own 2 s (${el} s)" 2.8 "$el"
