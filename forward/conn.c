@@ -8,17 +8,19 @@
  * client's address (and, from an --own listener, its principal: as=),
  * passes everything else (Proxy-Authorization included) untouched, then
  * relays bytes both ways and parses nothing more. Upstream sockets carry
- * --mark's SO_MARK; one that cannot fails its dial.
+ * --mark's SO_MARK; one that cannot fails its dial. A connection on a
+ * --dns listener starts raw: no head, no stamp (DNS over TCP is
+ * length-framed binary), dialled at once, then relayed like the others.
  *
  * The stamped head is written as soon as the connect is issued: on loopback
  * or a fast link the handshake is already done, the write proves it, and
  * the connection goes straight to relaying (no wait for writability, no
  * dial timer). Otherwise (EAGAIN: still connecting) it waits for the
- * connect, and one unanswered in 2 s is re-dialled on a new socket, at
- * most 8 times. When the upstream closes first and has acknowledged every
- * byte, the client side is closed with an RST (user-mode network stacks
- * stall on a FIN'd connection's TIME_WAIT reuse); a client that closes
- * first gets a FIN.
+ * connect (so does a raw one, which has nothing to write yet), and one
+ * unanswered in 2 s is re-dialled on a new socket, at most 8 times. When
+ * the upstream closes first and has acknowledged every byte, the client
+ * side is closed with an RST (user-mode network stacks stall on a FIN'd
+ * connection's TIME_WAIT reuse); a client that closes first gets a FIN.
  */
 #include "forward.h"
 
@@ -44,6 +46,7 @@
 
 enum conn_state {
 	C_HEAD,     /* reading the first head */
+	C_RAW,      /* --dns: nothing to read first, the upstream is dialled at once */
 	C_DIAL,     /* connecting upstream */
 	C_RELAY,    /* relaying both ways */
 	C_RST_WAIT, /* upstream closed first: waiting for the client's acks */
@@ -60,6 +63,8 @@ static const struct conn_state_def {
 	const char *late;
 } conn_states[] = {
 	[C_HEAD] = { "head", "the client's first request head", "close (10 s)" },
+	[C_RAW] = { "raw", "nothing: dialled at once (--dns: no head, no stamp)",
+		    "none: it is left at once" },
 	[C_DIAL] = { "dial", "the upstream's connect",
 		     "re-dial on a new socket (every 2 s, 8 tries), then reset the client" },
 	[C_RELAY] = { "relay", "bytes either way", "none: relaying has no deadline" },
@@ -248,8 +253,8 @@ static void dial(struct conn *c)
 		conn_close(c, true); /* refused: answered, so not re-dialled */
 		return;
 	}
-	/* a write that takes bytes proves the handshake is done */
-	if (buf_write_fd(&c->in, fd) > 0) {
+	/* a write that takes bytes proves the handshake is done (raw: nothing to write yet) */
+	if (buf_len(&c->in) > 0 && buf_write_fd(&c->in, fd) > 0) {
 		if (loop_io_add(c->fw->loop, &c->uio, fd, EPOLLIN, on_upstream, c) == -1) {
 			close(fd);
 			conn_close(c, true);
@@ -259,7 +264,7 @@ static void dial(struct conn *c)
 		relay_begin(c);
 		return;
 	}
-	if (errno != EAGAIN ||
+	if ((buf_len(&c->in) > 0 && errno != EAGAIN) ||
 	    loop_io_add(c->fw->loop, &c->uio, fd, EPOLLOUT, on_upstream, c) == -1) {
 		close(fd);
 		conn_close(c, true); /* refused: answered, so not re-dialled */
@@ -371,6 +376,8 @@ static void update_interest(struct conn *c)
 	case C_HEAD:
 		ci = EPOLLIN;
 		break;
+	case C_RAW:
+		break;
 	case C_DIAL:
 		/*
 		 * Leave the client's EPOLLIN on (two epoll_ctl calls per
@@ -396,6 +403,8 @@ static void conn_pump(struct conn *c)
 {
 	if (c->state == C_HEAD)
 		step_head(c);
+	else if (c->state == C_RAW)
+		dial(c);
 	if (!c->closed && c->state == C_RELAY)
 		step_relay(c);
 	if (!c->closed)
@@ -413,6 +422,8 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 	switch (c->state) {
 	case C_HEAD:
 		conn_close(c, false);
+		return;
+	case C_RAW:
 		return;
 	case C_DIAL:
 		dial(c); /* unanswered: a new socket */
@@ -524,6 +535,8 @@ void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,
 		return;
 	}
 	fw->nconns++;
-	loop_timer_set(fw->loop, &c->timer, FWD_HEAD_TIMEOUT_MS, on_timer, c);
+	c->state = ln->kind == FWD_DNS_TCP ? C_RAW : C_HEAD;
+	if (c->state == C_HEAD)
+		loop_timer_set(fw->loop, &c->timer, FWD_HEAD_TIMEOUT_MS, on_timer, c);
 	conn_pump(c);
 }

@@ -6,7 +6,10 @@
  * listen.c  the listeners: inside --netns (followed when the namespace
  *           there is re-created) and in our own namespace (--own)
  * conn.c    one client connection: read the first head, refuse it unless
- *           canonical, strip every client stamp, add ours, then relay bytes
+ *           canonical, strip every client stamp, add ours, then relay bytes;
+ *           on a --dns listener (TCP) relay bytes from the start (raw)
+ * dns.c     --dns over UDP: one connected upstream socket per client
+ *           address, a bounded pool of them, datagrams passed as they are
  * cgroup.c  who is behind a connection on an --own listener: the client
  *           socket's cgroup (sock_diag), classified into a principal
  *           (lib/cgpath.c) where the engine made it, for a container the
@@ -14,8 +17,9 @@
  * wait.c    --wait: until something listens on ADDR:PORT in a namespace
  *
  * Runs inside the sandbox as root, at the last point where a container
- * still has its own address. Parses nothing after the first head.
- * Upstream sockets are always made in our own namespace.
+ * still has its own address. Parses nothing after the first head, and
+ * nothing at all of --dns traffic. Upstream sockets are always made in our
+ * own namespace.
  */
 #ifndef SLUICE_FORWARD_H
 #define SLUICE_FORWARD_H
@@ -38,14 +42,27 @@
 #define FWD_DIAL_TRIES 8
 #define FWD_RST_WAIT_MS 2000       /* waiting for the client to ack before an RST */
 #define FWD_FOLLOW_MS 100          /* how often --netns PATH is looked at */
+#define FWD_DNS_MAX 4              /* --dns pairs (each is two listeners) */
+#define FWD_DNS_FLOWS_MAX 1024     /* UDP clients relayed at once; past it the LRU one goes */
+#define FWD_DNS_IDLE_MS 10000      /* a UDP flow without a datagram this long is closed */
+#define FWD_DNS_SWEEP_MS 1000      /* how often idle flows are looked for */
+
+enum fwd_kind {
+	FWD_STAMP,   /* LISTEN=UPSTREAM or --own: TCP, the first head stamped */
+	FWD_DNS_TCP, /* --dns: TCP, bytes relayed from the start, no head, no stamp */
+	FWD_DNS_UDP, /* --dns: UDP, each client's datagrams on its own upstream socket */
+};
 
 struct fwd_listener {
 	struct loop_io io;
 	struct sockaddr_storage addr;
 	struct sockaddr_storage upstream;
 	struct forwarder *fw;
+	enum fwd_kind kind;
 	bool own; /* --own: in our own namespace, attributed by cgroup */
 };
+
+struct dns_relay;
 
 #define CGROUP_CACHE 8
 #define FWD_ENGINE_CGROUPS_MAX 8
@@ -98,6 +115,7 @@ struct forwarder {
 	struct conn *dead;    /* closed, freed before the loop sleeps */
 	unsigned nconns;
 	bool failed;          /* stopped by an error, not a signal */
+	struct dns_relay *dns; /* the UDP flows of every --dns listener; NULL without */
 
 	/* --netns */
 	const char *netns;    /* PATH, or NULL: every listener in our own namespace */
@@ -126,6 +144,21 @@ void listen_stop(struct forwarder *fw);
 void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,
 		 const struct sockaddr_storage *peer, const char *as);
 void conn_free_dead(struct forwarder *fw);
+
+/* dns.c */
+/* The flow pool, when a listener is FWD_DNS_UDP. Returns 0, or -1 after printing. */
+int dns_start(struct forwarder *fw);
+void dns_stop(struct forwarder *fw);
+/*
+ * A nonblocking UDP socket bound to addr (IP_FREEBIND, and IP(V6)_PKTINFO to
+ * answer from the address asked), in whatever namespace we are in now.
+ * Returns the fd, or -1 with errno and nothing left open.
+ */
+int dns_socket(const struct sockaddr_storage *addr);
+/* The loop callback of a FWD_DNS_UDP listener (io->arg is the listener). */
+void dns_on_query(struct loop *l, struct loop_io *io, uint32_t events);
+/* Close the flows of ln, whose socket is being replaced (their clients were elsewhere). */
+void dns_forget(struct forwarder *fw, const struct fwd_listener *ln);
 
 /* cgroup.c */
 /*

@@ -1,8 +1,9 @@
 /*
  * listen.c: sluice-forward's listeners.
  *
- * The LISTEN=UPSTREAM listeners are made inside --netns PATH when given
- * (the sandbox's namespace, where containers reach them at their
+ * The LISTEN=UPSTREAM listeners, and both sockets of each --dns pair (a
+ * TCP listener and a UDP socket, dns.c), are made inside --netns PATH when
+ * given (the sandbox's namespace, where containers reach them at their
  * gateway), else here; --own listeners always here, in our own namespace,
  * where the client's socket can be looked up to find its cgroup. A
  * namespace entered to make listeners is left again at once: every other
@@ -11,7 +12,10 @@
  * Following: every FWD_FOLLOW_MS PATH is stat'ed. When it names another
  * network namespace than the listeners are in (the sandbox was
  * re-created), fresh listeners are made there and only then are the old
- * ones closed; accepted connections are untouched. While PATH is missing
+ * ones closed; accepted connections are untouched, a --dns socket's UDP
+ * flows are closed with it (their clients were in the old namespace, and
+ * the new socket could only answer a stranger at the same address). While
+ * PATH is missing
  * the old listeners stay. Listeners bind with IP_FREEBIND, so an address a
  * fresh namespace has not configured yet (lo still down) is no obstacle:
  * connections arrive once it exists.
@@ -54,6 +58,13 @@ static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
 	}
 }
 
+/* The socket ln listens on, made in the namespace we are in. Returns the fd, or -1 with errno. */
+static int listener_socket(const struct fwd_listener *ln)
+{
+	return ln->kind == FWD_DNS_UDP ? dns_socket(&ln->addr)
+				       : sock_listen(&ln->addr, SOCK_LISTEN_FREEBIND);
+}
+
 /*
  * Make a socket for every --netns listener inside the namespace nsfd, into
  * fds[] (-1 for --own ones): all or none. Returns 0; -1 with errno when
@@ -72,7 +83,7 @@ static int listen_inside(struct forwarder *fw, int nsfd, int fds[FWD_LISTEN_MAX]
 	for (i = 0; i < fw->nlisteners && ret == 0; i++) {
 		if (fw->listeners[i].own)
 			continue;
-		fds[i] = sock_listen(&fw->listeners[i].addr, SOCK_LISTEN_FREEBIND);
+		fds[i] = listener_socket(&fw->listeners[i]);
 		if (fds[i] == -1) {
 			e = errno;
 			ret = -1;
@@ -95,9 +106,14 @@ static int listen_inside(struct forwarder *fw, int nsfd, int fds[FWD_LISTEN_MAX]
 /* Register fd for ln, closing the socket it replaces. Returns 0, or -1 after printing. */
 static int listener_set(struct forwarder *fw, struct fwd_listener *ln, int fd)
 {
-	if (ln->io.fd >= 0)
+	bool udp = ln->kind == FWD_DNS_UDP;
+
+	if (ln->io.fd >= 0) {
+		if (udp)
+			dns_forget(fw, ln);
 		loop_io_close(fw->loop, &ln->io);
-	if (loop_io_add(fw->loop, &ln->io, fd, EPOLLIN, on_accept, ln) == -1) {
+	}
+	if (loop_io_add(fw->loop, &ln->io, fd, EPOLLIN, udp ? dns_on_query : on_accept, ln) == -1) {
 		fprintf(stderr, "sluice-forward: listen: epoll: %s\n", strerror(errno));
 		close(fd);
 		return -1;
@@ -211,7 +227,7 @@ int listen_start(struct forwarder *fw)
 			inside = true;
 			continue;
 		}
-		fd = sock_listen(&ln->addr, SOCK_LISTEN_FREEBIND);
+		fd = listener_socket(ln);
 		if (fd == -1) {
 			fprintf(stderr, "sluice-forward: listen: %s\n", strerror(errno));
 			return -1;

@@ -5,7 +5,10 @@
  * given, so a sandbox's containers reach it at their own gateway while its
  * upstream connections leave from this namespace; --own ones here, each
  * connection attributed by its client's cgroup, where the engine makes
- * them: --engine-cgroup, --engine-uid, --engine-state), signals, the loop.
+ * them: --engine-cgroup, --engine-uid, --engine-state; --dns relays, UDP
+ * and TCP, beside the LISTEN=UPSTREAM ones), signals, the loop. --key and
+ * --net are needed only with a stamping listener: `--dns` alone stamps
+ * nothing and takes neither (given, the key is still read, and on SIGHUP).
  * SIGHUP re-reads the key file (after `sluice key rotate`); SIGINT and
  * SIGTERM stop it. Once listening it keeps only the capabilities its
  * options still use (drop_caps) and sets no_new_privs; it stays uid 0,
@@ -42,14 +45,21 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sluice-forward --key FILE --net NAME [--netns PATH] [--own LISTEN=UPSTREAM]...\n"
 		"                      [--engine-cgroup PATH]... [--engine-uid N] [--engine-state FILE]\n"
-		"                      [--mark N] [--trace] [LISTEN=UPSTREAM]...\n"
+		"                      [--dns LISTEN=UPSTREAM]... [--mark N] [--trace] [LISTEN=UPSTREAM]...\n"
+		"       sluice-forward [--netns PATH] --dns LISTEN=UPSTREAM... [--mark N] [--trace]\n"
 		"       sluice-forward --wait NETNS_PATH ADDR:PORT [--timeout SECONDS]\n"
 		"  LISTEN, UPSTREAM  numeric ADDR:PORT or [V6]:PORT; UPSTREAM also unix:PATH,\n"
 		"                    a sluice-proxy `listen unix:PATH` on this host (no TCP hop)\n"
-		"  --key FILE        the stamp keys (STATE/stamp.key from `sluice key init`)\n"
+		"  --key FILE        the stamp keys (STATE/stamp.key from `sluice key init`);\n"
+		"                    with --net, needed only for LISTEN=UPSTREAM and --own\n"
 		"  --net NAME        the network name every stamp carries\n"
-		"  --netns PATH      LISTEN=UPSTREAM pairs listen inside this network namespace\n"
-		"                    (e.g. /run/netns/vm), followed when it is re-created\n"
+		"  --netns PATH      LISTEN=UPSTREAM pairs and --dns listen inside this network\n"
+		"                    namespace (e.g. /run/netns/vm), followed when it is re-created\n"
+		"  --dns LISTEN=UPSTREAM  a DNS relay, no stamp, nothing parsed: UDP and TCP on\n"
+		"                    LISTEN (a wildcard address covers interfaces made later),\n"
+		"                    each UDP client on its own socket to UPSTREAM (at most %d at\n"
+		"                    once, the least recently used giving way; closed after %d s\n"
+		"                    idle), TCP bytes relayed both ways; repeatable, at most %d\n"
 		"  --own LISTEN=UPSTREAM  listen in our own namespace; each client is found by\n"
 		"                    its socket's cgroup and stamped as=container:ID, build:SCOPE\n"
 		"                    or user (a client not found is reset); repeatable\n"
@@ -73,7 +83,7 @@ static void usage(void)
 		"                    prestart hook (the state on stdin is ignored)\n"
 		"exit: 0 stopped by a signal (--wait: listening), 1 could not start or failed\n"
 		"      (--wait: timed out), 2 usage\n",
-		FWD_ENGINE_CGROUPS_MAX);
+		FWD_DNS_FLOWS_MAX, FWD_DNS_IDLE_MS / 1000, FWD_DNS_MAX, FWD_ENGINE_CGROUPS_MAX);
 }
 
 /* Load the current key (the one without expiry). Returns 0 or -1 after printing. */
@@ -108,11 +118,15 @@ out:
 	return ret;
 }
 
-/* "LISTEN=UPSTREAM" into a new listener. Returns 0, or -1 after printing. */
-static int add_pair(struct forwarder *fw, char *pair, bool own)
+/*
+ * "LISTEN=UPSTREAM" into a new listener of kind (pair is left as it was).
+ * Returns 0, or -1 after printing.
+ */
+static int add_pair(struct forwarder *fw, char *pair, enum fwd_kind kind, bool own)
 {
 	struct fwd_listener *ln;
 	char *eq = strchr(pair, '=');
+	bool ok = false;
 
 	if (fw->nlisteners == FWD_LISTEN_MAX) {
 		fprintf(stderr, "sluice-forward: at most %d listeners\n", FWD_LISTEN_MAX);
@@ -121,18 +135,37 @@ static int add_pair(struct forwarder *fw, char *pair, bool own)
 	ln = &fw->listeners[fw->nlisteners];
 	ln->fw = fw;
 	ln->io.fd = -1;
+	ln->kind = kind;
 	ln->own = own;
 	if (eq != NULL) {
 		*eq = '\0';
-		if (sockaddr_parse(pair, 0, 0, &ln->addr) == 0 &&
-		    sockaddr_parse(eq + 1, SOCKADDR_UNIX, 0, &ln->upstream) == 0) {
-			fw->nlisteners++;
-			return 0;
-		}
+		/* a relay's upstream is an address: DNS has no unix:PATH hop */
+		ok = sockaddr_parse(pair, 0, 0, &ln->addr) == 0 &&
+		     sockaddr_parse(eq + 1, kind == FWD_STAMP ? SOCKADDR_UNIX : 0, 0,
+				    &ln->upstream) == 0;
 		*eq = '=';
 	}
-	fprintf(stderr, "sluice-forward: bad LISTEN=UPSTREAM \"%s\"\n", pair);
+	if (ok) {
+		fw->nlisteners++;
+		return 0;
+	}
+	fprintf(stderr, "sluice-forward: bad %sLISTEN=UPSTREAM \"%s\"\n",
+		kind == FWD_STAMP ? "" : "--dns ", pair);
 	return -1;
+}
+
+/* --dns LISTEN=UPSTREAM: its TCP listener and its UDP socket. Returns 0, or -1 after printing. */
+static int add_dns(struct forwarder *fw, char *pair, size_t *ndns)
+{
+	if (*ndns == FWD_DNS_MAX) {
+		fprintf(stderr, "sluice-forward: at most %d --dns\n", FWD_DNS_MAX);
+		return -1;
+	}
+	if (add_pair(fw, pair, FWD_DNS_TCP, false) == -1 ||
+	    add_pair(fw, pair, FWD_DNS_UDP, false) == -1)
+		return -1;
+	(*ndns)++;
+	return 0;
 }
 
 /* --mark: decimal or 0x hex, at most ten digits after any 0x, nonzero, 32 bits. Returns 0 or -1. */
@@ -179,7 +212,7 @@ static void on_signal(struct loop *l, struct loop_io *io, uint32_t events)
 
 	while (read(io->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			if (load_key(fw) == 0)
+			if (key_path != NULL && load_key(fw) == 0)
 				fprintf(stderr, "sluice-forward: key %u is current\n", fw->key.kid);
 		} else {
 			loop_stop(l);
@@ -190,10 +223,12 @@ static void on_signal(struct loop *l, struct loop_io *io, uint32_t events)
 /*
  * Keep only what the running forwarder still needs, in every set and the
  * bounding set: CAP_SYS_ADMIN to setns into a re-created --netns (and
- * CAP_NET_BIND_SERVICE when a listener there has a port below 1024), and
- * CAP_NET_ADMIN for --mark's SO_MARK on each upstream socket. sock_diag
- * lookups of sockets in our own namespace and reading the cgroup2 tree need
- * none. Returns 0 or -1 after printing (the forwarder must not run).
+ * CAP_NET_BIND_SERVICE when a listener there has a port below 1024, a
+ * --dns on 53 say), and CAP_NET_ADMIN for --mark's SO_MARK on each upstream
+ * socket (--dns ones too). sock_diag lookups of sockets in our own
+ * namespace, reading the cgroup2 tree and the --dns relay's sockets in our
+ * own namespace need none. Returns 0 or -1 after printing (the forwarder
+ * must not run).
  */
 static int drop_caps(const struct forwarder *fw)
 {
@@ -255,6 +290,7 @@ int main(int argc, char **argv)
 		{ "engine-cgroup", required_argument, NULL, 'c' },
 		{ "engine-uid", required_argument, NULL, 'u' },
 		{ "engine-state", required_argument, NULL, 'e' },
+		{ "dns", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -262,7 +298,8 @@ int main(int argc, char **argv)
 	static const char *const default_parents[] = { "/libpod_parent", "/machine.slice" };
 	const char *net = NULL, *err = NULL, *engine_state = NULL;
 	unsigned char raw[8];
-	size_t nown = 0;
+	size_t nown = 0, ndns = 0;
+	bool stamping;
 	int opt, sig_fd, ret = 1;
 
 	if (argc >= 2 && strcmp(argv[1], "--wait") == 0)
@@ -276,7 +313,7 @@ int main(int argc, char **argv)
 		case 'n': net = optarg; break;
 		case 's': fw.netns = optarg; break;
 		case 'o':
-			if (add_pair(&fw, optarg, true) == -1)
+			if (add_pair(&fw, optarg, FWD_STAMP, true) == -1)
 				return 2;
 			nown++;
 			break;
@@ -303,30 +340,39 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'e': engine_state = optarg; break;
+		case 'd':
+			if (add_dns(&fw, optarg, &ndns) == -1)
+				return 2;
+			break;
 		default: usage(); return 2;
 		}
 	}
-	if (key_path == NULL || net == NULL || (optind == argc && nown == 0) ||
-	    strlen(net) > STAMP_NET_MAX) {
+	/* a stamp needs the key and the net; a --dns relay stamps nothing */
+	stamping = optind < argc || nown > 0;
+	if ((!stamping && ndns == 0) || (stamping && (key_path == NULL || net == NULL)) ||
+	    (net != NULL && strlen(net) > STAMP_NET_MAX)) {
 		usage();
 		return 2;
 	}
-	snprintf(fw.net, sizeof(fw.net), "%s", net);
+	if (net != NULL)
+		snprintf(fw.net, sizeof(fw.net), "%s", net);
 	if (fw.cgroups.nparents == 0) {
 		for (size_t i = 0; i < sizeof(default_parents) / sizeof(default_parents[0]); i++)
 			fw.cgroups.parents[fw.cgroups.nparents++] = default_parents[i];
 	}
+	/* without --key (--dns alone: no --own either) there is no default to make */
 	if (engine_state != NULL ? snprintf(fw.cgroups.engine.path, sizeof(fw.cgroups.engine.path),
 					    "%s", engine_state) >= (int)sizeof(fw.cgroups.engine.path)
-				 : engine_state_default(fw.cgroups.engine.path,
-							sizeof(fw.cgroups.engine.path)) == -1) {
+				 : key_path != NULL &&
+					   engine_state_default(fw.cgroups.engine.path,
+								sizeof(fw.cgroups.engine.path)) == -1) {
 		fprintf(stderr, "sluice-forward: --engine-state: path too long\n");
 		return 2;
 	}
 	for (int i = optind; i < argc; i++)
-		if (add_pair(&fw, argv[i], false) == -1)
+		if (add_pair(&fw, argv[i], FWD_STAMP, false) == -1)
 			return 2;
-	if (load_key(&fw) == -1)
+	if (key_path != NULL && load_key(&fw) == -1)
 		return 1;
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
 		return 1;
@@ -353,7 +399,7 @@ int main(int argc, char **argv)
 				(unsigned)fw.cgroups.engine_uid);
 		fprintf(stderr, "sluice-forward: --own: engine state %s\n", fw.cgroups.engine.path);
 	}
-	if (listen_start(&fw) == -1)
+	if (dns_start(&fw) == -1 || listen_start(&fw) == -1)
 		goto out;
 	sig_fd = signals_open();
 	if (sig_fd == -1)
@@ -365,12 +411,18 @@ int main(int argc, char **argv)
 	loop_set_hook(fw.loop, before_sleep, &fw);
 	if (drop_caps(&fw) == -1)
 		goto out;
-	fprintf(stderr, "sluice-forward: running: net %s, boot %s, key %u, %zu listeners (%zu own)\n",
-		fw.net, fw.boot, fw.key.kid, fw.nlisteners, nown);
+	if (key_path != NULL)
+		fprintf(stderr, "sluice-forward: running: net %s, boot %s, key %u, %zu listeners "
+				"(%zu own), %zu dns relays\n",
+			fw.net, fw.boot, fw.key.kid, fw.nlisteners - 2 * ndns, nown, ndns);
+	else
+		fprintf(stderr, "sluice-forward: running: no stamping listener, %zu dns relays\n",
+			ndns);
 	ret = loop_run(fw.loop) == 0 && !fw.failed ? 0 : 1;
 out:
 	explicit_bzero(&fw.key, sizeof(fw.key));
 	listen_stop(&fw);
+	dns_stop(&fw);
 	if (sig_io.fd >= 0)
 		loop_io_close(fw.loop, &sig_io);
 	if (fw.diag != -1)
