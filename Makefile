@@ -28,7 +28,7 @@ say = $(if $(filter 1,$(V)),,@printf '  %-6s %s\n' $(1) $(2);)
 
 PKG_LIB   := libidn2 libcap-ng
 PKG_PROXY := libcares libidn2 libssl libcrypto libpsl zlib libcap-ng libnghttp2
-PKG_CLI   := libidn2 jansson libcrypto libnftables libnetfilter_log libpsl
+PKG_CLI   := libidn2 jansson libcrypto libnftables libnetfilter_log libpsl libcap-ng
 PKG_FWD   := libidn2 libcrypto libcap-ng
 PKG_DNS   := libidn2 libssl libcrypto libpsl libcap-ng
 PKG_TEST  := cmocka
@@ -73,7 +73,7 @@ DNSD     := $(BUILD)/sluice-dns
 UNITS    := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 BENCHES  := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all check unit integ fuzz fuzz-build bench deps run test clean
+.PHONY: all check unit integ fuzz fuzz-build bench bench-build deps run test clean
 .DEFAULT_GOAL := all
 .SECONDARY:
 
@@ -177,8 +177,10 @@ fuzz: fuzz-build
 
 # --- benchmark, running, setup ---------------------------------------------
 
-bench: all $(BENCHES)
+bench: bench-build
 	$(Q)SLUICE_BUILD=$(BUILD) bench/run
+
+bench-build: all $(BENCHES)
 
 deps:
 	$(Q)tools/deps

@@ -187,15 +187,17 @@ static bool same_pattern(const struct grant *a, const struct grant *b)
 	return a->wildcard == b->wildcard && a->port == b->port && strcmp(a->host, b->host) == 0;
 }
 
-/* Drop expired once grants and (when like is not NULL) every grant with like's pattern. */
+/*
+ * Drop expired once grants and (when like is not NULL) every grant with
+ * like's pattern, counted in *removed (may be NULL).
+ */
 static void store_prune(struct store *s, const struct grant *like, time_t now, size_t *removed)
 {
-	size_t j = 0;
+	size_t j = 0, dropped = 0;
 
-	*removed = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		if (like != NULL && same_pattern(&s->g[i], like)) {
-			(*removed)++;
+			dropped++;
 			continue;
 		}
 		if (s->g[i].level == GRANT_ONCE && s->g[i].expires <= now)
@@ -203,6 +205,8 @@ static void store_prune(struct store *s, const struct grant *like, time_t now, s
 		s->g[j++] = s->g[i];
 	}
 	s->n = j;
+	if (removed != NULL)
+		*removed = dropped;
 }
 
 /* "1m52s", "3h4m", "2d1h" for a positive number of seconds. */
@@ -510,6 +514,82 @@ out_unlock:
 	close(lockfd);
 out_config:
 	config_free(c);
+	return ret;
+}
+
+/*
+ * A run's grant (`sluice run --allow`): pattern at level session for the
+ * proxy run `run`, added only when no live grant of that pattern is stored
+ * or in the config (an operator's grant is never replaced, so taking the
+ * run's away later cannot take theirs). Returns 1 added, 0 already granted,
+ * -1 after printing why.
+ */
+int allow_session_add(const struct config *c, const char *pattern, const char *run)
+{
+	struct store s;
+	struct grant g, *grown;
+	time_t now = time(NULL);
+	int lockfd, ret = -1;
+
+	if (pattern_arg(pattern, &g) == -1)
+		return -1;
+	for (size_t i = 0; i < c->ngrants; i++)
+		if (same_pattern(&c->grants[i], &g))
+			return 0;
+	lockfd = store_lock(c);
+	if (lockfd == -1)
+		return -1;
+	if (store_load(c, &s) == -1)
+		goto out_unlock;
+	store_prune(&s, NULL, now, NULL);
+	ret = 0;
+	for (size_t i = 0; i < s.n; i++)
+		if (same_pattern(&s.g[i], &g) && grant_live(&s.g[i], now, run))
+			goto out_free;
+	ret = -1;
+	store_prune(&s, &g, now, NULL); /* a dead grant of that pattern (a stopped run's) */
+	grown = realloc(s.g, (s.n + 1) * sizeof(*grown));
+	if (grown == NULL) {
+		fprintf(stderr, "allow: out of memory\n");
+		goto out_free;
+	}
+	s.g = grown;
+	g.level = GRANT_SESSION;
+	g.added = now;
+	snprintf(g.run, sizeof(g.run), "%s", run);
+	s.g[s.n++] = g;
+	if (store_save(c, s.g, s.n) == 0)
+		ret = 1;
+out_free:
+	free(s.g);
+out_unlock:
+	close(lockfd);
+	return ret;
+}
+
+/* Take back what allow_session_add added: the session grant of pattern for run, if still there. */
+int allow_session_drop(const struct config *c, const char *pattern, const char *run)
+{
+	struct store s;
+	struct grant g;
+	size_t j = 0;
+	int lockfd, ret = -1;
+
+	if (pattern_arg(pattern, &g) == -1)
+		return -1;
+	lockfd = store_lock(c);
+	if (lockfd == -1)
+		return -1;
+	if (store_load(c, &s) == -1)
+		goto out_unlock;
+	for (size_t i = 0; i < s.n; i++)
+		if (!(same_pattern(&s.g[i], &g) && s.g[i].level == GRANT_SESSION &&
+		      strcmp(s.g[i].run, run) == 0))
+			s.g[j++] = s.g[i];
+	ret = j == s.n ? 0 : store_save(c, s.g, j);
+	free(s.g);
+out_unlock:
+	close(lockfd);
 	return ret;
 }
 

@@ -36,6 +36,14 @@ static const struct {
 
 #define NENV (sizeof(ca_env) / sizeof(ca_env[0]))
 
+const char *ca_env_var(size_t i, bool *bundle)
+{
+	if (i >= NENV)
+		return NULL;
+	*bundle = ca_env[i].bundle;
+	return ca_env[i].name;
+}
+
 /* The paths of one CA, absolute when the files exist. */
 struct ca_paths {
 	char dir[PATH_MAX];

@@ -71,6 +71,17 @@ int cmd_check(int argc, char **argv);
 /* allow.c */
 int cmd_allow(int argc, char **argv);
 
+/*
+ * A run's grant (`sluice run --allow`): pattern at level session for the
+ * proxy run `run`, added only when no live grant of that pattern is stored
+ * or in the config, so an operator's grant is never replaced. Returns 1
+ * added, 0 already granted, -1 after printing why.
+ */
+int allow_session_add(const struct config *c, const char *pattern, const char *run);
+
+/* The session grant of pattern for run removed, if still stored. Returns 0 or -1 after printing. */
+int allow_session_drop(const struct config *c, const char *pattern, const char *run);
+
 /* log.c, log_table.c */
 int cmd_log(int argc, char **argv);
 
@@ -167,16 +178,23 @@ int cmd_key(int argc, char **argv);
 /* ca.c */
 int cmd_ca(int argc, char **argv);
 
+/*
+ * The i-th variable `ca show` prints (NULL past the last), and whether it
+ * names the bundle (else ca.crt alone): what a sandbox's CMD is given.
+ */
+const char *ca_env_var(size_t i, bool *bundle);
+
 /* ports.c */
 int cmd_ports(int argc, char **argv);
 
 /*
- * The port base of project: its band in the registry, which this never
- * allocates; for project NULL, $SLUICE_PORT_BASE when set, else the current
- * directory's band (as `sluice ports` names it). Returns 0 with *base, or -1
- * after printing why (a bad override, no band, an unreadable registry).
+ * The port base of project: its band in the registry, allocated there
+ * first when it has none and allocate is set (as `sluice ports` would,
+ * said on stderr); for project NULL, $SLUICE_PORT_BASE when set, else the
+ * current directory's band. Returns 0 with *base, or -1 after printing why
+ * (a bad override, no band, an unreadable registry).
  */
-int ports_band_of(const char *project, unsigned *base);
+int ports_band_of(const char *project, bool allocate, unsigned *base);
 
 /* wall.c */
 int cmd_wall(int argc, char **argv);
@@ -212,6 +230,9 @@ bool wall_nft_same(const char *table, char *want_text, char *live_text);
 
 /* wall_denied.c: `wall denied`, argv[0] is "denied"; returns the exit status */
 int wall_denied_cmd(int argc, char **argv);
+
+/* run.c (run.h: its parts) */
+int cmd_run(int argc, char **argv);
 
 /* verify.c */
 int cmd_verify(int argc, char **argv);

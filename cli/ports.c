@@ -338,7 +338,7 @@ static int project_name(const char **project, char cwd[PATH_MAX], const char *wh
 	return 0;
 }
 
-int ports_band_of(const char *project, unsigned *base)
+int ports_band_of(const char *project, bool allocate, unsigned *base)
 {
 	struct registry reg;
 	const struct ports_band *b;
@@ -356,9 +356,21 @@ int ports_band_of(const char *project, unsigned *base)
 	}
 	if (project_name(&project, cwd, "ports") == -1)
 		return -1;
-	if (registry_open(&reg, REG_READ) == -1)
+	if (registry_open(&reg, allocate ? REG_CREATE : REG_READ) == -1)
 		goto out_close;
 	b = ports_find(&reg.r, project, strlen(project));
+	if (b == NULL && allocate) {
+		if (ports_alloc(&reg.r, project, strlen(project)) == -1) {
+			fprintf(stderr, "ports: %s: all %d bands from %d are taken; release one\n",
+				reg.path, PORTS_BANDS_MAX, PORTS_FIRST);
+			goto out_close;
+		}
+		if (registry_save(&reg) == -1)
+			goto out_close;
+		b = ports_find(&reg.r, project, strlen(project));
+		fprintf(stderr, "ports: %s now has the band %u-%u in %s\n", project, b->base,
+			b->base + PORTS_BAND - 1, reg.path);
+	}
 	if (b == NULL) {
 		fprintf(stderr, "ports: %s has no port band in %s: run `sluice ports%s%s` first, "
 				"or give the base\n", project, reg.path, project == cwd ? "" : " --project ",

@@ -302,7 +302,7 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 				"refused (add --i-mean-this-host if that is meant)\n", name);
 		return EXIT_USAGE;
 	}
-	if (!o->port_base_set && ports_band_of(o->project, &p->port_base) == -1)
+	if (!o->port_base_set && ports_band_of(o->project, false, &p->port_base) == -1)
 		return EXIT_ERROR;
 	p->ct_mark = wall_ct_mark(p->port_base);
 	if (verb == VERB_REMOVE)

@@ -1,0 +1,227 @@
+/*
+ * run.h: `sluice run`'s parts, shared by run.c (the verb: arguments, the
+ * order things are made in, waiting for CMD), run_proc.c (processes: the
+ * daemons and tools it starts, the sandbox's init and CMD) and
+ * run_record.c (what a run made, recorded in STATE/runs/ID/record as it is
+ * made, and taken down from there: by the run itself, or by a later run or
+ * `sluice doctor --clean` when the run was killed).
+ *
+ * A run is a network namespace /run/netns/sluice-ID with only loopback
+ * (and, with --image, the podman network sluice-ID's bridge): the
+ * forwarder's listeners in it lead to the project's proxy and sluice-dns,
+ * walls inside it refuse the rest, and CMD runs there as the sandbox user,
+ * in a PID namespace of its own so nothing it started outlives it.
+ */
+#ifndef SLUICE_RUN_H
+#define SLUICE_RUN_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <limits.h>
+
+#include "cli.h"
+#include "grant.h"
+
+#define RUN_ID_LEN 12             /* hex digits */
+#define RUN_NAME_MAX 32           /* "sluice-" ID */
+#define RUN_PROCS_MAX 8
+#define RUN_GRANTS_MAX 32
+#define RUN_PATTERN_MAX (HOST_NAME_MAX_LEN + 16)
+#define RUN_PODMAN_MAX 256
+#define RUN_FWD_OFF 90            /* the forwarder in the sandbox: base+90, outside the proxy's 0..89 */
+
+struct run_proc {
+	pid_t pid;
+	unsigned long long start; /* /proc/PID/stat's starttime: the same process, not a reused pid */
+	char what[16];            /* "proxy", "dns", "forward", "engine", "cmd" */
+};
+
+struct run_grant {
+	char pattern[RUN_PATTERN_MAX];
+	char run[GRANT_RUN_ID_LEN + 1]; /* the proxy run it was added for */
+};
+
+/* What a run made, in the order it made it; taken down in the reverse order. */
+struct run_record {
+	char id[RUN_ID_LEN + 1];
+	char name[RUN_NAME_MAX];  /* "sluice-ID": namespace, podman network, the stamps' net */
+	pid_t supervisor;         /* the `sluice run` process */
+	unsigned base;            /* the project's port band */
+	bool netns;               /* /run/netns/NAME was made */
+	bool walls;               /* walls applied there (their STATE/wall-* files) */
+	struct run_proc procs[RUN_PROCS_MAX];
+	size_t nprocs;
+	struct run_grant grants[RUN_GRANTS_MAX];
+	size_t ngrants;
+	char podman[RUN_PODMAN_MAX]; /* the engine's command (--podman), for the two below */
+	char network[RUN_NAME_MAX];  /* a podman network made, "" none */
+	char container[RUN_NAME_MAX]; /* a container started, "" none */
+};
+
+#define RUN_ENV_MAX 64
+
+/* The sandbox's user, resolved. */
+struct run_user {
+	char name[64];
+	uid_t uid;
+	gid_t gid;
+	char home[256];
+};
+
+
+/* run.c's options. */
+struct run_opts {
+	const char *project;
+	const char *allow[RUN_GRANTS_MAX];
+	size_t nallow;
+	const char *user;
+	const char *env[RUN_ENV_MAX / 2];
+	size_t nenv;
+	const char *image;
+	char **podman_opts; /* between --image IMAGE and -- */
+	size_t npodman_opts;
+	const char *podman;
+	char **cmd;
+};
+
+/* Everything the steps share. */
+struct run {
+	struct config *c;
+	struct run_opts o;
+	struct run_record r;
+	struct run_user user;
+	char self[PATH_MAX];    /* this program */
+	char bindir[PATH_MAX];  /* where sluice-proxy, sluice-dns and sluice-forward are */
+	char conf[PATH_MAX];    /* -c for the children, "" for the defaults */
+	char dir[PATH_MAX];     /* STATE/runs/ID */
+	char netns[64];         /* /run/netns/NAME */
+	char proxy_run[GRANT_RUN_ID_LEN + 1];
+	pid_t proxy_pid, dns_pid;  /* from their run files: told to reload after our grants */
+	char proxy_up[128], dns_up[128]; /* the forwarder's upstreams */
+	char gateway[64];       /* where the sandbox reaches the forwarder: 127.0.0.1, or the bridge's */
+	unsigned fwd_port;
+	int lock_fd, log_fd;
+};
+
+
+/* run_sandbox.c */
+
+/* The --podman command's words into argv (NULL-ended; words is their store). Returns the count. */
+size_t run_podman_argv(const struct run *x, char *words, size_t wsize, char **argv, size_t max);
+
+/*
+ * CMD's whole environment into env (RUN_ENV_MAX + 1 slots, NULL-ended;
+ * free with run_env_free): the proxy variables (both cases), the CA's as
+ * `sluice ca show` names them (at ca_dir), for a process also PATH, who it
+ * is and TERM, and each --env NAME (ours) or NAME=VALUE. Returns 0 or -1.
+ */
+int run_env_build(const struct run *x, const char *ca_dir, bool container, char **env);
+void run_env_free(char **env);
+
+/* STATE/runs/ID/pub: resolv.conf (nameserver 127.0.0.1) and copies of the CA's files. */
+int run_pub_make(struct run *x);
+
+/* `podman run` for --image into argv (at most max), env passed with -e. Returns argv or NULL. */
+char **run_image_argv(struct run *x, char **env, char *words, size_t wsize, char **argv,
+		      size_t max);
+
+/* run_record.c */
+
+/* STATE/runs/ID (the run's directory) into buf. Returns 0 or -1 after printing. */
+int run_dir(const struct config *c, const char *id, char *buf, size_t size);
+
+/*
+ * Make the run's directory and take its lock (held by the supervisor for
+ * its life: a later run finds a killed one by the lock being free).
+ * Returns the lock fd (O_CLOEXEC; close it in forked children that do not
+ * exec), or -1 after printing.
+ */
+int run_record_begin(const struct config *c, const struct run_record *r);
+
+/* Write the record as it stands (atomically). Returns 0 or -1 after printing. */
+int run_record_save(const struct config *c, const struct run_record *r);
+
+/*
+ * Take down everything r records, in reverse: processes (SIGTERM, then
+ * SIGKILL after 2 s; each only while it is the process recorded), the
+ * container and network, the walls' state files, the namespace, the grants,
+ * then the run's directory. Returns 0, or -1 when something could not be
+ * removed (each named on stderr; the record then stays, for another try).
+ */
+int run_teardown(const struct config *c, struct run_record *r);
+
+/*
+ * Find runs in STATE/runs whose supervisor is gone (the lock is free) and
+ * take them down. Prints one line per run cleaned. Returns how many, or -1
+ * when one could not be taken down fully.
+ */
+int run_clean_stale(const struct config *c);
+
+/* run_proc.c */
+
+/* /proc/PID/stat's starttime, 0 when pid is gone (or unreadable). */
+unsigned long long run_proc_start(pid_t pid);
+
+/* Whether p is still the process recorded. */
+bool run_proc_alive(const struct run_proc *p);
+
+/*
+ * SIGTERM p (when it is still the one recorded), wait up to grace_ms for it
+ * to go (reaping it when it is our child), then SIGKILL. Returns 0 once it
+ * is gone, -1 when it would not go.
+ */
+int run_proc_stop(const struct run_proc *p, int grace_ms);
+
+/*
+ * Start argv[0] (a path) with argv, stdin /dev/null, stdout and stderr to
+ * log_fd (-1: ours), in the network namespace at netns (NULL: ours),
+ * SIGTERM when we die. Records it in r as what. Returns its pid, or -1
+ * after printing.
+ */
+pid_t run_spawn(struct run_record *r, const char *what, char *const argv[], const char *netns,
+		int log_fd);
+
+/*
+ * Run argv to its end (at most timeout_ms, then SIGKILL), output to log_fd
+ * (-1: ours). Returns its exit status, 128 + signal when killed, or -1
+ * after printing (could not start).
+ */
+int run_tool(char *const argv[], int log_fd, int timeout_ms);
+
+/*
+ * Run argv to its end like run_tool, its stdout into out (NUL-ended, cut
+ * to size), stderr ours. Returns its exit status, or -1 after printing.
+ */
+int run_capture(char *const argv[], char *out, size_t size, int timeout_ms);
+
+/* What CMD is started with inside the sandbox. */
+struct run_exec {
+	const char *netns;     /* /run/netns/NAME */
+	const char *pub_dir;   /* STATE/runs/ID/pub: resolv.conf, ca.crt, ca-bundle.crt */
+	const struct run_user *user; /* NULL: stay root (--image: podman) */
+	char *const *argv;     /* CMD */
+	char *const *envp;     /* its whole environment */
+	const char *cwd;       /* where it starts (else the user's home, else /) */
+	int close_fd;          /* the record's lock, closed in the child */
+	int alive_fd;          /* run_exec_start's own: the supervisor's liveness pipe */
+};
+
+/*
+ * Start CMD in the sandbox: for a user, as PID 1's child in a new PID and
+ * mount namespace (/etc/resolv.conf and /run/sluice from pub_dir, a fresh
+ * /proc), as that user with no_new_privs; for NULL (podman) as root in the
+ * namespace alone. Returns the pid we wait for (the PID namespace's init,
+ * which exits with CMD's status), or -1 after printing.
+ */
+pid_t run_exec_start(const struct run_exec *x);
+
+/*
+ * `sluice verify` (cmd_verify with argv, argv[0] "verify") in a child
+ * inside netns as user, its output into err_fd. Returns verify's exit
+ * status, or -1 after printing.
+ */
+int run_verify(const char *netns, const struct run_user *user, int argc, char **argv, int err_fd,
+	       int close_fd);
+
+#endif

@@ -1,0 +1,363 @@
+/*
+ * run_record.c: what a `sluice run` made, in STATE/runs/ID/record, and
+ * taking it down (run.h).
+ *
+ * The record is written before each thing is made and rewritten after, so
+ * a run killed at any point leaves a record naming at least what exists.
+ * The supervisor holds STATE/runs/ID/lock for its life; a run whose lock is
+ * free is gone, and whoever takes the lock takes the run down. The record
+ * is root's (STATE is root's 0700): it is trusted like the config, and a
+ * line this file did not write stops the reading.
+ *
+ *   sluice-run v1
+ *   id ID
+ *   supervisor PID
+ *   base N
+ *   podman WORDS...
+ *   netns 0|1
+ *   walls 0|1
+ *   proc PID START WHAT     (each process started)
+ *   grant RUNID PATTERN     (each session grant added)
+ *   network NAME
+ *   container NAME
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "file.h"
+#include "run.h"
+
+#define RECORD_MAX 16384
+
+int run_dir(const struct config *c, const char *id, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/runs/%s", c->state_dir, id);
+
+	if (n < 0 || (size_t)n >= size) {
+		fprintf(stderr, "run: %s: path too long\n", c->state_dir);
+		return -1;
+	}
+	return 0;
+}
+
+static int run_path(const struct config *c, const char *id, const char *file, char *buf,
+		    size_t size)
+{
+	char dir[PATH_MAX];
+	int n;
+
+	if (run_dir(c, id, dir, sizeof(dir)) == -1)
+		return -1;
+	n = snprintf(buf, size, "%s/%s", dir, file);
+	if (n < 0 || (size_t)n >= size) {
+		fprintf(stderr, "run: %s: path too long\n", dir);
+		return -1;
+	}
+	return 0;
+}
+
+int run_record_begin(const struct config *c, const struct run_record *r)
+{
+	char dir[PATH_MAX], lock[PATH_MAX];
+	int fd;
+
+	if (run_dir(c, r->id, dir, sizeof(dir)) == -1 ||
+	    run_path(c, r->id, "lock", lock, sizeof(lock)) == -1)
+		return -1;
+	if (file_mkdir_p(dir, 0700) == -1) {
+		fprintf(stderr, "run: mkdir %s: ", dir);
+		cli_put_strerror(stderr, errno);
+		fputc('\n', stderr);
+		return -1;
+	}
+	fd = cli_open_state("run", lock, O_RDWR | O_CREAT, 0600);
+	if (fd == -1)
+		return -1;
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		fprintf(stderr, "run: %s: ", lock);
+		cli_put_strerror(stderr, errno);
+		fputc('\n', stderr);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int run_record_save(const struct config *c, const struct run_record *r)
+{
+	char path[PATH_MAX], tmp[PATH_MAX];
+	FILE *f;
+	int fd;
+
+	if (run_path(c, r->id, "record", path, sizeof(path)) == -1 ||
+	    run_path(c, r->id, ".record.tmp", tmp, sizeof(tmp)) == -1)
+		return -1;
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	f = fd == -1 ? NULL : fdopen(fd, "w");
+	if (f == NULL) {
+		fprintf(stderr, "run: create %s: ", tmp);
+		cli_put_strerror(stderr, errno);
+		fputc('\n', stderr);
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	fprintf(f, "sluice-run v1\nid %s\nsupervisor %d\nbase %u\npodman %s\nnetns %d\nwalls %d\n",
+		r->id, (int)r->supervisor, r->base, r->podman[0] != '\0' ? r->podman : "-",
+		r->netns, r->walls);
+	for (size_t i = 0; i < r->nprocs; i++)
+		fprintf(f, "proc %d %llu %s\n", (int)r->procs[i].pid, r->procs[i].start,
+			r->procs[i].what);
+	for (size_t i = 0; i < r->ngrants; i++)
+		fprintf(f, "grant %s %s\n", r->grants[i].run, r->grants[i].pattern);
+	if (r->network[0] != '\0')
+		fprintf(f, "network %s\n", r->network);
+	if (r->container[0] != '\0')
+		fprintf(f, "container %s\n", r->container);
+	if (fflush(f) == EOF || fclose(f) == EOF || rename(tmp, path) == -1) {
+		fprintf(stderr, "run: write %s: ", path);
+		cli_put_strerror(stderr, errno);
+		fputc('\n', stderr);
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* One line of the record into r. Returns 0, or -1 for a line this file does not write. */
+static int record_line(char *line, struct run_record *r)
+{
+	char *val = strchr(line, ' ');
+	int pid;
+
+	if (val == NULL)
+		return -1;
+	*val++ = '\0';
+	if (strcmp(line, "id") == 0)
+		return snprintf(r->id, sizeof(r->id), "%s", val) == RUN_ID_LEN ? 0 : -1;
+	if (strcmp(line, "supervisor") == 0)
+		return sscanf(val, "%d", &pid) == 1 && (r->supervisor = pid) > 0 ? 0 : -1;
+	if (strcmp(line, "base") == 0)
+		return sscanf(val, "%u", &r->base) == 1 ? 0 : -1;
+	if (strcmp(line, "podman") == 0)
+		return strcmp(val, "-") == 0 ? 0 : (snprintf(r->podman, sizeof(r->podman), "%s", val), 0);
+	if (strcmp(line, "netns") == 0)
+		return (r->netns = strcmp(val, "1") == 0, 0);
+	if (strcmp(line, "walls") == 0)
+		return (r->walls = strcmp(val, "1") == 0, 0);
+	if (strcmp(line, "proc") == 0 && r->nprocs < RUN_PROCS_MAX) {
+		struct run_proc *p = &r->procs[r->nprocs];
+
+		if (sscanf(val, "%d %llu %15s", &pid, &p->start, p->what) != 3 || pid <= 0)
+			return -1;
+		p->pid = pid;
+		r->nprocs++;
+		return 0;
+	}
+	if (strcmp(line, "grant") == 0 && r->ngrants < RUN_GRANTS_MAX) {
+		struct run_grant *g = &r->grants[r->ngrants];
+		char *pat = strchr(val, ' ');
+
+		if (pat == NULL || pat - val != GRANT_RUN_ID_LEN)
+			return -1;
+		memcpy(g->run, val, GRANT_RUN_ID_LEN);
+		snprintf(g->pattern, sizeof(g->pattern), "%s", pat + 1);
+		r->ngrants++;
+		return 0;
+	}
+	if (strcmp(line, "network") == 0)
+		return (snprintf(r->network, sizeof(r->network), "%s", val), 0);
+	if (strcmp(line, "container") == 0)
+		return (snprintf(r->container, sizeof(r->container), "%s", val), 0);
+	return -1;
+}
+
+static int record_load(const char *path, struct run_record *r)
+{
+	char *buf, *line, *save = NULL;
+	size_t len;
+	int ret = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (file_read(path, RECORD_MAX, &buf, &len) == -1)
+		return -1;
+	line = strtok_r(buf, "\n", &save);
+	if (line == NULL || strcmp(line, "sluice-run v1") != 0)
+		ret = -1;
+	while (ret == 0 && (line = strtok_r(NULL, "\n", &save)) != NULL)
+		ret = record_line(line, r);
+	free(buf);
+	if (ret == 0 && r->id[0] == '\0')
+		ret = -1;
+	if (ret == 0)
+		snprintf(r->name, sizeof(r->name), "sluice-%s", r->id);
+	return ret;
+}
+
+/* The engine's command words and then args, run to the end (30 s at most). */
+static int podman_do(const struct run_record *r, const char *const *args, size_t nargs)
+{
+	char words[RUN_PODMAN_MAX], *argv[PODMAN_ARGS_MAX + 8], *save = NULL;
+	size_t n = 0;
+
+	snprintf(words, sizeof(words), "%s", r->podman[0] != '\0' ? r->podman : "podman");
+	for (char *w = strtok_r(words, " \t", &save); w != NULL && n < PODMAN_ARGS_MAX;
+	     w = strtok_r(NULL, " \t", &save))
+		argv[n++] = w;
+	for (size_t i = 0; i < nargs && n < PODMAN_ARGS_MAX + 7; i++)
+		argv[n++] = (char *)args[i];
+	argv[n] = NULL;
+	return run_tool(argv, -1, 30000);
+}
+
+/* The walls' STATE files for this run's namespace (cli/wall.c's state_path). */
+static void walls_forget(const struct config *c, const struct run_record *r)
+{
+	static const char *const profiles[] = { "sandbox", "guard" };
+	static const char *const exts[] = { "nft", "live" };
+	char path[PATH_MAX];
+
+	for (size_t i = 0; i < 2; i++)
+		for (size_t j = 0; j < 2; j++) {
+			snprintf(path, sizeof(path), "%s/wall-sluice_%s_%u@_run_netns_%s.%s",
+				 c->state_dir, profiles[i], r->base, r->name, exts[j]);
+			unlink(path);
+		}
+}
+
+static int netns_remove(const struct run_record *r)
+{
+	char *argv[] = { "ip", "netns", "delete", (char *)r->name, NULL };
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/run/netns/%s", r->name);
+	if (stat(path, &st) == -1 && errno == ENOENT)
+		return 0;
+	if (run_tool(argv, -1, 10000) == 0)
+		return 0;
+	fprintf(stderr, "run: %s: could not remove the namespace\n", path);
+	return -1;
+}
+
+/* rm -r of the run's directory: files only, one level down (pub/). */
+static void dir_remove(const char *dir)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (unlink(path) == -1 && errno == EISDIR)
+			dir_remove(path);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+int run_teardown(const struct config *c, struct run_record *r)
+{
+	char dir[PATH_MAX];
+	int ret = 0;
+
+	for (size_t i = r->nprocs; i-- > 0;)
+		if (run_proc_stop(&r->procs[i], 2000) == -1) {
+			fprintf(stderr, "run: %s (pid %d) would not stop\n", r->procs[i].what,
+				(int)r->procs[i].pid);
+			ret = -1;
+		}
+	if (r->container[0] != '\0') {
+		const char *args[] = { "rm", "-f", "-t", "0", r->container };
+
+		if (podman_do(r, args, 5) != 0) {
+			fprintf(stderr, "run: could not remove container %s\n", r->container);
+			ret = -1;
+		}
+	}
+	if (r->network[0] != '\0') {
+		const char *args[] = { "network", "rm", "-f", r->network };
+
+		if (podman_do(r, args, 4) != 0) {
+			fprintf(stderr, "run: could not remove podman network %s\n", r->network);
+			ret = -1;
+		}
+	}
+	if (r->walls)
+		walls_forget(c, r);
+	if (r->netns && netns_remove(r) == -1)
+		ret = -1;
+	for (size_t i = 0; i < r->ngrants; i++)
+		if (allow_session_drop(c, r->grants[i].pattern, r->grants[i].run) == -1)
+			ret = -1;
+	if (ret == 0 && run_dir(c, r->id, dir, sizeof(dir)) == 0)
+		dir_remove(dir);
+	return ret;
+}
+
+/* Take down the run in STATE/runs/name when its lock is free. 1 cleaned, 0 live, -1 failed. */
+static int clean_one(const struct config *c, const char *name)
+{
+	struct run_record r;
+	char lock[PATH_MAX], record[PATH_MAX];
+	int fd, ret;
+
+	if (strlen(name) != RUN_ID_LEN || run_path(c, name, "lock", lock, sizeof(lock)) == -1 ||
+	    run_path(c, name, "record", record, sizeof(record)) == -1)
+		return 0;
+	fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (fd == -1)
+		return 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+		close(fd);
+		return 0; /* its supervisor holds it: a live run */
+	}
+	if (record_load(record, &r) == -1 || strcmp(r.id, name) != 0) {
+		fprintf(stderr, "run: %s: not a run record; remove %s/runs/%s by hand\n", record,
+			c->state_dir, name);
+		close(fd);
+		return -1;
+	}
+	ret = run_teardown(c, &r) == 0 ? 1 : -1;
+	fprintf(stderr, "run: %s %s (supervisor %d, gone)\n", ret == 1 ? "cleaned up" : "could not clean up",
+	       r.name, (int)r.supervisor);
+	close(fd);
+	return ret;
+}
+
+int run_clean_stale(const struct config *c)
+{
+	char dir[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+	int n = 0, failed = 0, rc;
+
+	snprintf(dir, sizeof(dir), "%s/runs", c->state_dir);
+	d = opendir(dir);
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		rc = clean_one(c, e->d_name);
+		if (rc == 1)
+			n++;
+		else if (rc == -1)
+			failed = 1;
+	}
+	closedir(d);
+	return failed ? -1 : n;
+}

@@ -1,0 +1,165 @@
+/*
+ * run_sandbox.c: what `sluice run` gives the sandbox (run.h): CMD's whole
+ * environment, the files it reads (resolv.conf naming sluice-dns through
+ * the forwarder, the CA's certificate and bundle), and for --image the
+ * podman command line that puts the container on the run's network with
+ * the same. It makes no namespace and starts nothing.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "file.h"
+#include "run.h"
+
+size_t run_podman_argv(const struct run *x, char *words, size_t wsize, char **argv, size_t max)
+{
+	char *save = NULL;
+	size_t n = 0;
+
+	snprintf(words, wsize, "%s", x->o.podman);
+	for (char *w = strtok_r(words, " \t", &save); w != NULL && n + 1 < max;
+	     w = strtok_r(NULL, " \t", &save))
+		argv[n++] = w;
+	argv[n] = NULL;
+	return n;
+}
+
+/* "NAME=VALUE" into env[*n], in store (owned by the caller). */
+static int env_put(char **env, size_t *n, const char *name, const char *value)
+{
+	size_t len = strlen(name) + strlen(value) + 2;
+	char *s;
+
+	if (*n + 1 >= RUN_ENV_MAX)
+		return -1;
+	s = malloc(len);
+	if (s == NULL)
+		return -1;
+	snprintf(s, len, "%s=%s", name, value);
+	env[(*n)++] = s;
+	env[*n] = NULL;
+	return 0;
+}
+
+int run_env_build(const struct run *x, const char *ca_dir, bool container, char **env)
+{
+	static const char *const proxy_vars[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
+						  "https_proxy" };
+	char url[96], path[PATH_MAX];
+	const char *name, *term = getenv("TERM");
+	size_t n = 0;
+	bool bundle;
+	int bad = 0;
+
+	env[0] = NULL;
+	snprintf(url, sizeof(url), "http://%s:%u", x->gateway, x->fwd_port);
+	for (size_t i = 0; i < 4; i++)
+		bad |= env_put(env, &n, proxy_vars[i], url);
+	bad |= env_put(env, &n, "NO_PROXY", "localhost,127.0.0.1,::1");
+	bad |= env_put(env, &n, "no_proxy", "localhost,127.0.0.1,::1");
+	for (size_t i = 0; (name = ca_env_var(i, &bundle)) != NULL; i++) {
+		snprintf(path, sizeof(path), "%s/%s", ca_dir, bundle ? "ca-bundle.crt" : "ca.crt");
+		bad |= env_put(env, &n, name, path);
+	}
+	if (!container) {
+		bad |= env_put(env, &n, "PATH", "/usr/local/bin:/usr/bin:/bin");
+		bad |= env_put(env, &n, "HOME", x->user.home);
+		bad |= env_put(env, &n, "USER", x->user.name);
+		bad |= env_put(env, &n, "LOGNAME", x->user.name);
+		if (term != NULL)
+			bad |= env_put(env, &n, "TERM", term);
+	}
+	for (size_t i = 0; i < x->o.nenv; i++) {
+		const char *eq = strchr(x->o.env[i], '='), *v;
+		char key[128];
+
+		if (eq != NULL) {
+			snprintf(key, sizeof(key), "%.*s", (int)(eq - x->o.env[i]), x->o.env[i]);
+			bad |= env_put(env, &n, key, eq + 1);
+		} else if ((v = getenv(x->o.env[i])) != NULL) {
+			bad |= env_put(env, &n, x->o.env[i], v);
+		}
+	}
+	return bad ? -1 : 0;
+}
+
+void run_env_free(char **env)
+{
+	for (size_t i = 0; env[i] != NULL; i++)
+		free(env[i]);
+}
+
+/* What the sandbox reads: resolv.conf (sluice-dns, through the forwarder) and the CA's files. */
+int run_pub_make(struct run *x)
+{
+	static const char *const ca_files[] = { "ca.crt", "ca-bundle.crt" };
+	char dir[PATH_MAX + 8], path[PATH_MAX + 32], src[PATH_MAX + 32], *buf;
+	size_t len;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "%s/pub", x->dir);
+	if (mkdir(dir, 0755) == -1 || chmod(dir, 0755) == -1) {
+		fprintf(stderr, "run: mkdir %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/resolv.conf", dir);
+	f = fopen(path, "we");
+	if (f == NULL || fputs("nameserver 127.0.0.1\n", f) == EOF || fclose(f) == EOF) {
+		fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	chmod(path, 0644);
+	for (size_t i = 0; i < 2; i++) {
+		snprintf(src, sizeof(src), "%s/%s", x->c->state_dir, ca_files[i]);
+		snprintf(path, sizeof(path), "%s/%s", dir, ca_files[i]);
+		if (file_read(src, 1 << 22, &buf, &len) == -1)
+			continue; /* no CA (intercept off): the variables name files that are not there */
+		f = fopen(path, "we");
+		if (f == NULL || fwrite(buf, 1, len, f) != len || fclose(f) == EOF) {
+			fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
+			free(buf);
+			return -1;
+		}
+		free(buf);
+		chmod(path, 0644);
+	}
+	return 0;
+}
+
+/* The podman run command line for --image. Returns the argv (in store), or NULL. */
+char **run_image_argv(struct run *x, char **env, char *words, size_t wsize, char **argv,
+			 size_t max)
+{
+	static char vol_bundle[PATH_MAX + 64], vol_crt[PATH_MAX + 64], dns[64];
+	size_t n = run_podman_argv(x, words, wsize, argv, PODMAN_ARGS_MAX);
+	const char *fixed[] = { "run", "--rm", "--name", x->r.name, "--network", x->r.name,
+				"--dns", dns, "-v", vol_bundle, "-v", vol_crt };
+
+	snprintf(dns, sizeof(dns), "%s", x->gateway);
+	snprintf(vol_bundle, sizeof(vol_bundle), "%s/pub/ca-bundle.crt:/etc/sluice/ca-bundle.crt:ro",
+		 x->dir);
+	snprintf(vol_crt, sizeof(vol_crt), "%s/pub/ca.crt:/etc/sluice/ca.crt:ro", x->dir);
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && n < max; i++)
+		argv[n++] = (char *)fixed[i];
+	for (size_t i = 0; env[i] != NULL && n + 2 < max; i++) {
+		argv[n++] = "-e";
+		argv[n++] = env[i];
+	}
+	for (size_t i = 0; i < x->o.npodman_opts && n < max; i++)
+		argv[n++] = x->o.podman_opts[i];
+	if (n < max)
+		argv[n++] = (char *)x->o.image;
+	for (size_t i = 0; x->o.cmd[i] != NULL && n < max; i++)
+		argv[n++] = x->o.cmd[i];
+	if (n >= max) {
+		fprintf(stderr, "run: the podman command line is too long\n");
+		return NULL;
+	}
+	argv[n] = NULL;
+	return argv;
+}
+
