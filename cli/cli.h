@@ -231,6 +231,9 @@ bool wall_nft_same(const char *table, char *want_text, char *live_text);
 /* wall_denied.c: `wall denied`, argv[0] is "denied"; returns the exit status */
 int wall_denied_cmd(int argc, char **argv);
 
+/* doctor.c */
+int cmd_doctor(int argc, char **argv);
+
 /* run.c (run.h: its parts) */
 int cmd_run(int argc, char **argv);
 

@@ -265,6 +265,16 @@ static void d_log_chain(struct parser *p, char **w, size_t nw)
 		perr(p, "log-chain: expected on or off, got \"%s\"", w[1]);
 }
 
+static void d_doctor_on_start(struct parser *p, char **w, size_t nw)
+{
+	if (strcmp(w[1], "on") == 0)
+		p->c->doctor_on_start = true;
+	else if (strcmp(w[1], "off") == 0)
+		p->c->doctor_on_start = false;
+	else
+		perr(p, "doctor-on-start: expected on or off, got \"%s\"", w[1]);
+}
+
 /*
  * A user name as useradd takes one: a letter or '_' first, then letters,
  * digits, '_', '-' or '.', at most CONFIG_USER_MAX bytes. Whether the user
@@ -372,6 +382,7 @@ static const struct directive directives[] = {
 	{ "log-keep", 1, false, false, d_log_keep },
 	{ "log-chain", 1, false, false, d_log_chain },
 	{ "user", 1, false, false, d_user },
+	{ "doctor-on-start", 1, false, false, d_doctor_on_start },
 	{ "max-connections", 1, false, false, d_max_connections },
 	{ "max-connections-per-client", 1, false, false, d_max_connections_per_client },
 	{ "max-body-bytes", 1, false, false, d_max_body_bytes },
@@ -718,6 +729,7 @@ void config_print(const struct config *c, FILE *out)
 	fprintf(out, "log-chain %s\n", c->log_chain ? "on" : "off");
 	if (c->user[0] != '\0')
 		fprintf(out, "user %s\n", c->user);
+	fprintf(out, "doctor-on-start %s\n", c->doctor_on_start ? "on" : "off");
 	fprintf(out, "max-connections %u\n", c->max_conns);
 	fprintf(out, "max-connections-per-client %u\n", config_per_client(c));
 	fprintf(out, "max-body-bytes %llu\n", (unsigned long long)c->max_body_bytes);

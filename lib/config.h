@@ -21,6 +21,9 @@
  *                             before it (netlog.h); default off
  *   user NAME                 sluice-proxy, started as root, drops to NAME
  *                             (and its groups) once bound; default none
+ *   doctor-on-start on|off    sluice-proxy runs `sluice doctor --before-proxy`
+ *                             (the sluice beside it) first and refuses to
+ *                             start unless it exits 0; default off
  *   max-connections N         client connections; default 4096, past it 503
  *   max-connections-per-client N  connections one client (address, then stamped
  *                             principal) may hold; default max-connections / 16
@@ -144,6 +147,7 @@ struct config {
 	uint64_t log_rotate_bytes;
 	unsigned log_keep;
 	bool log_chain;                  /* rows carry prev (netlog.h) */
+	bool doctor_on_start;            /* sluice-proxy runs `sluice doctor --before-proxy` first */
 	char user[CONFIG_USER_MAX + 1];  /* "" : no user directive */
 	unsigned max_conns;
 	unsigned max_conns_per_client; /* 0: max_conns / 16 (config_per_client) */

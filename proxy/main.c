@@ -21,6 +21,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -166,6 +167,44 @@ static void before_sleep(struct loop *l, void *arg)
 	session_free_dead(arg);
 }
 
+/*
+ * doctor-on-start: `sluice -c CONFIG doctor --before-proxy` (the sluice
+ * beside this binary) must exit 0 before anything is opened; its report
+ * goes to our stderr. Before the loop exists, so no fd of it is inherited.
+ * Returns 0 or -1 after printing.
+ */
+static int doctor_first(const char *config_path)
+{
+	char self[PATH_MAX], *slash;
+	char *argv[] = { self, "-c", (char *)config_path, "doctor", "--before-proxy", NULL };
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 16);
+	pid_t pid;
+	int st;
+
+	if (n <= 0 || (slash = memrchr(self, '/', (size_t)n)) == NULL) {
+		fprintf(stderr, "sluice-proxy: doctor-on-start: where is sluice? %s\n", strerror(errno));
+		return -1;
+	}
+	snprintf(slash + 1, sizeof(self) - (size_t)(slash + 1 - self), "sluice");
+	pid = fork();
+	if (pid == 0) {
+		dup2(2, 1);
+		execv(self, argv);
+		fprintf(stderr, "sluice-proxy: doctor-on-start: %s: %s\n", self, strerror(errno));
+		_exit(2);
+	}
+	if (pid == -1 || waitpid(pid, &st, 0) != pid) {
+		fprintf(stderr, "sluice-proxy: doctor-on-start: %s\n", strerror(errno));
+		return -1;
+	}
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	fprintf(stderr, "sluice-proxy: doctor-on-start: sluice doctor %s %d (above); not started\n",
+		WIFEXITED(st) ? "exited" : "killed by signal",
+		WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
 	struct proxy px;
@@ -210,6 +249,8 @@ int main(int argc, char **argv)
 		ret = 0;
 		goto out;
 	}
+	if (px.config->doctor_on_start && doctor_first(config_path) == -1)
+		goto out;
 	if (mkdir(px.config->state_dir, 0700) == -1 && errno != EEXIST) {
 		fprintf(stderr, "sluice-proxy: state %s: %s\n", px.config->state_dir,
 			strerror(errno));

@@ -475,6 +475,12 @@ static void test_log_chain_and_user(void **state)
 		free(p);
 	}
 	config_free(c);
+	c = parse_ok("doctor-on-start on\n");
+	assert_true(c->doctor_on_start);
+	config_free(c);
+	c = parse_ok("doctor-on-start off\n");
+	assert_false(c->doctor_on_start);
+	config_free(c);
 	c = parse_ok("log-chain off\nuser _s.lu-ice9\n");
 	assert_false(c->log_chain);
 	assert_string_equal(c->user, "_s.lu-ice9");
@@ -483,6 +489,8 @@ static void test_log_chain_and_user(void **state)
 	assert_int_equal(strlen(c->user), 32);
 	config_free(c);
 	expect_errors("log-chain yes\n", 1, "t.conf:1: log-chain: expected on or off, got \"yes\"\n");
+	expect_errors("doctor-on-start yes\n", 1,
+		      "t.conf:1: doctor-on-start: expected on or off, got \"yes\"\n");
 	expect_errors("log-chain on\nlog-chain on\n", 1,
 		      "t.conf:2: log-chain: given twice (first on line 1)\n");
 	expect_errors("user a\nuser b\n", 1, "t.conf:2: user: given twice (first on line 1)\n");
@@ -621,6 +629,7 @@ static void test_print_defaults(void **state)
 			       "log-rotate-bytes 16777216\n"
 			       "log-keep 5\n"
 			       "log-chain off\n"
+			       "doctor-on-start off\n"
 			       "max-connections 4096\n"
 			       "max-connections-per-client 256\n"
 			       "max-body-bytes 0\n"
