@@ -29,7 +29,6 @@
 #include <getopt.h>
 #include <limits.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +47,7 @@
 #include "ca.h"
 #include "cli.h"
 #include "file.h"
+#include "netns.h"
 #include "run.h"
 #include "runfile.h"
 #include "sockaddr.h"
@@ -241,6 +241,15 @@ static void check_ca(struct doctor *d)
 	ca_free(ca);
 }
 
+/* netns_leave, or stop: a doctor left in another namespace would read the wrong things. */
+static void back(int saved)
+{
+	if (netns_leave(saved) == -1) {
+		fprintf(stderr, "doctor: back to our namespace: %s\n", strerror(errno));
+		exit(2);
+	}
+}
+
 /* "wall-TABLE@NS.live" into table and the namespace's path (NULL: ours). Returns 0 or -1. */
 static int wall_file_parse(const char *file, char *table, size_t tsize, char *netns,
 			   size_t nsize, bool *own)
@@ -269,7 +278,7 @@ static void check_wall(struct doctor *d, const char *file)
 	char table[80], netns[PATH_MAX], path[PATH_MAX + NAME_MAX + 2], *want = NULL, *live = NULL;
 	size_t len;
 	bool own;
-	int self = -1, ns = -1, rc;
+	int saved = -1, rc;
 
 	if (wall_file_parse(file, table, sizeof(table), netns, sizeof(netns), &own) == -1)
 		return;
@@ -278,15 +287,10 @@ static void check_wall(struct doctor *d, const char *file)
 		say(d, V_UNKNOWN, "wall", "%s: %s", path, strerror(errno));
 		return;
 	}
-	if (!own) {
-		self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-		ns = open(netns, O_RDONLY | O_CLOEXEC);
-		if (self == -1 || ns == -1 || setns(ns, CLONE_NEWNET) == -1) {
-			say(d, ns == -1 && errno == ENOENT ? V_FAIL : V_UNKNOWN, "wall",
-			    "%s in %s: the namespace %s", table, netns,
-			    ns == -1 && errno == ENOENT ? "is gone" : "cannot be entered");
-			goto out;
-		}
+	if (!own && (saved = netns_enter_saved(netns)) == -1) {
+		say(d, errno == ENOENT ? V_FAIL : V_UNKNOWN, "wall", "%s in %s: the namespace %s",
+		    table, netns, errno == ENOENT ? "is gone" : "cannot be entered");
+		goto out;
 	}
 	nft = wall_nft_open();
 	rc = nft == NULL ? -1 : wall_nft_table_list(nft, table, &live);
@@ -303,12 +307,8 @@ static void check_wall(struct doctor *d, const char *file)
 		say(d, V_UNKNOWN, "wall", "%s in %s: nft could not list it", table,
 		    own ? "host" : netns);
 	if (!own)
-		setns(self, CLONE_NEWNET);
+		back(saved);
 out:
-	if (self != -1)
-		close(self);
-	if (ns != -1)
-		close(ns);
 	free(want);
 	free(live);
 }
@@ -378,19 +378,15 @@ static int listens(const char *netns, const char *s, bool *found)
 	*found = false;
 	if (sockaddr_parse(s, 0, 0, &ss) == -1)
 		return -1;
-	nl = netns == NULL ? sockdiag_open() : -1;
-	if (netns != NULL) {
-		int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-		int ns = open(netns, O_RDONLY | O_CLOEXEC);
+	if (netns == NULL) {
+		nl = sockdiag_open();
+	} else {
+		int saved = netns_enter_saved(netns);
 
-		if (self != -1 && ns != -1 && setns(ns, CLONE_NEWNET) == 0) {
-			nl = sockdiag_open();
-			setns(self, CLONE_NEWNET);
-		}
-		if (self != -1)
-			close(self);
-		if (ns != -1)
-			close(ns);
+		if (saved == -1)
+			return -1;
+		nl = sockdiag_open();
+		back(saved);
 	}
 	if (nl == -1)
 		return -1;
@@ -463,17 +459,16 @@ static void check_provision(struct doctor *d)
 			snprintf(id, sizeof(id), "%s", val);
 		} else if (strcmp(line, "wall") == 0) {
 			char *live = NULL;
-			int rc = -1, self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-			int ns = d->netns != NULL ? open(d->netns, O_RDONLY | O_CLOEXEC) : -1;
+			int rc = -1, saved = d->netns != NULL ? netns_enter_saved(d->netns) : -2;
 
-			if (d->netns == NULL || (ns != -1 && setns(ns, CLONE_NEWNET) == 0)) {
+			if (saved != -1) {
 				struct nft_ctx *nft = wall_nft_open();
 
 				rc = nft == NULL ? -1 : wall_nft_table_list(nft, val, &live);
 				if (nft != NULL)
 					nft_ctx_free(nft);
-				if (d->netns != NULL)
-					setns(self, CLONE_NEWNET);
+				if (saved >= 0)
+					back(saved);
 			}
 			if (rc == 0)
 				say(d, V_OK, "provision", "wall %s is loaded", val);
@@ -481,10 +476,6 @@ static void check_provision(struct doctor *d)
 				say(d, rc == 1 ? V_FAIL : V_UNKNOWN, "provision", "wall %s %s", val,
 				    rc == 1 ? "is gone" : "could not be listed");
 			free(live);
-			if (self != -1)
-				close(self);
-			if (ns != -1)
-				close(ns);
 		} else if (strcmp(line, "forwarder") == 0) {
 			char *addr, *wsave = NULL;
 

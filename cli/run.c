@@ -20,7 +20,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +31,7 @@
 #include <unistd.h>
 
 #include "file.h"
+#include "netns.h"
 #include "run.h"
 #include "runfile.h"
 #include "sockaddr.h"
@@ -346,18 +346,16 @@ static int walls_apply(struct run *x)
 static int listening(struct run *x, unsigned port, pid_t pid)
 {
 	struct sockaddr_storage ss;
-	int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC), ns, nl = -1;
+	int saved = netns_enter_saved(x->netns), nl = -1;
 	bool found = false;
 
-	ns = open(x->netns, O_RDONLY | O_CLOEXEC);
-	if (self != -1 && ns != -1 && setns(ns, CLONE_NEWNET) == 0) {
+	if (saved != -1) {
 		nl = sockdiag_open();
-		setns(self, CLONE_NEWNET);
+		if (netns_leave(saved) == -1) {
+			fprintf(stderr, "run: back from %s: %s\n", x->netns, strerror(errno));
+			exit(EXIT_RUN_FAILED); /* in the wrong namespace: nothing after this is safe */
+		}
 	}
-	if (self != -1)
-		close(self);
-	if (ns != -1)
-		close(ns);
 	if (nl == -1) {
 		fprintf(stderr, "run: sock_diag in %s: %s\n", x->netns, strerror(errno));
 		return -1;

@@ -135,46 +135,64 @@ static int netns_enter(const char *netns)
 	return 0;
 }
 
-/* In a child: stdin /dev/null, stdout and stderr to log_fd (when not -1). */
-static void child_stdio(int log_fd)
+/* In a child: stdout to out_fd and stderr to err_fd (each when not -1), stdin /dev/null. */
+static void child_stdio(int out_fd, int err_fd)
 {
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 	if (null != -1)
 		dup2(null, 0);
-	if (log_fd != -1) {
-		dup2(log_fd, 1);
-		dup2(log_fd, 2);
+	if (out_fd != -1)
+		dup2(out_fd, 1);
+	if (err_fd != -1)
+		dup2(err_fd, 2);
+}
+
+/*
+ * fork, and in the child: SIGTERM when we die, the default signal mask,
+ * close_fd closed, the namespace at netns (NULL: ours), stdio (tty: ours
+ * kept, for CMD; else child_stdio's), then exec argv (a PATH search when
+ * argv[0] has no '/'). Returns the pid or -1 after printing.
+ */
+static pid_t fork_exec(char *const argv[], const char *netns, bool tty, int out_fd, int err_fd,
+		       int close_fd)
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid == -1) {
+		fprintf(stderr, "run: fork: %s\n", strerror(errno));
+		return -1;
 	}
+	if (pid > 0)
+		return pid;
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	if (getppid() != parent)
+		_exit(126);
+	if (close_fd != -1)
+		close(close_fd);
+	child_signals();
+	if (netns != NULL && netns_enter(netns) == -1)
+		_exit(126);
+	if (!tty)
+		child_stdio(out_fd, err_fd);
+	execvp(argv[0], argv);
+	fprintf(stderr, "run: %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
 }
 
 pid_t run_spawn(struct run_record *r, const char *what, char *const argv[], const char *netns,
 		int log_fd)
 {
-	pid_t parent = getpid(), pid;
 	struct run_proc *p;
+	pid_t pid;
 
 	if (r->nprocs == RUN_PROCS_MAX) {
 		fprintf(stderr, "run: too many processes\n");
 		return -1;
 	}
-	pid = fork();
-	if (pid == -1) {
-		fprintf(stderr, "run: fork: %s\n", strerror(errno));
+	pid = fork_exec(argv, netns, false, log_fd, log_fd, -1);
+	if (pid == -1)
 		return -1;
-	}
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(1);
-		child_signals();
-		if (netns != NULL && netns_enter(netns) == -1)
-			_exit(1);
-		child_stdio(log_fd);
-		execv(argv[0], argv);
-		fprintf(stderr, "run: %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
 	p = &r->procs[r->nprocs++];
 	p->pid = pid;
 	p->start = run_proc_start(pid);
@@ -203,28 +221,14 @@ static int wait_code(pid_t pid, int timeout_ms)
 
 int run_tool(char *const argv[], int log_fd, int timeout_ms)
 {
-	pid_t parent = getpid(), pid = fork();
+	pid_t pid = fork_exec(argv, NULL, false, log_fd, log_fd, -1);
 
-	if (pid == -1) {
-		fprintf(stderr, "run: fork: %s\n", strerror(errno));
-		return -1;
-	}
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(1);
-		child_signals();
-		child_stdio(log_fd);
-		execvp(argv[0], argv);
-		fprintf(stderr, "run: %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	return wait_code(pid, timeout_ms);
+	return pid == -1 ? -1 : wait_code(pid, timeout_ms);
 }
 
 int run_capture(char *const argv[], char *out, size_t size, int timeout_ms)
 {
-	pid_t parent = getpid(), pid;
+	pid_t pid;
 	size_t got = 0;
 	int fds[2], code, waited = 0;
 	ssize_t n;
@@ -233,24 +237,12 @@ int run_capture(char *const argv[], char *out, size_t size, int timeout_ms)
 		fprintf(stderr, "run: pipe: %s\n", strerror(errno));
 		return -1;
 	}
-	pid = fork();
+	pid = fork_exec(argv, NULL, false, fds[1], -1, -1);
+	close(fds[1]);
 	if (pid == -1) {
-		fprintf(stderr, "run: fork: %s\n", strerror(errno));
 		close(fds[0]);
-		close(fds[1]);
 		return -1;
 	}
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (getppid() != parent)
-			_exit(1);
-		child_signals();
-		dup2(fds[1], 1);
-		execvp(argv[0], argv);
-		fprintf(stderr, "run: %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(fds[1]);
 	/* what does not fit is read and dropped; the deadline holds even if the tool keeps its stdout */
 	while (waited < timeout_ms) {
 		struct pollfd pfd = { .fd = fds[0], .events = POLLIN };
@@ -289,7 +281,7 @@ int run_verify(const char *netns, const struct run_user *user, int argc, char **
 	if (pid == 0) {
 		close(close_fd);
 		child_signals();
-		child_stdio(err_fd);
+		child_stdio(err_fd, err_fd);
 		if (netns_enter(netns) == -1 ||
 		    priv_switch("run", user->name, user->uid, user->gid) == -1)
 			_exit(2);
@@ -415,30 +407,12 @@ static int init_main(const struct run_exec *x)
 
 pid_t run_exec_start(const struct run_exec *x)
 {
-	pid_t parent = getpid(), pid;
+	pid_t pid;
 	struct run_exec ix;
 	int alive[2];
 
-	if (x->user == NULL) {
-		pid = fork();
-		if (pid == -1) {
-			fprintf(stderr, "run: fork: %s\n", strerror(errno));
-			return -1;
-		}
-		if (pid == 0) {
-			prctl(PR_SET_PDEATHSIG, SIGTERM);
-			if (getppid() != parent)
-				_exit(126);
-			close(x->close_fd);
-			child_signals();
-			if (netns_enter(x->netns) == -1)
-				_exit(126);
-			execvp(x->argv[0], x->argv);
-			fprintf(stderr, "sluice run: %s: %s\n", x->argv[0], strerror(errno));
-			_exit(127);
-		}
-		return pid;
-	}
+	if (x->user == NULL)
+		return fork_exec(x->argv, x->netns, true, -1, -1, x->close_fd);
 	if (mkdir("/run/sluice", 0755) == -1 && errno != EEXIST) {
 		fprintf(stderr, "run: mkdir /run/sluice: %s\n", strerror(errno));
 		return -1;

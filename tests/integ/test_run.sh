@@ -38,17 +38,37 @@ dnsq() { jq_ "$DNSLOG" "$@"; }
 # forwarders_of NAME: the pids of the sluice-forward processes stamping for --net NAME...
 forwarders_of() { pgrep -x sluice-forward -a | grep -- "--net $1" | cut -d' ' -f1; }
 no_forwarder() { [ -z "$(forwarders_of "$1")" ]; }
+# test_runs: the name of every run this test made: each run's verify leaves a
+# row (its positive control through the forwarder) naming it in net. Other
+# runs on the machine (another test's, an operator's) are not ours to judge.
+test_runs() {
+	cat "$NETLOG" "$LAB_DIR/state-b/network.log" 2>/dev/null | "$PY" -c '
+import json, sys
+names = set()
+for line in sys.stdin:
+    try:
+        row = json.loads(line)
+    except ValueError:
+        continue
+    if row.get("ua") == "sluice-verify" and row.get("net"):
+        names.add(row["net"])
+print("\n".join(sorted(names)))'
+}
+# run_leftovers: what is left of this test's runs: namespaces, forwarders, records
 run_leftovers() {
+	local n
 	{
-		ls /run/netns | grep '^sluice-'
-		ls "$STATE/runs" 2>/dev/null
-		forwarders_of sluice- | sed 's/^/forwarder /'
+		for n in $(test_runs); do
+			[ -e "/run/netns/$n" ] && echo "$n"
+			forwarders_of "$n" | sed 's/^/forwarder /'
+		done
+		ls "$STATE/runs" "$LAB_DIR/state-b/runs" 2>/dev/null | grep -v ':$' | grep .
 	} | tr '\n' ' '
 }
 locked() { [ -e "$1" ] && ! flock -n "$1" true; }
 
 # ---------------------------------------------------------------- cold: daemons started for the run
-expect_eq "nothing of sluice's runs on the machine before" "" "$(run_leftovers)"
+expect_eq "no run of this test's before it starts" "" "$(test_runs)"
 out=$(srun --allow tls.test:8443 -- curl -sS --max-time 10 https://tls.test:8443/ 2>&1)
 code=$?
 expect_eq "curl https to a --allow'ed name through the intercepting proxy, CA trusted" "0 tls ok" \
@@ -205,7 +225,7 @@ expect_re "... and the run's name" '^sluice-[0-9a-f]{12}$' "$net"
 expect_re "sluice log names the container (the run's engine watch recorded it)" "$net" \
 	"$(sl log --host good.test 2>&1 | grep from-ctr)"
 expect_eq "... and no container or network of the run is left" "" \
-	"$(podman ps -a --format '{{.Names}}' | grep '^sluice-'; podman network ls --format '{{.Name}}' | grep '^sluice-')"
+	"$(podman ps -a --format '{{.Names}}' | grep -x -- "$net"; podman network ls --format '{{.Name}}' | grep -x -- "$net")"
 expect_eq "... nor anything else" "" "$(run_leftovers)"
 
 # ---------------------------------------------------------------- SIGTERM, SIGKILL
@@ -213,7 +233,7 @@ expect_eq "... nor anything else" "" "$(run_leftovers)"
 rpid=$!
 LAB_PIDS+=("$rpid")
 wait_until 10 grep -q started "$RUN_OUT" || not_ok "the long run starts" "$(cat "$RUN_OUT")"
-name=$(ls /run/netns | grep '^sluice-' | head -1)
+name=sluice-$(ls "$STATE/runs" | head -1)
 expect_eq "while it runs: its namespace holds the sandbox and guard walls" \
 	"table inet sluice_guard_$RUN_BASE table inet sluice_sandbox_$RUN_BASE" \
 	"$(ip netns exec "$name" nft list tables 2>&1 | sort | tr '\n' ' ' | sed 's/ $//')"
@@ -232,21 +252,22 @@ expect_eq "... and no process of CMD's" "" "$(pgrep -x sleep -a | grep 'sleep 30
 rpid=$!
 LAB_PIDS+=("$rpid")
 wait_until 20 grep -q started "$RUN_OUT" || not_ok "the container run starts" "$(cat "$RUN_OUT")"
-name=$(podman ps --format '{{.Names}}' | grep '^sluice-' | head -1)
-expect_re "a container run is up" '^sluice-[0-9a-f]{12}$' "$name"
+name=sluice-$(ls "$STATE/runs" | head -1)
+expect_eq "a container run is up, its container named after it" "$name" \
+	"$(podman ps --format '{{.Names}}' | grep -x -- "$name")"
 kill -TERM $rpid
 wait $rpid
 code=$?
 expect_re "SIGTERM to a container run: it ends (podman passes the signal on)" '^(143|137)$' "$code"
 expect_eq "... leaving no container or network" "" \
-	"$(podman ps -a --format '{{.Names}}' | grep '^sluice-'; podman network ls --format '{{.Name}}' | grep '^sluice-')"
+	"$(podman ps -a --format '{{.Names}}' | grep -x -- "$name"; podman network ls --format '{{.Name}}' | grep -x -- "$name")"
 expect_eq "... nor namespace, record or forwarder" "" "$(run_leftovers)"
 
 "${SRUN[@]}" -- sh -c 'echo started; exec sleep 31' >"$RUN_OUT" 2>&1 &
 rpid=$!
 LAB_PIDS+=("$rpid")
 wait_until 10 grep -q started "$RUN_OUT" || not_ok "the run to kill starts" "$(cat "$RUN_OUT")"
-name=$(ls /run/netns | grep '^sluice-' | head -1)
+name=sluice-$(ls "$STATE/runs" | head -1)
 kill -KILL $rpid
 wait $rpid 2>/dev/null
 no_sleep31() { ! pgrep -x sleep -a | grep -q 'sleep 31'; }
