@@ -205,6 +205,7 @@ struct hardening {
 	bool kernel_modules; /* ProtectKernelModules=: not for nft, whose rules may load modules */
 	bool private_devices;
 	bool mdwe; /* MemoryDenyWriteExecute=: not when token commands (maybe a JIT) run */
+	bool proc_subset; /* ProcSubset=pid: not for token commands, nor nft */
 };
 
 static void put_hardening(struct out *o, const struct units_params *p, const struct hardening *h)
@@ -233,6 +234,9 @@ static void put_hardening(struct out *o, const struct units_params *p, const str
 	       "ProtectClock=yes\n"
 	       "ProtectHostname=yes\n"
 	       "ProtectProc=invisible\n");
+	if (h->proc_subset)
+		put(o, "ProcSubset=pid\n");
+	put(o, "PrivateMounts=yes\n");
 	put(o, "RestrictAddressFamilies=%s\n", h->families);
 	put(o, "RestrictNamespaces=yes\n"
 	       "RestrictRealtime=yes\n"
@@ -261,6 +265,7 @@ static void put_daemon(struct out *o, const struct units_params *p, bool proxy)
 		.kernel_modules = true,
 		.private_devices = true,
 		.mdwe = !(proxy && p->token_commands),
+		.proc_subset = !(proxy && p->token_commands),
 	};
 
 	snprintf(caps, sizeof(caps), "CAP_SETUID CAP_SETGID CAP_SETPCAP CAP_DAC_OVERRIDE%s",
@@ -295,7 +300,8 @@ static void put_daemon(struct out *o, const struct units_params *p, bool proxy)
 	       "# bounding set, CAP_DAC_OVERRIDE to open the log in %s's own directory%s\n",
 	    p->user, low ? ",\n# CAP_NET_BIND_SERVICE for a listener below 1024" : "");
 	if (!h.mdwe)
-		put(o, "# no MemoryDenyWriteExecute: an inject rule's token command may need a JIT\n");
+		put(o, "# no MemoryDenyWriteExecute or ProcSubset: an inject rule's token command may\n"
+		       "# need a JIT or /proc\n");
 	put_hardening(o, p, &h);
 	put(o, "\n[Install]\nWantedBy=multi-user.target\n");
 }
