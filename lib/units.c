@@ -711,6 +711,27 @@ static void put_yaml(struct out *o, const struct units_params *p)
 	buf_release(&script);
 }
 
+static void put_proxy(struct out *o, const struct units_params *p)
+{
+	put_daemon(o, p, true);
+}
+
+static void put_dns(struct out *o, const struct units_params *p)
+{
+	put_daemon(o, p, false);
+}
+
+static void (*const renderers[UNITS_NFILES])(struct out *o, const struct units_params *p) = {
+	[UNITS_PROXY] = put_proxy,
+	[UNITS_DNS] = put_dns,
+	[UNITS_WALL] = put_wall,
+	[UNITS_WALL_EGRESS] = put_wall_egress,
+	[UNITS_WALL_HOST] = put_wall_host,
+	[UNITS_LIMA] = put_lima,
+	[UNITS_SCRIPT] = put_script,
+	[UNITS_YAML] = put_yaml,
+};
+
 int units_render(const struct units_params *p, enum units_file f, struct buf *b,
 		 const char **err)
 {
@@ -722,34 +743,7 @@ int units_render(const struct units_params *p, enum units_file f, struct buf *b,
 		*err = "that file is not rendered without a VM";
 		return -1;
 	}
-	switch (f) {
-	case UNITS_PROXY:
-		put_daemon(&o, p, true);
-		break;
-	case UNITS_DNS:
-		put_daemon(&o, p, false);
-		break;
-	case UNITS_WALL:
-		put_wall(&o, p);
-		break;
-	case UNITS_WALL_EGRESS:
-		put_wall_egress(&o, p);
-		break;
-	case UNITS_WALL_HOST:
-		put_wall_host(&o, p);
-		break;
-	case UNITS_LIMA:
-		put_lima(&o, p);
-		break;
-	case UNITS_SCRIPT:
-		put_script(&o, p);
-		break;
-	case UNITS_YAML:
-		put_yaml(&o, p);
-		break;
-	case UNITS_NFILES:
-		break;
-	}
+	renderers[f](&o, p);
 	if (o.over) {
 		*err = "the file is longer than the buffer";
 		return -1;

@@ -244,26 +244,41 @@ static void test_quoting(void **state)
 	free(script);
 }
 
+/* A string param set to a value the renderer must refuse, and the file it is asked for. */
+static const struct {
+	enum units_vm vm;
+	enum units_file file;
+	size_t field; /* offsetof a const char * in struct units_params */
+	const char *value;
+} bad_strings[] = {
+	{ UNITS_VM_NONE, UNITS_PROXY, offsetof(struct units_params, config), "etc/sluice.conf" },
+	/* a blank would split ExecStart; '%' is a systemd specifier */
+	{ UNITS_VM_NONE, UNITS_PROXY, offsetof(struct units_params, config), "/etc/my sluice.conf" },
+	{ UNITS_VM_NONE, UNITS_PROXY, offsetof(struct units_params, bindir), "/opt/%n/bin" },
+	{ UNITS_VM_NONE, UNITS_WALL, offsetof(struct units_params, state_dir), "/var/lib/../../etc" },
+	{ UNITS_VM_NONE, UNITS_PROXY, offsetof(struct units_params, user),
+	  "sluice\nExecStartPre=/bin/sh" },
+	{ UNITS_VM_LIMA, UNITS_LIMA, offsetof(struct units_params, vm_user), "root" },
+	{ UNITS_VM_LIMA, UNITS_SCRIPT, offsetof(struct units_params, gateway), "192.168.5.2; rm -rf /" },
+	/* a line that would end the script's here-document; text after the certificate */
+	{ UNITS_VM_LIMA, UNITS_SCRIPT, offsetof(struct units_params, ca_pem),
+	  "-----BEGIN CERTIFICATE-----\nSLUICE_CA\nreboot\n-----END CERTIFICATE-----\n" },
+	{ UNITS_VM_LIMA, UNITS_SCRIPT, offsetof(struct units_params, ca_pem),
+	  "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nextra\n" },
+	{ UNITS_VM_LIMA, UNITS_YAML, offsetof(struct units_params, ca_pem), NULL },
+};
+
 static void test_refusals(void **state)
 {
 	struct units_params p;
 
-	p = params(UNITS_VM_NONE);
-	assert_null(refusal(&p, UNITS_PROXY));
-	p.config = "etc/sluice.conf";
-	assert_non_null(refusal(&p, UNITS_PROXY)); /* relative */
-	p = params(UNITS_VM_NONE);
-	p.config = "/etc/my sluice.conf";
-	assert_non_null(refusal(&p, UNITS_PROXY)); /* a blank splits ExecStart */
-	p = params(UNITS_VM_NONE);
-	p.bindir = "/opt/%n/bin";
-	assert_non_null(refusal(&p, UNITS_PROXY)); /* a systemd specifier */
-	p = params(UNITS_VM_NONE);
-	p.state_dir = "/var/lib/../../etc";
-	assert_non_null(refusal(&p, UNITS_WALL));
-	p = params(UNITS_VM_NONE);
-	p.user = "sluice\nExecStartPre=/bin/sh";
-	assert_non_null(refusal(&p, UNITS_PROXY));
+	for (size_t i = 0; i < sizeof(bad_strings) / sizeof(bad_strings[0]); i++) {
+		p = params(bad_strings[i].vm);
+		assert_null(refusal(&p, bad_strings[i].file)); /* the control: it renders as it is */
+		*(const char **)((char *)&p + bad_strings[i].field) = bad_strings[i].value;
+		if (refusal(&p, bad_strings[i].file) == NULL)
+			fail_msg("bad_strings[%zu] rendered", i);
+	}
 	p = params(UNITS_VM_NONE);
 	p.resolvers = (const char *const[]){ "10.0.0.53 --i-mean-this-host" };
 	p.nresolvers = 1;
@@ -271,27 +286,11 @@ static void test_refusals(void **state)
 	p = params(UNITS_VM_NONE);
 	p.port_base = 65500;
 	assert_non_null(refusal(&p, UNITS_WALL));
-
-	p = params(UNITS_VM_LIMA);
-	assert_null(refusal(&p, UNITS_SCRIPT));
-	p.vm_user = "root";
-	assert_non_null(refusal(&p, UNITS_LIMA));
 	p = params(UNITS_VM_LIMA);
 	p.proxy_port = 41090; /* base+90: past the listeners the guard wall keeps */
 	assert_non_null(refusal(&p, UNITS_SCRIPT));
 	p.proxy_port = 40999;
 	assert_non_null(refusal(&p, UNITS_SCRIPT));
-	p = params(UNITS_VM_LIMA);
-	p.gateway = "192.168.5.2; rm -rf /";
-	assert_non_null(refusal(&p, UNITS_SCRIPT));
-	p = params(UNITS_VM_LIMA);
-	/* a line that would end the script's here-document */
-	p.ca_pem = "-----BEGIN CERTIFICATE-----\nSLUICE_CA\nreboot\n-----END CERTIFICATE-----\n";
-	assert_non_null(refusal(&p, UNITS_SCRIPT));
-	p.ca_pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\nextra\n";
-	assert_non_null(refusal(&p, UNITS_SCRIPT));
-	p.ca_pem = NULL;
-	assert_non_null(refusal(&p, UNITS_YAML));
 }
 
 /* A buffer too small is an error, not a cut file. */
