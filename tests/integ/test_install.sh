@@ -16,7 +16,12 @@
 # in the lima.yaml entry too); nobody's request through the forwarder
 # reaches the origin, stamped, while nobody's direct connection to the proxy
 # is refused. A script whose wall cannot apply (a bad gateway) exits
-# non-zero, stops the forwarder it had started, and records nothing.
+# non-zero, stops the forwarder it had started, and records nothing. Last,
+# under a real systemd (PID 1 of a podman container: run this file under
+# the podman lock): the commands install prints start the units, the proxy
+# answers as soon as start returns, runs as its user without capabilities,
+# reloads, fails to start when it cannot listen, stops with its wall, and
+# all come back after a reboot, the wall before network-pre.target.
 source "$(dirname "$0")/lab.sh"
 lab_up
 # the vm namespace, as Lima's network shows the host: vm 192.168.5.15, host
@@ -384,6 +389,125 @@ nsenter --net="/run/netns/$VNS" env SLUICE_ROOT="$missing_key" SLUICE_BIN="$SLUI
 expect_eq "without the stamp key the script exits 1 before any step" "1 no" \
 	"$? $([ -e "$missing_key/run/sluice/state/provision.tmp" ] && echo yes || echo no)"
 expect_re "... naming the key" 'stamp.key: missing' "$(cat "$LAB_DIR/boot-nokey.out")"
+
+# ------------------------------------------------------------ under a real systemd
+
+# The units as systemd runs them, not only as it parses them: a container
+# whose PID 1 is the machine's own systemd (its /usr mounted read-only, its
+# own network namespace with loopback only), this build at /opt/sluice.
+# Inside, the config, `sluice install` and the very commands it prints.
+SYSD_IMAGE=localhost/sluice-systemd
+sysd_image() {
+	podman image exists "$SYSD_IMAGE" 2>/dev/null && return 0
+	local r
+	r=$(mktemp -d /tmp/sluice-sysd-root.XXXXXX)
+	mkdir -p "$r/usr" "$r/etc/systemd/system" "$r/tmp" "$r/run" "$r/var/lib" "$r/var/log" \
+		"$r/proc" "$r/sys" "$r/dev" "$r/root" "$r/opt"
+	ln -s usr/bin "$r/bin"
+	ln -s usr/sbin "$r/sbin"
+	ln -s usr/lib "$r/lib"
+	ln -s usr/lib64 "$r/lib64"
+	ln -s ../usr/lib/os-release "$r/etc/os-release"
+	chmod 1777 "$r/tmp"
+	printf '%s\n' 'root:x:0:0:root:/root:/bin/bash' 'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin' \
+		'sluice:x:990:990:sluice:/nonexistent:/usr/sbin/nologin' >"$r/etc/passwd"
+	printf '%s\n' 'root:x:0:' 'nogroup:x:65534:' 'sluice:x:990:' >"$r/etc/group"
+	printf '%s\n' 'passwd: files' 'group: files' 'shadow: files' 'hosts: files' >"$r/etc/nsswitch.conf"
+	printf '127.0.0.1 localhost\n' >"$r/etc/hosts"
+	: >"$r/etc/machine-id"
+	tar -C "$r" -cf "$r.tar" . && podman import -q "$r.tar" "$SYSD_IMAGE" >/dev/null
+	local rc=$?
+	rm -rf "$r" "$r.tar"
+	[ $rc -eq 0 ] || lab_bail "podman import $SYSD_IMAGE"
+}
+sysd_image
+SYSD=sluice-sysd-$$
+LAB_CTRS+=("$SYSD")
+podman --runtime runc run -d --name "$SYSD" --systemd=always --network none \
+	--cap-add NET_ADMIN,SYS_ADMIN --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+	-v /usr:/usr:ro -v "$SLUICE_BUILD:/opt/sluice:ro" "$SYSD_IMAGE" /usr/lib/systemd/systemd \
+	>/dev/null || lab_bail "a container with systemd as PID 1"
+cx() { podman exec -i "$SYSD" "$@"; }
+booted() { cx systemctl is-system-running 2>/dev/null | grep -Eq '^(running|degraded)$'; }
+wait_until 30 booted || lab_bail "systemd boots in the container" "$(cx systemctl is-system-running 2>&1)"
+cx bash -s >"$LAB_DIR/sysd-setup.out" 2>&1 <<'SH' || lab_bail "the config in the container" "$(cat "$LAB_DIR/sysd-setup.out")"
+set -e
+# a sanitized build's leak check at exit stops the world through ptrace, which
+# the units' seccomp filter and bounding set refuse: off, the rest of ASan stays
+mkdir -p /etc/systemd/system/service.d
+printf '[Service]\nEnvironment=ASAN_OPTIONS=detect_leaks=0\n' >/etc/systemd/system/service.d/90-sanitizer.conf
+mkdir -p /etc/sluice /var/lib/sluice /var/log/sluice /opt/p/bin
+chgrp sluice /var/lib/sluice && chmod 0750 /var/lib/sluice
+chown sluice:sluice /var/log/sluice && chmod 0750 /var/log/sluice
+for b in sluice sluice-proxy sluice-dns sluice-forward; do ln -s /opt/sluice/$b /opt/p/bin/$b; done
+printf '%s\n' "listen 127.0.0.1:41000" "state /var/lib/sluice" "log /var/log/sluice/network.log" \
+	"dns-listen 127.0.0.1:53" "dns-log /var/log/sluice/dns.log" "dns-upstream 127.0.0.1:5353" \
+	"user sluice" "intercept off" >/etc/sluice/sluice.conf
+chgrp sluice /etc/sluice/sluice.conf && chmod 0640 /etc/sluice/sluice.conf
+S="/opt/p/bin/sluice -c /etc/sluice/sluice.conf"
+/opt/p/bin/sluice ports --project ctr >/dev/null
+$S key init >/dev/null
+chgrp sluice /var/lib/sluice/stamp.key && chmod 0640 /var/lib/sluice/stamp.key
+SH
+cx /opt/p/bin/sluice -c /etc/sluice/sluice.conf install --project ctr --prefix /opt/p \
+	>"$LAB_DIR/sysd-install.out" 2>&1 || lab_bail "sluice install in the container" "$(cat "$LAB_DIR/sysd-install.out")"
+# the root commands it printed, as printed
+grep -E '^  (install|systemctl) ' "$LAB_DIR/sysd-install.out" >"$LAB_DIR/sysd-commands.sh"
+expect_eq "install printed four root commands (no binaries to copy: --prefix has them)" 4 \
+	"$(wc -l <"$LAB_DIR/sysd-commands.sh")"
+cx bash -e <"$LAB_DIR/sysd-commands.sh" >"$LAB_DIR/sysd-enable.out" 2>&1
+expect_eq "systemd: the printed commands install and start the units" 0 "$?"
+expect_eq "... all three active" "active active active" \
+	"$(cx systemctl is-active sluice-wall@egress sluice-dns sluice-proxy | tr '\n' ' ' | sed 's/ $//')"
+# enable --now returned: READY=1 came, so the proxy answers now, without a wait
+expect_eq "... and the proxy answers at once (Type=notify: started means listening)" 403 \
+	"$(cx curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x http://127.0.0.1:41000 http://other.test/)"
+expect_eq "... with the egress wall loaded in its namespace" "table inet sluice_egress_41000" "$(cx nft list tables)"
+for d in proxy dns; do
+	st=$(cx bash -c "grep -E '^(Uid|CapEff|CapBnd|NoNewPrivs|Seccomp):' /proc/\$(systemctl show -p MainPID --value sluice-$d)/status" |
+		awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 }')
+	expect_eq "sluice-$d under systemd: uid 990, no capabilities, no_new_privs, seccomp" \
+		"990 0000000000000000 0000000000000000 1 2" "$st"
+done
+cx systemctl reload sluice-proxy sluice-dns 2>"$LAB_DIR/sysd-reload.err"
+expect_eq "systemctl reload (SIGHUP) succeeds for both" 0 "$?"
+[ -s "$LAB_DIR/sysd-reload.err" ] && cx journalctl --no-pager | tail -20 | sed 's/^/# /' 
+reloaded() { cx journalctl -u sluice-proxy --no-pager | grep -q 'policy reloaded (SIGHUP)'; }
+wait_until 3 reloaded
+expect_eq "... and the proxy reloaded" 1 "$(cx journalctl -u sluice-proxy --no-pager | grep -c 'policy reloaded (SIGHUP)')"
+# Type=notify: a proxy that cannot listen never reports started
+cx systemctl stop sluice-proxy
+cx bash -c 'echo $$ >/run/holder.pid; exec /usr/bin/python3 -c "import socket, time; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((\"127.0.0.1\", 41000)); s.listen(); time.sleep(60)"' &
+HOLD=$!
+held() { cx bash -c '</dev/tcp/127.0.0.1/41000'; }
+wait_until 5 held || not_ok "a listener holds 127.0.0.1:41000 in the container"
+cx systemctl start sluice-proxy 2>/dev/null
+expect_eq "with its port taken, systemctl start sluice-proxy fails" 1 "$?"
+expect_eq "... the unit is not active: waiting to try again (Restart=on-failure)" \
+	"ActiveState=activating SubState=auto-restart" \
+	"$(cx systemctl show -p ActiveState -p SubState sluice-proxy | tr '\n' ' ' | sed 's/ $//')"
+cx bash -c 'kill "$(cat /run/holder.pid)"'
+wait "$HOLD" 2>/dev/null
+cx systemctl reset-failed sluice-proxy
+cx systemctl stop sluice-proxy
+# Requires=: no egress wall, no proxy
+cx systemctl start sluice-proxy
+cx systemctl stop sluice-wall@egress
+expect_eq "stopping the egress wall stops the proxy and removes its table" "inactive inactive " \
+	"$(cx systemctl is-active sluice-wall@egress sluice-proxy | tr '\n' ' ')$(cx nft list tables)"
+cx systemctl start sluice-proxy
+expect_eq "starting the proxy brings the wall back first" "active active table inet sluice_egress_41000" \
+	"$(cx systemctl is-active sluice-wall@egress sluice-proxy | tr '\n' ' ')$(cx nft list tables)"
+# a reboot: enabled, they come back, the wall before the network
+podman restart -t 10 "$SYSD" >/dev/null 2>&1
+wait_until 30 booted
+expect_eq "after a reboot all three are active again" "active active active" \
+	"$(cx systemctl is-active sluice-wall@egress sluice-dns sluice-proxy | tr '\n' ' ' | sed 's/ $//')"
+order=$(cx journalctl -b --no-pager -o cat | grep -E '^(Finished sluice-wall@egress|Reached target network-pre.target|Started sluice-proxy)' |
+	sed 's/ -.*//; s/\.$//' | tr '\n' '|')
+expect_eq "... in order: the wall, then network-pre, then the proxy" \
+	"Finished sluice-wall@egress.service|Reached target network-pre.target|Started sluice-proxy.service|" "$order"
+[ -n "${SLUICE_KEEP-}" ] || podman rm -f -t 0 "$SYSD" >/dev/null 2>&1
 
 kill "$FWD2" 2>/dev/null
 kill "$PROXY_PID" 2>/dev/null
