@@ -21,7 +21,8 @@
 # the podman lock): the commands install prints start the units, the proxy
 # answers as soon as start returns, runs as its user without capabilities,
 # reloads, fails to start when it cannot listen, stops with its wall, and
-# all come back after a reboot, the wall before network-pre.target.
+# all come back after a reboot, the wall before network-pre.target; the
+# Lima VM's unit does not start while its host wall cannot load.
 source "$(dirname "$0")/lab.sh"
 lab_up
 # the vm namespace, as Lima's network shows the host: vm 192.168.5.15, host
@@ -507,6 +508,31 @@ order=$(cx journalctl -b --no-pager -o cat | grep -E '^(Finished sluice-wall@egr
 	sed 's/ -.*//; s/\.$//' | tr '\n' '|')
 expect_eq "... in order: the wall, then network-pre, then the proxy" \
 	"Finished sluice-wall@egress.service|Reached target network-pre.target|Started sluice-proxy.service|" "$order"
+# no host wall, no VM: where cgroup2 is not at /sys/fs/cgroup (this hybrid
+# machine) the host wall cannot load, and the VM's unit must not start (its
+# limactl records a run)
+printf '#!/bin/sh\necho "$@" >/tmp/limactl-ran\nexec sleep 60\n' | cx tee /opt/p/bin/limactl >/dev/null
+cx chmod 755 /opt/p/bin/limactl
+cx /opt/p/bin/sluice -c /etc/sluice/sluice.conf ca init >/dev/null 2>&1
+cx /opt/p/bin/sluice -c /etc/sluice/sluice.conf install --project ctr --prefix /opt/p --sandbox-vm lima \
+	--vm agent --vm-user nobody --limactl /opt/p/bin/limactl >"$LAB_DIR/sysd-lima.out" 2>&1 ||
+	lab_bail "sluice install --sandbox-vm lima in the container" "$(cat "$LAB_DIR/sysd-lima.out")"
+grep -E '^  (install|systemctl daemon-reload)' "$LAB_DIR/sysd-lima.out" | cx bash -e
+cx systemctl start sluice-lima@agent 2>/dev/null
+rc=$?
+ran=$(cx test -e /tmp/limactl-ran && echo yes || echo no)
+if [ "$(cx stat -fc %T /sys/fs/cgroup)" = cgroup2fs ]; then
+	# a unified machine: the wall loads, and only then the VM
+	expect_eq "the VM's unit starts once its host wall holds" "0 active yes" \
+		"$rc $(cx systemctl is-active sluice-wall@host) $ran"
+else
+	expect_eq "the VM's unit does not start when its host wall cannot load" "1 failed no" \
+		"$rc $(cx systemctl is-active sluice-wall@host) $ran"
+	expect_re "... the wall said why" 'cgroup2 mounted at /sys/fs/cgroup' \
+		"$(cx journalctl -u sluice-wall@host --no-pager)"
+fi
+expect_eq "... and it left the proxy, sluice-dns and the egress wall running" "active active active" \
+	"$(cx systemctl is-active sluice-wall@egress sluice-dns sluice-proxy | tr '\n' ' ' | sed 's/ $//')"
 [ -n "${SLUICE_KEEP-}" ] || podman rm -f -t 0 "$SYSD" >/dev/null 2>&1
 
 kill "$FWD2" 2>/dev/null
