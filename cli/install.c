@@ -595,6 +595,32 @@ static void put_commands(const struct gathered *g, const char *dir, const char *
 	       p->vm_name, dir, p->vm_user, p->vm_name, p->vm_name, id);
 }
 
+/*
+ * What would keep a unit from starting that the config cannot say: a
+ * directory it writes that is not there (systemd cannot bind it writable),
+ * a user this machine does not have.
+ */
+static void put_warnings(const struct gathered *g)
+{
+	const struct units_params *p = &g->p;
+	struct stat st;
+
+	for (size_t i = 0; i < p->nproxy_rw + p->ndns_rw; i++) {
+		const char *d = i < p->nproxy_rw ? p->proxy_rw[i] : p->dns_rw[i - p->nproxy_rw];
+
+		if (stat(d, &st) == -1 || !S_ISDIR(st.st_mode))
+			fprintf(stderr, "install: warning: %s is not a directory yet: a unit that writes "
+					"there does not start until it is (see etc/sluice.conf on `user`)\n",
+				d);
+	}
+	if (getpwnam(p->user) == NULL)
+		fprintf(stderr, "install: warning: no user %s on this machine: the daemons drop to it\n",
+			p->user);
+	if (p->vm == UNITS_VM_LIMA && getpwnam(p->vm_user) == NULL)
+		fprintf(stderr, "install: warning: no user %s on this machine: it runs the VM\n",
+			p->vm_user);
+}
+
 /* --- the verb ---------------------------------------------------------------- */
 
 static int args_parse(int argc, char **argv, struct install_opts *o)
@@ -670,6 +696,9 @@ int cmd_install(int argc, char **argv)
 	} else if (snprintf(dir, sizeof(dir), "%s/install", g->state) >= (int)sizeof(dir)) {
 		fprintf(stderr, "install: %s: path too long\n", g->state);
 		goto out_free;
+	} else if (file_mkdir_p(g->state, 0700) == -1) { /* STATE as the daemons make it */
+		put_errno("mkdir", g->state);
+		goto out_free;
 	}
 	if (file_mkdir_p(dir, 0755) == -1) {
 		put_errno("mkdir", dir);
@@ -684,6 +713,7 @@ int cmd_install(int argc, char **argv)
 	if (id[0] != '\0')
 		printf("provision id %s (the SHA-256 of lima-provision.sh)\n", id);
 	put_commands(g, dir, id);
+	put_warnings(g);
 	ret = EXIT_OK;
 out_free:
 	gathered_release(g);

@@ -292,8 +292,8 @@ static void put_daemon(struct out *o, const struct units_params *p, bool proxy)
 	       "User=root\n",
 	    proxy ? "CA and stamp keys" : "config and grants", p->user);
 	put(o, "ExecStart=%s/%s -c %s\n", p->bindir, name, p->config);
-	/* "+": kill runs outside the sandbox, as root with CAP_KILL, for the daemon runs as user */
-	put(o, "ExecReload=+/bin/kill -HUP $MAINPID\n");
+	put(o, "# \"+\": kill runs outside the sandbox, where root may signal a process of %s's\n"
+	       "ExecReload=+/bin/kill -HUP $MAINPID\n", p->user);
 	put(o, "WorkingDirectory=%s\n", p->workdir);
 	put(o, "Restart=on-failure\n"
 	       "RestartSec=2\n");

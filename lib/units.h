@@ -7,9 +7,9 @@
  * Lima VM's unit), and for a Lima sandbox the guest's boot script (a
  * provision `mode: system` script) and the lima.yaml entry that embeds it.
  * Pure: no files, no environment, no clock; the same params give the same
- * bytes (golden files in tests/unit/golden/units/). Gathering the params
- * (the config, the band, the CA) and writing the files is the CLI's
- * (cli/install.c); nothing here installs or runs anything.
+ * bytes (golden files: tests/unit/golden/units-none, units-lima). Gathering
+ * the params (the config, the band, the CA) and writing the files is the
+ * CLI's (cli/install.c); nothing here installs or runs anything.
  *
  * The boot script's provision id is the SHA-256 (hex) of its bytes: the
  * script computes it of itself when it runs and records it in
