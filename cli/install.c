@@ -589,6 +589,8 @@ static void put_commands(const struct gathered *g, const char *dir, const char *
 	       "  2. the VM stopped (sudo -u %s limactl stop %s), add %s/lima-provision.yaml's\n"
 	       "     entry to the `provision:` list of its lima.yaml (sudo -u %s limactl edit %s)\n"
 	       "  3. systemctl enable --now sluice-wall@host.service sluice-lima@%s.service\n"
+	       "     and from then on start it only so: a VM started by hand runs outside the\n"
+	       "     slice the host wall holds\n"
 	       "at every boot the guest applies its walls, starts sluice-forward and records\n"
 	       "provision id %s in /run/sluice/state/provision\n",
 	       p->vm_name, p->vm_user, p->vm_name, g->state, p->vm_user, p->vm_name, p->vm_user,
