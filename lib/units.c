@@ -473,6 +473,13 @@ static const char script_lib[] =
 	"\t\tsleep 0.1\n"
 	"\tdone\n"
 	"\tkill -9 \"$pid\" 2>/dev/null || :\n"
+	"}\n"
+	"forwarder_runs() {\n"
+	"\tif use_systemd; then\n"
+	"\t\tsystemctl is-active --quiet sluice-forward.service\n"
+	"\telse\n"
+	"\t\tkill -0 \"$(cat \"$STATE/forward.pid\")\" 2>/dev/null\n"
+	"\tfi\n"
 	"}\n";
 
 static const char script_checks[] =
@@ -532,6 +539,9 @@ static const char script_trust[] =
 
 static const char script_forward[] =
 	"\n"
+	"# --wait below would take another program's listener for the forwarder's\n"
+	"\"$BIN/sluice-forward\" --wait /proc/self/ns/net \"$OWN_LISTEN\" --timeout 0.05 2>/dev/null &&\n"
+	"\tfail \"another program listens on $OWN_LISTEN, where the forwarder would\"\n"
 	"set -- --key \"$KEY\" --net podman --mark \"$MARK\" \\\n"
 	"\t--own \"$OWN_LISTEN=$GATEWAY:$PROXY_PORT\" \"$BRIDGE_LISTEN=$GATEWAY:$PROXY_PORT\"\n"
 	"if use_systemd; then\n"
@@ -543,7 +553,7 @@ static const char script_forward[] =
 	"\techo $! >\"$STATE/forward.pid\"\n"
 	"\tFORWARDER=\"pid $!\"\n"
 	"fi\n"
-	"\"$BIN/sluice-forward\" --wait /proc/self/ns/net \"$OWN_LISTEN\" --timeout 10 || {\n"
+	"{ \"$BIN/sluice-forward\" --wait /proc/self/ns/net \"$OWN_LISTEN\" --timeout 10 && forwarder_runs; } || {\n"
 	"\tstop_forwarder\n"
 	"\tfail \"sluice-forward is not listening on $OWN_LISTEN\"\n"
 	"}\n";

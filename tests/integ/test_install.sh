@@ -22,7 +22,8 @@
 # answers as soon as start returns, runs as its user without capabilities,
 # reloads, fails to start when it cannot listen, stops with its wall, and
 # all come back after a reboot, the wall before network-pre.target; the
-# Lima VM's unit does not start while its host wall cannot load.
+# Lima VM's unit does not start while its host wall cannot load; and the boot
+# script there runs the forwarder as a unit of its own, stopped when a wall fails.
 source "$(dirname "$0")/lab.sh"
 lab_up
 # the vm namespace, as Lima's network shows the host: vm 192.168.5.15, host
@@ -533,6 +534,36 @@ else
 fi
 expect_eq "... and it left the proxy, sluice-dns and the egress wall running" "active active active" \
 	"$(cx systemctl is-active sluice-wall@egress sluice-dns sluice-proxy | tr '\n' ' ' | sed 's/ $//')"
+# the boot script where systemd runs the guest: the forwarder as a unit of its own
+cx bash -s >"$LAB_DIR/sysd-guest.out" 2>&1 <<'SH'
+set -e
+G=/tmp/guest
+mkdir -p $G/etc/sluice
+install -m 0600 /var/lib/sluice/stamp.key $G/etc/sluice/stamp.key
+echo nobody:100000:65536 >$G/etc/subuid
+SH
+gboot() {
+	cx env SLUICE_ROOT=/tmp/guest SLUICE_BIN=/opt/sluice LIMA_CIDATA_USER=nobody \
+		sh "${1:-/var/lib/sluice/install/lima-provision.sh}" >"$LAB_DIR/sysd-boot.out" 2>&1
+}
+# here the host's proxy shares the guest's namespace, and its port
+gboot
+expect_eq "where another program holds 127.0.0.1:41000 the boot script exits 1" 1 "$?"
+expect_re "... naming it" 'another program listens on 127.0.0.1:41000' "$(cat "$LAB_DIR/sysd-boot.out")"
+expect_eq "... and starting no forwarder unit" inactive "$(cx systemctl is-active sluice-forward.service)"
+cx systemctl stop sluice-proxy
+gboot
+expect_eq "under systemd the boot script exits 0" 0 "$?"
+expect_eq "... its forwarder is a unit (systemd-run), and the record says so" \
+	"active unit sluice-forward.service" \
+	"$(cx systemctl is-active sluice-forward.service) $(cx grep '^unit ' /tmp/guest/run/sluice/state/provision)"
+gboot
+expect_eq "run again: one forwarder unit, restarted" "0 active" "$? $(cx systemctl is-active sluice-forward.service)"
+cx sed 's/^GATEWAY=192\.168\.5\.2 /GATEWAY=192.168.5.300 /' /var/lib/sluice/install/lima-provision.sh |
+	cx tee /tmp/bad-gateway.sh >/dev/null
+gboot /tmp/bad-gateway.sh
+expect_eq "a bad gateway: exit 1, the forwarder unit stopped, no record" "1 inactive no" \
+	"$? $(cx systemctl is-active sluice-forward.service) $(cx test -e /tmp/guest/run/sluice/state/provision && echo yes || echo no)"
 [ -n "${SLUICE_KEEP-}" ] || podman rm -f -t 0 "$SYSD" >/dev/null 2>&1
 
 kill "$FWD2" 2>/dev/null

@@ -72,6 +72,13 @@ stop_forwarder() {
 	done
 	kill -9 "$pid" 2>/dev/null || :
 }
+forwarder_runs() {
+	if use_systemd; then
+		systemctl is-active --quiet sluice-forward.service
+	else
+		kill -0 "$(cat "$STATE/forward.pid")" 2>/dev/null
+	fi
+}
 # NAME=VALUE lines: the proxy in both cases, then the CA variables `sluice ca show`
 # prints, naming the guest's own bundle (which update-ca-certificates makes)
 env_lines() {
@@ -168,6 +175,9 @@ grep -qF "$(sed -n 2p "$CA_FILE")" "$CA_BUNDLE" || fail "$CA_BUNDLE lacks the sl
 mkdir -p "$ETC/containers/containers.conf.d"
 containers_conf >"$ETC/containers/containers.conf.d/90-sluice-proxy.conf"
 
+# --wait below would take another program's listener for the forwarder's
+"$BIN/sluice-forward" --wait /proc/self/ns/net "$OWN_LISTEN" --timeout 0.05 2>/dev/null &&
+	fail "another program listens on $OWN_LISTEN, where the forwarder would"
 set -- --key "$KEY" --net podman --mark "$MARK" \
 	--own "$OWN_LISTEN=$GATEWAY:$PROXY_PORT" "$BRIDGE_LISTEN=$GATEWAY:$PROXY_PORT"
 if use_systemd; then
@@ -179,7 +189,7 @@ else
 	echo $! >"$STATE/forward.pid"
 	FORWARDER="pid $!"
 fi
-"$BIN/sluice-forward" --wait /proc/self/ns/net "$OWN_LISTEN" --timeout 10 || {
+{ "$BIN/sluice-forward" --wait /proc/self/ns/net "$OWN_LISTEN" --timeout 10 && forwarder_runs; } || {
 	stop_forwarder
 	fail "sluice-forward is not listening on $OWN_LISTEN"
 }
