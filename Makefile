@@ -27,10 +27,10 @@ Q := $(if $(filter 1,$(V)),,@)
 say = $(if $(filter 1,$(V)),,@printf '  %-6s %s\n' $(1) $(2);)
 
 PKG_LIB   := libidn2 libcap-ng
-PKG_PROXY := libcares libidn2 libssl libcrypto libpsl zlib libcap-ng libnghttp2
+PKG_PROXY := libcares libidn2 libssl libcrypto libpsl zlib libcap-ng libnghttp2 libsystemd
 PKG_CLI   := libidn2 jansson libcrypto libnftables libnetfilter_log libpsl libcap-ng
 PKG_FWD   := libidn2 libcrypto libcap-ng
-PKG_DNS   := libidn2 libssl libcrypto libpsl libcap-ng
+PKG_DNS   := libidn2 libssl libcrypto libpsl libcap-ng libsystemd
 PKG_TEST  := cmocka
 
 pkgcflags = $(shell pkg-config --cflags $(1) 2>/dev/null)

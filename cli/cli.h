@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "config.h"
+#include "units.h"     /* install.c: UNITS_ID_HEX */
 #include "principal.h" /* snapshot.c and principal.c: engine snapshots, naming principals */
 
 /* Exit statuses, as usage() documents them. */
@@ -239,5 +240,17 @@ int cmd_run(int argc, char **argv);
 
 /* verify.c */
 int cmd_verify(int argc, char **argv);
+
+/* install.c */
+int cmd_install(int argc, char **argv);
+
+/*
+ * The Lima boot script `sluice install --sandbox-vm lima --project PROJECT`
+ * renders now (PROJECT NULL: the current directory's band), from the
+ * config in force, into a new *script (the caller frees it), and its
+ * provision id (SHA-256 hex, what the guest records as "id HEX" in
+ * /run/sluice/state/provision) into id. Returns 0, or -1 after printing why.
+ */
+int install_lima_script(const char *project, char **script, char id[UNITS_ID_HEX + 1]);
 
 #endif

@@ -72,6 +72,10 @@ static const struct verb verbs[] = {
 	{ "verify", cmd_verify, "prove the wall from inside the sandbox: proxy works, all else refused",
 	  "verify --target ADDR [--proxy ADDR:PORT] [--target6 ADDR] [--proxy-direct ADDR:PORT] "
 	  "[--timeout-ms N] [--json]\n" },
+	{ "install", cmd_install,
+	  "render the systemd units (and a Lima VM's boot script) that keep sluice up",
+	  "install [--project NAME] [--sandbox-vm lima|none] [--prefix DIR] [--out DIR]\n"
+	  "install --sandbox-vm lima ... [--vm NAME] [--vm-user USER] [--limactl PATH]\n" },
 };
 
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))

@@ -6,6 +6,9 @@
  * started so), then the drop to `user`, signals, then the loop. Runs in
  * the foreground; stops on SIGINT or SIGTERM; SIGHUP re-reads the config
  * and the grant store (judge.c, which also checks them each second).
+ * Under systemd (Type=notify) it tells the manager READY=1 once its
+ * listeners are open and it runs as `user`, and STOPPING=1 on the way out;
+ * without NOTIFY_SOCKET sd_notify does nothing.
  */
 #include "dns.h"
 
@@ -21,6 +24,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <systemd/sd-daemon.h>
 
 #include "file.h"
 #include "priv.h"
@@ -190,8 +195,10 @@ int main(int argc, char **argv)
 			"dns-log %s\n",
 		d.policy->mode == MODE_ENFORCE ? "enforce" : "observe", d.policy->ngrants,
 		d.nupstreams, d.config->state_dir, d.config->dns_log_path);
+	sd_notify(0, "READY=1"); /* listening, dropped: what a unit after this one may rely on */
 
 	ret = loop_run(d.loop) == 0 ? 0 : 1;
+	sd_notify(0, "STOPPING=1");
 
 	loop_io_close(d.loop, &d.sig_io);
 out_run:

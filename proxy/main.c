@@ -5,7 +5,9 @@
  * CA, log, listeners, resolver, policy and stamp keys (as root, when started
  * so), then the drop to `user` (priv.c), signals, then the loop. Runs in the
  * foreground; stops on SIGINT or SIGTERM; SIGHUP reloads the policy
- * (reload.c).
+ * (reload.c). Under systemd (Type=notify) it tells the manager READY=1
+ * once its listeners are open and it runs as `user`, and STOPPING=1 on the
+ * way out; without NOTIFY_SOCKET sd_notify does nothing.
  */
 #include "proxy.h"
 
@@ -24,6 +26,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <systemd/sd-daemon.h>
 
 #include "signals.h"
 
@@ -293,8 +297,10 @@ int main(int argc, char **argv)
 	fprintf(stderr, "sluice-proxy: running: mode %s, %zu grants, state %s, log %s, run %s\n",
 		px.policy->mode == MODE_ENFORCE ? "enforce" : "observe", px.policy->ngrants,
 		px.config->state_dir, px.config->log_path, px.run_id);
+	sd_notify(0, "READY=1"); /* listening, dropped: what a unit after this one may rely on */
 
 	ret = loop_run(px.loop) == 0 ? 0 : 1;
+	sd_notify(0, "STOPPING=1");
 
 	while (px.sessions != NULL)
 		session_close(px.sessions, "proxy stopping");
