@@ -41,7 +41,6 @@
 #include <unistd.h>
 
 #include <nftables/libnftables.h>
-#include <openssl/evp.h>
 #include <openssl/x509.h>
 
 #include "ca.h"
@@ -52,6 +51,7 @@
 #include "runfile.h"
 #include "sockaddr.h"
 #include "sockdiag.h"
+#include "units.h"
 
 #define PROBE_MS 2000
 #define CA_MIN_DAYS 30
@@ -396,32 +396,24 @@ static int listens(const char *netns, const char *s, bool *found)
 }
 
 /*
- * The recorded provision id against the boot script `sluice install
- * --sandbox-vm` rendered (STATE/install/lima-provision.sh, its SHA-256).
+ * The recorded provision id against the id of the boot script `sluice
+ * install --sandbox-vm lima --project PROJECT` renders now (install.c).
  */
-static void doctor_provision_id(struct doctor *d, const char *record, const char *id)
+static void doctor_provision_id(struct doctor *d, const char *project, const char *id)
 {
-	char path[PATH_MAX + 32], hex[2 * EVP_MAX_MD_SIZE + 1], *buf;
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	size_t len;
+	char now[UNITS_ID_HEX + 1], *script = NULL;
 
-	snprintf(path, sizeof(path), "%s/install/lima-provision.sh", d->c->state_dir);
-	if (file_read(path, 1 << 20, &buf, &len) == -1) {
-		say(d, V_UNKNOWN, "provision", "%s: %s: nothing rendered to compare %s with", path,
-		    strerror(errno), record);
+	if (install_lima_script(project[0] != '\0' ? project : NULL, &script, now) == -1) {
+		say(d, V_UNKNOWN, "provision", "the boot script does not render now (said above)");
 		return;
 	}
-	EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL);
-	free(buf);
-	for (unsigned int i = 0; i < mdlen; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	if (strcmp(hex, id) == 0)
+	free(script);
+	if (strcmp(now, id) == 0)
 		say(d, V_OK, "provision", "id %.12s... is the boot script rendered now", id);
 	else
 		say(d, V_FAIL, "provision", "the sandbox applied %.12s..., the boot script rendered now "
 					    "is %.12s... (re-provision it: restart the VM)",
-		    id[0] != '\0' ? id : "(no id)", hex);
+		    id[0] != '\0' ? id : "(no id)", now);
 }
 
 /*
@@ -432,7 +424,7 @@ static void doctor_provision_id(struct doctor *d, const char *record, const char
 static void check_provision(struct doctor *d)
 {
 	const char *path = d->provision != NULL ? d->provision : PROVISION_DEFAULT;
-	char *buf, *line, *save = NULL, id[80] = "";
+	char *buf, *line, *save = NULL, id[80] = "", project[PATH_MAX] = "";
 	size_t len;
 
 	if (file_read(path, 1 << 16, &buf, &len) == -1) {
@@ -457,6 +449,8 @@ static void check_provision(struct doctor *d)
 		*val++ = '\0';
 		if (strcmp(line, "id") == 0) {
 			snprintf(id, sizeof(id), "%s", val);
+		} else if (strcmp(line, "project") == 0) {
+			snprintf(project, sizeof(project), "%s", val);
 		} else if (strcmp(line, "wall") == 0) {
 			char *live = NULL;
 			int rc = -1, saved = d->netns != NULL ? netns_enter_saved(d->netns) : -2;
@@ -492,7 +486,7 @@ static void check_provision(struct doctor *d)
 		}
 	}
 	free(buf);
-	doctor_provision_id(d, path, id);
+	doctor_provision_id(d, project, id);
 }
 
 /* Each sluice unit file in /etc/systemd/system enabled: linked from a *.wants directory. */

@@ -214,7 +214,9 @@ static int gather_paths(const struct config *c, struct gathered *g)
 		    rw_add(g->proxy_rw, g->proxy_rw_ptr, &p->nproxy_rw, dir) == -1)
 			return -1;
 	}
-	if (abs_dir(c->dns_log_path, dir) == -1 ||
+	/* sluice-dns writes STATE/dns.run (before its drop) and its log */
+	if (rw_add(g->dns_rw, g->dns_rw_ptr, &p->ndns_rw, g->state) == -1 ||
+	    abs_dir(c->dns_log_path, dir) == -1 ||
 	    rw_add(g->dns_rw, g->dns_rw_ptr, &p->ndns_rw, dir) == -1)
 		return -1;
 	p->proxy_rw = g->proxy_rw_ptr;

@@ -300,6 +300,23 @@ expect_eq "the record's forwarder pid is sluice-forward" "$(readlink -f "$SLUICE
 	"$(readlink "/proc/$FWD/exe" 2>/dev/null)"
 LAB_PIDS+=($FWD)
 
+# sluice doctor reads the record back (from the host, the vm's namespace named;
+# --before-proxy: every check but the two daemons', which test_doctor.sh covers)
+doc() { hx "$S" -c "$CONF" doctor --before-proxy --provision "${1:-$REC}" --netns "/run/netns/$VNS" 2>&1; }
+out=$(doc)
+code=$?
+expect_eq "sluice doctor with the provision record: exit 0" 0 "$code"
+expect_re "... both walls loaded" "ok +provision +wall sluice_sandbox_41000 is loaded.*ok +provision +wall sluice_guard_41000 is loaded" "$(echo $out)"
+expect_re "... the forwarder listening on both addresses" "ok +provision +forwarder 127.0.0.1:41000 listens.*ok +provision +forwarder 10.88.0.1:41000 listens" "$(echo $out)"
+expect_re "... and the id is the boot script rendered now" "ok +provision +id ${id:0:12}\.\.\. is the boot script rendered now" "$out"
+sed "s/^id .*/id $(printf '%064d' 0)/" "$REC" >"$LAB_DIR/provision.other"
+out=$(doc "$LAB_DIR/provision.other")
+code=$?
+expect_eq "a record of another script: doctor exits 1" 1 "$code"
+expect_re "... naming both ids" "FAIL +provision +the sandbox applied 000000000000\.\.\., the boot script rendered now is ${id:0:12}" "$out"
+out=$(doc "$LAB_DIR/no-such-record")
+expect_re "a record that is not there: the boot script did not apply" "FAIL +provision .*missing: the boot script did not apply" "$out"
+
 ENVD=$R/etc/environment.d/90-sluice-proxy.conf
 expect_eq "environment.d: the proxy, both cases" \
 	"HTTP_PROXY=http://127.0.0.1:41000 http_proxy=http://127.0.0.1:41000 HTTPS_PROXY=http://127.0.0.1:41000 https_proxy=http://127.0.0.1:41000" \
@@ -356,6 +373,7 @@ expect_eq "control: a socket with the forwarder's mark reaches the proxy there" 
 	"$(vx "$PY" -c "$MARKED_PY" 0x5300a028)"
 
 # fail closed: a wall that cannot apply (a bad gateway) leaves no forwarder
+cp "$REC" "$LAB_DIR/provision.saved"
 sed 's/^GATEWAY=192\.168\.5\.2 /GATEWAY=192.168.5.300 /' "$SCRIPT" >"$LAB_DIR/bad-gateway.sh"
 expect_re "the broken script differs only in its gateway" '^GATEWAY=192.168.5.300 ' "$(grep '^GATEWAY=' "$LAB_DIR/bad-gateway.sh")"
 expect_eq "control: the forwarder from the good boot runs" yes "$(kill -0 "$FWD" 2>/dev/null && echo yes)"
@@ -371,6 +389,10 @@ expect_eq "... no sluice-forward runs in the vm namespace" "" "$fw"
 "$SLUICE_BUILD/sluice-forward" --wait "/run/netns/$VNS" 127.0.0.1:41000 --timeout 1 2>/dev/null
 expect_eq "... nothing listens on 127.0.0.1:41000" 1 $?
 expect_eq "... and no provision record" no "$([ -e "$REC" ] && echo yes || echo no)"
+out=$(doc "$LAB_DIR/provision.saved")
+code=$?
+expect_eq "doctor, given the record of the good boot, with its forwarder stopped: exit 1" 1 "$code"
+expect_re "... naming the forwarder" "FAIL +provision +forwarder 127.0.0.1:41000 is not listening" "$out"
 code=$(vx "${NOBODY[@]}" curl -s -o /dev/null -w '%{http_code}' --max-time 5 -x http://192.168.5.2:41000 http://good.test/after-fail)
 expect_eq "... while the walls already loaded still refuse nobody" 000 "$code"
 

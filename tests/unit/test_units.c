@@ -39,7 +39,7 @@ static const char ca_pem[] =
 	"-----END CERTIFICATE-----\n";
 
 static const char *const proxy_rw[] = { "/var/lib/sluice", "/var/log/sluice" };
-static const char *const dns_rw[] = { "/var/log/sluice" };
+static const char *const dns_rw[] = { "/var/lib/sluice", "/var/log/sluice" };
 static const char *const resolvers[] = { "10.0.0.53", "fd00::53" };
 
 /* The fixed params the golden files are rendered from. */
@@ -56,7 +56,7 @@ static struct units_params params(enum units_vm vm)
 		.proxy_rw = proxy_rw,
 		.nproxy_rw = 2,
 		.dns_rw = dns_rw,
-		.ndns_rw = 1,
+		.ndns_rw = 2,
 		.state_dir = "/var/lib/sluice",
 		.vm = vm,
 	};
