@@ -66,6 +66,22 @@ run_leftovers() {
 	} | tr '\n' ' '
 }
 locked() { [ -e "$1" ] && ! flock -n "$1" true; }
+# run_bg WAIT_S ARGS... -- CMD: a run in the background whose CMD prints
+# "started" first; sets rpid (the run's pid) and name (its sandbox's) once it has
+run_bg() {
+	local limit=$1
+	shift
+	"${SRUN[@]}" "$@" >"$RUN_OUT" 2>&1 &
+	rpid=$!
+	LAB_PIDS+=("$rpid")
+	wait_until "$limit" grep -q started "$RUN_OUT" || not_ok "a run in the background starts" "$(cat "$RUN_OUT")"
+	name=sluice-$(ls "$STATE/runs" | head -1)
+}
+# podman_left NAME: a container or network of that name still there
+podman_left() {
+	podman ps -a --format '{{.Names}}' | grep -x -- "$1"
+	podman network ls --format '{{.Name}}' | grep -x -- "$1"
+}
 
 # ---------------------------------------------------------------- cold: daemons started for the run
 expect_eq "no run of this test's before it starts" "" "$(test_runs)"
@@ -224,16 +240,11 @@ expect_re "... its row carries the container's own address on the run's network"
 expect_re "... and the run's name" '^sluice-[0-9a-f]{12}$' "$net"
 expect_re "sluice log names the container (the run's engine watch recorded it)" "$net" \
 	"$(sl log --host good.test 2>&1 | grep from-ctr)"
-expect_eq "... and no container or network of the run is left" "" \
-	"$(podman ps -a --format '{{.Names}}' | grep -x -- "$net"; podman network ls --format '{{.Name}}' | grep -x -- "$net")"
+expect_eq "... and no container or network of the run is left" "" "$(podman_left "$net")"
 expect_eq "... nor anything else" "" "$(run_leftovers)"
 
 # ---------------------------------------------------------------- SIGTERM, SIGKILL
-"${SRUN[@]}" -- sh -c 'echo started; exec sleep 30' >"$RUN_OUT" 2>&1 &
-rpid=$!
-LAB_PIDS+=("$rpid")
-wait_until 10 grep -q started "$RUN_OUT" || not_ok "the long run starts" "$(cat "$RUN_OUT")"
-name=sluice-$(ls "$STATE/runs" | head -1)
+run_bg 10 -- sh -c 'echo started; exec sleep 30'
 expect_eq "while it runs: its namespace holds the sandbox and guard walls" \
 	"table inet sluice_guard_$RUN_BASE table inet sluice_sandbox_$RUN_BASE" \
 	"$(ip netns exec "$name" nft list tables 2>&1 | sort | tr '\n' ' ' | sed 's/ $//')"
@@ -248,26 +259,17 @@ expect_lt "... promptly (ms)" 3000 "$ms"
 expect_eq "... leaving no namespace, record or forwarder" "" "$(run_leftovers)"
 expect_eq "... and no process of CMD's" "" "$(pgrep -x sleep -a | grep 'sleep 30' | tr '\n' ' ')"
 
-"${SRUN[@]}" "${IMG_OPTS[@]}" -- sh -c 'echo started; exec sleep 32' >"$RUN_OUT" 2>&1 &
-rpid=$!
-LAB_PIDS+=("$rpid")
-wait_until 20 grep -q started "$RUN_OUT" || not_ok "the container run starts" "$(cat "$RUN_OUT")"
-name=sluice-$(ls "$STATE/runs" | head -1)
+run_bg 20 "${IMG_OPTS[@]}" -- sh -c 'echo started; exec sleep 32'
 expect_eq "a container run is up, its container named after it" "$name" \
 	"$(podman ps --format '{{.Names}}' | grep -x -- "$name")"
 kill -TERM $rpid
 wait $rpid
 code=$?
 expect_re "SIGTERM to a container run: it ends (podman passes the signal on)" '^(143|137)$' "$code"
-expect_eq "... leaving no container or network" "" \
-	"$(podman ps -a --format '{{.Names}}' | grep -x -- "$name"; podman network ls --format '{{.Name}}' | grep -x -- "$name")"
+expect_eq "... leaving no container or network" "" "$(podman_left "$name")"
 expect_eq "... nor namespace, record or forwarder" "" "$(run_leftovers)"
 
-"${SRUN[@]}" -- sh -c 'echo started; exec sleep 31' >"$RUN_OUT" 2>&1 &
-rpid=$!
-LAB_PIDS+=("$rpid")
-wait_until 10 grep -q started "$RUN_OUT" || not_ok "the run to kill starts" "$(cat "$RUN_OUT")"
-name=sluice-$(ls "$STATE/runs" | head -1)
+run_bg 10 -- sh -c 'echo started; exec sleep 31'
 kill -KILL $rpid
 wait $rpid 2>/dev/null
 no_sleep31() { ! pgrep -x sleep -a | grep -q 'sleep 31'; }
