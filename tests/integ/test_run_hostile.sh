@@ -229,6 +229,15 @@ expect_eq "TIOCSTI works on this terminal outside a run (the control)" "READ[ech
 out=$("$PY" "$LAB_DIR/onpty.py" bash --norc -c "${SRUN[*]} -- $PY -c \"$INJECT\"; read -t 2 line; echo \"READ[\$line]\"")
 expect_eq "CMD cannot type into the operator's terminal (TIOCSTI): the shell after the run reads nothing" \
 	"READ[]" "$(grep '^READ' <<<"$out")"
+# the same request with bits above the 32 the kernel looks at (a filter comparing 64 would miss it)
+INJECT="import ctypes
+libc = ctypes.CDLL(None)
+for c in b'echo INJECTED\\n': libc.ioctl(0, ctypes.c_ulong(0x100005412), ctypes.c_char_p(bytes([c])))"
+out=$("$PY" "$LAB_DIR/onpty.py" bash --norc -c "$PY -c \"$INJECT\"; read -t 2 line; echo \"READ[\$line]\"")
+expect_eq "TIOCSTI with high bits set works outside a run (the control)" "READ[echo INJECTED]" \
+	"$(grep '^READ' <<<"$out")"
+out=$("$PY" "$LAB_DIR/onpty.py" bash --norc -c "${SRUN[*]} -- $PY -c \"$INJECT\"; read -t 2 line; echo \"READ[\$line]\"")
+expect_eq "... and not from CMD" "READ[]" "$(grep '^READ' <<<"$out")"
 
 SECRET_ENV=env-secret-$$
 cat >"$LAB_DIR/inside.sh" <<EOF
