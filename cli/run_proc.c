@@ -430,7 +430,15 @@ static int init_main(const struct run_exec *x)
 	pid_t cmd;
 	int st, code = 127;
 
-	close(x->close_fd);
+	/*
+	 * Only stdio and the liveness pipe's read end stay: not the record's
+	 * lock, the daemons' log or the pipe's write end (held here, it would
+	 * keep supervised() from ever seeing the supervisor gone), nor what
+	 * the operator's shell left open (CMD would read root's files by it).
+	 */
+	if (x->alive_fd > 3)
+		close_range(3, (unsigned)x->alive_fd - 1, 0);
+	close_range((unsigned)x->alive_fd + 1, ~0U, 0);
 	if (netns_enter(x->netns) == -1 || sandbox_mounts(x) == -1 ||
 	    priv_switch("run", x->user->name, x->user->uid, x->user->gid) == -1 ||
 	    tty_inject_refuse() == -1)
