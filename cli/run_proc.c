@@ -398,6 +398,9 @@ static int tty_inject_refuse(void)
 	return -1;
 }
 
+/* What the init passes on to CMD. */
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+
 static void on_forwarded(int sig)
 {
 	(void)sig; /* a handler, so that PID 1 of a namespace is sent the signal at all */
@@ -406,6 +409,11 @@ static void on_forwarded(int sig)
 /* CMD itself: as the user, in the directory asked for (else home, else /). */
 static void cmd_exec(const struct run_exec *x)
 {
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+	/* the default first: one passed on before the exec stays pending, then acts */
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaction(forwarded[i], &dfl, NULL);
 	child_signals();
 	if (x->cwd == NULL || chdir(x->cwd) == -1)
 		if (chdir(x->user->home) == -1 && chdir("/") == -1)
@@ -423,8 +431,6 @@ static void cmd_exec(const struct run_exec *x)
  */
 static int init_main(const struct run_exec *x)
 {
-	static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
-					 SIGWINCH };
 	struct sigaction sa = { .sa_handler = on_forwarded };
 	sigset_t set;
 	pid_t cmd;
@@ -476,6 +482,8 @@ static int init_main(const struct run_exec *x)
 
 pid_t run_exec_start(const struct run_exec *x)
 {
+	static const int passed_on[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa = { .sa_handler = on_forwarded };
 	pid_t pid;
 	struct run_exec ix;
 	int alive[2];
@@ -490,6 +498,15 @@ pid_t run_exec_start(const struct run_exec *x)
 		fprintf(stderr, "run: pipe: %s\n", strerror(errno));
 		return -1;
 	}
+	/*
+	 * The signals cmd_wait passes on get a handler (still blocked here, where
+	 * sigtimedwait takes them) before the clone, so the init has one from
+	 * its first instant: a namespace's init is not sent a signal it has no
+	 * handler for, and one passed on while it was still setting up was lost
+	 * (CMD then ran to the grace's end and was killed).
+	 */
+	for (size_t i = 0; i < sizeof(passed_on) / sizeof(passed_on[0]); i++)
+		sigaction(passed_on[i], &sa, NULL);
 	ix = *x;
 	ix.alive_fd = alive[0];
 	/* fork(2) into new PID and mount namespaces: the child, on a copy of our stack, is PID 1 */
