@@ -174,6 +174,7 @@ wait_until 20 grep -q '^b1' "$LAB_DIR/gb.out" || not_ok "run B starts" "$(cat "$
 expect_eq "two runs --allow the same name: B reaches it (the control)" "b1 200" "$(grep '^b1' "$LAB_DIR/gb.out")"
 go ga
 wait "$apid"
+sleep 2.5 # the proxy and sluice-dns look at the grants each second
 go gb
 wait "$bpid"
 expect_eq "when A ends first, B's --allow still holds for B" "b2 200" "$(grep '^b2' "$LAB_DIR/gb.out")"
