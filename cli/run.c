@@ -660,8 +660,14 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	x.fwd_port = x.r.base + RUN_FWD_OFF;
 	snprintf(x.gateway, sizeof(x.gateway), "127.0.0.1");
-	if (run_clean_stale(x.c) == -1 || user_resolve(&x) == -1 || state_ready(&x) == -1 ||
-	    record_new(&x) == -1)
+	/*
+	 * A dead run that cannot be taken down (each thing named above) keeps
+	 * its record for `sluice doctor --clean` or a later try; it is no reason
+	 * to refuse this run, which shares nothing with it.
+	 */
+	if (run_clean_stale(x.c) == -1)
+		fprintf(stderr, "run: going on; `sluice doctor --clean` tries again\n");
+	if (user_resolve(&x) == -1 || state_ready(&x) == -1 || record_new(&x) == -1)
 		goto out_down;
 	code = sandbox_up(&x);
 	if (code == 0)

@@ -203,7 +203,7 @@ struct run_exec {
 	char *const *argv;     /* CMD */
 	char *const *envp;     /* its whole environment */
 	const char *cwd;       /* where it starts (else the user's home, else /) */
-	int close_fd;          /* the record's lock, closed in the child */
+	int close_fd;          /* the record's lock, closed in the child (--image; the init closes all) */
 	int alive_fd;          /* run_exec_start's own: the supervisor's liveness pipe */
 };
 

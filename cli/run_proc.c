@@ -10,12 +10,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -338,6 +343,64 @@ static void supervised(int alive_fd)
 	close(alive_fd);
 }
 
+/*
+ * CMD shares the operator's terminal (so that ^C reaches it). TIOCSTI on it
+ * pushes input that the operator's shell, root's, reads once the run ends,
+ * and TIOCLINUX on a console pastes a selection there: a seccomp filter
+ * refuses both ioctls (EPERM) to the init and all it starts. The request is
+ * the kernel's unsigned int, so only the argument's low 32 bits are looked
+ * at (high bits set would not get past). 32-bit calls are filtered the same
+ * (ioctl is 54 there); x32's are refused. Needs no_new_privs (set by the
+ * drop). Returns 0, or -1 after printing (then CMD must not start).
+ */
+#if defined(__x86_64__)
+#define RUN_ARCH AUDIT_ARCH_X86_64
+#define RUN_ARCH32 AUDIT_ARCH_I386
+#elif defined(__aarch64__)
+#define RUN_ARCH AUDIT_ARCH_AARCH64
+#define RUN_ARCH32 AUDIT_ARCH_ARM
+#endif
+#define RUN_IOCTL32 54
+#define RUN_X32_BIT 0x40000000
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define RUN_ARG1_LOW (offsetof(struct seccomp_data, args[1]) + 4)
+#else
+#define RUN_ARG1_LOW offsetof(struct seccomp_data, args[1])
+#endif
+
+static int tty_inject_refuse(void)
+{
+#ifdef RUN_ARCH
+	struct sock_filter f[] = {
+		/* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RUN_ARCH, 2, 0),
+		/* 2 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RUN_ARCH32, 4, 0),
+		/* 3 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		/* 4 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		/* 5 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, RUN_X32_BIT, 7, 0),
+		/* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 2, 5),
+		/* 7 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		/* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RUN_IOCTL32, 0, 3),
+		/* 9 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, RUN_ARG1_LOW),
+		/* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 2, 0),
+		/* 11 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 1, 0),
+		/* 12 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		/* 13 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0)
+		return 0;
+	fprintf(stderr, "run: the terminal filter: %s\n", strerror(errno));
+#else
+	fprintf(stderr, "run: no terminal filter for this architecture; CMD not started\n");
+#endif
+	return -1;
+}
+
+/* What the init passes on to CMD. */
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+
 static void on_forwarded(int sig)
 {
 	(void)sig; /* a handler, so that PID 1 of a namespace is sent the signal at all */
@@ -346,6 +409,11 @@ static void on_forwarded(int sig)
 /* CMD itself: as the user, in the directory asked for (else home, else /). */
 static void cmd_exec(const struct run_exec *x)
 {
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+
+	/* the default first: one passed on before the exec stays pending, then acts */
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaction(forwarded[i], &dfl, NULL);
 	child_signals();
 	if (x->cwd == NULL || chdir(x->cwd) == -1)
 		if (chdir(x->user->home) == -1 && chdir("/") == -1)
@@ -363,16 +431,23 @@ static void cmd_exec(const struct run_exec *x)
  */
 static int init_main(const struct run_exec *x)
 {
-	static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
-					 SIGWINCH };
 	struct sigaction sa = { .sa_handler = on_forwarded };
 	sigset_t set;
 	pid_t cmd;
 	int st, code = 127;
 
-	close(x->close_fd);
+	/*
+	 * Only stdio and the liveness pipe's read end stay: not the record's
+	 * lock, the daemons' log or the pipe's write end (held here, it would
+	 * keep supervised() from ever seeing the supervisor gone), nor what
+	 * the operator's shell left open (CMD would read root's files by it).
+	 */
+	if (x->alive_fd > 3)
+		close_range(3, (unsigned)x->alive_fd - 1, 0);
+	close_range((unsigned)x->alive_fd + 1, ~0U, 0);
 	if (netns_enter(x->netns) == -1 || sandbox_mounts(x) == -1 ||
-	    priv_switch("run", x->user->name, x->user->uid, x->user->gid) == -1)
+	    priv_switch("run", x->user->name, x->user->uid, x->user->gid) == -1 ||
+	    tty_inject_refuse() == -1)
 		_exit(126);
 	supervised(x->alive_fd);
 	sigemptyset(&set);
@@ -407,6 +482,8 @@ static int init_main(const struct run_exec *x)
 
 pid_t run_exec_start(const struct run_exec *x)
 {
+	static const int passed_on[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa = { .sa_handler = on_forwarded };
 	pid_t pid;
 	struct run_exec ix;
 	int alive[2];
@@ -421,6 +498,15 @@ pid_t run_exec_start(const struct run_exec *x)
 		fprintf(stderr, "run: pipe: %s\n", strerror(errno));
 		return -1;
 	}
+	/*
+	 * The signals cmd_wait passes on get a handler (still blocked here, where
+	 * sigtimedwait takes them) before the clone, so the init has one from
+	 * its first instant: a namespace's init is not sent a signal it has no
+	 * handler for, and one passed on while it was still setting up was lost
+	 * (CMD then ran to the grace's end and was killed).
+	 */
+	for (size_t i = 0; i < sizeof(passed_on) / sizeof(passed_on[0]); i++)
+		sigaction(passed_on[i], &sa, NULL);
 	ix = *x;
 	ix.alive_fd = alive[0];
 	/* fork(2) into new PID and mount namespaces: the child, on a copy of our stack, is PID 1 */

@@ -81,7 +81,8 @@ int run_record_begin(const struct config *c, const struct run_record *r)
 	fd = cli_open_state("run", lock, O_RDWR | O_CREAT, 0600);
 	if (fd == -1)
 		return -1;
-	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
+	/* waits: a starting run's clean_stale may hold it a moment (and lets go: no record) */
+	if (flock(fd, LOCK_EX) == -1) {
 		fprintf(stderr, "run: %s: ", lock);
 		cli_put_strerror(stderr, errno);
 		fputc('\n', stderr);
@@ -324,6 +325,15 @@ static int clean_one(const struct config *c, const char *name)
 	if (flock(fd, LOCK_EX | LOCK_NB) == -1) {
 		close(fd);
 		return 0; /* its supervisor holds it: a live run */
+	}
+	/*
+	 * No record: a run just starting (its lock made, not yet taken, or
+	 * taken by us before it) or one just gone (its directory being
+	 * removed). Nothing was made before the first record: not ours.
+	 */
+	if (access(record, F_OK) == -1 && errno == ENOENT) {
+		close(fd);
+		return 0;
 	}
 	if (record_load(record, &r) == -1 || strcmp(r.id, name) != 0) {
 		fprintf(stderr, "run: %s: not a run record; remove %s/runs/%s by hand\n", record,

@@ -130,6 +130,24 @@ int run_pub_make(struct run *x)
 	return 0;
 }
 
+/*
+ * What `-e` is given for env's entry: for an --env NAME, NAME alone (podman
+ * takes the value from its environment, which is ours), so a secret passed
+ * that way is on no command line, which every user of the machine may read;
+ * else the entry itself.
+ */
+static const char *env_arg(const struct run *x, const char *entry)
+{
+	for (size_t i = 0; i < x->o.nenv; i++) {
+		const char *name = x->o.env[i];
+		size_t len = strlen(name);
+
+		if (strchr(name, '=') == NULL && strncmp(entry, name, len) == 0 && entry[len] == '=')
+			return name;
+	}
+	return entry;
+}
+
 /* The podman run command line for --image. Returns the argv (in store), or NULL. */
 char **run_image_argv(struct run *x, char **env, char *words, size_t wsize, char **argv,
 			 size_t max)
@@ -147,7 +165,7 @@ char **run_image_argv(struct run *x, char **env, char *words, size_t wsize, char
 		argv[n++] = (char *)fixed[i];
 	for (size_t i = 0; env[i] != NULL && n + 2 < max; i++) {
 		argv[n++] = "-e";
-		argv[n++] = env[i];
+		argv[n++] = (char *)env_arg(x, env[i]);
 	}
 	for (size_t i = 0; i < x->o.npodman_opts && n < max; i++)
 		argv[n++] = x->o.podman_opts[i];
