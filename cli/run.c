@@ -493,6 +493,17 @@ static int cmd_wait(pid_t pid)
 	}
 }
 
+/* run_reaper for the run's container: `podman ... rm -f -t 0 NAME`. */
+static int container_reaper(struct run *x)
+{
+	char words[RUN_PODMAN_MAX], *argv[PODMAN_ARGS_MAX + 8];
+	size_t n = run_podman_argv(x, words, sizeof(words), argv, PODMAN_ARGS_MAX);
+
+	argv[n] = "rm", argv[n + 1] = "-f", argv[n + 2] = "-t", argv[n + 3] = "0";
+	argv[n + 4] = x->r.container, argv[n + 5] = NULL;
+	return run_reaper(argv);
+}
+
 static int cmd_start(struct run *x)
 {
 	char *env[RUN_ENV_MAX + 1], words[RUN_PODMAN_MAX], *pargv[PODMAN_ARGS_MAX + 3 * RUN_ENV_MAX + 64];
@@ -512,6 +523,8 @@ static int cmd_start(struct run *x)
 		e.argv = run_image_argv(x, env, words, sizeof(words), pargv,
 				    sizeof(pargv) / sizeof(pargv[0]) - 1);
 		snprintf(x->r.container, sizeof(x->r.container), "%s", x->r.name);
+		if (e.argv != NULL && (x->reaper_fd = container_reaper(x)) == -1)
+			e.argv = NULL;
 	} else {
 		e.argv = x->o.cmd;
 		e.envp = env;
@@ -636,7 +649,7 @@ static int record_new(struct run *x)
 
 int cmd_run(int argc, char **argv)
 {
-	struct run x = { .lock_fd = -1, .log_fd = -1 };
+	struct run x = { .lock_fd = -1, .log_fd = -1, .users_fd = -1, .reaper_fd = -1 };
 	sigset_t set;
 	int rc, code;
 
@@ -667,23 +680,31 @@ int cmd_run(int argc, char **argv)
 	 */
 	if (run_clean_stale(x.c) == -1)
 		fprintf(stderr, "run: going on; `sluice doctor --clean` tries again\n");
-	if (user_resolve(&x) == -1 || state_ready(&x) == -1 || record_new(&x) == -1)
+	x.users_fd = run_users_join(x.c);
+	if (x.users_fd == -1 || user_resolve(&x) == -1 || state_ready(&x) == -1 ||
+	    record_new(&x) == -1)
 		goto out_down;
 	code = sandbox_up(&x);
 	if (code == 0)
 		code = cmd_start(&x);
 out_down:
-	if (x.r.id[0] != '\0' && run_teardown(x.c, &x.r) == -1) {
+	if (x.r.id[0] != '\0' && run_teardown(x.c, &x.r, x.users_fd) == -1) {
 		fprintf(stderr, "run: %s was not fully taken down; `sluice doctor --clean` or the next "
 				"run retries\n", x.r.name);
 		if (code == 0)
 			code = EXIT_RUN_FAILED;
+	}
+	if (x.reaper_fd != -1) {
+		(void)!write(x.reaper_fd, "x", 1);
+		close(x.reaper_fd);
 	}
 out:
 	if (x.log_fd != -1)
 		close(x.log_fd);
 	if (x.lock_fd != -1)
 		close(x.lock_fd);
+	if (x.users_fd != -1)
+		close(x.users_fd);
 	config_free(x.c);
 	return code;
 }

@@ -102,6 +102,8 @@ struct run {
 	char gateway[64];       /* where the sandbox reaches the forwarder: 127.0.0.1, or the bridge's */
 	unsigned fwd_port;
 	int lock_fd, log_fd;
+	int users_fd;           /* STATE/runs/.users.lock, shared while we run (run_users_join) */
+	int reaper_fd;          /* --image: run_reaper's; a byte there means "taken down" */
 };
 
 
@@ -143,13 +145,22 @@ int run_record_begin(const struct config *c, const struct run_record *r);
 int run_record_save(const struct config *c, const struct run_record *r);
 
 /*
+ * Join the project's runs: a shared lock on STATE/runs/.users.lock, held for
+ * the run's life (while another run holds it, the grants a run added are
+ * kept for it). Returns the fd, or -1 after printing.
+ */
+int run_users_join(const struct config *c);
+
+/*
  * Take down everything r records, in reverse: processes (SIGTERM, then
  * SIGKILL after 2 s; each only while it is the process recorded), the
- * container and network, the walls' state files, the namespace, the grants,
- * then the run's directory. Returns 0, or -1 when something could not be
+ * container and network, the walls' state files, the namespace; then the
+ * grants it added, unless another run of the project is live (users_fd:
+ * ours from run_users_join, or -1), in which case they are handed over in
+ * STATE/runs/.shared to the last run out; then the run's directory. Returns 0, or -1 when something could not be
  * removed (each named on stderr; the record then stays, for another try).
  */
-int run_teardown(const struct config *c, struct run_record *r);
+int run_teardown(const struct config *c, struct run_record *r, int users_fd);
 
 /*
  * Find runs in STATE/runs whose supervisor is gone (the lock is free) and
@@ -208,13 +219,21 @@ struct run_exec {
 };
 
 /*
- * Start CMD in the sandbox: for a user, as PID 1's child in a new PID and
- * mount namespace (/etc/resolv.conf and /run/sluice from pub_dir, a fresh
+ * Start CMD in the sandbox: for a user, as PID 1's child in new PID and
+ * mount namespaces (/etc/resolv.conf and /run/sluice from pub_dir, a fresh
  * /proc), as that user with no_new_privs; for NULL (podman) as root in the
  * namespace alone. Returns the pid we wait for (the PID namespace's init,
  * which exits with CMD's status), or -1 after printing.
  */
 pid_t run_exec_start(const struct run_exec *x);
+
+/*
+ * A process that runs argv (podman rm of the run's container) if we die
+ * without saying otherwise: write a byte to the fd returned (then close
+ * it) once the container is taken down. A container that ignores SIGTERM
+ * then does not outlive a SIGKILLed run. Returns the fd or -1 after printing.
+ */
+int run_reaper(char *const argv[]);
 
 /*
  * `sluice verify` (cmd_verify with argv, argv[0] "verify") in a child

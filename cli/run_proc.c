@@ -273,6 +273,40 @@ int run_capture(char *const argv[], char *out, size_t size, int timeout_ms)
 	return code;
 }
 
+int run_reaper(char *const argv[])
+{
+	int fds[2];
+	pid_t pid;
+	char byte;
+
+	if (pipe2(fds, O_CLOEXEC) == -1) {
+		fprintf(stderr, "run: pipe: %s\n", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid == -1) {
+		fprintf(stderr, "run: fork: %s\n", strerror(errno));
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		/* no PDEATHSIG and a session of its own: it is what outlives us */
+		setsid();
+		child_signals();
+		if (dup2(fds[0], 3) == -1)
+			_exit(1);
+		close_range(4, ~0U, 0);
+		child_stdio(-1, -1);
+		if (read(3, &byte, 1) == 1)
+			_exit(0); /* the supervisor took it down itself */
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[0]);
+	return fds[1];
+}
+
 int run_verify(const char *netns, const struct run_user *user, int argc, char **argv, int err_fd,
 	       int close_fd)
 {

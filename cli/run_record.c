@@ -92,6 +92,28 @@ int run_record_begin(const struct config *c, const struct run_record *r)
 	return fd;
 }
 
+/* r in the record's format; id and supervisor only when r has them (STATE/runs/.shared has not). */
+static int record_write(FILE *f, const struct run_record *r)
+{
+	fputs("sluice-run v1\n", f);
+	if (r->id[0] != '\0')
+		fprintf(f, "id %s\n", r->id);
+	if (r->supervisor > 0)
+		fprintf(f, "supervisor %d\n", (int)r->supervisor);
+	fprintf(f, "base %u\npodman %s\nnetns %d\nwalls %d\n", r->base,
+		r->podman[0] != '\0' ? r->podman : "-", r->netns, r->walls);
+	for (size_t i = 0; i < r->nprocs; i++)
+		fprintf(f, "proc %d %llu %s\n", (int)r->procs[i].pid, r->procs[i].start,
+			r->procs[i].what);
+	for (size_t i = 0; i < r->ngrants; i++)
+		fprintf(f, "grant %s %s\n", r->grants[i].run, r->grants[i].pattern);
+	if (r->network[0] != '\0')
+		fprintf(f, "network %s\n", r->network);
+	if (r->container[0] != '\0')
+		fprintf(f, "container %s\n", r->container);
+	return fflush(f) == EOF ? -1 : 0;
+}
+
 int run_record_save(const struct config *c, const struct run_record *r)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
@@ -112,19 +134,7 @@ int run_record_save(const struct config *c, const struct run_record *r)
 			close(fd);
 		return -1;
 	}
-	fprintf(f, "sluice-run v1\nid %s\nsupervisor %d\nbase %u\npodman %s\nnetns %d\nwalls %d\n",
-		r->id, (int)r->supervisor, r->base, r->podman[0] != '\0' ? r->podman : "-",
-		r->netns, r->walls);
-	for (size_t i = 0; i < r->nprocs; i++)
-		fprintf(f, "proc %d %llu %s\n", (int)r->procs[i].pid, r->procs[i].start,
-			r->procs[i].what);
-	for (size_t i = 0; i < r->ngrants; i++)
-		fprintf(f, "grant %s %s\n", r->grants[i].run, r->grants[i].pattern);
-	if (r->network[0] != '\0')
-		fprintf(f, "network %s\n", r->network);
-	if (r->container[0] != '\0')
-		fprintf(f, "container %s\n", r->container);
-	if (fflush(f) == EOF || fclose(f) == EOF || rename(tmp, path) == -1) {
+	if (record_write(f, r) == -1 || fclose(f) == EOF || rename(tmp, path) == -1) {
 		fprintf(stderr, "run: write %s: ", path);
 		cli_put_strerror(stderr, errno);
 		fputc('\n', stderr);
@@ -182,7 +192,7 @@ static int record_line(char *line, struct run_record *r)
 	return -1;
 }
 
-static int record_load(const char *path, struct run_record *r)
+static int record_load(const char *path, struct run_record *r, bool need_id)
 {
 	char *buf, *line, *save = NULL;
 	size_t len;
@@ -197,7 +207,7 @@ static int record_load(const char *path, struct run_record *r)
 	while (ret == 0 && (line = strtok_r(NULL, "\n", &save)) != NULL)
 		ret = record_line(line, r);
 	free(buf);
-	if (ret == 0 && r->id[0] == '\0')
+	if (ret == 0 && need_id && r->id[0] == '\0')
 		ret = -1;
 	if (ret == 0)
 		snprintf(r->name, sizeof(r->name), "sluice-%s", r->id);
@@ -270,7 +280,70 @@ static void dir_remove(const char *dir)
 	rmdir(dir);
 }
 
-int run_teardown(const struct config *c, struct run_record *r)
+/* Drop s's grants. Returns 0, or -1 when one could not be dropped (said). */
+static int grants_drop(const struct config *c, const struct run_record *s)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < s->ngrants; i++)
+		if (allow_session_drop(c, s->grants[i].pattern, s->grants[i].run) == -1)
+			ret = -1;
+	return ret;
+}
+
+/*
+ * The grants r added, which another live run of this state directory may
+ * be using (it found them live and added none of its own): with no other
+ * run live (STATE/runs/.users.lock taken exclusively), dropped, with what
+ * earlier runs handed over in STATE/runs/.shared; else handed over there
+ * for the last run out. Under STATE/runs/.shared.lock. Returns 0 or -1.
+ */
+static int shared_release(const struct config *c, const struct run_record *r, int users_fd)
+{
+	char path[PATH_MAX + 16], lock[PATH_MAX + 16];
+	struct run_record held;
+	int lfd, ufd = users_fd, ret = 0;
+	bool alone;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/runs/.shared", c->state_dir);
+	snprintf(lock, sizeof(lock), "%s/runs/.shared.lock", c->state_dir);
+	lfd = cli_open_state("run", lock, O_RDWR | O_CREAT, 0600);
+	if (lfd == -1 || flock(lfd, LOCK_EX) == -1) {
+		if (lfd != -1)
+			close(lfd);
+		return grants_drop(c, r); /* no lock, no handing over: fewer grants, not more */
+	}
+	if (ufd == -1) {
+		snprintf(lock, sizeof(lock), "%s/runs/.users.lock", c->state_dir);
+		ufd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	}
+	alone = ufd == -1 || flock(ufd, LOCK_EX | LOCK_NB) == 0;
+	if (ufd != users_fd && ufd != -1)
+		close(ufd);
+	if (record_load(path, &held, false) == -1)
+		memset(&held, 0, sizeof(held));
+	if (alone) {
+		ret = grants_drop(c, r) | grants_drop(c, &held);
+		unlink(path);
+	} else {
+		for (size_t i = 0; i < r->ngrants; i++) {
+			if (held.ngrants < RUN_GRANTS_MAX)
+				held.grants[held.ngrants++] = r->grants[i];
+			else
+				ret |= allow_session_drop(c, r->grants[i].pattern, r->grants[i].run);
+		}
+		f = fopen(path, "we");
+		if (f == NULL || record_write(f, &held) == -1 || fclose(f) == EOF) {
+			fprintf(stderr, "run: %s: %s\n", path, strerror(errno));
+			ret = -1;
+		}
+	}
+	close(lfd);
+	return ret;
+}
+
+int run_teardown(const struct config *c, struct run_record *r, int users_fd)
 {
 	char dir[PATH_MAX];
 	int ret = 0;
@@ -301,12 +374,34 @@ int run_teardown(const struct config *c, struct run_record *r)
 		walls_forget(c, r);
 	if (r->netns && netns_remove(r) == -1)
 		ret = -1;
-	for (size_t i = 0; i < r->ngrants; i++)
-		if (allow_session_drop(c, r->grants[i].pattern, r->grants[i].run) == -1)
-			ret = -1;
+	if (shared_release(c, r, users_fd) == -1)
+		ret = -1;
 	if (ret == 0 && run_dir(c, r->id, dir, sizeof(dir)) == 0)
 		dir_remove(dir);
 	return ret;
+}
+
+int run_users_join(const struct config *c)
+{
+	char dir[PATH_MAX + 8], path[PATH_MAX + 16];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/runs", c->state_dir);
+	snprintf(path, sizeof(path), "%s/.users.lock", dir);
+	if (file_mkdir_p(dir, 0700) == -1) {
+		fprintf(stderr, "run: mkdir %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
+	fd = cli_open_state("run", path, O_RDWR | O_CREAT, 0600);
+	if (fd == -1)
+		return -1;
+	while (flock(fd, LOCK_SH) == -1)
+		if (errno != EINTR) {
+			fprintf(stderr, "run: lock %s: %s\n", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+	return fd;
 }
 
 /* Take down the run in STATE/runs/name when its lock is free. 1 cleaned, 0 live, -1 failed. */
@@ -335,13 +430,13 @@ static int clean_one(const struct config *c, const char *name)
 		close(fd);
 		return 0;
 	}
-	if (record_load(record, &r) == -1 || strcmp(r.id, name) != 0) {
+	if (record_load(record, &r, true) == -1 || strcmp(r.id, name) != 0) {
 		fprintf(stderr, "run: %s: not a run record; remove %s/runs/%s by hand\n", record,
 			c->state_dir, name);
 		close(fd);
 		return -1;
 	}
-	ret = run_teardown(c, &r) == 0 ? 1 : -1;
+	ret = run_teardown(c, &r, -1) == 0 ? 1 : -1;
 	fprintf(stderr, "run: %s %s (supervisor %d, gone)\n", ret == 1 ? "cleaned up" : "could not clean up",
 	       r.name, (int)r.supervisor);
 	close(fd);
