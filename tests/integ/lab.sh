@@ -525,6 +525,21 @@ lab_stop_dns() {
 
 proxy_alive() { [ -n "$PROXY_PID" ] && kill -0 "$PROXY_PID" 2>/dev/null; }
 
+# lab_second_project: a second project beside $CONF for `sluice run`'s tests:
+# $CONF_B with its own state ($STATE_B, the same CA and stamp key), proxy
+# listener 127.0.0.1:3129, sluice-dns on 127.0.0.1:5353 (its nameserver too)
+# and other.test granted where $CONF grants good.test.
+lab_second_project() {
+	CONF_B=$LAB_DIR/b.conf
+	STATE_B=$LAB_DIR/state-b
+	sed -e "s|^listen .*|listen 127.0.0.1:3129|" -e "s|^state .*|state $STATE_B|" \
+		-e "s|^log .*|log $STATE_B/network.log|" -e "s|^dns-listen .*|dns-listen 127.0.0.1:5353|" \
+		-e "s|^allow good.test|allow other.test|" -e "s|^nameserver .*|nameserver 127.0.0.1:5353|" \
+		"$CONF" >"$CONF_B"
+	mkdir -p "$STATE_B"
+	cp "$STATE/ca.key" "$STATE/ca.crt" "$STATE/ca-bundle.crt" "$STATE/stamp.key" "$STATE_B/"
+}
+
 # sl ARGS...: the sluice CLI on the lab's config.
 sl() { hx "$SLUICE_BUILD/sluice" -c "$CONF" "$@"; }
 

@@ -202,13 +202,7 @@ expect_eq "... and left nothing behind" "" "$(run_leftovers)"
 # ---------------------------------------------------------------- two projects at once
 # Project B: its own state, proxy (127.0.0.1:3129, granting other.test only),
 # sluice-dns (127.0.0.1:5353) and band (41200), started by its run.
-CONF_B=$LAB_DIR/b.conf
-STATE_B=$LAB_DIR/state-b
-sed -e "s|^listen .*|listen 127.0.0.1:3129|" -e "s|^state .*|state $STATE_B|" \
-	-e "s|^log .*|log $STATE_B/network.log|" -e "s|^dns-listen .*|dns-listen 127.0.0.1:5353|" \
-	-e "s|^allow good.test|allow other.test|" -e "s|^nameserver .*|nameserver 127.0.0.1:5353|" "$CONF" >"$CONF_B"
-mkdir -p "$STATE_B"
-cp "$STATE/ca.key" "$STATE/ca.crt" "$STATE/ca-bundle.crt" "$STATE/stamp.key" "$STATE_B/"
+lab_second_project
 TWO='echo started; sleep 2; for h in good.test other.test; do printf "%s " "$(curl -s -o /dev/null -w "%{http_code}" --max-time 5 http://$h/two)"; done;
 	curl -s -o /dev/null --max-time 3 -x http://127.0.0.1:$OTHER http://good.test/; echo "other-forwarder $?"'
 nsenter --net="/run/netns/$HNS" env SLUICE_PORT_BASE=41200 OTHER=$((RUN_BASE + 90)) \

@@ -411,13 +411,7 @@ rm -rf "$STATE"/runs/*
 # ---------------------------------------------------------------- two projects: what they share
 # Project B: its own state, proxy (127.0.0.1:3129, granting other.test only),
 # sluice-dns (127.0.0.1:5353) and band (41500), started by its run.
-CONF_B=$LAB_DIR/b.conf
-STATE_B=$LAB_DIR/state-b
-sed -e "s|^listen .*|listen 127.0.0.1:3129|" -e "s|^state .*|state $STATE_B|" \
-	-e "s|^log .*|log $STATE_B/network.log|" -e "s|^dns-listen .*|dns-listen 127.0.0.1:5353|" \
-	-e "s|^allow good.test|allow other.test|" -e "s|^nameserver .*|nameserver 127.0.0.1:5353|" "$CONF" >"$CONF_B"
-mkdir -p "$STATE_B"
-cp "$STATE/ca.key" "$STATE/ca.crt" "$STATE/ca-bundle.crt" "$STATE/stamp.key" "$STATE_B/"
+lab_second_project
 SRUN_B=(nsenter --net="/run/netns/$HNS" env SLUICE_PORT_BASE=41500 "$SLUICE_BUILD/sluice" -c "$CONF_B" run)
 # Not yet: two projects' runs share the sandbox user, /tmp, /var/tmp, /dev/shm,
 # its home and the IPC namespace, so one project's CMD can leave a socket or a
