@@ -207,6 +207,7 @@ static int daemon_find(struct run *x, const char *what, const char *file, const 
 		       struct runfile *rf, char *up, size_t upsize)
 {
 	const struct sockaddr_storage *pick = NULL;
+	struct sockaddr_storage ss;
 
 	if (runfile_read(x->c->state_dir, file, rf) == -1) {
 		char path[PATH_MAX + 32];
@@ -235,10 +236,12 @@ static int daemon_find(struct run *x, const char *what, const char *file, const 
 		fprintf(stderr, "run: %s/%s names no listener\n", x->c->state_dir, file);
 		return -1;
 	}
-	sockaddr_format(pick, up, upsize);
+	ss = *pick;
 	/* a wildcard listener is reached at loopback */
-	if (strncmp(up, "0.0.0.0:", 8) == 0)
-		memmove(up + 1, up + 7, strlen(up + 7) + 1), memcpy(up, "127.0.0.1", 9);
+	if (ss.ss_family == AF_INET &&
+	    ((struct sockaddr_in *)&ss)->sin_addr.s_addr == htonl(INADDR_ANY))
+		((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sockaddr_format(&ss, up, upsize);
 	return 0;
 }
 
