@@ -510,7 +510,7 @@ static int container_reaper(struct run *x)
 static int cmd_start(struct run *x)
 {
 	char *env[RUN_ENV_MAX + 1], words[RUN_PODMAN_MAX], *pargv[PODMAN_ARGS_MAX + 3 * RUN_ENV_MAX + 64];
-	char cwd[PATH_MAX], pub[PATH_MAX + 8];
+	char cwd[PATH_MAX], pub[PATH_MAX + 8], home[PATH_MAX + 8];
 	struct run_exec e = { .netns = x->netns, .pub_dir = pub, .close_fd = x->lock_fd };
 	struct run_proc *p;
 	int code;
@@ -533,6 +533,12 @@ static int cmd_start(struct run *x)
 		e.envp = env;
 		e.user = &x->user;
 		e.cwd = getcwd(cwd, sizeof(cwd));
+		/* ours: a home of the project's, not the user's shared one; --user's stays */
+		if (x->o.user == NULL) {
+			if (run_home_make(x, home, sizeof(home)) == -1)
+				e.argv = NULL;
+			e.home_dir = home;
+		}
 	}
 	if (e.argv == NULL || run_record_save(x->c, &x->r) == -1) {
 		run_env_free(env);

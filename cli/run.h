@@ -124,6 +124,12 @@ void run_env_free(char **env);
 /* STATE/runs/ID/pub: resolv.conf (nameserver 127.0.0.1) and copies of the CA's files. */
 int run_pub_make(struct run *x);
 
+/*
+ * STATE/sandbox/home, the sandbox user's home for this project's runs
+ * (0700, the user's; STATE/sandbox is root's, 0700), into buf. Returns 0 or -1 after printing.
+ */
+int run_home_make(const struct run *x, char *buf, size_t size);
+
 /* `podman run` for --image into argv (at most max), env passed with -e. Returns argv or NULL. */
 char **run_image_argv(struct run *x, char **env, char *words, size_t wsize, char **argv,
 		      size_t max);
@@ -214,15 +220,17 @@ struct run_exec {
 	char *const *argv;     /* CMD */
 	char *const *envp;     /* its whole environment */
 	const char *cwd;       /* where it starts (else the user's home, else /) */
+	const char *home_dir;  /* bound on the user's home (the project's, run_home_make), NULL none */
 	int close_fd;          /* the record's lock, closed in the child (--image; the init closes all) */
 	int alive_fd;          /* run_exec_start's own: the supervisor's liveness pipe */
 };
 
 /*
- * Start CMD in the sandbox: for a user, as PID 1's child in new PID and
- * mount namespaces (/etc/resolv.conf and /run/sluice from pub_dir, a fresh
- * /proc), as that user with no_new_privs; for NULL (podman) as root in the
- * namespace alone. Returns the pid we wait for (the PID namespace's init,
+ * Start CMD in the sandbox: for a user, as PID 1's child in new PID, mount
+ * and IPC namespaces (/etc/resolv.conf and /run/sluice from pub_dir, a
+ * fresh /proc, private world-writable directories, home_dir on the
+ * user's home), as that user with no_new_privs; for NULL (podman) as root
+ * in the namespace alone. Returns the pid we wait for (the PID namespace's init,
  * which exits with CMD's status), or -1 after printing.
  */
 pid_t run_exec_start(const struct run_exec *x);

@@ -7,6 +7,7 @@
  * named by pid and start time together: a pid reused by another process is
  * never signalled. Nothing here decides what a run makes; run.c does.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -24,11 +25,13 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "priv.h"
 #include "run.h"
 
@@ -337,10 +340,113 @@ int run_verify(const char *netns, const struct run_user *user, int argc, char **
 	return wait_code(pid, 30000);
 }
 
-/* The sandbox's mounts, in its own mount namespace. Returns 0 or -1 after printing. */
+/* An O_PATH fd on path (a file or a directory), opened before the mounts hide it. */
+static int path_open(const char *path)
+{
+	int fd = open(path, O_PATH | O_CLOEXEC);
+
+	if (fd == -1)
+		fprintf(stderr, "run: open %s: %s\n", path, strerror(errno));
+	return fd;
+}
+
+/* Bind what fd names on target. Returns 0 or -1 after printing. */
+static int bind_fd(int fd, const char *target)
+{
+	char src[32];
+
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+	if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) == 0)
+		return 0;
+	fprintf(stderr, "run: bind on %s: %s\n", target, strerror(errno));
+	return -1;
+}
+
+#define RUN_PRIVATE_MAX 32
+#define RUN_MQUEUE_MAGIC 0x19800202 /* linux/magic.h's MQUEUE_MAGIC */
+
+/* The directories made private (a fresh tmpfs, or mqueue) in this mount namespace. */
+struct privates {
+	char dir[RUN_PRIVATE_MAX][64];
+	size_t n;
+};
+
+/*
+ * Every directory anyone may write directly under /, /var, /run and /dev
+ * (on Debian /tmp, /var/tmp, /run/lock, /dev/shm and /dev/mqueue) gets a
+ * fresh instance of its own, with its mode: what one run leaves there
+ * (a file, a socket relaying to its forwarder) no other run sees. mqueue
+ * gets the IPC namespace's own. Returns 0 or -1 after printing.
+ */
+static int private_dirs(struct privates *pv)
+{
+	static const char *const parents[] = { "/", "/var", "/run", "/dev" };
+
+	pv->n = 0;
+	for (size_t i = 0; i < sizeof(parents) / sizeof(parents[0]); i++) {
+		DIR *d = opendir(parents[i]);
+		struct dirent *e;
+
+		if (d == NULL)
+			continue;
+		while ((e = readdir(d)) != NULL) {
+			char *dir = pv->dir[pv->n], data[64];
+			struct statfs fs;
+			struct stat st;
+			int rc;
+
+			if (e->d_name[0] == '.' ||
+			    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+			    !S_ISDIR(st.st_mode) || (st.st_mode & S_IWOTH) == 0)
+				continue;
+			if (pv->n == RUN_PRIVATE_MAX ||
+			    (size_t)snprintf(dir, sizeof(pv->dir[0]), "%s/%s",
+					     strcmp(parents[i], "/") == 0 ? "" : parents[i],
+					     e->d_name) >= sizeof(pv->dir[0])) {
+				fprintf(stderr, "run: %s/%s: too many writable directories\n", parents[i],
+					e->d_name);
+				closedir(d);
+				return -1;
+			}
+			snprintf(data, sizeof(data), "mode=%o", (unsigned)(st.st_mode & 07777));
+			if (statfs(dir, &fs) == 0 && fs.f_type == RUN_MQUEUE_MAGIC)
+				rc = mount("mqueue", dir, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
+			else
+				rc = mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, data);
+			if (rc == -1) {
+				fprintf(stderr, "run: a private %s: %s\n", dir, strerror(errno));
+				closedir(d);
+				return -1;
+			}
+			pv->n++;
+		}
+		closedir(d);
+	}
+	return 0;
+}
+
+/* Whether path is dir or under it. */
+static bool path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/*
+ * The sandbox's mounts, in its own mount namespace: a fresh /proc, the
+ * run's pub directory on /run/sluice and its resolv.conf on
+ * /etc/resolv.conf, private_dirs, the project's home (home_dir) on the
+ * user's, and CMD's working directory when a private directory hid it.
+ * What is bound is opened first: it may be under what private_dirs hides.
+ * Returns 0 or -1 after printing.
+ */
 static int sandbox_mounts(const struct run_exec *x)
 {
+	enum { PUB, RESOLV, HOME, CWD, NFDS };
 	char resolv[4200];
+	struct privates pv;
+	int fd[NFDS] = { -1, -1, -1, -1 }, ret = -1;
 
 	snprintf(resolv, sizeof(resolv), "%s/resolv.conf", x->pub_dir);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1) {
@@ -351,15 +457,32 @@ static int sandbox_mounts(const struct run_exec *x)
 		fprintf(stderr, "run: mount /proc: %s\n", strerror(errno));
 		return -1;
 	}
-	if (mount(x->pub_dir, "/run/sluice", NULL, MS_BIND, NULL) == -1) {
-		fprintf(stderr, "run: bind %s on /run/sluice: %s\n", x->pub_dir, strerror(errno));
-		return -1;
-	}
-	if (mount(resolv, "/etc/resolv.conf", NULL, MS_BIND, NULL) == -1) {
-		fprintf(stderr, "run: bind %s on /etc/resolv.conf: %s\n", resolv, strerror(errno));
-		return -1;
-	}
-	return 0;
+	if ((fd[PUB] = path_open(x->pub_dir)) == -1 || (fd[RESOLV] = path_open(resolv)) == -1 ||
+	    (x->home_dir != NULL && (fd[HOME] = path_open(x->home_dir)) == -1))
+		goto out;
+	if (x->cwd != NULL)
+		fd[CWD] = open(x->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC); /* gone: CMD starts at home */
+	if (private_dirs(&pv) == -1 || bind_fd(fd[PUB], "/run/sluice") == -1 ||
+	    bind_fd(fd[RESOLV], "/etc/resolv.conf") == -1 ||
+	    (fd[HOME] != -1 && bind_fd(fd[HOME], x->user->home) == -1))
+		goto out;
+	for (size_t i = 0; fd[CWD] != -1 && i < pv.n; i++)
+		if (path_under(x->cwd, pv.dir[i])) {
+			/* as root, 0755: only the way to the bind */
+			if (file_mkdir_p(x->cwd, 0755) == -1) {
+				fprintf(stderr, "run: mkdir %s: %s\n", x->cwd, strerror(errno));
+				goto out; /* CMD would start elsewhere than asked */
+			}
+			if (bind_fd(fd[CWD], x->cwd) == -1)
+				goto out;
+			break;
+		}
+	ret = 0;
+out:
+	for (size_t i = 0; i < NFDS; i++)
+		if (fd[i] != -1)
+			close(fd[i]);
+	return ret;
 }
 
 /*
@@ -378,56 +501,90 @@ static void supervised(int alive_fd)
 }
 
 /*
- * CMD shares the operator's terminal (so that ^C reaches it). TIOCSTI on it
- * pushes input that the operator's shell, root's, reads once the run ends,
- * and TIOCLINUX on a console pastes a selection there: a seccomp filter
- * refuses both ioctls (EPERM) to the init and all it starts. The request is
- * the kernel's unsigned int, so only the argument's low 32 bits are looked
- * at (high bits set would not get past). 32-bit calls are filtered the same
- * (ioctl is 54 there); x32's are refused. Needs no_new_privs (set by the
- * drop). Returns 0, or -1 after printing (then CMD must not start).
+ * CMD's seccomp filter, for the init and all it starts (needs no_new_privs,
+ * set by the drop). It refuses (EPERM):
+ *
+ * - TIOCSTI and TIOCLINUX. CMD shares the operator's terminal (so that ^C
+ *   reaches it); TIOCSTI on it pushes input that the operator's shell,
+ *   root's, reads once the run ends, and TIOCLINUX on a console pastes a
+ *   selection there. The request is the kernel's unsigned int, so only the
+ *   argument's low 32 bits are looked at (high bits set would not get past).
+ * - The key calls (add_key, request_key, keyctl). Keyrings are no
+ *   namespace's: CMD possesses the operator's session keyring, and the
+ *   sandbox user's own is the same for every project's runs.
+ *
+ * 32-bit calls are filtered the same (their own numbers); x32's and other
+ * architectures' are refused. Returns 0, or -1 after printing (then CMD
+ * must not start).
  */
 #if defined(__x86_64__)
 #define RUN_ARCH AUDIT_ARCH_X86_64
 #define RUN_ARCH32 AUDIT_ARCH_I386
+#define RUN_IOCTL32 54
+#define RUN_KEYS32 286 /* add_key; request_key and keyctl follow */
 #elif defined(__aarch64__)
 #define RUN_ARCH AUDIT_ARCH_AARCH64
 #define RUN_ARCH32 AUDIT_ARCH_ARM
-#endif
 #define RUN_IOCTL32 54
+#define RUN_KEYS32 309
+#endif
 #define RUN_X32_BIT 0x40000000
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define RUN_ARG1_LOW (offsetof(struct seccomp_data, args[1]) + 4)
 #else
 #define RUN_ARG1_LOW offsetof(struct seccomp_data, args[1])
 #endif
+#define LD(what) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (what))
+#define RET(what) BPF_STMT(BPF_RET | BPF_K, (what))
+/* at instruction at, go to instruction to when equal to k (when ge: at least k), else on */
+#define IF_EQ(at, k, to) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (to) - (at) - 1, 0)
+#define IF_GE(at, k, to) BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (k), (to) - (at) - 1, 0)
 
-static int tty_inject_refuse(void)
+static int cmd_filter(void)
 {
 #ifdef RUN_ARCH
-	struct sock_filter f[] = {
-		/* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		/* 1 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RUN_ARCH, 2, 0),
-		/* 2 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RUN_ARCH32, 4, 0),
-		/* 3 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		/* 4 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		/* 5 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, RUN_X32_BIT, 7, 0),
-		/* 6 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 2, 5),
-		/* 7 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		/* 8 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, RUN_IOCTL32, 0, 3),
-		/* 9 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, RUN_ARG1_LOW),
-		/* 10 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 2, 0),
-		/* 11 */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 1, 0),
-		/* 12 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		/* 13 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+	enum {
+		ARCH, IS64, IS32, OTHER,
+		NR, X32, IOCTL, ADD, REQ, CTL, ALLOW,
+		NR32, IOCTL32, ADD32, REQ32, CTL32, ALLOW32,
+		ARG, STI, LINUX, ALLOW_IOCTL,
+		DENY, LEN
 	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	struct sock_filter f[LEN] = {
+		[ARCH] = LD(offsetof(struct seccomp_data, arch)),
+		[IS64] = IF_EQ(IS64, RUN_ARCH, NR),
+		[IS32] = IF_EQ(IS32, RUN_ARCH32, NR32),
+		[OTHER] = RET(SECCOMP_RET_ERRNO | EPERM),
+
+		[NR] = LD(offsetof(struct seccomp_data, nr)),
+		[X32] = IF_GE(X32, RUN_X32_BIT, DENY),
+		[IOCTL] = IF_EQ(IOCTL, __NR_ioctl, ARG),
+		[ADD] = IF_EQ(ADD, __NR_add_key, DENY),
+		[REQ] = IF_EQ(REQ, __NR_request_key, DENY),
+		[CTL] = IF_EQ(CTL, __NR_keyctl, DENY),
+		[ALLOW] = RET(SECCOMP_RET_ALLOW),
+
+		[NR32] = LD(offsetof(struct seccomp_data, nr)),
+		[IOCTL32] = IF_EQ(IOCTL32, RUN_IOCTL32, ARG),
+		[ADD32] = IF_EQ(ADD32, RUN_KEYS32, DENY),
+		[REQ32] = IF_EQ(REQ32, RUN_KEYS32 + 1, DENY),
+		[CTL32] = IF_EQ(CTL32, RUN_KEYS32 + 2, DENY),
+		[ALLOW32] = RET(SECCOMP_RET_ALLOW),
+
+		[ARG] = LD(RUN_ARG1_LOW),
+		[STI] = IF_EQ(STI, TIOCSTI, DENY),
+		[LINUX] = IF_EQ(LINUX, TIOCLINUX, DENY),
+		[ALLOW_IOCTL] = RET(SECCOMP_RET_ALLOW),
+
+		[DENY] = RET(SECCOMP_RET_ERRNO | EPERM),
+	};
+	struct sock_fprog prog = { .len = LEN, .filter = f };
 
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0)
 		return 0;
-	fprintf(stderr, "run: the terminal filter: %s\n", strerror(errno));
+	fprintf(stderr, "run: the seccomp filter: %s\n", strerror(errno));
 #else
-	fprintf(stderr, "run: no terminal filter for this architecture; CMD not started\n");
+	fprintf(stderr, "run: no seccomp filter for this architecture; CMD not started\n");
 #endif
 	return -1;
 }
@@ -481,7 +638,7 @@ static int init_main(const struct run_exec *x)
 	close_range((unsigned)x->alive_fd + 1, ~0U, 0);
 	if (netns_enter(x->netns) == -1 || sandbox_mounts(x) == -1 ||
 	    priv_switch("run", x->user->name, x->user->uid, x->user->gid) == -1 ||
-	    tty_inject_refuse() == -1)
+	    cmd_filter() == -1)
 		_exit(126);
 	supervised(x->alive_fd);
 	sigemptyset(&set);
@@ -544,7 +701,7 @@ pid_t run_exec_start(const struct run_exec *x)
 	ix = *x;
 	ix.alive_fd = alive[0];
 	/* fork(2) into new PID and mount namespaces: the child, on a copy of our stack, is PID 1 */
-	pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, 0);
+	pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | SIGCHLD, NULL, NULL, NULL, 0);
 	if (pid == 0)
 		_exit(init_main(&ix));
 	if (pid == -1)

@@ -6,11 +6,13 @@
  * the same. It makes no namespace and starts nothing.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "file.h"
 #include "run.h"
@@ -127,6 +129,37 @@ int run_pub_make(struct run *x)
 		free(buf);
 		chmod(path, 0644);
 	}
+	return 0;
+}
+
+int run_home_make(const struct run *x, char *buf, size_t size)
+{
+	struct stat st;
+	int fd;
+
+	/* root's 0700 above it: reached only by the bind on the user's home, not by its path */
+	snprintf(buf, size, "%s/sandbox", x->c->state_dir);
+	if ((mkdir(buf, 0700) == -1 && errno != EEXIST) || chmod(buf, 0700) == -1) {
+		fprintf(stderr, "run: mkdir %s: %s\n", buf, strerror(errno));
+		return -1;
+	}
+	snprintf(buf, size, "%s/sandbox/home", x->c->state_dir);
+	if (mkdir(buf, 0700) == -1 && errno != EEXIST) {
+		fprintf(stderr, "run: mkdir %s: %s\n", buf, strerror(errno));
+		return -1;
+	}
+	/* the user's own, also when the user was made again with another uid */
+	fd = open(buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd == -1 || fstat(fd, &st) == -1 ||
+	    ((st.st_uid != x->user.uid || st.st_gid != x->user.gid) &&
+	     fchown(fd, x->user.uid, x->user.gid) == -1) ||
+	    fchmod(fd, 0700) == -1) {
+		fprintf(stderr, "run: %s: %s\n", buf, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	close(fd);
 	return 0;
 }
 

@@ -37,6 +37,9 @@ out=$(sl key init 2>&1) || lab_bail "sluice key init" "$out"
 
 SRUN=(nsenter --net="/run/netns/$HNS" env SLUICE_PORT_BASE=$RUN_BASE "$SLUICE_BUILD/sluice" -c "$CONF" run)
 srun() { "${SRUN[@]}" "$@"; }
+# Runs start in LAB_DIR, where the scripts CMD runs are: it is under /tmp, and
+# a run gives CMD a /tmp of its own with only its working directory in it.
+cd "$LAB_DIR" || lab_bail "cd $LAB_DIR"
 # Other labs may run `sluice run` meanwhile: what is ours is told by our state
 # dir (the records, the forwarders' --key) and by the namespaces our runs
 # name to the test hook (each run tells it its namespace before verify).
@@ -413,12 +416,71 @@ rm -rf "$STATE"/runs/*
 # sluice-dns (127.0.0.1:5353) and band (41500), started by its run.
 lab_second_project
 SRUN_B=(nsenter --net="/run/netns/$HNS" env SLUICE_PORT_BASE=41500 "$SLUICE_BUILD/sluice" -c "$CONF_B" run)
-# Not yet: two projects' runs share the sandbox user, /tmp, /var/tmp, /dev/shm,
-# its home and the IPC namespace, so one project's CMD can leave a socket or a
-# file another project's CMD uses (a relay to its forwarder, a ~/.curlrc).
-# Known and said in the README; see issue 13's note. B's run still runs:
-srun -- true >/dev/null 2>&1
-"${SRUN_B[@]}" -- true >/dev/null 2>&1
+RELAY=/tmp/$SHARED_MARK.sock
+cat >"$LAB_DIR/relay_get.py" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1])
+except OSError as e:
+    print(sys.argv[2], e.errno)
+    sys.exit()
+s.sendall(b"GET http://good.test/relay HTTP/1.1\r\nHost: good.test\r\nConnection: close\r\n\r\n")
+print(sys.argv[2], s.recv(100).split(b" ")[1].decode())
+EOF
+# A lends its forwarder on a socket in /tmp (and uses it itself: the control);
+# B, whose proxy grants only other.test, asks through it
+"${SRUN[@]}" -- sh -c "socat UNIX-LISTEN:$RELAY,fork,mode=777 TCP:127.0.0.1:$((RUN_BASE + 90)) &
+	while [ ! -S $RELAY ]; do sleep 0.05; done; $PY relay_get.py $RELAY own; echo started; $(until_go relay); kill \$!" \
+	>"$LAB_DIR/relay-a.out" 2>&1 &
+apid=$!
+LAB_PIDS+=("$apid")
+wait_until 20 grep -q '^started' "$LAB_DIR/relay-a.out" || not_ok "run A starts" "$(cat "$LAB_DIR/relay-a.out")"
+expect_eq "project A's CMD reaches good.test through the socket it made in /tmp (the control)" "own 200" \
+	"$(grep '^own' "$LAB_DIR/relay-a.out")"
+out=$("${SRUN_B[@]}" -- sh -c "echo \"direct \$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://good.test/direct)\";
+	$PY relay_get.py $RELAY relay" 2>&1)
+go relay
+wait "$apid"
+expect_eq "project B's run is refused good.test (its proxy does not grant it: the control)" "direct 403" \
+	"$(grep '^direct' <<<"$out")"
+expect_re "... and cannot reach it through project A's run either (A's /tmp is A's own)" \
+	'^relay (2|13|111)$' "$(grep '^relay' <<<"$out")"
+
+# what one project's run leaves where the sandbox user may write, and another's reads
+SB_HOME=$(getent passwd sluice-sandbox | cut -d: -f6)
+LEFT="/tmp/$SHARED_MARK.left /var/tmp/$SHARED_MARK.left /dev/shm/$SHARED_MARK.left /run/lock/$SHARED_MARK.left \$HOME/.$SHARED_MARK.left"
+seen="for f in $LEFT; do [ -e \$f ] && echo \"seen \$f\"; done; echo \"queues \$(ipcs -q | grep -c '^0x')\""
+out=$(srun -- sh -c "for f in $LEFT; do echo left >\$f; done; ipcmk -Q >/dev/null; $seen" 2>&1)
+expect_eq "a run of project A sees what it left in /tmp, /var/tmp, /dev/shm, /run/lock, its home and a SysV queue (the control)" \
+	"6" "$(grep -cE '^(seen|queues 1$)' <<<"$out")"
+out=$("${SRUN_B[@]}" -- sh -c "$seen" 2>&1)
+expect_eq "... a run of project B sees none of it" "queues 0" \
+	"$(grep -E '^(seen|queues)' <<<"$out" | tr '\n' ' ' | sed 's/ $//')"
+out=$(srun -- sh -c "$seen" 2>&1)
+expect_eq "... and A's next run sees only what A left in its home (the project's own)" \
+	"seen $SB_HOME/.$SHARED_MARK.left queues 0" "$(grep -E '^(seen|queues)' <<<"$out" | tr '\n' ' ' | sed 's/ $//')"
+
+# every directory the sandbox user may write on a filesystem the machine's
+# own processes use too (/'s, /dev's, the machine's /dev/shm...), but its home
+SHARED_DEVS=" $(stat -c %d / /dev /dev/shm /run /tmp /var /var/tmp 2>/dev/null | sort -u | tr '\n' ' ')"
+WRITABLE="find / -maxdepth 4 \( -path /proc -o -path /sys \) -prune -o -type d -writable -print 2>/dev/null |
+	while read -r d; do case '$SHARED_DEVS' in *\" \$(stat -c %d \"\$d\") \"*) [ \"\$d\" = \"\$HOME\" ] || echo \"\$d\";; esac; done"
+out=$(runuser -u sluice-sandbox -- env HOME="$SB_HOME" sh -c "$WRITABLE" | tr '\n' ' ')
+expect_re "outside sluice run, the sandbox user may write shared directories (/tmp: the control)" "(^| )/tmp " "$out"
+out=$(srun -- sh -c "$WRITABLE" 2>&1 | grep -v '^run:' | tr '\n' ' ')
+expect_eq "... inside it, none but its home" "" "$out"
+
+# the key calls: keyrings are no namespace's (the sandbox user's own is every project's)
+KEYADD="import ctypes, os; libc = ctypes.CDLL(None, use_errno=True)
+nr = {'x86_64': 248, 'aarch64': 217}[os.uname().machine]
+r = libc.syscall(nr, b'user', b'sluice-hostile', b'v', 1, -2)
+print('add_key', 'ok' if r > 0 else ctypes.get_errno())"
+expect_eq "outside sluice run, the sandbox user may add a key to its process keyring (the control)" "add_key ok" \
+	"$(runuser -u sluice-sandbox -- "$PY" -c "$KEYADD")"
+expect_eq "... inside it, add_key is refused (EPERM)" "add_key 1" \
+	"$(srun -- "$PY" -c "$KEYADD" 2>&1 | grep '^add_key')"
+
 expect_eq "project B's runs left nothing either" "" "$(ls "$STATE_B/runs" 2>/dev/null)"
 
 # ---------------------------------------------------------------- --image
