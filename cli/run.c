@@ -165,14 +165,13 @@ static int self_tool(struct run *x, const char *const *args, size_t n, int log_f
 	return run_tool(argv, log_fd, 30000);
 }
 
-/* The last lines the run's daemons wrote, for a failure's message. */
-static void log_tail(const struct run *x)
+/* The last lines of path (what the run's processes wrote), for a failure's message. */
+static void log_tail(const char *path)
 {
-	char path[PATH_MAX + 16], *buf, *p;
+	char *buf, *p;
 	size_t len;
 	int lines = 0;
 
-	snprintf(path, sizeof(path), "%s/daemons.log", x->dir);
 	if (file_read(path, 1 << 20, &buf, &len) == -1)
 		return;
 	for (p = buf + len; p > buf && lines <= 6; p--)
@@ -181,8 +180,18 @@ static void log_tail(const struct run *x)
 	free(buf);
 }
 
+/* The run's own log, STATE/runs/ID/daemons.log: the forwarder's and the engine's. */
+static void run_log_tail(const struct run *x)
+{
+	char path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/daemons.log", x->dir);
+	log_tail(path);
+}
+
 /* The daemon's run file, waiting up to READY_MS for pid (started by us) to write it. */
-static int daemon_wait(struct run *x, const char *file, pid_t pid, struct runfile *rf)
+static int daemon_wait(struct run *x, const char *file, pid_t pid, struct runfile *rf,
+		       const char *log)
 {
 	for (int waited = 0; waited < READY_MS; waited += 5) {
 		struct timespec ts = { 0, 5000000 };
@@ -194,13 +203,45 @@ static int daemon_wait(struct run *x, const char *file, pid_t pid, struct runfil
 		nanosleep(&ts, NULL);
 	}
 	fprintf(stderr, "run: %s did not start\n", file);
-	log_tail(x);
+	log_tail(log);
 	return -1;
 }
 
 /*
+ * Start prog (sluice-proxy or sluice-dns) for the project, detached: another
+ * run may come to use it, and the last run out stops it (run_record.c's
+ * shared_release). Its stderr goes to STATE/runs/.daemons.log, which
+ * outlives the run. Returns 0 or -1 after printing.
+ */
+static int daemon_start(struct run *x, const char *what, const char *file, const char *prog,
+			struct runfile *rf)
+{
+	char path[PATH_MAX + 32], log[PATH_MAX + 32];
+	char *argv[] = { path, "-c", x->conf, NULL };
+	pid_t pid;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", x->bindir, prog);
+	snprintf(log, sizeof(log), "%s/runs/.daemons.log", x->c->state_dir);
+	if (x->conf[0] == '\0')
+		argv[1] = NULL;
+	fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd == -1) {
+		fprintf(stderr, "run: %s: %s\n", log, strerror(errno));
+		return -1;
+	}
+	pid = run_spawn(&x->r, what, argv, true, fd);
+	close(fd);
+	if (pid == -1 || run_record_save(x->c, &x->r) == -1 ||
+	    daemon_wait(x, file, pid, rf, log) == -1)
+		return -1;
+	fprintf(stderr, "run: started %s for this run (pid %d)\n", prog, (int)pid);
+	return 0;
+}
+
+/*
  * The project's daemon (proxy or dns) as its run file names it; not running:
- * started for this run. Its first listener (the proxy's unix socket when it
+ * started (daemon_start). Its first listener (the proxy's unix socket when it
  * has one: no TCP hop) into up. Returns 0 or -1 after printing.
  */
 static int daemon_find(struct run *x, const char *what, const char *file, const char *prog,
@@ -210,24 +251,14 @@ static int daemon_find(struct run *x, const char *what, const char *file, const 
 	struct sockaddr_storage ss;
 
 	if (runfile_read(x->c->state_dir, file, rf) == -1) {
-		char path[PATH_MAX + 32];
-		char *argv[] = { path, "-c", x->conf, NULL };
-		pid_t pid;
-
 		if (errno != ENOENT && errno != ESRCH) {
 			fprintf(stderr, "run: %s/%s: ", x->c->state_dir, file);
 			cli_put_strerror(stderr, errno);
 			fputc('\n', stderr);
 			return -1;
 		}
-		snprintf(path, sizeof(path), "%s/%s", x->bindir, prog);
-		if (x->conf[0] == '\0')
-			argv[1] = NULL;
-		pid = run_spawn(&x->r, what, argv, NULL, x->log_fd);
-		if (pid == -1 || run_record_save(x->c, &x->r) == -1 ||
-		    daemon_wait(x, file, pid, rf) == -1)
+		if (daemon_start(x, what, file, prog, rf) == -1)
 			return -1;
-		fprintf(stderr, "run: started %s for this run (pid %d)\n", prog, (int)pid);
 	}
 	for (size_t i = 0; i < rf->nlisten; i++)
 		if (pick == NULL || rf->listen[i].ss_family == AF_UNIX)
@@ -285,7 +316,7 @@ static int netns_make(struct run *x)
 		return -1;
 	if (run_tool(add, x->log_fd, 10000) != 0 || run_tool(lo, x->log_fd, 10000) != 0) {
 		fprintf(stderr, "run: could not make the network namespace %s\n", x->netns);
-		log_tail(x);
+		run_log_tail(x);
 		return -1;
 	}
 	return 0;
@@ -306,7 +337,7 @@ static int network_make(struct run *x)
 	argv[n + 3] = x->r.name, argv[n + 4] = NULL;
 	if (run_tool(argv, x->log_fd, 60000) != 0) {
 		fprintf(stderr, "run: podman network create %s failed\n", x->r.name);
-		log_tail(x);
+		run_log_tail(x);
 		return -1;
 	}
 	argv[n] = "network", argv[n + 1] = "inspect", argv[n + 2] = "-f";
@@ -339,7 +370,7 @@ static int walls_apply(struct run *x)
 	if (self_tool(x, sandbox, x->o.image != NULL ? 13 : 11, x->log_fd) != 0 ||
 	    self_tool(x, guard, 9, x->log_fd) != 0) {
 		fprintf(stderr, "run: the walls did not apply in %s\n", x->netns);
-		log_tail(x);
+		run_log_tail(x);
 		return -1;
 	}
 	return 0;
@@ -377,7 +408,7 @@ static int listening(struct run *x, unsigned port, pid_t pid)
 	if (!found) {
 		fprintf(stderr, "run: the forwarder is not listening on port %u in %s\n", port,
 			x->netns);
-		log_tail(x);
+		run_log_tail(x);
 		return -1;
 	}
 	return 0;
@@ -394,7 +425,7 @@ static int forwarder_start(struct run *x)
 	snprintf(key, sizeof(key), "%s/stamp.key", x->c->state_dir);
 	snprintf(pair, sizeof(pair), "0.0.0.0:%u=%s", x->fwd_port, x->proxy_up);
 	snprintf(dns, sizeof(dns), "0.0.0.0:53=%s", x->dns_up);
-	pid = run_spawn(&x->r, "forward", argv, NULL, x->log_fd);
+	pid = run_spawn(&x->r, "forward", argv, false, x->log_fd);
 	if (pid == -1 || run_record_save(x->c, &x->r) == -1)
 		return -1;
 	return listening(x, x->fwd_port, pid);
@@ -408,7 +439,7 @@ static int engine_watch(struct run *x)
 
 	if (x->conf[0] == '\0')
 		memmove(argv + 1, argv + 3, 7 * sizeof(argv[0]));
-	if (run_spawn(&x->r, "engine", argv, NULL, x->log_fd) == -1)
+	if (run_spawn(&x->r, "engine", argv, false, x->log_fd) == -1)
 		return -1;
 	return run_record_save(x->c, &x->r);
 }

@@ -152,8 +152,8 @@ int run_record_save(const struct config *c, const struct run_record *r);
 
 /*
  * Join the project's runs: a shared lock on STATE/runs/.users.lock, held for
- * the run's life (while another run holds it, the grants a run added are
- * kept for it). Returns the fd, or -1 after printing.
+ * the run's life (while another run holds it, the grants a run added and
+ * the daemons it started are kept for it). Returns the fd, or -1 after printing.
  */
 int run_users_join(const struct config *c);
 
@@ -161,9 +161,10 @@ int run_users_join(const struct config *c);
  * Take down everything r records, in reverse: processes (SIGTERM, then
  * SIGKILL after 2 s; each only while it is the process recorded), the
  * container and network, the walls' state files, the namespace; then the
- * grants it added, unless another run of the project is live (users_fd:
- * ours from run_users_join, or -1), in which case they are handed over in
- * STATE/runs/.shared to the last run out; then the run's directory. Returns 0, or -1 when something could not be
+ * grants it added and the daemons it started, unless another run of the
+ * project is live (users_fd: ours from run_users_join, or -1), in which
+ * case they are handed over in STATE/runs/.shared to the last run out;
+ * then the run's directory. Returns 0, or -1 when something could not be
  * removed (each named on stderr; the record then stays, for another try).
  */
 int run_teardown(const struct config *c, struct run_record *r, int users_fd);
@@ -192,11 +193,11 @@ int run_proc_stop(const struct run_proc *p, int grace_ms);
 
 /*
  * Start argv[0] (a path) with argv, stdin /dev/null, stdout and stderr to
- * log_fd (-1: ours), in the network namespace at netns (NULL: ours),
- * SIGTERM when we die. Records it in r as what. Returns its pid, or -1
- * after printing.
+ * log_fd (-1: ours), nothing else open; SIGTERM when we die, unless
+ * detach (a daemon: its own session, outliving us). Records it in r as
+ * what. Returns its pid, or -1 after printing.
  */
-pid_t run_spawn(struct run_record *r, const char *what, char *const argv[], const char *netns,
+pid_t run_spawn(struct run_record *r, const char *what, char *const argv[], bool detach,
 		int log_fd);
 
 /*

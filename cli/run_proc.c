@@ -2,8 +2,10 @@
  * run_proc.c: the processes `sluice run` starts (run.h): daemons and tools,
  * `sluice verify` inside the sandbox, and CMD behind the sandbox's init.
  *
- * Every child gets SIGTERM (CMD's init SIGKILL) when the supervisor dies,
- * so a killed run leaves at most what its record names. Processes are
+ * Every child but the daemons gets SIGTERM (CMD's init SIGKILL) when the
+ * supervisor dies, so a killed run leaves at most what its record names;
+ * the daemons (which another run may be using) are detached, and stopped
+ * by whoever takes the run down (run_record.c). Processes are
  * named by pid and start time together: a pid reused by another process is
  * never signalled. Nothing here decides what a run makes; run.c does.
  */
@@ -156,13 +158,17 @@ static void child_stdio(int out_fd, int err_fd)
 		dup2(err_fd, 2);
 }
 
+#define EXEC_TTY 1    /* CMD: our stdio kept (the operator's terminal), and what else we hold */
+#define EXEC_DETACH 2 /* a daemon others may use after us: its own session, no SIGTERM at our death */
+
 /*
- * fork, and in the child: SIGTERM when we die, the default signal mask,
- * close_fd closed, the namespace at netns (NULL: ours), stdio (tty: ours
- * kept, for CMD; else child_stdio's), then exec argv (a PATH search when
- * argv[0] has no '/'). Returns the pid or -1 after printing.
+ * fork, and in the child: SIGTERM when we die (unless EXEC_DETACH), the
+ * default signal mask, close_fd closed, the namespace at netns (NULL:
+ * ours), stdio (EXEC_TTY: ours kept, for CMD; else child_stdio's and
+ * nothing else open), then exec argv (a PATH search when argv[0] has no
+ * '/'). Returns the pid or -1 after printing.
  */
-static pid_t fork_exec(char *const argv[], const char *netns, bool tty, int out_fd, int err_fd,
+static pid_t fork_exec(char *const argv[], const char *netns, int flags, int out_fd, int err_fd,
 		       int close_fd)
 {
 	pid_t parent = getpid(), pid = fork();
@@ -173,22 +179,28 @@ static pid_t fork_exec(char *const argv[], const char *netns, bool tty, int out_
 	}
 	if (pid > 0)
 		return pid;
-	prctl(PR_SET_PDEATHSIG, SIGTERM);
-	if (getppid() != parent)
-		_exit(126);
+	if (flags & EXEC_DETACH) {
+		setsid(); /* nor the terminal's ^C */
+	} else {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (getppid() != parent)
+			_exit(126);
+	}
 	if (close_fd != -1)
 		close(close_fd);
 	child_signals();
 	if (netns != NULL && netns_enter(netns) == -1)
 		_exit(126);
-	if (!tty)
+	if (!(flags & EXEC_TTY)) {
 		child_stdio(out_fd, err_fd);
+		close_range(3, ~0U, 0); /* what the operator's shell left open too */
+	}
 	execvp(argv[0], argv);
 	fprintf(stderr, "run: %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
 }
 
-pid_t run_spawn(struct run_record *r, const char *what, char *const argv[], const char *netns,
+pid_t run_spawn(struct run_record *r, const char *what, char *const argv[], bool detach,
 		int log_fd)
 {
 	struct run_proc *p;
@@ -198,7 +210,7 @@ pid_t run_spawn(struct run_record *r, const char *what, char *const argv[], cons
 		fprintf(stderr, "run: too many processes\n");
 		return -1;
 	}
-	pid = fork_exec(argv, netns, false, log_fd, log_fd, -1);
+	pid = fork_exec(argv, NULL, detach ? EXEC_DETACH : 0, log_fd, log_fd, -1);
 	if (pid == -1)
 		return -1;
 	p = &r->procs[r->nprocs++];
@@ -229,7 +241,7 @@ static int wait_code(pid_t pid, int timeout_ms)
 
 int run_tool(char *const argv[], int log_fd, int timeout_ms)
 {
-	pid_t pid = fork_exec(argv, NULL, false, log_fd, log_fd, -1);
+	pid_t pid = fork_exec(argv, NULL, 0, log_fd, log_fd, -1);
 
 	return pid == -1 ? -1 : wait_code(pid, timeout_ms);
 }
@@ -245,7 +257,7 @@ int run_capture(char *const argv[], char *out, size_t size, int timeout_ms)
 		fprintf(stderr, "run: pipe: %s\n", strerror(errno));
 		return -1;
 	}
-	pid = fork_exec(argv, NULL, false, fds[1], -1, -1);
+	pid = fork_exec(argv, NULL, 0, fds[1], -1, -1);
 	close(fds[1]);
 	if (pid == -1) {
 		close(fds[0]);
@@ -680,7 +692,7 @@ pid_t run_exec_start(const struct run_exec *x)
 	int alive[2];
 
 	if (x->user == NULL)
-		return fork_exec(x->argv, x->netns, true, -1, -1, x->close_fd);
+		return fork_exec(x->argv, x->netns, EXEC_TTY, -1, -1, x->close_fd);
 	if (mkdir("/run/sluice", 0755) == -1 && errno != EEXIST) {
 		fprintf(stderr, "run: mkdir /run/sluice: %s\n", strerror(errno));
 		return -1;

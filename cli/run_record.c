@@ -291,12 +291,50 @@ static int grants_drop(const struct config *c, const struct run_record *s)
 	return ret;
 }
 
+/* A daemon the run started: the project's, which another run may be using. */
+static bool proc_shared(const struct run_proc *p)
+{
+	return strcmp(p->what, "proxy") == 0 || strcmp(p->what, "dns") == 0;
+}
+
+/* Stop s's daemons. Returns 0, or -1 when one would not stop (said). */
+static int daemons_stop(const struct run_record *s)
+{
+	int ret = 0;
+
+	for (size_t i = s->nprocs; i-- > 0;)
+		if (proc_shared(&s->procs[i]) && run_proc_stop(&s->procs[i], 2000) == -1) {
+			fprintf(stderr, "run: %s (pid %d) would not stop\n", s->procs[i].what,
+				(int)s->procs[i].pid);
+			ret = -1;
+		}
+	return ret;
+}
+
+/* held, the grants and daemons handed over, written to path (atomically). Returns 0 or -1. */
+static int shared_save(const char *path, const struct run_record *held)
+{
+	char tmp[PATH_MAX + 16];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "we");
+	if (f == NULL || record_write(f, held) == -1 || fclose(f) == EOF || rename(tmp, path) == -1) {
+		fprintf(stderr, "run: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /*
- * The grants r added, which another live run of this state directory may
- * be using (it found them live and added none of its own): with no other
- * run live (STATE/runs/.users.lock taken exclusively), dropped, with what
- * earlier runs handed over in STATE/runs/.shared; else handed over there
- * for the last run out. Under STATE/runs/.shared.lock. Returns 0 or -1.
+ * What r leaves that another live run of this state directory may be
+ * using: the grants it added (the other found them live and added none)
+ * and the daemons it started. With no other run live (STATE/runs/.users.lock
+ * taken exclusively), they are dropped and stopped, with what earlier runs
+ * handed over in STATE/runs/.shared; else handed over there for the last
+ * run out. Under STATE/runs/.shared.lock, which is let go only after ours
+ * on .users.lock: two runs ending at once cannot both see the other live.
+ * Returns 0 or -1.
  */
 static int shared_release(const struct config *c, const struct run_record *r, int users_fd)
 {
@@ -304,7 +342,6 @@ static int shared_release(const struct config *c, const struct run_record *r, in
 	struct run_record held;
 	int lfd, ufd = users_fd, ret = 0;
 	bool alone;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/runs/.shared", c->state_dir);
 	snprintf(lock, sizeof(lock), "%s/runs/.shared.lock", c->state_dir);
@@ -312,33 +349,47 @@ static int shared_release(const struct config *c, const struct run_record *r, in
 	if (lfd == -1 || flock(lfd, LOCK_EX) == -1) {
 		if (lfd != -1)
 			close(lfd);
-		return grants_drop(c, r); /* no lock, no handing over: fewer grants, not more */
+		/* no lock, no handing over: fewer grants and daemons, not more */
+		return grants_drop(c, r) | daemons_stop(r);
 	}
 	if (ufd == -1) {
 		snprintf(lock, sizeof(lock), "%s/runs/.users.lock", c->state_dir);
 		ufd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	}
 	alone = ufd == -1 || flock(ufd, LOCK_EX | LOCK_NB) == 0;
-	if (ufd != users_fd && ufd != -1)
-		close(ufd);
 	if (record_load(path, &held, false) == -1)
 		memset(&held, 0, sizeof(held));
 	if (alone) {
-		ret = grants_drop(c, r) | grants_drop(c, &held);
+		ret = daemons_stop(r) | daemons_stop(&held) | grants_drop(c, r) | grants_drop(c, &held);
 		unlink(path);
 	} else {
+		size_t kept = 0;
+
+		for (size_t i = 0; i < held.nprocs; i++) /* the ones that died meanwhile go */
+			if (run_proc_alive(&held.procs[i]))
+				held.procs[kept++] = held.procs[i];
+		held.nprocs = kept;
+		for (size_t i = 0; i < r->nprocs; i++) {
+			if (!proc_shared(&r->procs[i]))
+				continue;
+			if (held.nprocs < RUN_PROCS_MAX)
+				held.procs[held.nprocs++] = r->procs[i];
+			else if (run_proc_stop(&r->procs[i], 2000) == -1)
+				ret = -1;
+		}
 		for (size_t i = 0; i < r->ngrants; i++) {
 			if (held.ngrants < RUN_GRANTS_MAX)
 				held.grants[held.ngrants++] = r->grants[i];
 			else
 				ret |= allow_session_drop(c, r->grants[i].pattern, r->grants[i].run);
 		}
-		f = fopen(path, "we");
-		if (f == NULL || record_write(f, &held) == -1 || fclose(f) == EOF) {
-			fprintf(stderr, "run: %s: %s\n", path, strerror(errno));
+		if (shared_save(path, &held) == -1)
 			ret = -1;
-		}
 	}
+	if (ufd != -1)
+		flock(ufd, LOCK_UN);
+	if (ufd != users_fd && ufd != -1)
+		close(ufd);
 	close(lfd);
 	return ret;
 }
@@ -349,7 +400,7 @@ int run_teardown(const struct config *c, struct run_record *r, int users_fd)
 	int ret = 0;
 
 	for (size_t i = r->nprocs; i-- > 0;)
-		if (run_proc_stop(&r->procs[i], 2000) == -1) {
+		if (!proc_shared(&r->procs[i]) && run_proc_stop(&r->procs[i], 2000) == -1) {
 			fprintf(stderr, "run: %s (pid %d) would not stop\n", r->procs[i].what,
 				(int)r->procs[i].pid);
 			ret = -1;

@@ -5,6 +5,7 @@
 # unbound and the origins in inet). What is tried, each with its control:
 #   - two runs of one project at once: the first one's end must not take
 #     the second's proxy (started for the first) or its --allow grant away;
+#     the last one's end stops the daemons;
 #   - what CMD holds: no descriptor of the operator's or of the
 #     supervisor's (its init holds none either), no way to type into the
 #     operator's terminal (TIOCSTI), no capability, no namespace to enter
@@ -108,11 +109,32 @@ go a
 wait "$apid"
 go b
 wait "$bpid"
-# Not yet: the daemons A started for itself stop with A, under B (B's b2 is
-# then 000). Known and said in the README; see issue 13's note.
+expect_eq "when A ends first, B (still running) is still served: the proxy A started is not stopped under it" \
+	"b2 200" "$(grep '^b2' "$LAB_DIR/b.out")"
 wait_until 5 no_daemons
 expect_eq "... and once both ended, no daemon started for them is left" " " "$(daemons_up)"
 expect_eq "... nor anything else" "" "$(run_leftovers)"
+
+# The same, but B, the last run out, is SIGKILLed: the daemons handed over
+# to it stay up until whoever takes B down (here the next run) stops them.
+"${SRUN[@]}" -- sh -c "echo started; $(until_go ka)" >"$LAB_DIR/ka.out" 2>&1 &
+apid=$!
+LAB_PIDS+=("$apid")
+wait_until 20 grep -q '^started' "$LAB_DIR/ka.out" || not_ok "run A starts" "$(cat "$LAB_DIR/ka.out")"
+"${SRUN[@]}" -- sh -c "echo started; exec sleep $SLEEP" >"$LAB_DIR/kb.out" 2>&1 &
+bpid=$!
+LAB_PIDS+=("$bpid")
+wait_until 20 grep -q '^started' "$LAB_DIR/kb.out" || not_ok "run B starts" "$(cat "$LAB_DIR/kb.out")"
+go ka
+wait "$apid"
+kill -KILL "$bpid"
+wait "$bpid" 2>/dev/null
+wait_until 5 nothing_runs
+expect_eq "A ended, B SIGKILLed: the daemons A started and handed over are still up" "proxy dns" "$(daemons_up)"
+srun -- true >/dev/null 2>&1
+wait_until 5 no_daemons
+expect_eq "... until the next run takes B down and, the last out, stops them" " " "$(daemons_up)"
+expect_eq "... and nothing else is left" "" "$(run_leftovers)"
 
 # ---------------------------------------------------------------- signals during setup (daemons started for the run)
 # SIGTERM at a spread of moments: in the daemons' start, the grant, the
@@ -145,8 +167,9 @@ term_sweep() {
 expect_eq "SIGTERM at any step of a cold run: ended at once, nothing left (grant and daemons included)" "" \
 	"$(term_sweep " " 0.01 0.05 0.1 0.2 0.35 0.5 0.7 0.9 1.2 1.6 2.2)"
 
-# SIGKILL of the supervisor at a spread of moments: what it started dies
-# with it, and the next run cleans what is left.
+# SIGKILL of the supervisor at a spread of moments: CMD and the forwarder die
+# with it; the daemons it started (detached: another run may be using them)
+# and the rest are taken down by the next run.
 bad=
 for d in 0.05 0.2 0.4 0.7 1.0 1.5 2.2; do
 	"${SRUN[@]}" --allow third.test -- sleep "$SLEEP" >"$LAB_DIR/kill.out" 2>&1 &
@@ -156,13 +179,12 @@ for d in 0.05 0.2 0.4 0.7 1.0 1.5 2.2; do
 	wait "$p" 2>/dev/null
 	wait_until 5 nothing_runs
 	left=$(pgrep -x sleep -a | grep "sleep $SLEEP")$(forwarders_of "$STATE")
-	wait_until 5 no_daemons
-	left+=$(daemons_up)
 	srun -- true >"$LAB_DIR/kill2.out" 2>&1 || left+=" next run: $(tail -3 "$LAB_DIR/kill2.out")"
-	left+=$(run_leftovers)
+	wait_until 5 no_daemons
+	left+=$(daemons_up)$(run_leftovers)
 	[ "$left" == " " ] || bad+="after ${d}s: [$left]; "
 done
-expect_eq "SIGKILL at any step: CMD, the forwarder and the daemons die with it, the next run cleans the rest" \
+expect_eq "SIGKILL at any step: CMD and the forwarder die with it, the next run takes down the rest (daemons included)" \
 	"" "$bad"
 
 # ---------------------------------------------------------------- the project's own daemons from here
