@@ -537,6 +537,25 @@ static const char script_trust[] =
 	"mkdir -p \"$ETC/containers/containers.conf.d\"\n"
 	"containers_conf >\"$ETC/containers/containers.conf.d/90-sluice-proxy.conf\"\n";
 
+static const char script_dns[] =
+	"\n"
+	"# every name the guest looks up goes to sluice-dns: systemd-resolved's only upstream\n"
+	"# when it runs (its stub and nss-resolve ask it), else resolv.conf's nameserver\n"
+	"mkdir -p \"$ETC/systemd/resolved.conf.d\"\n"
+	"printf '# written by the sluice boot script: names only through sluice-dns\\n[Resolve]\\n"
+	"DNS=%s\\nDomains=~.\\nLLMNR=no\\nMulticastDNS=no\\n' \"$RESOLVER\" \\\n"
+	"\t>\"$ETC/systemd/resolved.conf.d/90-sluice.conf\"\n"
+	"if use_systemd && systemctl -q is-active systemd-resolved.service 2>/dev/null; then\n"
+	"\tsystemctl restart systemd-resolved.service || fail \"systemd-resolved did not restart\"\n"
+	"\tDNS_VIA=systemd-resolved\n"
+	"else\n"
+	"\t# a link into resolved's files, which nothing updates while it is stopped\n"
+	"\trm -f \"$ETC/resolv.conf\"\n"
+	"\tprintf '# written by the sluice boot script\\nnameserver %s\\n' \"$RESOLVER\" "
+	">\"$ETC/resolv.conf\"\n"
+	"\tDNS_VIA=resolv.conf\n"
+	"fi\n";
+
 static const char script_forward[] =
 	"\n"
 	"# --wait below would take another program's listener for the forwarder's\n"
@@ -568,6 +587,7 @@ static const char script_record[] =
 	"\techo \"wall $SANDBOX_TABLE\"\n"
 	"\techo \"wall $GUARD_TABLE\"\n"
 	"\techo \"forwarder $OWN_LISTEN $BRIDGE_LISTEN\"\n"
+	"\techo \"dns $RESOLVER $DNS_VIA\"\n"
 	"\techo \"$FORWARDER\"\n"
 	"\techo \"sandbox-user $SANDBOX_USER\"\n"
 	"\techo \"applied $(date -u +%Y-%m-%dT%H:%M:%SZ)\"\n"
@@ -589,7 +609,8 @@ static void put_script_head(struct out *o, const struct units_params *p)
 	       "# In order, stopping at the first step that fails, so sluice-forward runs only once\n"
 	       "# both walls hold: check the binaries and the stamp key; forget the last record and\n"
 	       "# stop the forwarder; apply the sandbox and guard walls; write the proxy\n"
-	       "# environment, the CA into the trust store and the containers drop-in; start\n"
+	       "# environment, the CA into the trust store and the containers drop-in; point the\n"
+	       "# guest's resolver at sluice-dns; start\n"
 	       "# sluice-forward and wait until it listens; then record what it applied in\n"
 	       "# $STATE/provision (0644), last. A missing record means: not applied.\n"
 	       "set -eu\n");
@@ -680,6 +701,7 @@ static void put_script(struct out *o, const struct units_params *p)
 	put_text(o, script_env, sizeof(script_env) - 1);
 	put_text(o, p->ca_pem, strlen(p->ca_pem));
 	put_text(o, script_trust, sizeof(script_trust) - 1);
+	put_text(o, script_dns, sizeof(script_dns) - 1);
 	put_text(o, script_forward, sizeof(script_forward) - 1);
 	put_text(o, script_record, sizeof(script_record) - 1);
 }

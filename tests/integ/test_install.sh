@@ -263,6 +263,8 @@ install -m 0600 "$STATE/stamp.key" "$R/etc/sluice/stamp.key"
 printf 'nobody:100000:65536\n' >"$R/etc/subuid"
 # the guest's ca-certificates.conf, so its bundle holds the system roots too
 [ -f /etc/ca-certificates.conf ] && cp /etc/ca-certificates.conf "$R/etc/"
+# resolv.conf as a guest with systemd-resolved has it, resolved stopped here
+ln -s ../run/systemd/resolve/stub-resolv.conf "$R/etc/resolv.conf"
 # boot [SCRIPT]: run the boot script as Lima would (root, LIMA_CIDATA_USER), in the vm namespace
 boot() {
 	nsenter --net="/run/netns/$VNS" env SLUICE_ROOT="$R" SLUICE_BIN="$SLUICE_BUILD" \
@@ -295,6 +297,13 @@ expect_eq "... and the yaml's script is the script, byte for byte" True \
 expect_eq "the record names both walls" "wall sluice_sandbox_41000 wall sluice_guard_41000" \
 	"$(grep '^wall ' "$REC" | tr '\n' ' ' | sed 's/ $//')"
 expect_eq "the record is world-readable (doctor reads it unprivileged)" 644 "$(stat -c %a "$REC")"
+expect_eq "no systemd-resolved running: the guest's resolv.conf, a link before, names sluice-dns alone" \
+	"file nameserver 192.168.5.2" \
+	"$([ -L "$R/etc/resolv.conf" ] && echo link || echo file) $(grep -v '^#' "$R/etc/resolv.conf" | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "... resolved's drop-in makes sluice-dns its only upstream, for every name" \
+	"[Resolve] DNS=192.168.5.2 Domains=~. LLMNR=no MulticastDNS=no" \
+	"$(grep -v '^#' "$R/etc/systemd/resolved.conf.d/90-sluice.conf" | tr '\n' ' ' | sed 's/ $//')"
+expect_eq "... and the record says which" "dns 192.168.5.2 resolv.conf" "$(grep '^dns ' "$REC")"
 FWD=$(awk '$1 == "pid" { print $2 }' "$REC")
 expect_eq "the record's forwarder pid is sluice-forward" "$(readlink -f "$SLUICE_BUILD/sluice-forward")" \
 	"$(readlink "/proc/$FWD/exe" 2>/dev/null)"

@@ -9,7 +9,8 @@
 # In order, stopping at the first step that fails, so sluice-forward runs only once
 # both walls hold: check the binaries and the stamp key; forget the last record and
 # stop the forwarder; apply the sandbox and guard walls; write the proxy
-# environment, the CA into the trust store and the containers drop-in; start
+# environment, the CA into the trust store and the containers drop-in; point the
+# guest's resolver at sluice-dns; start
 # sluice-forward and wait until it listens; then record what it applied in
 # $STATE/provision (0644), last. A missing record means: not applied.
 set -eu
@@ -175,6 +176,21 @@ grep -qF "$(sed -n 2p "$CA_FILE")" "$CA_BUNDLE" || fail "$CA_BUNDLE lacks the sl
 mkdir -p "$ETC/containers/containers.conf.d"
 containers_conf >"$ETC/containers/containers.conf.d/90-sluice-proxy.conf"
 
+# every name the guest looks up goes to sluice-dns: systemd-resolved's only upstream
+# when it runs (its stub and nss-resolve ask it), else resolv.conf's nameserver
+mkdir -p "$ETC/systemd/resolved.conf.d"
+printf '# written by the sluice boot script: names only through sluice-dns\n[Resolve]\nDNS=%s\nDomains=~.\nLLMNR=no\nMulticastDNS=no\n' "$RESOLVER" \
+	>"$ETC/systemd/resolved.conf.d/90-sluice.conf"
+if use_systemd && systemctl -q is-active systemd-resolved.service 2>/dev/null; then
+	systemctl restart systemd-resolved.service || fail "systemd-resolved did not restart"
+	DNS_VIA=systemd-resolved
+else
+	# a link into resolved's files, which nothing updates while it is stopped
+	rm -f "$ETC/resolv.conf"
+	printf '# written by the sluice boot script\nnameserver %s\n' "$RESOLVER" >"$ETC/resolv.conf"
+	DNS_VIA=resolv.conf
+fi
+
 # --wait below would take another program's listener for the forwarder's
 "$BIN/sluice-forward" --wait /proc/self/ns/net "$OWN_LISTEN" --timeout 0.05 2>/dev/null &&
 	fail "another program listens on $OWN_LISTEN, where the forwarder would"
@@ -202,6 +218,7 @@ fi
 	echo "wall $SANDBOX_TABLE"
 	echo "wall $GUARD_TABLE"
 	echo "forwarder $OWN_LISTEN $BRIDGE_LISTEN"
+	echo "dns $RESOLVER $DNS_VIA"
 	echo "$FORWARDER"
 	echo "sandbox-user $SANDBOX_USER"
 	echo "applied $(date -u +%Y-%m-%dT%H:%M:%SZ)"
