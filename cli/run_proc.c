@@ -437,12 +437,12 @@ static int private_dirs(struct privates *pv)
 	return 0;
 }
 
-/* Whether path is dir or under it. */
+/* Whether path is under dir. */
 static bool path_under(const char *path, const char *dir)
 {
 	size_t n = strlen(dir);
 
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+	return strncmp(path, dir, n) == 0 && path[n] == '/';
 }
 
 /*
@@ -479,7 +479,9 @@ static int sandbox_mounts(const struct run_exec *x)
 	    (fd[HOME] != -1 && bind_fd(fd[HOME], x->user->home) == -1))
 		goto out;
 	for (size_t i = 0; fd[CWD] != -1 && i < pv.n; i++)
-		if (path_under(x->cwd, pv.dir[i])) {
+		if (strcmp(x->cwd, pv.dir[i]) == 0) {
+			break; /* started in /tmp itself: in the run's own, not the machine's again */
+		} else if (path_under(x->cwd, pv.dir[i])) {
 			/* as root, 0755: only the way to the bind */
 			if (file_mkdir_p(x->cwd, 0755) == -1) {
 				fprintf(stderr, "run: mkdir %s: %s\n", x->cwd, strerror(errno));

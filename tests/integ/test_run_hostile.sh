@@ -483,6 +483,16 @@ out=$(srun -- sh -c "$seen" 2>&1)
 expect_eq "... and A's next run sees only what A left in its home (the project's own)" \
 	"seen $SB_HOME/.$SHARED_MARK.left queues 0" "$(grep -E '^(seen|queues)' <<<"$out" | tr '\n' ' ' | sed 's/ $//')"
 
+# the working directory: under /tmp, bound into the run's own /tmp; /tmp
+# itself, not the machine's again
+touch "/tmp/$SHARED_MARK.host"
+expect_eq "a file in the machine's /tmp (the control)" yes "$([ -e "/tmp/$SHARED_MARK.host" ] && echo yes)"
+expect_eq "a run started in $LAB_DIR (under /tmp) starts there, its files there" "$LAB_DIR yes" \
+	"$(srun -- sh -c 'echo "$(pwd) $([ -e relay_get.py ] && echo yes)"' 2>&1 | grep '^/')"
+expect_eq "a run started in /tmp starts in the run's own /tmp, without the machine's files" "/tmp" \
+	"$(cd /tmp && srun -- sh -c "pwd; [ -e $SHARED_MARK.host ] && echo seen" 2>&1 | grep -E '^(/|seen)' | tr '\n' ' ' | sed 's/ $//')"
+rm -f "/tmp/$SHARED_MARK.host"
+
 # every directory the sandbox user may write on a filesystem the machine's
 # own processes use too (/'s, /dev's, the machine's /dev/shm...), but its home
 SHARED_DEVS=" $(stat -c %d / /dev /dev/shm /run /tmp /var /var/tmp 2>/dev/null | sort -u | tr '\n' ' ')"
