@@ -489,43 +489,46 @@ static void check_provision(struct doctor *d)
 	doctor_provision_id(d, project, id);
 }
 
-/* Each sluice unit file in /etc/systemd/system enabled: linked from a *.wants directory. */
+/* Whether unit is linked from a *.wants directory of UNIT_DIR (a template: one of its instances). */
+static bool unit_enabled(const char *unit)
+{
+	bool template = strstr(unit, "@.service") != NULL, enabled = false;
+	size_t stem = strlen(unit) - strlen(".service");
+	char wants[PATH_MAX];
+	struct dirent *w, *l;
+	DIR *dh = opendir(UNIT_DIR), *in;
+
+	while (!enabled && dh != NULL && (w = readdir(dh)) != NULL) {
+		if (strstr(w->d_name, ".wants") == NULL)
+			continue;
+		snprintf(wants, sizeof(wants), "%s/%s", UNIT_DIR, w->d_name);
+		in = opendir(wants);
+		while (!enabled && in != NULL && (l = readdir(in)) != NULL)
+			enabled = template ? strncmp(l->d_name, unit, stem) == 0
+					   : strcmp(l->d_name, unit) == 0;
+		if (in != NULL)
+			closedir(in);
+	}
+	if (dh != NULL)
+		closedir(dh);
+	return enabled;
+}
+
+/* Each sluice unit file in /etc/systemd/system enabled. */
 static void check_units(struct doctor *d)
 {
-	char wants[PATH_MAX], link[PATH_MAX + NAME_MAX + 2];
-	struct dirent *e, *w;
-	DIR *dh = opendir(UNIT_DIR), *wh;
+	struct dirent *e;
+	DIR *dh = opendir(UNIT_DIR);
 	int n = 0;
 
 	while (dh != NULL && (e = readdir(dh)) != NULL) {
-		bool enabled = false, template;
+		bool enabled;
 
 		if (strncmp(e->d_name, "sluice-", 7) != 0 || strstr(e->d_name, ".service") == NULL ||
 		    strstr(e->d_name, ".d") == e->d_name + strlen(e->d_name) - 2)
 			continue;
-		template = strstr(e->d_name, "@.service") != NULL;
 		n++;
-		wh = opendir(UNIT_DIR);
-		while (!enabled && wh != NULL && (w = readdir(wh)) != NULL) {
-			DIR *in;
-			struct dirent *l;
-			size_t stem = strlen(e->d_name) - strlen(".service");
-
-			if (strstr(w->d_name, ".wants") == NULL)
-				continue;
-			snprintf(wants, sizeof(wants), "%s/%s", UNIT_DIR, w->d_name);
-			in = opendir(wants);
-			while (!enabled && in != NULL && (l = readdir(in)) != NULL) {
-				snprintf(link, sizeof(link), "%s/%s", wants, l->d_name);
-				/* a template is enabled through its instances: sluice-wall@host.service */
-				enabled = template ? strncmp(l->d_name, e->d_name, stem) == 0
-					: strcmp(l->d_name, e->d_name) == 0;
-			}
-			if (in != NULL)
-				closedir(in);
-		}
-		if (wh != NULL)
-			closedir(wh);
+		enabled = unit_enabled(e->d_name);
 		say(d, enabled ? V_OK : V_FAIL, "units", "%s %s", e->d_name,
 		    enabled ? "is enabled" : "is installed but not enabled (systemctl enable)");
 	}

@@ -104,6 +104,7 @@ struct run {
 	int lock_fd, log_fd;
 	int users_fd;           /* STATE/runs/.users.lock, shared while we run (run_users_join) */
 	int reaper_fd;          /* --image: run_reaper's; a byte there means "taken down" */
+	char ca_volumes[2][PATH_MAX + 64]; /* --image: podman's -v for the CA's bundle and file */
 };
 
 

@@ -185,15 +185,14 @@ static const char *env_arg(const struct run *x, const char *entry)
 char **run_image_argv(struct run *x, char **env, char *words, size_t wsize, char **argv,
 			 size_t max)
 {
-	static char vol_bundle[PATH_MAX + 64], vol_crt[PATH_MAX + 64], dns[64];
 	size_t n = run_podman_argv(x, words, wsize, argv, PODMAN_ARGS_MAX);
 	const char *fixed[] = { "run", "--rm", "--name", x->r.name, "--network", x->r.name,
-				"--dns", dns, "-v", vol_bundle, "-v", vol_crt };
+				"--dns", x->gateway, "-v", x->ca_volumes[0], "-v", x->ca_volumes[1] };
 
-	snprintf(dns, sizeof(dns), "%s", x->gateway);
-	snprintf(vol_bundle, sizeof(vol_bundle), "%s/pub/ca-bundle.crt:/etc/sluice/ca-bundle.crt:ro",
+	snprintf(x->ca_volumes[0], sizeof(x->ca_volumes[0]),
+		 "%s/pub/ca-bundle.crt:/etc/sluice/ca-bundle.crt:ro", x->dir);
+	snprintf(x->ca_volumes[1], sizeof(x->ca_volumes[1]), "%s/pub/ca.crt:/etc/sluice/ca.crt:ro",
 		 x->dir);
-	snprintf(vol_crt, sizeof(vol_crt), "%s/pub/ca.crt:/etc/sluice/ca.crt:ro", x->dir);
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && n < max; i++)
 		argv[n++] = (char *)fixed[i];
 	for (size_t i = 0; env[i] != NULL && n + 2 < max; i++) {
