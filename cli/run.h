@@ -1,8 +1,9 @@
 /*
  * run.h: `sluice run`'s parts, shared by run.c (the verb: arguments, the
  * order things are made in, waiting for CMD), run_proc.c (processes: the
- * daemons and tools it starts, the sandbox's init and CMD) and
- * run_record.c (what a run made, recorded in STATE/runs/ID/record as it is
+ * daemons and tools it starts, verify inside), run_init.c (the sandbox's
+ * init: CMD's mounts, user and filter), run_sandbox.c (CMD's environment
+ * and files) and run_record.c (what a run made, recorded in STATE/runs/ID/record as it is
  * made, and taken down from there: by the run itself, or by a later run or
  * `sluice doctor --clean` when the run was killed).
  *
@@ -213,6 +214,21 @@ int run_tool(char *const argv[], int log_fd, int timeout_ms);
  * to size), stderr ours. Returns its exit status, or -1 after printing.
  */
 int run_capture(char *const argv[], char *out, size_t size, int timeout_ms);
+
+/* In a child: the default signal mask (the supervisor blocks the ones it waits for). */
+void run_child_signals(void);
+
+/* setns into the network namespace at netns. Returns 0 or -1 after printing. */
+int run_netns_enter(const char *netns);
+
+/*
+ * fork and exec argv (a PATH search) in netns with our stdio (the
+ * operator's terminal) and close_fd closed: CMD under podman. SIGTERM when
+ * we die. Returns the pid or -1 after printing.
+ */
+pid_t run_spawn_tty(char *const argv[], const char *netns, int close_fd);
+
+/* run_init.c */
 
 /* What CMD is started with inside the sandbox. */
 struct run_exec {
