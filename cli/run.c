@@ -542,6 +542,7 @@ static int cmd_start(struct run *x)
 {
 	char *env[RUN_ENV_MAX + 1], words[RUN_PODMAN_MAX], *pargv[PODMAN_ARGS_MAX + 3 * RUN_ENV_MAX + 64];
 	char cwd[PATH_MAX], pub[PATH_MAX + 8], home[PATH_MAX + 8];
+	struct stat st;
 	struct run_exec e = { .netns = x->netns, .pub_dir = pub, .close_fd = x->lock_fd };
 	struct run_proc *p;
 	int code;
@@ -564,11 +565,22 @@ static int cmd_start(struct run *x)
 		e.envp = env;
 		e.user = &x->user;
 		e.cwd = getcwd(cwd, sizeof(cwd));
-		/* ours: a home of the project's, not the user's shared one; --user's stays */
+		if (e.cwd != NULL) {
+			/* not a directory the user could not reach: as root, it would */
+			int access = run_cwd_access(&x->user, e.cwd);
+
+			e.cwd_writable = access == 1;
+			if (access == -1)
+				e.cwd = NULL;
+		}
+		/* ours: a home of the project's, not the user's shared one; --user's own */
 		if (x->o.user == NULL) {
 			if (run_home_make(x, home, sizeof(home)) == -1)
 				e.argv = NULL;
 			e.home_dir = home;
+		} else if (stat(x->user.home, &st) == 0 && S_ISDIR(st.st_mode) &&
+			   strcmp(x->user.home, "/") != 0) {
+			e.home_dir = x->user.home;
 		}
 	}
 	if (e.argv == NULL || run_record_save(x->c, &x->r) == -1) {

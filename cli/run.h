@@ -128,7 +128,9 @@ int run_pub_make(struct run *x);
 
 /*
  * STATE/sandbox/home, the sandbox user's home for this project's runs
- * (0700, the user's; STATE/sandbox is root's, 0700), into buf. Returns 0 or -1 after printing.
+ * (0700, the user's, its contents too; STATE/sandbox is root's, 0700),
+ * into buf, and the user's home on the machine (where it is attached)
+ * made when missing. Returns 0 or -1 after printing.
  */
 int run_home_make(const struct run *x, char *buf, size_t size);
 
@@ -228,6 +230,12 @@ int run_netns_enter(const char *netns);
  */
 pid_t run_spawn_tty(char *const argv[], const char *netns, int close_fd);
 
+/*
+ * What the user may do with the directory at cwd on the machine (a child
+ * that drops to it and tries): -1 not reach it, 0 enter it, 1 also write it.
+ */
+int run_cwd_access(const struct run_user *user, const char *cwd);
+
 /* run_init.c */
 
 /* What CMD is started with inside the sandbox. */
@@ -237,18 +245,21 @@ struct run_exec {
 	const struct run_user *user; /* NULL: stay root (--image: podman) */
 	char *const *argv;     /* CMD */
 	char *const *envp;     /* its whole environment */
-	const char *cwd;       /* where it starts (else the user's home, else /) */
-	const char *home_dir;  /* bound on the user's home (the project's, run_home_make), NULL none */
+	const char *cwd;       /* where it starts (else the user's home, else /); NULL: the user may not */
+	bool cwd_writable;     /* the user may write cwd: it stays writable for CMD */
+	const char *home_dir;  /* attached writable on the user's home (for sluice-sandbox the
+				  project's, run_home_make), NULL none */
 	int close_fd;          /* the record's lock, closed in the child (--image; the init closes all) */
 	int alive_fd;          /* run_exec_start's own: the supervisor's liveness pipe */
 };
 
 /*
  * Start CMD in the sandbox: for a user, as PID 1's child in new PID, mount
- * and IPC namespaces (/etc/resolv.conf and /run/sluice from pub_dir, a
- * fresh /proc, private world-writable directories, home_dir on the
- * user's home), as that user with no_new_privs; for NULL (podman) as root
- * in the namespace alone. Returns the pid we wait for (the PID namespace's init,
+ * and IPC namespaces (the machine read-only but for fresh world-writable
+ * directories, home_dir on the user's home and a writable cwd;
+ * /etc/resolv.conf and /run/sluice from pub_dir, a fresh /proc and
+ * devpts), as that user with no_new_privs; for NULL (podman) as root in
+ * the namespace alone. Returns the pid we wait for (the PID namespace's init,
  * which exits with CMD's status), or -1 after printing.
  */
 pid_t run_exec_start(const struct run_exec *x);

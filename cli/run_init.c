@@ -9,8 +9,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/openat2.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
+#include <linux/keyctl.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
@@ -24,6 +27,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -34,45 +38,51 @@
 
 extern char **environ;
 
-/* An O_PATH fd on path (a file or a directory), opened before the mounts hide it. */
-static int path_open(const char *path)
+/*
+ * A detached copy of the mount tree at path (open_tree), taken before /
+ * goes read-only so that it stays writable, to be attached (tree_attach)
+ * where CMD may write. dirfd and path as for openat; "" with AT_EMPTY_PATH
+ * in flags: dirfd itself. Returns the fd, or -1 after printing.
+ */
+static int tree_copy(int dirfd, const char *path, unsigned flags, const char *what)
 {
-	int fd = open(path, O_PATH | O_CLOEXEC);
+	int fd = open_tree(dirfd, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | flags);
 
 	if (fd == -1)
-		fprintf(stderr, "run: open %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "run: copy %s: %s\n", what, strerror(errno));
 	return fd;
 }
 
-/* Bind what fd names on target. Returns 0 or -1 after printing. */
-static int bind_fd(int fd, const char *target)
+/* Attach the tree at fd on target. Returns 0 or -1 after printing. */
+static int tree_attach(int fd, const char *target)
 {
-	char src[32];
-
-	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
-	if (mount(src, target, NULL, MS_BIND | MS_REC, NULL) == 0)
+	if (move_mount(fd, "", AT_FDCWD, target, MOVE_MOUNT_F_EMPTY_PATH) == 0)
 		return 0;
-	fprintf(stderr, "run: bind on %s: %s\n", target, strerror(errno));
+	fprintf(stderr, "run: attach on %s: %s\n", target, strerror(errno));
 	return -1;
 }
 
 #define RUN_PRIVATE_MAX 32
 #define RUN_MQUEUE_MAGIC 0x19800202 /* linux/magic.h's MQUEUE_MAGIC */
+#define RUN_POOL_SIZE "25%"         /* of RAM: all of a run's private directories together */
 
-/* The directories made private (a fresh tmpfs, or mqueue) in this mount namespace. */
+/* The directories that get a fresh instance of their own in this mount namespace. */
 struct privates {
-	char dir[RUN_PRIVATE_MAX][64];
+	struct {
+		char path[64];
+		mode_t mode;
+		bool noexec; /* the machine's is */
+		bool mqueue;
+	} dir[RUN_PRIVATE_MAX];
 	size_t n;
 };
 
 /*
- * Every directory anyone may write directly under /, /var, /run and /dev
- * (on Debian /tmp, /var/tmp, /run/lock, /dev/shm and /dev/mqueue) gets a
- * fresh instance of its own, with its mode: what one run leaves there
- * (a file, a socket relaying to its forwarder) no other run sees. mqueue
- * gets the IPC namespace's own. Returns 0 or -1 after printing.
+ * Every directory anyone may write directly under /, /var, /run and /dev:
+ * on Debian /tmp, /var/tmp, /run/lock, /dev/shm and /dev/mqueue. Returns 0
+ * or -1 after printing.
  */
-static int private_dirs(struct privates *pv)
+static int private_scan(struct privates *pv)
 {
 	static const char *const parents[] = { "/", "/var", "/run", "/dev" };
 
@@ -81,42 +91,92 @@ static int private_dirs(struct privates *pv)
 		DIR *d = opendir(parents[i]);
 		struct dirent *e;
 
-		if (d == NULL)
-			continue;
-		while ((e = readdir(d)) != NULL) {
-			char *dir = pv->dir[pv->n], data[64];
+		while (d != NULL && (e = readdir(d)) != NULL) {
 			struct statfs fs;
 			struct stat st;
-			int rc;
 
 			if (e->d_name[0] == '.' ||
 			    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
 			    !S_ISDIR(st.st_mode) || (st.st_mode & S_IWOTH) == 0)
 				continue;
 			if (pv->n == RUN_PRIVATE_MAX ||
-			    (size_t)snprintf(dir, sizeof(pv->dir[0]), "%s/%s",
+			    (size_t)snprintf(pv->dir[pv->n].path, sizeof(pv->dir[0].path), "%s/%s",
 					     strcmp(parents[i], "/") == 0 ? "" : parents[i],
-					     e->d_name) >= sizeof(pv->dir[0])) {
+					     e->d_name) >= sizeof(pv->dir[0].path)) {
 				fprintf(stderr, "run: %s/%s: too many writable directories\n", parents[i],
 					e->d_name);
 				closedir(d);
 				return -1;
 			}
-			snprintf(data, sizeof(data), "mode=%o", (unsigned)(st.st_mode & 07777));
-			if (statfs(dir, &fs) == 0 && fs.f_type == RUN_MQUEUE_MAGIC)
-				rc = mount("mqueue", dir, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-			else
-				rc = mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, data);
-			if (rc == -1) {
-				fprintf(stderr, "run: a private %s: %s\n", dir, strerror(errno));
-				closedir(d);
-				return -1;
-			}
+			pv->dir[pv->n].mode = st.st_mode & 07777;
+			pv->dir[pv->n].noexec = statfs(pv->dir[pv->n].path, &fs) == 0 &&
+						(fs.f_flags & ST_NOEXEC) != 0;
+			pv->dir[pv->n].mqueue = statfs(pv->dir[pv->n].path, &fs) == 0 &&
+						fs.f_type == RUN_MQUEUE_MAGIC;
 			pv->n++;
 		}
-		closedir(d);
+		if (d != NULL)
+			closedir(d);
 	}
 	return 0;
+}
+
+/*
+ * Each of pv's directories a fresh one, with its mode: a directory of one
+ * tmpfs of the run's own (its size capped at RUN_POOL_SIZE of RAM, for all
+ * of them together; nosuid, nodev, noexec where the machine's is), or the
+ * IPC namespace's own mqueue. What one run leaves there (a file, a socket
+ * relaying to its forwarder) no other run sees. Returns 0 or -1 after
+ * printing.
+ */
+static int private_mount(const struct privates *pv)
+{
+	int fs = fsopen("tmpfs", FSOPEN_CLOEXEC), pool = -1, ret = -1;
+
+	if (fs == -1 || fsconfig(fs, FSCONFIG_SET_STRING, "size", RUN_POOL_SIZE, 0) == -1 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) == -1 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == -1 ||
+	    (pool = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)) == -1) {
+		fprintf(stderr, "run: a tmpfs for the private directories: %s\n", strerror(errno));
+		goto out;
+	}
+	for (size_t i = 0; i < pv->n; i++) {
+		struct mount_attr noexec = { .attr_set = MOUNT_ATTR_NOEXEC };
+		char sub[16];
+		int t;
+
+		if (pv->dir[i].mqueue) {
+			if (mount("mqueue", pv->dir[i].path, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  NULL) == -1) {
+				fprintf(stderr, "run: a private %s: %s\n", pv->dir[i].path, strerror(errno));
+				goto out;
+			}
+			continue;
+		}
+		snprintf(sub, sizeof(sub), "%zu", i);
+		if (mkdirat(pool, sub, 0700) == -1 || fchmodat(pool, sub, pv->dir[i].mode, 0) == -1) {
+			fprintf(stderr, "run: a private %s: %s\n", pv->dir[i].path, strerror(errno));
+			goto out;
+		}
+		t = tree_copy(pool, sub, 0, pv->dir[i].path);
+		if (t == -1)
+			goto out;
+		if ((pv->dir[i].noexec &&
+		     mount_setattr(t, "", AT_EMPTY_PATH, &noexec, sizeof(noexec)) == -1) ||
+		    tree_attach(t, pv->dir[i].path) == -1) {
+			fprintf(stderr, "run: a private %s: %s\n", pv->dir[i].path, strerror(errno));
+			close(t);
+			goto out;
+		}
+		close(t);
+	}
+	ret = 0;
+out:
+	if (fs != -1)
+		close(fs);
+	if (pool != -1)
+		close(pool);
+	return ret;
 }
 
 /* Whether path is under dir. */
@@ -127,58 +187,138 @@ static bool path_under(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && path[n] == '/';
 }
 
+/* Which of pv's directories path is or is under: -1 none, else its index; *exact when it is it. */
+static int private_of(const struct privates *pv, const char *path, bool *exact)
+{
+	for (size_t i = 0; i < pv->n; i++) {
+		*exact = strcmp(path, pv->dir[i].path) == 0;
+		if (*exact || path_under(path, pv->dir[i].path))
+			return (int)i;
+	}
+	return -1;
+}
+
 /*
- * The sandbox's mounts, in its own mount namespace: a fresh /proc, the
- * run's pub directory on /run/sluice and its resolv.conf on
- * /etc/resolv.conf, private_dirs, the project's home (home_dir) on the
- * user's, and CMD's working directory when a private directory hid it.
- * What is bound is opened first: it may be under what private_dirs hides.
- * Returns 0 or -1 after printing.
+ * A copy of CMD's working directory, the operator's, when CMD is to write
+ * it (the user may: cwd_writable) or see it under a private directory,
+ * which hides it; not when it is that directory itself (CMD gets the
+ * fresh one). Opened without following a symlink: getcwd's path has none,
+ * and one put there since is not followed as root. Returns the fd, -1
+ * none (CMD starts in the read-only view, or at home), -2 failed (said).
+ */
+static int cwd_copy(const struct run_exec *x, const struct privates *pv)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+	bool exact = false;
+	int under, dir, t;
+
+	if (x->cwd == NULL)
+		return -1;
+	under = private_of(pv, x->cwd, &exact);
+	if (exact || (under == -1 && !x->cwd_writable))
+		return -1;
+	dir = (int)syscall(SYS_openat2, AT_FDCWD, x->cwd, &how, sizeof(how));
+	if (dir == -1) {
+		fprintf(stderr, "run: %s: %s; CMD starts at home\n", x->cwd, strerror(errno));
+		return -1;
+	}
+	t = tree_copy(dir, "", AT_EMPTY_PATH, x->cwd);
+	close(dir);
+	return t == -1 ? -2 : t;
+}
+
+/* tree on target, made first (as root, 0755: only the way to it) when a private directory hid it. */
+static int attach_at(int tree, const char *target, const struct privates *pv)
+{
+	bool exact;
+
+	if (private_of(pv, target, &exact) != -1 && file_mkdir_p(target, 0755) == -1) {
+		fprintf(stderr, "run: mkdir %s: %s\n", target, strerror(errno));
+		return -1;
+	}
+	return tree_attach(tree, target);
+}
+
+/* A devpts of the sandbox's own: a pty one run opens (the same uid's) is not another's. */
+static int devpts_own(void)
+{
+	struct group *tty = getgrnam("tty");
+	char data[96];
+
+	snprintf(data, sizeof(data), "newinstance,ptmxmode=0666,mode=0620,gid=%u",
+		 tty != NULL ? (unsigned)tty->gr_gid : 5U);
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, data) == -1 ||
+	    mount("/dev/pts/ptmx", "/dev/ptmx", NULL, MS_BIND, NULL) == -1) {
+		fprintf(stderr, "run: a devpts of the sandbox's own: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The sandbox's mounts, in its own mount namespace. Everything the
+ * machine has is there read-only (every mount, recursively, locked so: a
+ * user namespace of CMD's cannot undo it), but what CMD is to write: the
+ * private directories (private_scan, private_mount), the user's home (the
+ * project's, home_dir, for sluice-sandbox), and the working directory
+ * when the user may write it. Also a fresh /proc, a devpts of its own,
+ * the run's pub directory on /run/sluice and its resolv.conf on
+ * /etc/resolv.conf. What is attached writable is copied before / goes
+ * read-only, and before the private directories hide it. Returns 0 or -1
+ * after printing.
  */
 static int sandbox_mounts(const struct run_exec *x)
 {
-	enum { PUB, RESOLV, HOME, CWD, NFDS };
+	enum { PUB, RESOLV, HOME, CWD, NTREES };
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	char resolv[4200];
 	struct privates pv;
-	int fd[NFDS] = { -1, -1, -1, -1 }, ret = -1;
+	int t[NTREES] = { -1, -1, -1, -1 }, ret = -1;
 
 	snprintf(resolv, sizeof(resolv), "%s/resolv.conf", x->pub_dir);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1) {
 		fprintf(stderr, "run: make / private: %s\n", strerror(errno));
 		return -1;
 	}
+	if (private_scan(&pv) == -1 || (t[PUB] = tree_copy(AT_FDCWD, x->pub_dir, 0, x->pub_dir)) == -1 ||
+	    (t[RESOLV] = tree_copy(AT_FDCWD, resolv, 0, resolv)) == -1 ||
+	    (x->home_dir != NULL && (t[HOME] = tree_copy(AT_FDCWD, x->home_dir, 0, x->home_dir)) == -1) ||
+	    (t[CWD] = cwd_copy(x, &pv)) == -2)
+		goto out;
+	if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) == -1) {
+		fprintf(stderr, "run: / read-only: %s\n", strerror(errno));
+		goto out;
+	}
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == -1) {
 		fprintf(stderr, "run: mount /proc: %s\n", strerror(errno));
-		return -1;
+		goto out;
 	}
-	if ((fd[PUB] = path_open(x->pub_dir)) == -1 || (fd[RESOLV] = path_open(resolv)) == -1 ||
-	    (x->home_dir != NULL && (fd[HOME] = path_open(x->home_dir)) == -1))
+	if (private_mount(&pv) == -1 || devpts_own() == -1 ||
+	    tree_attach(t[PUB], "/run/sluice") == -1 || tree_attach(t[RESOLV], "/etc/resolv.conf") == -1 ||
+	    (t[HOME] != -1 && attach_at(t[HOME], x->user->home, &pv) == -1) ||
+	    (t[CWD] >= 0 && attach_at(t[CWD], x->cwd, &pv) == -1))
 		goto out;
-	if (x->cwd != NULL)
-		fd[CWD] = open(x->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC); /* gone: CMD starts at home */
-	if (private_dirs(&pv) == -1 || bind_fd(fd[PUB], "/run/sluice") == -1 ||
-	    bind_fd(fd[RESOLV], "/etc/resolv.conf") == -1 ||
-	    (fd[HOME] != -1 && bind_fd(fd[HOME], x->user->home) == -1))
-		goto out;
-	for (size_t i = 0; fd[CWD] != -1 && i < pv.n; i++)
-		if (strcmp(x->cwd, pv.dir[i]) == 0) {
-			break; /* started in /tmp itself: in the run's own, not the machine's again */
-		} else if (path_under(x->cwd, pv.dir[i])) {
-			/* as root, 0755: only the way to the bind */
-			if (file_mkdir_p(x->cwd, 0755) == -1) {
-				fprintf(stderr, "run: mkdir %s: %s\n", x->cwd, strerror(errno));
-				goto out; /* CMD would start elsewhere than asked */
-			}
-			if (bind_fd(fd[CWD], x->cwd) == -1)
-				goto out;
-			break;
-		}
 	ret = 0;
 out:
-	for (size_t i = 0; i < NFDS; i++)
-		if (fd[i] != -1)
-			close(fd[i]);
+	for (size_t i = 0; i < NTREES; i++)
+		if (t[i] >= 0)
+			close(t[i]);
 	return ret;
+}
+
+/*
+ * A session keyring of CMD's own (empty, the user's): it would possess the
+ * operator's, whose keys /proc/keys then lists by name. After the drop and
+ * before cmd_filter refuses keyctl. Returns 0 (also for a kernel without
+ * keys) or -1 after printing.
+ */
+static int session_keyring_own(void)
+{
+	if (syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, NULL) != -1 || errno == ENOSYS)
+		return 0;
+	fprintf(stderr, "run: a session keyring of CMD's own: %s\n", strerror(errno));
+	return -1;
 }
 
 /*
@@ -334,7 +474,7 @@ static int init_main(const struct run_exec *x)
 	close_range((unsigned)x->alive_fd + 1, ~0U, 0);
 	if (run_netns_enter(x->netns) == -1 || sandbox_mounts(x) == -1 ||
 	    priv_switch("run", x->user->name, x->user->uid, x->user->gid) == -1 ||
-	    cmd_filter() == -1)
+	    session_keyring_own() == -1 || cmd_filter() == -1)
 		_exit(126);
 	supervised(x->alive_fd);
 	sigemptyset(&set);

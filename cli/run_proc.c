@@ -344,3 +344,22 @@ pid_t run_spawn_tty(char *const argv[], const char *netns, int close_fd)
 {
 	return fork_exec(argv, netns, EXEC_TTY, -1, -1, close_fd);
 }
+
+int run_cwd_access(const struct run_user *user, const char *cwd)
+{
+	pid_t pid = fork();
+	int code;
+
+	if (pid == -1) {
+		fprintf(stderr, "run: fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (priv_switch("run", user->name, user->uid, user->gid) == -1 || chdir(cwd) == -1)
+			_exit(2);
+		_exit(access(".", W_OK) == 0 ? 1 : 0);
+	}
+	code = wait_code(pid, 10000);
+	return code == 0 || code == 1 ? code : -1;
+}

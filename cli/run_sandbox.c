@@ -6,6 +6,7 @@
  * the same. It makes no namespace and starts nothing.
  */
 #include <errno.h>
+#include <ftw.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -132,12 +133,41 @@ int run_pub_make(struct run *x)
 	return 0;
 }
 
+/* nftw's callback for home_chown: what the old owner had, the new one's. */
+static uid_t chown_from, chown_to;
+static gid_t chown_to_gid;
+
+static int chown_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)type, (void)ftw;
+	if (st->st_uid == chown_from && lchown(path, chown_to, chown_to_gid) == -1)
+		return -1;
+	return 0;
+}
+
+/* Everything in dir that from owned, to's (the user made again with another uid). */
+static int home_chown(const char *dir, uid_t from, uid_t to, gid_t gid)
+{
+	chown_from = from, chown_to = to, chown_to_gid = gid;
+	return nftw(dir, chown_one, 16, FTW_PHYS | FTW_MOUNT);
+}
+
 int run_home_make(const struct run *x, char *buf, size_t size)
 {
 	struct stat st;
 	int fd;
 
-	/* root's 0700 above it: reached only by the bind on the user's home, not by its path */
+	if (x->user.home[0] != '/' || x->user.home[1] == '\0') {
+		fprintf(stderr, "run: the sandbox user's home is '%s': not a directory of its own\n",
+			x->user.home);
+		return -1;
+	}
+	/* where it is attached; an operator may have removed it, empty as it is */
+	if (file_mkdir_p(x->user.home, 0755) == -1) {
+		fprintf(stderr, "run: mkdir %s: %s\n", x->user.home, strerror(errno));
+		return -1;
+	}
+	/* root's 0700 above it: reached only where it is attached, not by its path */
 	snprintf(buf, size, "%s/sandbox", x->c->state_dir);
 	if ((mkdir(buf, 0700) == -1 && errno != EEXIST) || chmod(buf, 0700) == -1) {
 		fprintf(stderr, "run: mkdir %s: %s\n", buf, strerror(errno));
@@ -148,12 +178,10 @@ int run_home_make(const struct run *x, char *buf, size_t size)
 		fprintf(stderr, "run: mkdir %s: %s\n", buf, strerror(errno));
 		return -1;
 	}
-	/* the user's own, also when the user was made again with another uid */
 	fd = open(buf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd == -1 || fstat(fd, &st) == -1 ||
-	    ((st.st_uid != x->user.uid || st.st_gid != x->user.gid) &&
-	     fchown(fd, x->user.uid, x->user.gid) == -1) ||
-	    fchmod(fd, 0700) == -1) {
+	    (st.st_uid != x->user.uid && home_chown(buf, st.st_uid, x->user.uid, x->user.gid) != 0) ||
+	    fchown(fd, x->user.uid, x->user.gid) == -1 || fchmod(fd, 0700) == -1) {
 		fprintf(stderr, "run: %s: %s\n", buf, strerror(errno));
 		if (fd != -1)
 			close(fd);
