@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -230,10 +231,9 @@ static int daemon_start(struct run *x, const char *what, const char *file, const
 		fprintf(stderr, "run: %s: %s\n", log, strerror(errno));
 		return -1;
 	}
-	pid = run_spawn(&x->r, what, argv, true, fd);
+	pid = run_spawn(x->c, &x->r, what, argv, true, fd);
 	close(fd);
-	if (pid == -1 || run_record_save(x->c, &x->r) == -1 ||
-	    daemon_wait(x, file, pid, rf, log) == -1)
+	if (pid == -1 || daemon_wait(x, file, pid, rf, log) == -1)
 		return -1;
 	fprintf(stderr, "run: started %s for this run (pid %d)\n", prog, (int)pid);
 	return 0;
@@ -251,13 +251,28 @@ static int daemon_find(struct run *x, const char *what, const char *file, const 
 	struct sockaddr_storage ss;
 
 	if (runfile_read(x->c->state_dir, file, rf) == -1) {
-		if (errno != ENOENT && errno != ESRCH) {
-			fprintf(stderr, "run: %s/%s: ", x->c->state_dir, file);
-			cli_put_strerror(stderr, errno);
-			fputc('\n', stderr);
+		char lock[PATH_MAX + 32];
+		int fd, rc = 0;
+
+		/* one run starts it, the others wait for it and read its run file */
+		snprintf(lock, sizeof(lock), "%s/runs/.daemons.lock", x->c->state_dir);
+		fd = cli_open_state("run", lock, O_RDWR | O_CREAT, 0600);
+		if (fd == -1)
 			return -1;
+		while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
+			;
+		if (runfile_read(x->c->state_dir, file, rf) == -1) {
+			if (errno != ENOENT && errno != ESRCH) {
+				fprintf(stderr, "run: %s/%s: ", x->c->state_dir, file);
+				cli_put_strerror(stderr, errno);
+				fputc('\n', stderr);
+				rc = -1;
+			} else {
+				rc = daemon_start(x, what, file, prog, rf);
+			}
 		}
-		if (daemon_start(x, what, file, prog, rf) == -1)
+		close(fd);
+		if (rc == -1)
 			return -1;
 	}
 	for (size_t i = 0; i < rf->nlisten; i++)
@@ -425,8 +440,8 @@ static int forwarder_start(struct run *x)
 	snprintf(key, sizeof(key), "%s/stamp.key", x->c->state_dir);
 	snprintf(pair, sizeof(pair), "0.0.0.0:%u=%s", x->fwd_port, x->proxy_up);
 	snprintf(dns, sizeof(dns), "0.0.0.0:53=%s", x->dns_up);
-	pid = run_spawn(&x->r, "forward", argv, false, x->log_fd);
-	if (pid == -1 || run_record_save(x->c, &x->r) == -1)
+	pid = run_spawn(x->c, &x->r, "forward", argv, false, x->log_fd);
+	if (pid == -1)
 		return -1;
 	return listening(x, x->fwd_port, pid);
 }
@@ -439,9 +454,7 @@ static int engine_watch(struct run *x)
 
 	if (x->conf[0] == '\0')
 		memmove(argv + 1, argv + 3, 7 * sizeof(argv[0]));
-	if (run_spawn(&x->r, "engine", argv, false, x->log_fd) == -1)
-		return -1;
-	return run_record_save(x->c, &x->r);
+	return run_spawn(x->c, &x->r, "engine", argv, false, x->log_fd) == -1 ? -1 : 0;
 }
 
 /* SLUICE_RUN_TEST_HOOK: a test's shell command, run before verify, told the namespace. */
@@ -745,6 +758,13 @@ out_down:
 				"run retries\n", x.r.name);
 		if (code == 0)
 			code = EXIT_RUN_FAILED;
+	} else if (x.r.id[0] != '\0') {
+		/*
+		 * A run killed while we ran, whose daemons we may have used: the
+		 * last run out takes it down too (its daemons were never handed
+		 * over), not only the next run to start.
+		 */
+		run_clean_stale(x.c);
 	}
 	if (x.reaper_fd != -1) {
 		(void)!write(x.reaper_fd, "x", 1);

@@ -199,10 +199,11 @@ int run_proc_stop(const struct run_proc *p, int grace_ms);
  * Start argv[0] (a path) with argv, stdin /dev/null, stdout and stderr to
  * log_fd (-1: ours), nothing else open; SIGTERM when we die, unless
  * detach (a daemon: its own session, outliving us). Records it in r as
- * what. Returns its pid, or -1 after printing.
+ * what and saves the record before it execs. Returns its pid, or -1 after
+ * printing.
  */
-pid_t run_spawn(struct run_record *r, const char *what, char *const argv[], bool detach,
-		int log_fd);
+pid_t run_spawn(const struct config *c, struct run_record *r, const char *what,
+		char *const argv[], bool detach, int log_fd);
 
 /*
  * Run argv to its end (at most timeout_ms, then SIGKILL), output to log_fd

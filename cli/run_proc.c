@@ -151,14 +151,17 @@ static void child_stdio(int out_fd, int err_fd)
 
 /*
  * fork, and in the child: SIGTERM when we die (unless EXEC_DETACH), the
- * default signal mask, close_fd closed, the namespace at netns (NULL:
- * ours), stdio (EXEC_TTY: ours kept, for CMD; else child_stdio's and
- * nothing else open), then exec argv (a PATH search when argv[0] has no
- * '/'). Returns the pid or -1 after printing.
+ * default signal mask, close_fd closed, a byte read from gate_fd (unless
+ * -1: no byte, no exec), the namespace at netns (NULL: ours), stdio
+ * (EXEC_TTY: ours kept, for CMD; else child_stdio's and nothing else
+ * open), then exec argv (a PATH search when argv[0] has no '/'). Returns
+ * the pid or -1 after printing.
  */
 static pid_t fork_exec(char *const argv[], const char *netns, int flags, int out_fd, int err_fd,
-		       int close_fd)
+		       int close_fd, int gate_fd)
 {
+	char go;
+
 	pid_t parent = getpid(), pid = fork();
 
 	if (pid == -1) {
@@ -176,6 +179,8 @@ static pid_t fork_exec(char *const argv[], const char *netns, int flags, int out
 	}
 	if (close_fd != -1)
 		close(close_fd);
+	if (gate_fd != -1 && read(gate_fd, &go, 1) != 1)
+		_exit(126);
 	run_child_signals();
 	if (netns != NULL && run_netns_enter(netns) == -1)
 		_exit(126);
@@ -188,23 +193,37 @@ static pid_t fork_exec(char *const argv[], const char *netns, int flags, int out
 	_exit(127);
 }
 
-pid_t run_spawn(struct run_record *r, const char *what, char *const argv[], bool detach,
-		int log_fd)
+pid_t run_spawn(const struct config *c, struct run_record *r, const char *what,
+		char *const argv[], bool detach, int log_fd)
 {
 	struct run_proc *p;
+	int gate[2];
 	pid_t pid;
 
 	if (r->nprocs == RUN_PROCS_MAX) {
 		fprintf(stderr, "run: too many processes\n");
 		return -1;
 	}
-	pid = fork_exec(argv, NULL, detach ? EXEC_DETACH : 0, log_fd, log_fd, -1);
-	if (pid == -1)
+	if (pipe2(gate, O_CLOEXEC) == -1) {
+		fprintf(stderr, "run: pipe: %s\n", strerror(errno));
 		return -1;
+	}
+	pid = fork_exec(argv, NULL, detach ? EXEC_DETACH : 0, log_fd, log_fd, gate[1], gate[0]);
+	close(gate[0]);
+	if (pid == -1) {
+		close(gate[1]);
+		return -1;
+	}
 	p = &r->procs[r->nprocs++];
 	p->pid = pid;
 	p->start = run_proc_start(pid);
 	snprintf(p->what, sizeof(p->what), "%s", what);
+	/* recorded before it runs: killed in between, we leave it nothing to outlive us by */
+	if (run_record_save(c, r) == -1 || write(gate[1], "x", 1) != 1) {
+		close(gate[1]);
+		return -1;
+	}
+	close(gate[1]);
 	return pid;
 }
 
@@ -229,7 +248,7 @@ static int wait_code(pid_t pid, int timeout_ms)
 
 int run_tool(char *const argv[], int log_fd, int timeout_ms)
 {
-	pid_t pid = fork_exec(argv, NULL, 0, log_fd, log_fd, -1);
+	pid_t pid = fork_exec(argv, NULL, 0, log_fd, log_fd, -1, -1);
 
 	return pid == -1 ? -1 : wait_code(pid, timeout_ms);
 }
@@ -245,7 +264,7 @@ int run_capture(char *const argv[], char *out, size_t size, int timeout_ms)
 		fprintf(stderr, "run: pipe: %s\n", strerror(errno));
 		return -1;
 	}
-	pid = fork_exec(argv, NULL, 0, fds[1], -1, -1);
+	pid = fork_exec(argv, NULL, 0, fds[1], -1, -1, -1);
 	close(fds[1]);
 	if (pid == -1) {
 		close(fds[0]);
@@ -342,7 +361,7 @@ int run_verify(const char *netns, const struct run_user *user, int argc, char **
 
 pid_t run_spawn_tty(char *const argv[], const char *netns, int close_fd)
 {
-	return fork_exec(argv, netns, EXEC_TTY, -1, -1, close_fd);
+	return fork_exec(argv, netns, EXEC_TTY, -1, -1, close_fd, -1);
 }
 
 int run_cwd_access(const struct run_user *user, const char *cwd)

@@ -327,6 +327,80 @@ static int shared_save(const char *path, const struct run_record *held)
 }
 
 /*
+ * STATE/runs/.shared into held (empty when there is none). One that does
+ * not read as a record is moved aside to .shared.bad, said, and read from
+ * there line by line (up to 1 MiB), each line that parses kept: the
+ * daemons it names are still stopped by the last run out (only each one
+ * that is still the process recorded), its grants still dropped.
+ */
+static void held_load(const char *path, struct run_record *held)
+{
+	char bad[PATH_MAX + 32], *buf, *line, *save = NULL;
+	size_t len;
+
+	if (record_load(path, held, false) == 0)
+		return;
+	memset(held, 0, sizeof(*held));
+	if (access(path, F_OK) == -1 && errno == ENOENT)
+		return;
+	snprintf(bad, sizeof(bad), "%s.bad", path);
+	if (rename(path, bad) == -1) {
+		fprintf(stderr, "run: %s: not a record, and not moved aside: %s\n", path,
+			strerror(errno));
+		return;
+	}
+	fprintf(stderr, "run: %s: not a record; moved to %s, its lines that parse kept\n", path, bad);
+	if (file_read(bad, 1 << 20, &buf, &len) == -1)
+		return;
+	for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save))
+		(void)record_line(line, held);
+	free(buf);
+}
+
+/*
+ * r's daemons and grants into held, each once (a run whose teardown keeps
+ * failing is handed over at each try), held's dead daemons out. Past the
+ * limits, one is left as it is (said), never stopped under a live run.
+ */
+static void held_add(struct run_record *held, const struct run_record *r)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < held->nprocs; i++)
+		if (run_proc_alive(&held->procs[i]))
+			held->procs[kept++] = held->procs[i];
+	held->nprocs = kept;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct run_proc *p = &r->procs[i];
+		bool have = false;
+
+		for (size_t j = 0; j < held->nprocs && !have; j++)
+			have = held->procs[j].pid == p->pid && held->procs[j].start == p->start;
+		if (!proc_shared(p) || have || !run_proc_alive(p))
+			continue;
+		if (held->nprocs < RUN_PROCS_MAX)
+			held->procs[held->nprocs++] = *p;
+		else
+			fprintf(stderr, "run: too many daemons handed over; %s (pid %d) left running\n",
+				p->what, (int)p->pid);
+	}
+	for (size_t i = 0; i < r->ngrants; i++) {
+		const struct run_grant *g = &r->grants[i];
+		bool have = false;
+
+		for (size_t j = 0; j < held->ngrants && !have; j++)
+			have = strcmp(held->grants[j].pattern, g->pattern) == 0 &&
+			       strcmp(held->grants[j].run, g->run) == 0;
+		if (have)
+			continue;
+		if (held->ngrants < RUN_GRANTS_MAX)
+			held->grants[held->ngrants++] = *g;
+		else
+			fprintf(stderr, "run: too many grants handed over; %s left\n", g->pattern);
+	}
+}
+
+/*
  * What r leaves that another live run of this state directory may be
  * using: the grants it added (the other found them live and added none)
  * and the daemons it started. With no other run live (STATE/runs/.users.lock
@@ -356,33 +430,14 @@ static int shared_release(const struct config *c, const struct run_record *r, in
 		snprintf(lock, sizeof(lock), "%s/runs/.users.lock", c->state_dir);
 		ufd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	}
+	/* (failing, the conversion may drop our shared lock too: we are ending anyway) */
 	alone = ufd == -1 || flock(ufd, LOCK_EX | LOCK_NB) == 0;
-	if (record_load(path, &held, false) == -1)
-		memset(&held, 0, sizeof(held));
+	held_load(path, &held);
 	if (alone) {
 		ret = daemons_stop(r) | daemons_stop(&held) | grants_drop(c, r) | grants_drop(c, &held);
 		unlink(path);
 	} else {
-		size_t kept = 0;
-
-		for (size_t i = 0; i < held.nprocs; i++) /* the ones that died meanwhile go */
-			if (run_proc_alive(&held.procs[i]))
-				held.procs[kept++] = held.procs[i];
-		held.nprocs = kept;
-		for (size_t i = 0; i < r->nprocs; i++) {
-			if (!proc_shared(&r->procs[i]))
-				continue;
-			if (held.nprocs < RUN_PROCS_MAX)
-				held.procs[held.nprocs++] = r->procs[i];
-			else if (run_proc_stop(&r->procs[i], 2000) == -1)
-				ret = -1;
-		}
-		for (size_t i = 0; i < r->ngrants; i++) {
-			if (held.ngrants < RUN_GRANTS_MAX)
-				held.grants[held.ngrants++] = r->grants[i];
-			else
-				ret |= allow_session_drop(c, r->grants[i].pattern, r->grants[i].run);
-		}
+		held_add(&held, r);
 		if (shared_save(path, &held) == -1)
 			ret = -1;
 	}
