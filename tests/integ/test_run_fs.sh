@@ -27,15 +27,12 @@
 # lock on a file both may read is a one-bit channel between colluding runs.
 source "$(dirname "$0")/lab.sh"
 source "$INTEG_DIR/unbound.sh"
+source "$INTEG_DIR/run_lab.sh"
 lab_up
 lab_unbound 'local-data: "good.test. 300 IN A 203.0.113.10"' \
 	'local-data: "other.test. 300 IN A 203.0.113.11"'
 
-RUN_BASE=41700
-lab_write_conf "intercept on" "allow good.test" "nameserver 127.0.0.1" "dns-listen 127.0.0.1:53" \
-	"dns-upstream $UNBOUND_ADDR" "dns-timeout 1"
-out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
-out=$(sl key init 2>&1) || lab_bail "sluice key init" "$out"
+lab_run_project 41700
 lab_run_proxy
 lab_run_dns "$CONF"
 lab_second_project
@@ -44,16 +41,10 @@ LAB_PIDS+=($!)
 wait_until 10 hx bash -c '</dev/tcp/127.0.0.1/3129' || lab_bail "project B's proxy starts" "$(cat "$LAB_DIR/proxy-b.err")"
 lab_run_dns "$CONF_B"
 
-SRUN=(nsenter --net="/run/netns/$HNS" env SLUICE_PORT_BASE=$RUN_BASE "$SLUICE_BUILD/sluice" -c "$CONF" run)
 SRUN_B=(nsenter --net="/run/netns/$HNS" env SLUICE_PORT_BASE=41900 "$SLUICE_BUILD/sluice" -c "$CONF_B" run)
-srun() { "${SRUN[@]}" "$@"; }
 srun_b() { "${SRUN_B[@]}" "$@"; }
 # what CMD printed (not sluice run's own "run: ..." lines), on one line
 cmd_out() { grep -v '^run: ' | tr '\n' ' ' | sed 's/ $//'; }
-cd "$LAB_DIR" || lab_bail "cd $LAB_DIR"
-GO=$LAB_DIR/go
-go() { touch "$GO.$1"; }
-until_go() { echo "while [ ! -e $GO.$1 ]; do sleep 0.05; done"; }
 # run_a NAME CMD: project A's CMD (sh -c CMD) in the background, its output in
 # LAB_DIR/NAME.out; returns once it printed "started"
 run_a() {

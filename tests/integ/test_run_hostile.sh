@@ -25,52 +25,18 @@
 #     SIGKILLed run.
 source "$(dirname "$0")/lab.sh"
 source "$INTEG_DIR/unbound.sh"
+source "$INTEG_DIR/run_lab.sh"
 lab_up
 lab_unbound 'local-data: "good.test. 300 IN A 203.0.113.10"' \
 	'local-data: "other.test. 300 IN A 203.0.113.11"' \
 	'local-data: "third.test. 300 IN A 203.0.113.12"'
 
-RUN_BASE=41300
-lab_write_conf "intercept on" "allow good.test" "nameserver 127.0.0.1" "dns-listen 127.0.0.1:53" \
-	"dns-upstream $UNBOUND_ADDR" "dns-timeout 1"
-out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
-out=$(sl key init 2>&1) || lab_bail "sluice key init" "$out"
-
-SRUN=(nsenter --net="/run/netns/$HNS" env SLUICE_PORT_BASE=$RUN_BASE "$SLUICE_BUILD/sluice" -c "$CONF" run)
-srun() { "${SRUN[@]}" "$@"; }
-# Runs start in LAB_DIR, where the scripts CMD runs are: it is under /tmp, and
-# a run gives CMD a /tmp of its own with only its working directory in it.
-cd "$LAB_DIR" || lab_bail "cd $LAB_DIR"
-# Other labs may run `sluice run` meanwhile: what is ours is told by our state
-# dir (the records, the forwarders' --key) and by the namespaces our runs
-# name to the test hook (each run tells it its namespace before verify).
-export SLUICE_RUN_TEST_HOOK="echo \$SLUICE_RUN_NETNS >>$LAB_DIR/netns.list"
-forwarders_of() { pgrep -x sluice-forward -a | grep -F -- "--key $1/stamp.key" | cut -d' ' -f1; }
+lab_run_project 41300
 # the namespace of the one live run of STATE
 run_name() { sed -n 's/^id /sluice-/p' "$STATE"/runs/*/record 2>/dev/null | head -1; }
-# what runs of this lab's state dir left: namespaces, records, forwarders, the --allow grants
-run_leftovers() {
-	{
-		sort -u "$LAB_DIR/netns.list" 2>/dev/null | while read -r n; do [ -e "$n" ] && echo "$n"; done
-		for r in "$STATE"/runs/*/record; do sed -n 's|^id |/run/netns/sluice-|p' "$r" 2>/dev/null; done |
-			while read -r n; do [ -e "$n" ] && echo "$n"; done
-		ls "$STATE/runs" 2>/dev/null
-		forwarders_of "$STATE" | sed 's/^/forwarder /'
-		sl allow list 2>/dev/null | grep -Eo '(other|third)\.test' | sed 's/^/grant /'
-	} | tr '\n' ' '
-}
-locked() { [ -e "$1" ] && ! flock -n "$1" true; }
-daemons_up() { echo "$(locked "$STATE/proxy.run" && echo proxy) $(locked "$STATE/dns.run" && echo dns)"; }
-no_daemons() { [ "$(daemons_up)" == " " ]; }
-SLEEP=20.$$ # CMD's sleep, told from any other lab's
-nothing_runs() { [ -z "$(pgrep -x sleep -a | grep "sleep $SLEEP")$(forwarders_of "$STATE")" ]; }
 # the pid of the sandbox's init (the record's cmd) of the one live run
 init_pid() { sed -n 's/^proc \([0-9]*\) [0-9]* cmd$/\1/p' "$STATE"/runs/*/record 2>/dev/null | head -1; }
 code_of() { curl -s -o /dev/null -w '%{http_code}' --max-time 5 "$@"; }
-GO=$LAB_DIR/go
-# go NAME: a CMD waiting with `until_go NAME` goes on
-go() { touch "$GO.$1"; }
-until_go() { echo "while [ ! -e $GO.$1 ]; do sleep 0.05; done"; }
 
 # what this test leaves outside LAB_DIR (files CMD wrote, containers): removed on exit
 SHARED_MARK=sluice-hostile-$$
@@ -233,42 +199,22 @@ wait "$p"
 # TIOCSTI: CMD shares the operator's terminal; input it pushes there would be
 # read by the operator's (root) shell once the run ends. Here bash's `read`
 # after the run stands for that shell.
-cat >"$LAB_DIR/onpty.py" <<'EOF'
-import os, pty, select, sys
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvp(sys.argv[1], sys.argv[1:])
-out = b""
-while True:
-    r, _, _ = select.select([fd], [], [], 30)
-    if not r:
-        break
-    try:
-        b = os.read(fd, 4096)
-    except OSError:
-        break
-    if not b:
-        break
-    out += b
-os.waitpid(pid, 0)
-sys.stdout.write(out.decode(errors="replace").replace("\r", ""))
-EOF
 INJECT="import fcntl, termios
 for c in 'echo INJECTED\n': fcntl.ioctl(0, termios.TIOCSTI, c.encode())"
-out=$("$PY" "$LAB_DIR/onpty.py" bash --norc -c "$PY -c \"$INJECT\"; read -t 2 line; echo \"READ[\$line]\"")
+out=$("$PY" "$INTEG_DIR/onpty.py" bash --norc -c "$PY -c \"$INJECT\"; read -t 2 line; echo \"READ[\$line]\"")
 expect_eq "TIOCSTI works on this terminal outside a run (the control)" "READ[echo INJECTED]" \
 	"$(grep '^READ' <<<"$out")"
-out=$("$PY" "$LAB_DIR/onpty.py" bash --norc -c "${SRUN[*]} -- $PY -c \"$INJECT\"; read -t 2 line; echo \"READ[\$line]\"")
+out=$("$PY" "$INTEG_DIR/onpty.py" bash --norc -c "${SRUN[*]} -- $PY -c \"$INJECT\"; read -t 2 line; echo \"READ[\$line]\"")
 expect_eq "CMD cannot type into the operator's terminal (TIOCSTI): the shell after the run reads nothing" \
 	"READ[]" "$(grep '^READ' <<<"$out")"
 # the same request with bits above the 32 the kernel looks at (a filter comparing 64 would miss it)
 INJECT="import ctypes
 libc = ctypes.CDLL(None)
 for c in b'echo INJECTED\\n': libc.ioctl(0, ctypes.c_ulong(0x100005412), ctypes.c_char_p(bytes([c])))"
-out=$("$PY" "$LAB_DIR/onpty.py" bash --norc -c "$PY -c \"$INJECT\"; read -t 2 line; echo \"READ[\$line]\"")
+out=$("$PY" "$INTEG_DIR/onpty.py" bash --norc -c "$PY -c \"$INJECT\"; read -t 2 line; echo \"READ[\$line]\"")
 expect_eq "TIOCSTI with high bits set works outside a run (the control)" "READ[echo INJECTED]" \
 	"$(grep '^READ' <<<"$out")"
-out=$("$PY" "$LAB_DIR/onpty.py" bash --norc -c "${SRUN[*]} -- $PY -c \"$INJECT\"; read -t 2 line; echo \"READ[\$line]\"")
+out=$("$PY" "$INTEG_DIR/onpty.py" bash --norc -c "${SRUN[*]} -- $PY -c \"$INJECT\"; read -t 2 line; echo \"READ[\$line]\"")
 expect_eq "... and not from CMD" "READ[]" "$(grep '^READ' <<<"$out")"
 
 SECRET_ENV=env-secret-$$

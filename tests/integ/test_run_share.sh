@@ -30,43 +30,18 @@
 #      aside and read line by line: the daemons it names are still stopped.
 source "$(dirname "$0")/lab.sh"
 source "$INTEG_DIR/unbound.sh"
+source "$INTEG_DIR/run_lab.sh"
 lab_up
 lab_unbound 'local-data: "good.test. 300 IN A 203.0.113.10"' \
 	'local-data: "other.test. 300 IN A 203.0.113.11"'
 
-RUN_BASE=41700
-lab_write_conf "intercept on" "allow good.test" "nameserver 127.0.0.1" "dns-listen 127.0.0.1:53" \
-	"dns-upstream $UNBOUND_ADDR" "dns-timeout 1"
-out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
-out=$(sl key init 2>&1) || lab_bail "sluice key init" "$out"
-
-SRUN=(nsenter --net="/run/netns/$HNS" env SLUICE_PORT_BASE=$RUN_BASE "$SLUICE_BUILD/sluice" -c "$CONF" run)
-srun() { "${SRUN[@]}" "$@"; }
-cd "$LAB_DIR" || lab_bail "cd $LAB_DIR"
-export SLUICE_RUN_TEST_HOOK="echo \$SLUICE_RUN_NETNS >>$LAB_DIR/netns.list"
-forwarders_of() { pgrep -x sluice-forward -a | grep -F -- "--key $1/stamp.key" | cut -d' ' -f1; }
-run_leftovers() {
-	{
-		sort -u "$LAB_DIR/netns.list" 2>/dev/null | while read -r n; do [ -e "$n" ] && echo "$n"; done
-		ls "$STATE/runs" 2>/dev/null
-		forwarders_of "$STATE" | sed 's/^/forwarder /'
-		sl allow list 2>/dev/null | grep -Eo 'other\.test' | sed 's/^/grant /'
-	} | tr '\n' ' '
-}
-locked() { [ -e "$1" ] && ! flock -n "$1" true; }
-daemons_up() { echo "$(locked "$STATE/proxy.run" && echo proxy) $(locked "$STATE/dns.run" && echo dns)"; }
-no_daemons() { [ "$(daemons_up)" == " " ]; }
+lab_run_project 42100
 # the pids of the daemons this lab's state dir runs (by their run files)
 proxy_pid() { sed -n 's/^pid //p' "$STATE/proxy.run" 2>/dev/null; }
 dns_pid() { sed -n 's/^pid //p' "$STATE/dns.run" 2>/dev/null; }
 # sluice-proxy / sluice-dns processes on this lab's config, running or not named by a run file
 daemon_procs() { pgrep -f -- "sluice-(proxy|dns) -c $CONF\$" | sort -n | tr '\n' ' ' | sed 's/ $//'; }
 no_daemon_procs() { [ -z "$(daemon_procs)" ]; }
-SLEEP=30.$$
-nothing_runs() { [ -z "$(pgrep -x sleep -a | grep "sleep $SLEEP")$(forwarders_of "$STATE")" ]; }
-GO=$LAB_DIR/go
-go() { touch "$GO.$1"; }
-until_go() { echo "while [ ! -e $GO.$1 ]; do sleep 0.05; done"; }
 # CMD: curl good.test, print "NAME CODE"
 curl_cmd() { echo "echo \"$1 \$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 http://${2:-good.test}/$1)\""; }
 trap 'lab_teardown' EXIT
@@ -321,32 +296,8 @@ expect_eq "... the other run holding the grant is served before and after" "gl1 
 expect_eq "... and once it ends, nothing is left" "$CLEAN" "$(end_state)"
 
 # ---------------------------------------------------------------- what the detached daemons hold
-cat >"$LAB_DIR/ttyrun.py" <<'PYEOF'
-import os, pty, select, sys, time
-go, argv = sys.argv[1], sys.argv[2:]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execvp(argv[0], argv)
-sent, t0 = False, time.time()
-while time.time() - t0 < 60:
-    if not sent and os.path.exists(go):
-        os.write(fd, b"\x03")
-        sent = True
-    r, _, _ = select.select([fd], [], [], 0.1)
-    if r:
-        try:
-            b = os.read(fd, 4096)
-        except OSError:
-            break
-        if not b:
-            break
-        sys.stdout.write(b.decode(errors="replace").replace("\r", ""))
-        sys.stdout.flush()
-_, st = os.waitpid(pid, 0)
-print("exit", os.waitstatus_to_exitcode(st))
-PYEOF
 # A on a terminal of its own (it starts the daemons); B beside it, not on it
-"$PY" "$LAB_DIR/ttyrun.py" "$GO.ctrlc" "${SRUN[@]}" -- sh -c "echo started; exec sleep $SLEEP" >"$LAB_DIR/ty.out" 2>&1 &
+"$PY" "$INTEG_DIR/onpty.py" --ctrl-c-on "$GO.ctrlc" "${SRUN[@]}" -- sh -c "echo started; exec sleep $SLEEP" >"$LAB_DIR/ty.out" 2>&1 &
 ty=$!
 LAB_PIDS+=("$ty")
 started ty
