@@ -240,8 +240,41 @@ static int daemon_start(struct run *x, const char *what, const char *file, const
 }
 
 /*
+ * Not running (runfile_read said so in errno): one run starts it, under
+ * STATE/runs/.daemons.lock; the others wait for that run and read its run
+ * file. Returns 0 or -1 after printing.
+ */
+static int daemon_up(struct run *x, const char *what, const char *file, const char *prog,
+		     struct runfile *rf)
+{
+	char lock[PATH_MAX + 32];
+	int fd, rc = -1;
+
+	if (errno != ENOENT && errno != ESRCH) {
+		fprintf(stderr, "run: %s/%s: ", x->c->state_dir, file);
+		cli_put_strerror(stderr, errno);
+		fputc('\n', stderr);
+		return -1;
+	}
+	snprintf(lock, sizeof(lock), "%s/runs/.daemons.lock", x->c->state_dir);
+	fd = cli_open_state("run", lock, O_RDWR | O_CREAT, 0600);
+	if (fd == -1)
+		return -1;
+	while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
+		;
+	if (runfile_read(x->c->state_dir, file, rf) == 0)
+		rc = 0; /* another run started it meanwhile */
+	else if (errno != ENOENT && errno != ESRCH)
+		fprintf(stderr, "run: %s/%s: %s\n", x->c->state_dir, file, strerror(errno));
+	else
+		rc = daemon_start(x, what, file, prog, rf);
+	close(fd);
+	return rc;
+}
+
+/*
  * The project's daemon (proxy or dns) as its run file names it; not running:
- * started (daemon_start). Its first listener (the proxy's unix socket when it
+ * started (daemon_up). Its first listener (the proxy's unix socket when it
  * has one: no TCP hop) into up. Returns 0 or -1 after printing.
  */
 static int daemon_find(struct run *x, const char *what, const char *file, const char *prog,
@@ -250,31 +283,8 @@ static int daemon_find(struct run *x, const char *what, const char *file, const 
 	const struct sockaddr_storage *pick = NULL;
 	struct sockaddr_storage ss;
 
-	if (runfile_read(x->c->state_dir, file, rf) == -1) {
-		char lock[PATH_MAX + 32];
-		int fd, rc = 0;
-
-		/* one run starts it, the others wait for it and read its run file */
-		snprintf(lock, sizeof(lock), "%s/runs/.daemons.lock", x->c->state_dir);
-		fd = cli_open_state("run", lock, O_RDWR | O_CREAT, 0600);
-		if (fd == -1)
-			return -1;
-		while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
-			;
-		if (runfile_read(x->c->state_dir, file, rf) == -1) {
-			if (errno != ENOENT && errno != ESRCH) {
-				fprintf(stderr, "run: %s/%s: ", x->c->state_dir, file);
-				cli_put_strerror(stderr, errno);
-				fputc('\n', stderr);
-				rc = -1;
-			} else {
-				rc = daemon_start(x, what, file, prog, rf);
-			}
-		}
-		close(fd);
-		if (rc == -1)
-			return -1;
-	}
+	if (runfile_read(x->c->state_dir, file, rf) == -1 && daemon_up(x, what, file, prog, rf) == -1)
+		return -1;
 	for (size_t i = 0; i < rf->nlisten; i++)
 		if (pick == NULL || rf->listen[i].ss_family == AF_UNIX)
 			pick = &rf->listen[i];
