@@ -108,11 +108,11 @@ static int private_scan(struct privates *pv)
 				closedir(d);
 				return -1;
 			}
+			if (statfs(pv->dir[pv->n].path, &fs) == -1)
+				memset(&fs, 0, sizeof(fs));
 			pv->dir[pv->n].mode = st.st_mode & 07777;
-			pv->dir[pv->n].noexec = statfs(pv->dir[pv->n].path, &fs) == 0 &&
-						(fs.f_flags & ST_NOEXEC) != 0;
-			pv->dir[pv->n].mqueue = statfs(pv->dir[pv->n].path, &fs) == 0 &&
-						fs.f_type == RUN_MQUEUE_MAGIC;
+			pv->dir[pv->n].noexec = (fs.f_flags & ST_NOEXEC) != 0;
+			pv->dir[pv->n].mqueue = fs.f_type == RUN_MQUEUE_MAGIC;
 			pv->n++;
 		}
 		if (d != NULL)
