@@ -119,6 +119,10 @@ enum logview_kind {
 	LOGVIEW_BY_HOST, /* per host, per principal: allowed / refused / observed, last time */
 	LOGVIEW_REFUSED, /* per principal, per host: count, last reason and time, grant hint */
 	LOGVIEW_DNS_REFUSED, /* DNS rows, per name: count, last reason and time, grant hint */
+	LOGVIEW_BY_RULE, /* rows an inject rule was applied to, per rule, per principal: count,
+			    first and last time */
+	LOGVIEW_BY_WHO,  /* per principal, per host (as a grant names it): allowed / refused /
+			    observed, last time */
 };
 
 /* A new empty view (logview_free frees it), or NULL when out of memory. */

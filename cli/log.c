@@ -6,7 +6,7 @@
  * at read time, so a better resolution or a later snapshot names old rows
  * too), filters rows by host, decision and principal, and prints them as a
  * table, as the JSON lines with a "principal" object added, or grouped
- * (--by-host, --refused: logview.c). With -f it keeps polling (every
+ * (--by-host, --by-who, --by-rule, --refused: logview.c). With -f it keeps polling (every
  * 200 ms), follows the file across rotation (a new inode at the path) and
  * truncation, and re-reads the snapshots when they change. A row or a
  * snapshot that does not parse is reported with its line number and
@@ -16,7 +16,7 @@
  *
  * --dns reads sluice-dns's query log (the config's `dns-log`) through the
  * same reader: a DNS row is one query, with no stamp and so no principal
- * (no snapshots are read, --who and --by-host do not apply, --json prints
+ * (no snapshots are read, --who and the views but --refused do not apply, --json prints
  * the rows as they are). struct rows holds what differs between the two.
  */
 #include <errno.h>
@@ -492,18 +492,22 @@ static bool has_arg(int argc, char **argv, const char *arg)
 
 /*
  * What --dns rules out: a DNS row names no principal, so neither --who nor
- * --by-host (which counts each host's principals) applies; --decision error
- * (a query that failed) is a DNS row's. Returns 0, or EXIT_USAGE after saying why.
+ * a view counting principals (view, its option's name, or NULL) applies;
+ * --decision error (a query that failed) is a DNS row's. Returns 0, or
+ * EXIT_USAGE after saying why.
  */
-static int dns_options_check(bool dns, const struct filter *f, bool by_host, bool refused)
+static int dns_options_check(bool dns, const struct filter *f, const char *view, bool refused)
 {
 	bool error = f->decision != NULL && strcmp(f->decision, "error") == 0;
+	char both[32];
 
 	if (dns && f->who != NULL)
 		return conflict("--dns --who", "a DNS row names no principal");
-	if (dns && by_host)
-		return conflict("--dns --by-host", "it counts each host's principals and a DNS row "
-						   "names none (--dns --refused counts per name)");
+	if (dns && view != NULL && !refused) {
+		snprintf(both, sizeof(both), "--dns %s", view);
+		return conflict(both, "it counts principals and a DNS row names none (--dns "
+				      "--refused counts per name)");
+	}
 	if (!dns && error)
 		return usage_error("bad decision (allow, refuse or observe; error only with --dns)",
 				   f->decision);
@@ -551,6 +555,8 @@ int cmd_log(int argc, char **argv)
 		{ "decision", required_argument, NULL, 'd' },
 		{ "who", required_argument, NULL, 'w' },
 		{ "by-host", no_argument, NULL, 'B' },
+		{ "by-who", no_argument, NULL, 'W' },
+		{ "by-rule", no_argument, NULL, 'U' },
 		{ "refused", no_argument, NULL, 'R' },
 		{ "dns", no_argument, NULL, 'D' },
 		{ "follow", no_argument, NULL, 'f' },
@@ -563,7 +569,10 @@ int cmd_log(int argc, char **argv)
 	struct reader r;
 	struct snaps sn;
 	struct config *c;
-	bool do_follow = false, has_tail = false, by_host = false, refused = false, dns = false;
+	bool do_follow = false, has_tail = false, refused = false, dns = false;
+	const char *view = NULL; /* the grouping view's option, NULL: rows listed */
+	char both[48];
+	enum logview_kind kind = LOGVIEW_BY_HOST;
 	int opt, n, ret = EXIT_ERROR;
 
 	if (argc >= 2 && strcmp(argv[1], "verify") == 0) {
@@ -600,11 +609,22 @@ int cmd_log(int argc, char **argv)
 			f.who = optarg;
 			break;
 		case 'B':
-			by_host = true;
+		case 'W':
+		case 'U':
+		case 'R': {
+			const char *name = opt == 'B' ? "--by-host" : opt == 'W' ? "--by-who"
+					 : opt == 'U' ? "--by-rule" : "--refused";
+
+			if (view != NULL && strcmp(view, name) != 0) {
+				snprintf(both, sizeof(both), "%s %s", view, name);
+				return usage_error("conflicting options", both);
+			}
+			view = name;
+			refused = opt == 'R';
+			kind = opt == 'B' ? LOGVIEW_BY_HOST : opt == 'W' ? LOGVIEW_BY_WHO
+			     : opt == 'U' ? LOGVIEW_BY_RULE : LOGVIEW_REFUSED;
 			break;
-		case 'R':
-			refused = true;
-			break;
+		}
 		case 'D':
 			dns = true;
 			break;
@@ -632,12 +652,12 @@ int cmd_log(int argc, char **argv)
 		return conflict("--dns verify", VERIFY_DNS_WHY);
 	if (optind != argc)
 		return usage_error("unexpected argument", argv[optind]);
-	if (dns_options_check(dns, &f, by_host, refused) != 0)
+	if (dns_options_check(dns, &f, view, refused) != 0)
 		return EXIT_USAGE;
-	if (by_host && refused)
-		return usage_error("conflicting options", "--by-host --refused");
-	if (do_follow && (by_host || refused)) /* a view counts rows up to the end */
-		return usage_error("conflicting options", by_host ? "-f --by-host" : "-f --refused");
+	if (do_follow && view != NULL) { /* a view counts rows up to the end */
+		snprintf(both, sizeof(both), "-f %s", view);
+		return usage_error("conflicting options", both);
+	}
 	if (refused && f.decision == NULL)
 		f.decision = "refuse";
 	if (refused && strcmp(f.decision, "allow") == 0)
@@ -671,9 +691,8 @@ int cmd_log(int argc, char **argv)
 		fputc('\n', stderr);
 		goto out_snaps;
 	}
-	if (by_host || refused) {
-		v.group = logview_new(dns ? LOGVIEW_DNS_REFUSED
-					  : by_host ? LOGVIEW_BY_HOST : LOGVIEW_REFUSED);
+	if (view != NULL) {
+		v.group = logview_new(dns ? LOGVIEW_DNS_REFUSED : kind);
 		if (v.group == NULL) {
 			fprintf(stderr, "log: out of memory\n");
 			goto out_close;

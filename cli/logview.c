@@ -1,8 +1,13 @@
 /*
- * logview.c: `sluice log --by-host` and `--refused`: rows grouped.
+ * logview.c: `sluice log --by-host`, `--by-who`, `--by-rule` and
+ * `--refused`: rows grouped.
  *
  * --by-host: for each host (sorted), one line per principal with the rows
- * allowed, refused and observed and the time of the last one. --refused:
+ * allowed, refused and observed and the time of the last one. --by-who:
+ * the same per principal, one line per host (as a grant names it).
+ * --by-rule: for each inject rule, one line per principal it was applied
+ * for (who spent which credential), with the count and the first and last
+ * time; rows no rule was applied to are not counted. --refused:
  * for each principal, one line per host (as a grant names it: a bare name
  * for http on 80 and CONNECT on 443, else name:port) with the count, the
  * last reason and time, and the exact `sluice allow add` command the
@@ -22,10 +27,12 @@
 
 struct group {
 	char *who;         /* the principal's label (principal_label); "" for DNS rows */
-	char *host;        /* the row's host (a DNS row's name), "-" when it had none */
-	char *target;      /* --refused: the host as a grant names it; else NULL */
+	char *host;        /* the row's host (a DNS row's name), "-" when it had none; --by-rule:
+			      the rule's name */
+	char *target;      /* --refused, --by-who: the host as a grant names it; else NULL */
 	json_t *principal; /* the first row's principal, for --json; NULL for DNS rows */
 	unsigned long allowed, refused, observed;
+	char *first_ts;    /* the first row's ts, or NULL */
 	char *last_ts;     /* the last row's ts, or NULL */
 	char *last_reason; /* the last row's reason, or NULL */
 	bool grantable;    /* --refused: some row was not-granted */
@@ -33,7 +40,7 @@ struct group {
 
 struct logview {
 	enum logview_kind kind;
-	struct group *g; /* sorted: by (host, who), or (who, target) for the refused views */
+	struct group *g; /* sorted: by (host, who) (--by-host, --by-rule), else (who, target) */
 	size_t n, cap;
 };
 
@@ -57,6 +64,7 @@ void logview_free(struct logview *v)
 		free(g->host);
 		free(g->target);
 		json_decref(g->principal);
+		free(g->first_ts);
 		free(g->last_ts);
 		free(g->last_reason);
 	}
@@ -88,7 +96,7 @@ static int group_cmp(const struct logview *v, const struct group *g, const char 
 {
 	int c;
 
-	if (v->kind == LOGVIEW_BY_HOST) {
+	if (v->kind == LOGVIEW_BY_HOST || v->kind == LOGVIEW_BY_RULE) {
 		c = strcmp(g->host, host);
 		return c != 0 ? c : strcmp(g->who, who);
 	}
@@ -159,12 +167,19 @@ static int set_copy(char **slot, const char *s)
 	return 0;
 }
 
+/* Whether the view counts per host as a grant names it (grant_target). */
+static bool by_target(const struct logview *v)
+{
+	return v->kind != LOGVIEW_BY_HOST && v->kind != LOGVIEW_BY_RULE;
+}
+
 int logview_add(struct logview *v, json_t *row, const struct principal *p)
 {
 	bool dns = v->kind == LOGVIEW_DNS_REFUSED;
 	const char *host = json_string_value(json_object_get(row, dns ? "name" : "host"));
 	const char *decision = json_string_value(json_object_get(row, "decision"));
 	const char *reason = json_string_value(json_object_get(row, "reason"));
+	const char *ts = json_string_value(json_object_get(row, "ts"));
 	char who[LABEL_MAX], target[TARGET_MAX];
 	struct group *g;
 
@@ -174,9 +189,14 @@ int logview_add(struct logview *v, json_t *row, const struct principal *p)
 		principal_label(p, who, sizeof(who));
 	else
 		who[0] = '\0';
-	if (v->kind != LOGVIEW_BY_HOST)
+	if (v->kind == LOGVIEW_BY_RULE) {
+		host = json_string_value(json_object_get(row, "inject"));
+		if (host == NULL)
+			return 0; /* no rule was applied to it */
+	}
+	if (by_target(v))
 		grant_target(row, host, target, sizeof(target));
-	g = group_get(v, who, host, v->kind != LOGVIEW_BY_HOST ? target : NULL, p);
+	g = group_get(v, who, host, by_target(v) ? target : NULL, p);
 	if (g == NULL)
 		return -1;
 	if (decision != NULL && strcmp(decision, "allow") == 0)
@@ -188,8 +208,8 @@ int logview_add(struct logview *v, json_t *row, const struct principal *p)
 	if (reason != NULL && strcmp(reason, "not-granted") == 0)
 		g->grantable = true;
 	/* rows come in the order the proxy wrote them: the last one read is the last */
-	if (set_copy(&g->last_ts, json_string_value(json_object_get(row, "ts"))) == -1 ||
-	    set_copy(&g->last_reason, reason) == -1)
+	if ((g->first_ts == NULL && set_copy(&g->first_ts, ts) == -1) ||
+	    set_copy(&g->last_ts, ts) == -1 || set_copy(&g->last_reason, reason) == -1)
 		return -1;
 	return 0;
 }
@@ -206,8 +226,17 @@ static void print_json(const struct logview *v, const struct group *g)
 
 	if (o == NULL)
 		return;
-	if (v->kind == LOGVIEW_BY_HOST) {
-		json_object_set_new(o, "host", json_string(g->host));
+	if (v->kind == LOGVIEW_BY_RULE) {
+		json_object_set_new(o, "rule", json_string(g->host));
+		json_object_set_new(o, "who", json_string(g->who));
+		json_object_set(o, "principal", g->principal);
+		json_object_set_new(o, "count",
+				    json_integer((json_int_t)(g->refused + g->observed + g->allowed)));
+		json_object_set_new(o, "first", str_or_null(g->first_ts));
+		json_object_set_new(o, "last", str_or_null(g->last_ts));
+	} else if (v->kind == LOGVIEW_BY_HOST || v->kind == LOGVIEW_BY_WHO) {
+		json_object_set_new(o, "host", json_string(v->kind == LOGVIEW_BY_HOST ? g->host
+										     : g->target));
 		json_object_set_new(o, "who", json_string(g->who));
 		json_object_set(o, "principal", g->principal);
 		json_object_set_new(o, "allowed", json_integer((json_int_t)g->allowed));
@@ -239,11 +268,16 @@ static void print_json(const struct logview *v, const struct group *g)
 
 void logview_print(const struct logview *v, bool json)
 {
-	char tbuf[32], count[32], grant[TARGET_MAX + 32];
+	char tbuf[32], fbuf[32], count[32], grant[TARGET_MAX + 32];
 
 	if (!json && v->kind == LOGVIEW_BY_HOST)
 		printf("%-32s  %-28s  %7s  %7s  %8s  %s\n", "HOST", "WHO", "ALLOWED", "REFUSED",
 		       "OBSERVED", "LAST");
+	else if (!json && v->kind == LOGVIEW_BY_WHO)
+		printf("%-28s  %-32s  %7s  %7s  %8s  %s\n", "WHO", "HOST", "ALLOWED", "REFUSED",
+		       "OBSERVED", "LAST");
+	else if (!json && v->kind == LOGVIEW_BY_RULE)
+		printf("%-24s  %-28s  %5s  %-14s  %s\n", "RULE", "WHO", "COUNT", "FIRST", "LAST");
 	else if (!json && v->kind == LOGVIEW_DNS_REFUSED)
 		printf("%-32s  %5s  %-14s  %-16s  %s\n", "NAME", "COUNT", "LAST", "REASON",
 		       "TO GRANT");
@@ -257,10 +291,20 @@ void logview_print(const struct logview *v, bool json)
 
 		if (json) {
 			print_json(v, g);
-		} else if (v->kind == LOGVIEW_BY_HOST) {
-			log_put_cell(g->host, 32, false);
-			log_put_cell(g->who, 28, false);
+		} else if (v->kind == LOGVIEW_BY_HOST || v->kind == LOGVIEW_BY_WHO) {
+			log_put_cell(v->kind == LOGVIEW_BY_HOST ? g->host : g->who,
+				     v->kind == LOGVIEW_BY_HOST ? 32 : 28, false);
+			log_put_cell(v->kind == LOGVIEW_BY_HOST ? g->who : g->target,
+				     v->kind == LOGVIEW_BY_HOST ? 28 : 32, false);
 			printf("%7lu  %7lu  %8lu  ", g->allowed, g->refused, g->observed);
+			log_put_cell(last, 14, true);
+		} else if (v->kind == LOGVIEW_BY_RULE) {
+			snprintf(count, sizeof(count), "%lu", g->refused + g->observed + g->allowed);
+			log_put_cell(g->host, 24, false);
+			log_put_cell(g->who, 28, false);
+			printf("%5s  ", count);
+			log_put_cell(g->first_ts != NULL ? log_time_cell(g->first_ts, fbuf, sizeof(fbuf))
+							 : "-", 14, false);
 			log_put_cell(last, 14, true);
 		} else {
 			snprintf(count, sizeof(count), "%lu", g->refused + g->observed + g->allowed);

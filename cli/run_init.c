@@ -228,7 +228,7 @@ static int cwd_copy(const struct run_exec *x, const struct privates *pv)
 	return t == -1 ? -2 : t;
 }
 
-/* tree on target, made first (as root, 0755: only the way to it) when a private directory hid it. */
+/* tree on target, made first (as root, 0755: only the way to it) when a private dir hid it. */
 static int attach_at(int tree, const char *target, const struct privates *pv)
 {
 	bool exact;
@@ -537,7 +537,8 @@ pid_t run_exec_start(const struct run_exec *x)
 	ix = *x;
 	ix.alive_fd = alive[0];
 	/* fork(2) into new PID and mount namespaces: the child, on a copy of our stack, is PID 1 */
-	pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | SIGCHLD, NULL, NULL, NULL, 0);
+	pid = (pid_t)syscall(SYS_clone, CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC | SIGCHLD, NULL,
+			     NULL, NULL, 0);
 	if (pid == 0)
 		_exit(init_main(&ix));
 	if (pid == -1)

@@ -147,7 +147,8 @@ static void child_stdio(int out_fd, int err_fd)
 }
 
 #define EXEC_TTY 1    /* CMD: our stdio kept (the operator's terminal), and what else we hold */
-#define EXEC_DETACH 2 /* a daemon others may use after us: its own session, no SIGTERM at our death */
+#define EXEC_DETACH 2 /* a daemon others may use after us: its own session, no SIGTERM at
+		       * our death */
 
 /*
  * fork, and in the child: SIGTERM when we die (unless EXEC_DETACH), the

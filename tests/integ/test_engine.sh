@@ -48,11 +48,13 @@ else:
 EOF
 }
 now_ts() { date -u +%Y-%m-%dT%H:%M:%S.%3NZ; }
-# row SRC AS KIND HOST PORT PATH DECISION REASON: one row as sluice-proxy writes it, now
+# row SRC AS KIND HOST PORT PATH DECISION REASON [RULE]: one row as sluice-proxy writes
+# it, now (RULE: the inject rule applied to it)
 row() {
 	local src=$1 as=$2 kind=$3 host=$4 port=$5 path=$6 decision=$7 reason=$8
 	local who=unattributed jsrc=null jnet=null jas=null jpath=null method=GET status=200
-	local boot=null seq=null kid=null grant=null
+	local boot=null seq=null kid=null grant=null inject=null
+	[ -n "${9-}" ] && inject="\"$9\""
 	if [ "$src" != - ]; then
 		who=$src@podman jsrc="\"$src\"" jnet='"podman"' boot='"9f2c4e6a8b0d1f37"' seq=$RANDOM kid=1
 	fi
@@ -61,10 +63,10 @@ row() {
 	[ "$kind" = tunnel ] && method=CONNECT
 	[ "$decision" = refuse ] && status=403
 	[ "$decision" = allow ] && grant="\"$host (config)\""
-	printf '{"ts":"%s","conn":%d,"req":1,"run":"0123456789abcdef","who":"%s","src":%s,"net":%s,"as":%s,"boot":%s,"seq":%s,"kid":%s,"client":"10.88.0.1:%d","kind":"%s","method":"%s","host":"%s","port":%d,"path":%s,"status":%d,"decision":"%s","reason":"%s","grant":%s,"dialed":null,"up":0,"down":12,"ms":1.250,"dns_ms":0.100,"connect_ms":0.200,"ua":"curl/7.88.1","detail":null}\n' \
+	printf '{"ts":"%s","conn":%d,"req":1,"run":"0123456789abcdef","who":"%s","src":%s,"net":%s,"as":%s,"boot":%s,"seq":%s,"kid":%s,"client":"10.88.0.1:%d","kind":"%s","method":"%s","host":"%s","port":%d,"path":%s,"status":%d,"decision":"%s","reason":"%s","grant":%s,"inject":%s,"dialed":null,"up":0,"down":12,"ms":1.250,"dns_ms":0.100,"connect_ms":0.200,"ua":"curl/7.88.1","detail":null}\n' \
 		"$(now_ts)" "$RANDOM" "$who" "$jsrc" "$jnet" "$jas" "$boot" "$seq" "$kid" \
 		"$((40000 + RANDOM % 1000))" "$kind" "$method" "$host" "$port" "$jpath" "$status" \
-		"$decision" "$reason" "$grant" >>"$NETLOG"
+		"$decision" "$reason" "$grant" "$inject" >>"$NETLOG"
 	sleep 0.01
 }
 # jrow PATH: the --json output row of PATH's principal as "kind name id project"
@@ -189,6 +191,32 @@ expect_eq "... an unknown address" "address 10.88.254.254@podman None None" "$(j
 expect_eq "... the row's own keys kept, in order, as written" \
 	"$(grep '"path":"/a1"' "$NETLOG")" \
 	"$(S log --json | grep '"path":"/a1"' | sed 's/,"principal":{[^}]*}}$/}/')"
+
+# --- who spent which credential: --by-rule; and --by-who
+row "$a1" - http api.test 80 /k1 allow granted tok
+row "$a1" - http api.test 80 /k2 allow granted tok
+row "$a2" - http api.test 80 /k3 allow granted tok
+row "$a2" - http api.test 80 /k4 allow granted other-rule
+out=$(S log --by-rule)
+expect_eq "log --by-rule: a line per rule and principal, rows with no rule not counted" \
+	"RULE WHO COUNT FIRST LAST|other-rule $c2 (demo) 1|tok $c1 2|tok $c2 (demo) 1" \
+	"$(printf '%s\n' "$out" | sed -E 's/  +/ /g; s/ [0-9]{2}-[0-9]{2} [0-9:]{8}//g; s/ $//' | paste -sd'|')"
+json=$(S log --by-rule --json | grep "\"who\":\"$c1\"")
+expect_eq "log --by-rule --json: $c1's tok rows, count, first and last the rows' own times" \
+	"tok 2 $(grep '"path":"/k1"' "$NETLOG" | sed -E 's/.*"ts":"([^"]*)".*/\1/') $(grep '"path":"/k2"' "$NETLOG" | sed -E 's/.*"ts":"([^"]*)".*/\1/') container $id1" \
+	"$("$PY" -c 'import json, sys; r = json.loads(sys.argv[1]); print(r["rule"], r["count"], r["first"], r["last"], r["principal"]["kind"], r["principal"]["id"])' "$json")"
+out=$(S log --by-who --who "$c1")
+expect_eq "log --by-who --who $c1: its hosts as a grant names them, allowed / refused / observed" \
+	"WHO HOST ALLOWED REFUSED OBSERVED LAST|$c1 api.test 2 0 0|$c1 good.test 1 0 0|$c1 refused.test 0 1 0|$c1 refused.test:8080 0 1 0" \
+	"$(printf '%s\n' "$out" | sed -E 's/  +/ /g; s/ [0-9]{2}-[0-9]{2} [0-9:]{8}//g; s/ $//' | paste -sd'|')"
+expect_eq "log --by-who --json: the host as a grant names it" '"refused.test:8080" 1' \
+	"$(S log --by-who --json | grep "\"who\":\"$c1\"" | grep -o '"host":"refused.test:8080"' | sed 's/"host"://') $(S log --by-who --json | grep "\"who\":\"$c1\"" | grep '"host":"refused.test:8080"' | grep -o '"refused":[0-9]*' | cut -d: -f2)"
+S log --by-who --by-rule >/dev/null 2>&1
+expect_eq "log --by-who --by-rule is a usage error" 2 "$?"
+S log --dns --by-rule >/dev/null 2>&1
+expect_eq "log --dns --by-rule is a usage error (a DNS row names no principal)" 2 "$?"
+S log --by-rule -f >/dev/null 2>&1
+expect_eq "log --by-rule -f is a usage error" 2 "$?"
 
 # --- a stopped container: its address is not its own after the snapshot that dropped it
 

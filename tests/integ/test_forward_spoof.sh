@@ -142,6 +142,20 @@ out=$(ucurl "libpod-$chid" /api?who=uidn "$own3")
 expect_eq "... with --engine-uid $NOBODY the same cgroup is that container (the control)" \
 	"$NOBODY /sluice-spoof-$$/libpod-$chid 200 container:$chid" "$out $(logq path=/api?who=uidn --field as)"
 
+# who the credential was spent for, from the rows the proxy wrote: the real container alone
+# (each row the rule was applied to counted; the spoofers' as=user rows had none)
+out=$(sl log --by-rule --json | "$PY" -c '
+import json, sys
+for l in sys.stdin:
+    r = json.loads(l)
+    print(r["rule"], r["principal"]["kind"], r["principal"]["id"], r["count"])')
+want=$("$PY" -c '
+import json, sys
+print(sum(1 for l in open(sys.argv[1]) if l.strip() and json.loads(l).get("inject") == "ctr"))' "$NETLOG")
+expect_eq "sluice log --by-rule: rule ctr, spent for the real container alone, on each of its rows" \
+	"ctr container $chid $want" "$out"
+expect_ge "... which are some (the control)" 2 "$want"
+
 # bad option values are usage errors
 F=$SLUICE_BUILD/sluice-forward
 for bad in "--engine-cgroup libpod_parent" "--engine-cgroup /a/../b" "--engine-cgroup /a//b" \
