@@ -6,8 +6,8 @@
  * at read time, so a better resolution or a later snapshot names old rows
  * too), filters rows by host, decision and principal, and prints them as a
  * table, as the JSON lines with a "principal" object added, or grouped
- * (--by-host, --by-who, --by-rule, --refused: logview.c). With -f it keeps polling (every
- * 200 ms), follows the file across rotation (a new inode at the path) and
+ * (--by-host, --by-who, --by-rule, --refused: logview.c). With -f it keeps
+ * polling (every 200 ms), follows the file across rotation (a new inode at the path) and
  * truncation, and re-reads the snapshots when they change. A row or a
  * snapshot that does not parse is reported with its line number and
  * skipped. It does not read rotated files (FILE.1 ...) and never writes to
@@ -16,8 +16,8 @@
  *
  * --dns reads sluice-dns's query log (the config's `dns-log`) through the
  * same reader: a DNS row is one query, with no stamp and so no principal
- * (no snapshots are read, --who and the views but --refused do not apply, --json prints
- * the rows as they are). struct rows holds what differs between the two.
+ * (no snapshots are read, --who and the views but --refused do not apply,
+ * --json prints the rows as they are). struct rows holds what differs between the two.
  */
 #include <errno.h>
 #include <fcntl.h>
