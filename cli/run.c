@@ -240,7 +240,7 @@ static int daemon_start(struct run *x, const char *what, const char *file, const
 }
 
 /*
- * Not running (runfile_read said so in errno): one run starts it, under
+ * Not running, or its run file unreadable (said here): one run starts it, under
  * STATE/runs/.daemons.lock; the others wait for that run and read its run
  * file. Returns 0 or -1 after printing.
  */
@@ -250,12 +250,6 @@ static int daemon_up(struct run *x, const char *what, const char *file, const ch
 	char lock[PATH_MAX + 32];
 	int fd, rc = -1;
 
-	if (errno != ENOENT && errno != ESRCH) {
-		fprintf(stderr, "run: %s/%s: ", x->c->state_dir, file);
-		cli_put_strerror(stderr, errno);
-		fputc('\n', stderr);
-		return -1;
-	}
 	snprintf(lock, sizeof(lock), "%s/runs/.daemons.lock", x->c->state_dir);
 	fd = cli_open_state("run", lock, O_RDWR | O_CREAT, 0600);
 	if (fd == -1)
@@ -264,9 +258,11 @@ static int daemon_up(struct run *x, const char *what, const char *file, const ch
 		;
 	if (runfile_read(x->c->state_dir, file, rf) == 0)
 		rc = 0; /* another run started it meanwhile */
-	else if (errno != ENOENT && errno != ESRCH)
-		fprintf(stderr, "run: %s/%s: %s\n", x->c->state_dir, file, strerror(errno));
-	else
+	else if (errno != ENOENT && errno != ESRCH) {
+		fprintf(stderr, "run: %s/%s: ", x->c->state_dir, file);
+		cli_put_strerror(stderr, errno);
+		fputc('\n', stderr);
+	} else
 		rc = daemon_start(x, what, file, prog, rf);
 	close(fd);
 	return rc;
