@@ -1,13 +1,13 @@
 /*
- * allow.c: `sluice allow add|rm|list`: the grant store.
+ * allow.c: `sluice allow add|rm|list`: what the operator grants, and to whom.
  *
- * The store is STATE/grants in grant.h's format. Every change reads the
- * store, edits it in memory and replaces it whole (a temporary file in the
- * same directory, fsync, rename, fsync of the directory) while holding an
- * exclusive flock on STATE/grants.lock, so two CLIs never lose each
- * other's writes and the proxy never reads half a file. A store that does
- * not parse is never rewritten: the operator repairs or deletes it. It
- * does not signal the proxy: the proxy picks the file up when it changes.
+ * Each command edits the store through allow_store.c. A grant is one
+ * pattern and the set of principals it serves (--for, repeatable; none:
+ * every connection): adding the same pattern and set again replaces it,
+ * another set is another grant, and rm takes the one with exactly the
+ * set it is given. A container name given to --for is looked up when the
+ * grant is added, in the engine's latest snapshots (STATE/engine.jsonl,
+ * as `sluice log` names rows), and stored as container:<id>.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,185 +29,11 @@
 #include "store.h"
 
 #define STORE_NAME "grants"
-#define LOCK_NAME "grants.lock"
 #define RUN_NAME "proxy.run"
-#define STORE_MAX_BYTES (16 * 1024 * 1024)
+#define ENGINE_FILE "engine.jsonl"
 #define ONCE_TTL_DEFAULT 120
 #define ONCE_TTL_MAX (366 * 86400)
 #define PATTERN_MAX (HOST_NAME_MAX_LEN + 16)
-
-/* The store as read: grants owned by the caller, who frees g. */
-struct store {
-	struct grant *g;
-	size_t n;
-};
-
-static int state_file(const struct config *c, const char *name, char *buf, size_t size)
-{
-	int n = snprintf(buf, size, "%s/%s", c->state_dir, name);
-
-	if (n < 0 || (size_t)n >= size) {
-		fprintf(stderr, "allow: %s/%s: path too long\n", c->state_dir, name);
-		return -1;
-	}
-	return 0;
-}
-
-static void put_errno(const char *what, const char *path, int e)
-{
-	fprintf(stderr, "allow: %s %s: ", what, path);
-	cli_put_strerror(stderr, e);
-	fputc('\n', stderr);
-}
-
-/*
- * Load the store. A missing file is an empty store. Returns 0, or -1 after
- * printing why (unreadable, or damaged: then nothing may rewrite it).
- */
-static int store_load(const struct config *c, struct store *s)
-{
-	char path[PATH_MAX];
-	char *buf;
-	size_t len, max = 1, line = 0;
-	const char *err = "bad line";
-
-	s->g = NULL;
-	s->n = 0;
-	if (state_file(c, STORE_NAME, path, sizeof(path)) == -1)
-		return -1;
-	if (file_read(path, STORE_MAX_BYTES, &buf, &len) == -1) {
-		if (errno == ENOENT)
-			return 0;
-		put_errno("read", path, errno);
-		return -1;
-	}
-	for (size_t i = 0; i < len; i++)
-		max += buf[i] == '\n';
-	s->g = calloc(max, sizeof(*s->g));
-	if (s->g == NULL) {
-		free(buf);
-		fprintf(stderr, "allow: out of memory\n");
-		return -1;
-	}
-	if (grant_store_parse(buf, len, s->g, max, &s->n, &line, &err) == -1) {
-		fprintf(stderr,
-			"allow: %s:%zu: %s; repair or delete that file (deleting means no grants)\n",
-			path, line, err);
-		free(buf);
-		free(s->g);
-		s->g = NULL;
-		return -1;
-	}
-	free(buf);
-	return 0;
-}
-
-/* Create STATE if needed and take the store lock. Returns the lock fd or -1 after printing. */
-static int store_lock(const struct config *c)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	if (file_mkdir_p(c->state_dir, 0700) == -1) {
-		put_errno("mkdir", c->state_dir, errno);
-		return -1;
-	}
-	if (state_file(c, LOCK_NAME, path, sizeof(path)) == -1)
-		return -1;
-	fd = cli_open_state("allow", path, O_RDWR | O_CREAT, 0600);
-	if (fd == -1)
-		return -1;
-	while (flock(fd, LOCK_EX) == -1) {
-		if (errno != EINTR) {
-			put_errno("lock", path, errno);
-			close(fd);
-			return -1;
-		}
-	}
-	return fd;
-}
-
-/*
- * Replace the store with g[0..n): a temporary file beside it, fsync,
- * rename, fsync of the directory. Returns 0 or -1 after printing.
- */
-static int store_save(const struct config *c, const struct grant *g, size_t n)
-{
-	char path[PATH_MAX], tmp[PATH_MAX];
-	FILE *f;
-	int fd, dfd, ret = -1;
-
-	if (state_file(c, STORE_NAME, path, sizeof(path)) == -1 ||
-	    state_file(c, "." STORE_NAME ".XXXXXX", tmp, sizeof(tmp)) == -1)
-		return -1;
-	/* O_CREAT | O_EXCL (mkostemp's own): a new file, never a name planted before */
-	fd = mkostemp(tmp, O_CLOEXEC | O_NOFOLLOW);
-	if (fd == -1) {
-		put_errno("create", tmp, errno);
-		return -1;
-	}
-	/* the grants are not secret; the proxy may read them after dropping root */
-	if (fchmod(fd, 0644) == -1) {
-		put_errno("chmod", tmp, errno);
-		close(fd);
-		goto out_unlink;
-	}
-	f = fdopen(fd, "w");
-	if (f == NULL) {
-		put_errno("open", tmp, errno);
-		close(fd);
-		goto out_unlink;
-	}
-	if (grant_store_write(f, g, n) == -1 || fflush(f) == EOF || fsync(fd) == -1) {
-		put_errno("write", tmp, errno);
-		fclose(f);
-		goto out_unlink;
-	}
-	if (fclose(f) == EOF) {
-		put_errno("write", tmp, errno);
-		goto out_unlink;
-	}
-	if (rename(tmp, path) == -1) {
-		put_errno("rename to", path, errno);
-		goto out_unlink;
-	}
-	dfd = open(c->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd != -1) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
-out_unlink:
-	unlink(tmp);
-	return ret;
-}
-
-static bool same_pattern(const struct grant *a, const struct grant *b)
-{
-	return a->wildcard == b->wildcard && a->port == b->port && strcmp(a->host, b->host) == 0;
-}
-
-/*
- * Drop expired once grants and (when like is not NULL) every grant with
- * like's pattern, counted in *removed (may be NULL).
- */
-static void store_prune(struct store *s, const struct grant *like, time_t now, size_t *removed)
-{
-	size_t j = 0, dropped = 0;
-
-	for (size_t i = 0; i < s->n; i++) {
-		if (like != NULL && same_pattern(&s->g[i], like)) {
-			dropped++;
-			continue;
-		}
-		if (s->g[i].level == GRANT_ONCE && s->g[i].expires <= now)
-			continue;
-		s->g[j++] = s->g[i];
-	}
-	s->n = j;
-	if (removed != NULL)
-		*removed = dropped;
-}
 
 /* "1m52s", "3h4m", "2d1h" for a positive number of seconds. */
 static char *duration_format(long long secs, char *buf, size_t size)
@@ -224,7 +50,7 @@ static char *duration_format(long long secs, char *buf, size_t size)
 }
 
 /* SECONDS with an optional s, m, h or d suffix. Returns 0 or -1. */
-static int ttl_parse(const char *s, long long *out)
+int allow_duration_parse(const char *s, long long *out)
 {
 	const char *end = s + strspn(s, "0123456789");
 	long long v, mul = 1;
@@ -325,7 +151,7 @@ static void suffix_note(const struct grant *g)
 			g->host, n, n == 1 ? "" : "es", first[0], n > 1 ? ", " : "", n > 1 ? first[1] : "");
 }
 
-static int pattern_arg(const char *s, struct grant *g)
+int allow_pattern(const char *s, struct grant *g)
 {
 	const char *err = "bad grant";
 
@@ -336,40 +162,228 @@ static int pattern_arg(const char *s, struct grant *g)
 	return 0;
 }
 
+/*
+ * The id of the container named name in the latest snapshot of each net
+ * (STATE/engine.jsonl) into id; *ref its entry there (for the note on its
+ * addresses). Returns 0, or -1 after printing why (none, or two ids).
+ */
+static int container_lookup(const struct config *c, const char *name, struct snapshots *all,
+			    const struct snap_ctr **ref, const struct snapshot **snap)
+{
+	char path[PATH_MAX];
+	int n = snprintf(path, sizeof(path), "%s/%s", c->state_dir, ENGINE_FILE);
+
+	*ref = NULL;
+	if (n < 0 || (size_t)n >= sizeof(path)) {
+		fprintf(stderr, "allow: %s/%s: path too long\n", c->state_dir, ENGINE_FILE);
+		return -1;
+	}
+	if (snapshot_load(path, "allow", all, stderr) == -1)
+		return -1;
+	/* sorted by (net, t, line): the last of each net is that net's latest */
+	for (size_t i = 0; i < all->n; i++) {
+		const struct snapshot *sn = &all->v[i];
+
+		if (i + 1 < all->n && strcmp(all->v[i + 1].net, sn->net) == 0)
+			continue;
+		for (size_t k = 0; k < sn->nctrs; k++) {
+			if (strcmp(sn->ctrs[k].name, name) != 0)
+				continue;
+			if (*ref != NULL && strcmp((*ref)->id, sn->ctrs[k].id) != 0) {
+				fprintf(stderr,
+					"allow: two containers are named %s (%.12s on %s, %.12s on %s); "
+					"name one by container:<id>\n",
+					name, (*ref)->id, (*snap)->net, sn->ctrs[k].id, sn->net);
+				return -1;
+			}
+			*ref = &sn->ctrs[k];
+			*snap = sn;
+		}
+	}
+	if (*ref == NULL) {
+		fprintf(stderr,
+			"allow: no container named %s in the engine's latest snapshots (%s; `sluice "
+			"engine snapshot` records them); name it container:<id> or ADDR@NET\n",
+			name, path);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Add the --for word to g: a container name becomes container:<id> from
+ * the engine's snapshots. Returns 0 or -1 after printing why.
+ */
+static int scope_arg(const struct config *c, const char *word, struct grant *g)
+{
+	struct snapshots all = { 0 };
+	const struct snap_ctr *ctr;
+	const struct snapshot *snap = NULL;
+	char id[16 + SCOPE_ID_LEN];
+	struct scope sc;
+	const char *err = "bad scope";
+	int ret = -1;
+
+	if (scope_parse(word, &sc, &err) == 0 && sc.kind == SCOPE_NAME) {
+		if (container_lookup(c, word, &all, &ctr, &snap) == -1)
+			goto out;
+		snprintf(id, sizeof(id), "container:%s", ctr->id);
+		if (grant_scope_add(g, id, &err) == -1)
+			goto bad;
+		printf("--for %s: %s\n", word, id);
+		if (ctr->naddrs > 0)
+			fprintf(stderr,
+				"allow: note: %s has addresses on network %s: connections it makes "
+				"there are stamped with its address, not its id, and container:<id> "
+				"matches only what a forwarder attributes by cgroup (--own); for those, "
+				"name it by ADDR@NET\n",
+				word, snap->net);
+		ret = 0;
+		goto out;
+	}
+	if (grant_scope_add(g, word, &err) == 0) {
+		ret = 0;
+		goto out;
+	}
+bad:
+	fprintf(stderr, "allow: bad --for \"%s\": %s\n", word, err);
+out:
+	snapshots_release(&all);
+	return ret;
+}
+
+/* " for A,B" when g has scopes, into buf; "" otherwise. */
+static char *scopes_text(const struct grant *g, char *buf, size_t size)
+{
+	char list[GRANT_SCOPES_TEXT];
+
+	if (g->nscopes == 0)
+		snprintf(buf, size, "%s", "");
+	else
+		snprintf(buf, size, " for %s", grant_scopes_format(g, list, sizeof(list)));
+	return buf;
+}
+
+int allow_level_parse(const char *s, enum grant_level *level)
+{
+	if (strcmp(s, "once") == 0)
+		*level = GRANT_ONCE;
+	else if (strcmp(s, "session") == 0)
+		*level = GRANT_SESSION;
+	else if (strcmp(s, "permanent") == 0)
+		*level = GRANT_PERMANENT;
+	else
+		return -1;
+	return 0;
+}
+
+int allow_ttl_parse(const char *s, enum grant_level level, long long *ttl)
+{
+	if (level != GRANT_ONCE)
+		return usage_error("--ttl applies only to --level once");
+	if (allow_duration_parse(s, ttl) == -1)
+		return usage_error("bad ttl \"%s\": expected 1 to 31622400 seconds (or Nm, Nh, Nd)", s);
+	return 0;
+}
+
+/* The session grant's run id: the running proxy's. Returns 0 or -1 after printing why not. */
+static int session_run(const struct config *c, struct grant *g)
+{
+	if (store_run_id(c->state_dir, g->run) == 0)
+		return 0;
+	if (errno == ENOENT)
+		fprintf(stderr,
+			"allow: no running sluice-proxy (%s/%s missing); a session grant lasts only while it runs\n",
+			c->state_dir, RUN_NAME);
+	else if (errno == ESRCH)
+		fprintf(stderr,
+			"allow: no running sluice-proxy (%s/%s is left from one that stopped); a session grant lasts only while it runs\n",
+			c->state_dir, RUN_NAME);
+	else if (errno == EINVAL)
+		fprintf(stderr, "allow: %s/%s: not a run id (16 lowercase hex digits and a newline)\n",
+			c->state_dir, RUN_NAME);
+	else
+		fprintf(stderr, "allow: read %s/%s: %s\n", c->state_dir, RUN_NAME, strerror(errno));
+	return -1;
+}
+
+int allow_grant(const struct config *c, struct grant *g, enum grant_level level, long long ttl)
+{
+	struct allow_store s;
+	char pat[PATTERN_MAX], dur[32], who[GRANT_SCOPES_TEXT + 8];
+	size_t replaced;
+	time_t now = time(NULL);
+	int lockfd, ret = -1;
+
+	g->level = level;
+	g->added = now;
+	if (level == GRANT_ONCE) {
+		struct timespec ts;
+
+		/* expiry is kept in whole seconds: round up, so a grant never lasts less than its ttl */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		g->expires = ts.tv_sec + (ts.tv_nsec > 0 ? 1 : 0) + (time_t)ttl;
+	}
+	if (level == GRANT_SESSION && session_run(c, g) == -1)
+		return -1;
+	lockfd = allow_store_lock(c);
+	if (lockfd == -1)
+		return -1;
+	if (allow_store_load(c, &s) == -1)
+		goto out_unlock;
+	allow_store_prune(&s, g, now, &replaced);
+	if (allow_store_append(&s, g) == -1 || allow_store_save(c, &s) == -1)
+		goto out_free;
+	grant_format(g, pat, sizeof(pat));
+	scopes_text(g, who, sizeof(who));
+	if (level == GRANT_ONCE)
+		printf("%s %s%s once, expires in %s\n", replaced ? "replaced" : "added", pat, who,
+		       duration_format(ttl, dur, sizeof(dur)));
+	else if (level == GRANT_SESSION)
+		printf("%s %s%s session, until sluice-proxy run %s stops\n",
+		       replaced ? "replaced" : "added", pat, who, g->run);
+	else
+		printf("%s %s%s permanent\n", replaced ? "replaced" : "added", pat, who);
+	suffix_note(g);
+	ret = 0;
+out_free:
+	free(s.g);
+out_unlock:
+	close(lockfd);
+	return ret;
+}
+
 static int allow_add(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "level", required_argument, NULL, 'l' },
 		{ "ttl", required_argument, NULL, 't' },
+		{ "for", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	enum grant_level level = GRANT_PERMANENT;
-	const char *ttl_arg = NULL;
+	const char *ttl_arg = NULL, *fors[GRANT_SCOPES_MAX];
 	long long ttl = ONCE_TTL_DEFAULT;
 	struct config *c;
-	struct store s;
-	struct grant g, *grown;
-	char pat[PATTERN_MAX], dur[32];
-	size_t replaced;
-	time_t now;
-	int opt, lockfd, ret = EXIT_ERROR;
+	struct grant g;
+	size_t nfor = 0;
+	int opt, ret = EXIT_ERROR;
 
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'l':
-			if (strcmp(optarg, "once") == 0)
-				level = GRANT_ONCE;
-			else if (strcmp(optarg, "session") == 0)
-				level = GRANT_SESSION;
-			else if (strcmp(optarg, "permanent") == 0)
-				level = GRANT_PERMANENT;
-			else
+			if (allow_level_parse(optarg, &level) == -1)
 				return usage_error("bad level \"%s\": expected once, session or permanent",
 						   optarg);
 			break;
 		case 't':
 			ttl_arg = optarg;
+			break;
+		case 'f':
+			if (nfor == GRANT_SCOPES_MAX)
+				return usage_error("at most %d --for", GRANT_SCOPES_MAX);
+			fors[nfor++] = optarg;
 			break;
 		case 'h':
 			cli_usage(stdout, "allow");
@@ -381,132 +395,108 @@ static int allow_add(int argc, char **argv)
 	}
 	if (argc - optind != 1)
 		return usage_error("add takes one GRANT");
-	if (ttl_arg != NULL && level != GRANT_ONCE)
-		return usage_error("--ttl applies only to --level once");
-	if (ttl_arg != NULL && ttl_parse(ttl_arg, &ttl) == -1)
-		return usage_error("bad ttl \"%s\": expected 1 to 31622400 seconds (or Nm, Nh, Nd)",
-				   ttl_arg);
-	if (pattern_arg(argv[optind], &g) == -1)
+	if (ttl_arg != NULL && allow_ttl_parse(ttl_arg, level, &ttl) != 0)
+		return EXIT_USAGE;
+	if (allow_pattern(argv[optind], &g) == -1)
 		return EXIT_ERROR;
 
 	c = cli_config_load();
 	if (c == NULL)
 		return EXIT_ERROR;
-	now = time(NULL);
-	g.level = level;
-	g.added = now;
-	if (level == GRANT_ONCE) {
-		struct timespec ts;
-
-		/* expiry is kept in whole seconds: round up, so a grant never lasts less than its ttl */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		g.expires = ts.tv_sec + (ts.tv_nsec > 0 ? 1 : 0) + (time_t)ttl;
-	}
-	if (level == GRANT_SESSION && store_run_id(c->state_dir, g.run) == -1) {
-		if (errno == ENOENT)
-			fprintf(stderr,
-				"allow: no running sluice-proxy (%s/%s missing); a session grant lasts only while it runs\n",
-				c->state_dir, RUN_NAME);
-		else if (errno == ESRCH)
-			fprintf(stderr,
-				"allow: no running sluice-proxy (%s/%s is left from one that stopped); a session grant lasts only while it runs\n",
-				c->state_dir, RUN_NAME);
-		else if (errno == EINVAL)
-			fprintf(stderr,
-				"allow: %s/%s: not a run id (16 lowercase hex digits and a newline)\n",
-				c->state_dir, RUN_NAME);
-		else
-			put_errno("read", RUN_NAME, errno);
-		goto out_config;
-	}
-
-	lockfd = store_lock(c);
-	if (lockfd == -1)
-		goto out_config;
-	if (store_load(c, &s) == -1)
-		goto out_unlock;
-	store_prune(&s, &g, now, &replaced);
-	grown = realloc(s.g, (s.n + 1) * sizeof(*grown));
-	if (grown == NULL) {
-		fprintf(stderr, "allow: out of memory\n");
-		goto out_free;
-	}
-	s.g = grown;
-	s.g[s.n++] = g;
-	if (store_save(c, s.g, s.n) == -1)
-		goto out_free;
-	grant_format(&g, pat, sizeof(pat));
-	if (level == GRANT_ONCE)
-		printf("%s %s once, expires in %s\n", replaced ? "replaced" : "added", pat,
-		       duration_format(ttl, dur, sizeof(dur)));
-	else if (level == GRANT_SESSION)
-		printf("%s %s session, until sluice-proxy run %s stops\n",
-		       replaced ? "replaced" : "added", pat, g.run);
-	else
-		printf("%s %s permanent\n", replaced ? "replaced" : "added", pat);
-	suffix_note(&g);
-	ret = EXIT_OK;
-out_free:
-	free(s.g);
-out_unlock:
-	close(lockfd);
+	for (size_t i = 0; i < nfor; i++)
+		if (scope_arg(c, fors[i], &g) == -1)
+			goto out_config;
+	if (allow_grant(c, &g, level, ttl) == 0)
+		ret = EXIT_OK;
 out_config:
 	config_free(c);
 	return ret;
+}
+
+/* The scope sets the grants of g's pattern in all[0..n) have, as "A,B; everyone", to stderr. */
+static void others_note(const char *pat, const struct grant *all, size_t n)
+{
+	char p[PATTERN_MAX], list[GRANT_SCOPES_TEXT];
+	bool any = false;
+
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(grant_format(&all[i], p, sizeof(p)), pat) != 0)
+			continue;
+		fprintf(stderr, "%s%s", any ? "; " : "allow: the store grants it for: ",
+			all[i].nscopes == 0 ? "every connection (no --for)"
+					    : grant_scopes_format(&all[i], list, sizeof(list)));
+		any = true;
+	}
+	if (any)
+		fputc('\n', stderr);
 }
 
 static int allow_rm(int argc, char **argv)
 {
 	static const struct option longopts[] = {
+		{ "for", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct config *c;
-	struct store s;
+	struct allow_store s;
 	struct grant g;
-	char pat[PATTERN_MAX];
-	size_t removed;
+	const char *fors[GRANT_SCOPES_MAX];
+	char pat[PATTERN_MAX], who[GRANT_SCOPES_TEXT + 8];
+	size_t removed, nfor = 0;
 	int opt, lockfd, ret = EXIT_ERROR;
 
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		if (opt == 'h') {
+		switch (opt) {
+		case 'f':
+			if (nfor == GRANT_SCOPES_MAX)
+				return usage_error("at most %d --for", GRANT_SCOPES_MAX);
+			fors[nfor++] = optarg;
+			break;
+		case 'h':
 			cli_usage(stdout, "allow");
 			return EXIT_OK;
+		default:
+			cli_usage(stderr, "allow");
+			return EXIT_USAGE;
 		}
-		cli_usage(stderr, "allow");
-		return EXIT_USAGE;
 	}
 	if (argc - optind != 1)
 		return usage_error("rm takes one GRANT");
-	if (pattern_arg(argv[optind], &g) == -1)
+	if (allow_pattern(argv[optind], &g) == -1)
 		return EXIT_ERROR;
 	grant_format(&g, pat, sizeof(pat));
 
 	c = cli_config_load();
 	if (c == NULL)
 		return EXIT_ERROR;
-	lockfd = store_lock(c);
+	for (size_t i = 0; i < nfor; i++)
+		if (scope_arg(c, fors[i], &g) == -1)
+			goto out_config;
+	scopes_text(&g, who, sizeof(who));
+	lockfd = allow_store_lock(c);
 	if (lockfd == -1)
 		goto out_config;
-	if (store_load(c, &s) == -1)
+	if (allow_store_load(c, &s) == -1)
 		goto out_unlock;
-	store_prune(&s, &g, time(NULL), &removed);
+	allow_store_prune(&s, &g, time(NULL), &removed);
 	if (removed == 0) {
 		bool in_config = false;
 
 		for (size_t i = 0; i < c->ngrants; i++)
-			in_config |= same_pattern(&c->grants[i], &g);
+			in_config |= grant_same(&c->grants[i], &g);
 		if (in_config)
-			fprintf(stderr, "allow: %s is granted by the config file %s; remove it there\n",
-				pat, cli_config_path());
+			fprintf(stderr, "allow: %s%s is granted by the config file %s; remove it there\n",
+				pat, who, cli_config_path());
 		else
-			fprintf(stderr, "allow: no grant %s in %s/%s\n", pat, c->state_dir,
+			fprintf(stderr, "allow: no grant %s%s in %s/%s\n", pat, who, c->state_dir,
 				STORE_NAME);
+		others_note(pat, s.g, s.n);
 		goto out_free;
 	}
-	if (store_save(c, s.g, s.n) == -1)
+	if (allow_store_save(c, &s) == -1)
 		goto out_free;
-	printf("removed %s\n", pat);
+	printf("removed %s%s\n", pat, who);
 	ret = EXIT_OK;
 out_free:
 	free(s.g);
@@ -514,82 +504,6 @@ out_unlock:
 	close(lockfd);
 out_config:
 	config_free(c);
-	return ret;
-}
-
-/*
- * A run's grant (`sluice run --allow`): pattern at level session for the
- * proxy run `run`, added only when no live grant of that pattern is stored
- * or in the config (an operator's grant is never replaced, so taking the
- * run's away later cannot take theirs). Returns 1 added, 0 already granted,
- * -1 after printing why.
- */
-int allow_session_add(const struct config *c, const char *pattern, const char *run)
-{
-	struct store s;
-	struct grant g, *grown;
-	time_t now = time(NULL);
-	int lockfd, ret = -1;
-
-	if (pattern_arg(pattern, &g) == -1)
-		return -1;
-	for (size_t i = 0; i < c->ngrants; i++)
-		if (same_pattern(&c->grants[i], &g))
-			return 0;
-	lockfd = store_lock(c);
-	if (lockfd == -1)
-		return -1;
-	if (store_load(c, &s) == -1)
-		goto out_unlock;
-	store_prune(&s, NULL, now, NULL);
-	ret = 0;
-	for (size_t i = 0; i < s.n; i++)
-		if (same_pattern(&s.g[i], &g) && grant_live(&s.g[i], now, run))
-			goto out_free;
-	ret = -1;
-	store_prune(&s, &g, now, NULL); /* a dead grant of that pattern (a stopped run's) */
-	grown = realloc(s.g, (s.n + 1) * sizeof(*grown));
-	if (grown == NULL) {
-		fprintf(stderr, "allow: out of memory\n");
-		goto out_free;
-	}
-	s.g = grown;
-	g.level = GRANT_SESSION;
-	g.added = now;
-	snprintf(g.run, sizeof(g.run), "%s", run);
-	s.g[s.n++] = g;
-	if (store_save(c, s.g, s.n) == 0)
-		ret = 1;
-out_free:
-	free(s.g);
-out_unlock:
-	close(lockfd);
-	return ret;
-}
-
-/* Take back what allow_session_add added: the session grant of pattern for run, if still there. */
-int allow_session_drop(const struct config *c, const char *pattern, const char *run)
-{
-	struct store s;
-	struct grant g;
-	size_t j = 0;
-	int lockfd, ret = -1;
-
-	if (pattern_arg(pattern, &g) == -1)
-		return -1;
-	lockfd = store_lock(c);
-	if (lockfd == -1)
-		return -1;
-	if (store_load(c, &s) == -1)
-		goto out_unlock;
-	for (size_t i = 0; i < s.n; i++)
-		if (!(same_pattern(&s.g[i], &g) && s.g[i].level == GRANT_SESSION &&
-		      strcmp(s.g[i].run, run) == 0))
-			s.g[j++] = s.g[i];
-	ret = j == s.n ? 0 : store_save(c, s.g, j);
-	free(s.g);
-out_unlock:
-	close(lockfd);
 	return ret;
 }
 
@@ -643,8 +557,18 @@ static int list_json(const struct grant *all, size_t n, time_t now, const char *
 	for (size_t i = 0; i < n; i++) {
 		const struct grant *g = &all[i];
 		bool live = expires_text(g, now, run, exp, sizeof(exp));
-		json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:b}", "grant",
-				      grant_format(g, pat, sizeof(pat)), "level",
+		json_t *scopes = json_array();
+		json_t *o;
+
+		for (size_t k = 0; scopes != NULL && k < g->nscopes; k++)
+			if (json_array_append_new(scopes, json_string(g->scopes[k].text)) == -1) {
+				json_decref(scopes);
+				scopes = NULL;
+			}
+		if (scopes == NULL)
+			goto out_oom;
+		o = json_pack("{s:s, s:o, s:s, s:o, s:o, s:o, s:b}", "grant",
+				      grant_format(g, pat, sizeof(pat)), "for", scopes, "level",
 				      grant_level_name(g->level), "added",
 				      g->level == GRANT_CONFIG ? json_null()
 							       : json_integer(g->added),
@@ -670,7 +594,7 @@ out_free:
 
 static void list_table(const struct grant *all, size_t n, time_t now, const char *run)
 {
-	char pat[PATTERN_MAX], exp[64], added[32];
+	char pat[PATTERN_MAX], exp[64], added[32], list[GRANT_SCOPES_TEXT];
 	int w = (int)strlen("GRANT");
 
 	for (size_t i = 0; i < n; i++) {
@@ -679,11 +603,12 @@ static void list_table(const struct grant *all, size_t n, time_t now, const char
 		if (l > w)
 			w = l;
 	}
-	printf("%-*s  %-9s  %-22s  %s\n", w, "GRANT", "LEVEL", "EXPIRES", "ADDED");
+	printf("%-*s  %-9s  %-22s  %-16s  %s\n", w, "GRANT", "LEVEL", "EXPIRES", "ADDED", "FOR");
 	for (size_t i = 0; i < n; i++) {
 		expires_text(&all[i], now, run, exp, sizeof(exp));
-		printf("%-*s  %-9s  %-22s  %s\n", w, grant_format(&all[i], pat, sizeof(pat)),
-		       grant_level_name(all[i].level), exp, added_text(&all[i], added, sizeof(added)));
+		printf("%-*s  %-9s  %-22s  %-16s  %s\n", w, grant_format(&all[i], pat, sizeof(pat)),
+		       grant_level_name(all[i].level), exp, added_text(&all[i], added, sizeof(added)),
+		       all[i].nscopes == 0 ? "-" : grant_scopes_format(&all[i], list, sizeof(list)));
 	}
 }
 
@@ -698,7 +623,7 @@ static int allow_list(int argc, char **argv)
 	const char *runp = NULL;
 	struct grant *all;
 	struct config *c;
-	struct store s;
+	struct allow_store s;
 	bool json = false;
 	int opt, ret = EXIT_ERROR;
 
@@ -722,7 +647,7 @@ static int allow_list(int argc, char **argv)
 	if (c == NULL)
 		return EXIT_ERROR;
 	/* no lock: the store is only ever replaced whole, by rename */
-	if (store_load(c, &s) == -1)
+	if (allow_store_load(c, &s) == -1)
 		goto out_config;
 	if (store_run_id(c->state_dir, run) == 0)
 		runp = run;
@@ -769,5 +694,11 @@ int cmd_allow(int argc, char **argv)
 		return allow_rm(argc - 1, argv + 1);
 	if (strcmp(argv[1], "list") == 0)
 		return allow_list(argc - 1, argv + 1);
+	if (strcmp(argv[1], "approve") == 0)
+		return allow_approve(argc - 1, argv + 1);
+	if (strcmp(argv[1], "enforce") == 0)
+		return allow_enforce(argc - 1, argv + 1);
+	if (strcmp(argv[1], "learn") == 0)
+		return allow_learn(argc - 1, argv + 1);
 	return usage_error("unknown subcommand \"%s\"", argv[1]);
 }

@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "config.h"
 #include "units.h"     /* install.c: UNITS_ID_HEX */
@@ -71,6 +72,72 @@ int cmd_check(int argc, char **argv);
 
 /* allow.c */
 int cmd_allow(int argc, char **argv);
+
+/* allow_store.c: STATE/grants, replaced whole under STATE/grants.lock */
+
+/* The store as read: grants owned by the caller, who frees g. */
+struct allow_store {
+	struct grant *g;
+	size_t n;
+	struct grant_mode mode; /* its mode and learned lines, kept across an edit */
+};
+
+/* Create STATE if needed and take the store lock. Returns the lock fd or -1 after printing. */
+int allow_store_lock(const struct config *c);
+
+/*
+ * Load the store. A missing file is an empty store. Returns 0, or -1 after
+ * printing why (unreadable, or damaged: then nothing may rewrite it).
+ */
+int allow_store_load(const struct config *c, struct allow_store *s);
+
+/*
+ * Replace the store with s (its grants and mode): a temporary file beside it, fsync,
+ * rename, fsync of the directory. Returns 0 or -1 after printing.
+ */
+int allow_store_save(const struct config *c, const struct allow_store *s);
+
+/*
+ * Drop expired once grants and (when like is not NULL) the grant that is
+ * like (grant_same: its pattern and scopes), counted in *removed (may be NULL).
+ */
+void allow_store_prune(struct allow_store *s, const struct grant *like, time_t now,
+		       size_t *removed);
+
+/* Append g to s. Returns 0 or -1 after printing. */
+int allow_store_append(struct allow_store *s, const struct grant *g);
+
+/* allow.c: parse a GRANT argument into g. Returns 0 or -1 after printing why. */
+int allow_pattern(const char *s, struct grant *g);
+
+/* A --level argument. Returns 0, or -1 when it is none of once, session, permanent. */
+int allow_level_parse(const char *s, enum grant_level *level);
+
+/* A --ttl argument for level into *ttl seconds. Returns 0, or EXIT_USAGE after printing why. */
+int allow_ttl_parse(const char *s, enum grant_level level, long long *ttl);
+
+/*
+ * Store g (its pattern and scopes) at level, replacing the same grant:
+ * once for ttl seconds, session for the running proxy, or permanent; print
+ * what was done. Returns 0 or -1 after printing why.
+ */
+int allow_grant(const struct config *c, struct grant *g, enum grant_level level, long long ttl);
+
+/* SECONDS with an optional s, m, h or d suffix, 1 s to 366 days. Returns 0 or -1. */
+int allow_duration_parse(const char *s, long long *out);
+
+/* allow_approve.c: `sluice allow approve ID` */
+int allow_approve(int argc, char **argv);
+
+/*
+ * All of the log file path (opened as `sluice log` opens it) into *buf
+ * (free it) and *len. Returns 1 read, 0 missing, -1 after printing why.
+ */
+int allow_log_read(const struct config *c, const char *path, char **buf, size_t *len);
+
+/* allow_learn.c: `sluice allow enforce [on|off|learn]`, `sluice allow learn` */
+int allow_enforce(int argc, char **argv);
+int allow_learn(int argc, char **argv);
 
 /*
  * A run's grant (`sluice run --allow`): pattern at level session for the

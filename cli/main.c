@@ -28,9 +28,12 @@ struct verb {
 static const struct verb verbs[] = {
 	{ "check", cmd_check, "validate a config file and print its normalised form",
 	  "check [-q] [FILE]\n" },
-	{ "allow", cmd_allow, "add, remove or list the grants in STATE/grants",
-	  "allow add GRANT [--level once|session|permanent] [--ttl SECONDS]\n"
-	  "allow rm GRANT\n"
+	{ "allow", cmd_allow, "add, remove or list the grants in STATE/grants; approve a refusal by its id",
+	  "allow add GRANT [--level once|session|permanent] [--ttl SECONDS] [--for WHO]...\n"
+	  "allow rm GRANT [--for WHO]...\n"
+	  "allow approve ID [--level once|session|permanent] [--ttl SECONDS]\n"
+	  "allow enforce [on|off|learn [--for DURATION]]\n"
+	  "allow learn\n"
 	  "allow list [--json]\n" },
 	{ "log", cmd_log,
 	  "read the network or DNS log: who used each host, who was refused; verify its chain",

@@ -94,7 +94,7 @@ void judge_reload(struct dnsd *d, const char *why)
 	}
 	if (rebuild(d) == 0)
 		fprintf(stderr, "sluice-dns: policy reloaded (%s): mode %s, %zu grants%s\n", why,
-			d->policy->mode == MODE_ENFORCE ? "enforce" : "observe", d->policy->ngrants,
+			policy_mode_name(d->policy, time(NULL)), d->policy->ngrants,
 			d->policy->store_damaged ? ", grant store DAMAGED" : "");
 }
 
@@ -348,7 +348,7 @@ int judge_query(struct dnsd *d, struct query *qr, struct cache_entry *memo)
 		snprintf(qr->detail, sizeof(qr->detail),
 			 "%.120s is not granted; to grant it run: sluice allow add %.120s",
 			 qr->q.name, qr->q.name);
-		if (d->policy->mode == MODE_OBSERVE && canon) {
+		if (policy_mode_at(d->policy, time(NULL)) == MODE_OBSERVE && canon) {
 			qr->decision = "observe";
 			qr->filter = true;
 			return type_answerable(d, qr->q.name, qr->q.qtype) ? JUDGE_LOOKUP : RCODE_NOERROR;

@@ -193,7 +193,7 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "sluice-dns: running: mode %s, %zu grants, %zu upstreams, state %s, "
 			"dns-log %s\n",
-		d.policy->mode == MODE_ENFORCE ? "enforce" : "observe", d.policy->ngrants,
+		policy_mode_name(d.policy, time(NULL)), d.policy->ngrants,
 		d.nupstreams, d.config->state_dir, d.config->dns_log_path);
 	sd_notify(0, "READY=1"); /* listening, dropped: what a unit after this one may rely on */
 

@@ -160,6 +160,16 @@ static void d_allow(struct parser *p, char **w, size_t nw)
 		return;
 	}
 	g.level = GRANT_CONFIG;
+	for (size_t i = 2; i < nw; i++) {
+		if (strncmp(w[i], "for=", 4) != 0) {
+			perr(p, "allow %s: expected for=SCOPE, not \"%s\"", w[1], w[i]);
+			return;
+		}
+		if (grant_scope_add(&g, w[i] + 4, &err) == -1) {
+			perr(p, "allow %s: %s: %s", w[1], w[i], err);
+			return;
+		}
+	}
 	grown = realloc(c->grants, (c->ngrants + 1) * sizeof(*grown));
 	if (grown == NULL) {
 		perr(p, "allow: out of memory");
@@ -373,7 +383,7 @@ static void d_token_min_interval(struct parser *p, char **w, size_t nw)
 
 static const struct directive directives[] = {
 	{ "listen", 1, false, true, d_listen },
-	{ "allow", 1, false, true, d_allow },
+	{ "allow", 1, true, true, d_allow },
 	{ "allow-private", 2, false, true, d_allow_private },
 	{ "mode", 1, false, false, d_mode },
 	{ "state", 1, false, false, d_state },
@@ -738,8 +748,12 @@ void config_print(const struct config *c, FILE *out)
 	fprintf(out, "response-timeout %u\n", c->response_timeout_ms / 1000);
 	fprintf(out, "idle-timeout %u\n", c->idle_timeout_ms / 1000);
 	fprintf(out, "token-min-interval %u\n", c->token_min_interval_ms / 1000);
-	for (size_t i = 0; i < c->ngrants; i++)
-		fprintf(out, "allow %s\n", grant_format(&c->grants[i], buf, sizeof(buf)));
+	for (size_t i = 0; i < c->ngrants; i++) {
+		fprintf(out, "allow %s", grant_format(&c->grants[i], buf, sizeof(buf)));
+		for (size_t k = 0; k < c->grants[i].nscopes; k++)
+			fprintf(out, " for=%s", c->grants[i].scopes[k].text);
+		fputc('\n', out);
+	}
 	for (size_t i = 0; i < c->nexceptions; i++) {
 		char net[64];
 

@@ -9,7 +9,9 @@
  *   listen ADDR:PORT          repeatable; default 127.0.0.1:3128; or
  *          unix:PATH          a socket file (0600, for a sluice-forward on
  *                             this host: no TCP hop)
- *   allow GRANT               repeatable; the config's own permanent grants
+ *   allow GRANT [for=SCOPE]...  repeatable; the config's own permanent grants;
+ *                             each for= (scope.h, not a container name)
+ *                             limits it to connections stamped that way
  *   allow-private HOST CIDR   HOST may resolve into CIDR (an exception to
  *                             the deny list); repeatable
  *   mode enforce|observe      default enforce
@@ -72,7 +74,8 @@
  *
  * A word of the form key="..." is quoted: the value may hold blanks and
  * '#', with \" and \\ as the only escapes; the closing quote ends the
- * word. Only inject takes quoted words. The normalised form (config_print)
+ * word. Only inject, allow and dns-upstream take quoted words (a quoted
+ * for= scope is refused: no scope holds a blank). The normalised form (config_print)
  * quotes exactly the values that need it.
  */
 #ifndef SLUICE_CONFIG_H

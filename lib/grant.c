@@ -31,7 +31,8 @@
 #include "digits.h"
 
 #define STORE_HEADER "# sluice grants v1"
-#define STORE_MAX_FIELDS 4
+#define STORE_MAX_FIELDS (4 + GRANT_SCOPES_MAX)
+#define FOR_KEY "for="
 
 static bool is_blank(char c)
 {
@@ -172,6 +173,68 @@ bool grant_matches(const struct grant *g, const struct host *h, uint16_t port,
 	return strcmp(h->name, g->host) == 0;
 }
 
+int grant_scope_add(struct grant *g, const char *s, const char **err)
+{
+	struct scope sc;
+
+	if (scope_parse(s, &sc, err) == -1)
+		return -1;
+	if (sc.kind == SCOPE_NAME) {
+		*err = "a container name cannot be told from a stamp: name it container:<id> "
+		       "(sluice allow add --for NAME looks the id up)";
+		return -1;
+	}
+	if (scope_in(&sc, g->scopes, g->nscopes)) {
+		*err = "the same scope twice";
+		return -1;
+	}
+	if (g->nscopes == GRANT_SCOPES_MAX) {
+		*err = "more than 8 scopes";
+		return -1;
+	}
+	g->scopes[g->nscopes++] = sc;
+	return 0;
+}
+
+bool grant_serves(const struct grant *g, const char *who, const char *src, const char *as)
+{
+	if (g->nscopes == 0)
+		return true;
+	for (size_t i = 0; i < g->nscopes; i++)
+		if (scope_matches(&g->scopes[i], who, src, as))
+			return true;
+	return false;
+}
+
+char *grant_scopes_format(const struct grant *g, char *buf, size_t size)
+{
+	size_t off = 0;
+
+	if (size == 0)
+		return buf;
+	buf[0] = '\0';
+	for (size_t i = 0; i < g->nscopes; i++) {
+		int n = snprintf(buf + off, size - off, "%s%s", i > 0 ? "," : "", g->scopes[i].text);
+
+		if (n < 0 || (size_t)n >= size - off)
+			break;
+		off += (size_t)n;
+	}
+	return buf;
+}
+
+bool grant_same(const struct grant *a, const struct grant *b)
+{
+	if (a->wildcard != b->wildcard || a->port != b->port || strcmp(a->host, b->host) != 0 ||
+	    a->nscopes != b->nscopes)
+		return false;
+	/* each holds no scope twice, so equal counts and inclusion make equal sets */
+	for (size_t i = 0; i < a->nscopes; i++)
+		if (!scope_in(&a->scopes[i], b->scopes, b->nscopes))
+			return false;
+	return true;
+}
+
 bool grant_live(const struct grant *g, time_t now, const char *run_id)
 {
 	switch (g->level) {
@@ -226,13 +289,12 @@ struct field {
 	size_t len;
 };
 
-/* Parse one non-comment line s[0..len) into g. */
-static int store_line(const char *s, size_t len, struct grant *g, const char **err)
+/* Split s[0..len) at blanks into at most max fields; *nf of them. Returns 0, or -1 for more. */
+static int fields_split(const char *s, size_t len, struct field *f, size_t max, size_t *nf)
 {
-	struct field f[STORE_MAX_FIELDS];
-	size_t nf = 0, i = 0, want;
-	time_t added;
+	size_t i = 0;
 
+	*nf = 0;
 	while (i < len) {
 		size_t start;
 
@@ -240,16 +302,28 @@ static int store_line(const char *s, size_t len, struct grant *g, const char **e
 			i++;
 		if (i == len)
 			break;
-		if (nf == STORE_MAX_FIELDS) {
-			*err = "trailing junk after the grant";
+		if (*nf == max)
 			return -1;
-		}
 		start = i;
 		while (i < len && !is_blank(s[i]))
 			i++;
-		f[nf].p = s + start;
-		f[nf].len = i - start;
-		nf++;
+		f[*nf].p = s + start;
+		f[*nf].len = i - start;
+		(*nf)++;
+	}
+	return 0;
+}
+
+/* Parse one non-comment line s[0..len) into g. */
+static int store_line(const char *s, size_t len, struct grant *g, const char **err)
+{
+	struct field f[STORE_MAX_FIELDS];
+	size_t nf, i, want;
+	time_t added;
+
+	if (fields_split(s, len, f, STORE_MAX_FIELDS, &nf) == -1) {
+		*err = "trailing junk after the grant";
+		return -1;
 	}
 	if (nf < 2) {
 		*err = "missing level";
@@ -270,8 +344,8 @@ static int store_line(const char *s, size_t len, struct grant *g, const char **e
 		*err = "unknown level (permanent, session or once)";
 		return -1;
 	}
-	if (nf != want) {
-		*err = nf < want ? "missing field" : "trailing junk after the grant";
+	if (nf < want) {
+		*err = "missing field";
 		return -1;
 	}
 	if (epoch_parse(f[2].p, f[2].len, &added) == -1) {
@@ -287,14 +361,108 @@ static int store_line(const char *s, size_t len, struct grant *g, const char **e
 		*err = "bad expiry time";
 		return -1;
 	}
+	for (i = want; i < nf; i++) {
+		char word[SCOPE_TEXT_MAX + 1];
+		size_t kl = strlen(FOR_KEY);
+
+		if (f[i].len <= kl || memcmp(f[i].p, FOR_KEY, kl) != 0) {
+			*err = "trailing junk after the grant";
+			return -1;
+		}
+		if (f[i].len - kl > SCOPE_TEXT_MAX) {
+			*err = "scope too long";
+			return -1;
+		}
+		memcpy(word, f[i].p + kl, f[i].len - kl);
+		word[f[i].len - kl] = '\0';
+		if (grant_scope_add(g, word, err) == -1)
+			return -1;
+	}
 	return 0;
 }
 
-int grant_store_parse(const char *buf, size_t len, struct grant *out, size_t max,
-		      size_t *n, size_t *line, const char **err)
+const char *grant_mode_name(enum grant_mode_kind k)
 {
+	switch (k) {
+	case GRANT_MODE_ENFORCE:
+		return "enforce";
+	case GRANT_MODE_OBSERVE:
+		return "observe";
+	case GRANT_MODE_LEARN:
+		return "learn";
+	}
+	return "unknown";
+}
+
+static bool field_is(const struct field *f, const char *word)
+{
+	return f->len == strlen(word) && memcmp(f->p, word, f->len) == 0;
+}
+
+/*
+ * A mode or learned line s[0..len) into m: 1 it was one, 0 it is not one
+ * (a grant line), -1 with *err a bad one or a second of its kind.
+ */
+static int mode_line(const char *s, size_t len, struct grant_mode *m, const char **err)
+{
+	struct field f[4];
+	size_t nf;
+
+	if (fields_split(s, len, f, 4, &nf) == -1)
+		nf = 5;
+	if (nf == 0 || (!field_is(&f[0], "mode") && !field_is(&f[0], "learned")))
+		return 0;
+	/* a grant for a host named mode or learned: its level comes second */
+	if (nf >= 2 && (field_is(&f[1], "permanent") || field_is(&f[1], "session") ||
+			field_is(&f[1], "once")))
+		return 0;
+	if (field_is(&f[0], "learned")) {
+		if (m->learned) {
+			*err = "a second learned line";
+			return -1;
+		}
+		if (nf != 3 || epoch_parse(f[1].p, f[1].len, &m->learn_start) == -1 ||
+		    epoch_parse(f[2].p, f[2].len, &m->learn_end) == -1 ||
+		    m->learn_end < m->learn_start) {
+			*err = "bad learned line (learned START END)";
+			return -1;
+		}
+		m->learned = true;
+		return 1;
+	}
+	if (m->set) {
+		*err = "a second mode line";
+		return -1;
+	}
+	if (nf >= 2 && field_is(&f[1], "enforce"))
+		m->kind = GRANT_MODE_ENFORCE;
+	else if (nf >= 2 && field_is(&f[1], "observe"))
+		m->kind = GRANT_MODE_OBSERVE;
+	else if (nf >= 2 && field_is(&f[1], "learn"))
+		m->kind = GRANT_MODE_LEARN;
+	else {
+		*err = "unknown mode (enforce, observe or learn)";
+		return -1;
+	}
+	if (nf != (m->kind == GRANT_MODE_LEARN ? 4u : 3u) ||
+	    epoch_parse(f[2].p, f[2].len, &m->since) == -1 ||
+	    (m->kind == GRANT_MODE_LEARN && epoch_parse(f[3].p, f[3].len, &m->until) == -1)) {
+		*err = "bad mode line (mode enforce|observe SINCE, mode learn SINCE UNTIL)";
+		return -1;
+	}
+	m->set = true;
+	return 1;
+}
+
+int grant_store_parse(const char *buf, size_t len, struct grant *out, size_t max,
+		      size_t *n, struct grant_mode *mode, size_t *line, const char **err)
+{
+	struct grant_mode scratch;
 	size_t pos = 0, lineno = 0;
 
+	if (mode == NULL)
+		mode = &scratch;
+	memset(mode, 0, sizeof(*mode));
 	*n = 0;
 	*line = 0;
 	while (pos < len) {
@@ -309,6 +477,13 @@ int grant_store_parse(const char *buf, size_t len, struct grant *out, size_t max
 			l--;
 		if (l == 0 || s[0] == '#')
 			continue;
+		switch (mode_line(s, l, mode, err)) {
+		case 1:
+			continue;
+		case -1:
+			*line = lineno;
+			return -1;
+		}
 		if (*n == max) {
 			*line = lineno;
 			*err = "too many grants";
@@ -323,12 +498,33 @@ int grant_store_parse(const char *buf, size_t len, struct grant *out, size_t max
 	return 0;
 }
 
-int grant_store_write(FILE *f, const struct grant *g, size_t n)
+/* Each scope of g as " for=SCOPE" on f. Returns 0 or -1. */
+static int scopes_write(FILE *f, const struct grant *g)
+{
+	for (size_t i = 0; i < g->nscopes; i++)
+		if (fprintf(f, " " FOR_KEY "%s", g->scopes[i].text) < 0)
+			return -1;
+	return 0;
+}
+
+int grant_store_write(FILE *f, const struct grant *g, size_t n, const struct grant_mode *mode)
 {
 	char pat[HOST_NAME_MAX_LEN + 16];
 	size_t i;
 
 	if (fprintf(f, "%s\n", STORE_HEADER) < 0)
+		return -1;
+	if (mode != NULL && mode->set &&
+	    fprintf(f, "mode %s %" PRId64, grant_mode_name(mode->kind), (int64_t)mode->since) < 0)
+		return -1;
+	if (mode != NULL && mode->set && mode->kind == GRANT_MODE_LEARN &&
+	    fprintf(f, " %" PRId64, (int64_t)mode->until) < 0)
+		return -1;
+	if (mode != NULL && mode->set && fputc('\n', f) == EOF)
+		return -1;
+	if (mode != NULL && mode->learned &&
+	    fprintf(f, "learned %" PRId64 " %" PRId64 "\n", (int64_t)mode->learn_start,
+		    (int64_t)mode->learn_end) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
 		int r;
@@ -336,14 +532,14 @@ int grant_store_write(FILE *f, const struct grant *g, size_t n)
 		grant_format(&g[i], pat, sizeof(pat));
 		switch (g[i].level) {
 		case GRANT_PERMANENT:
-			r = fprintf(f, "%s permanent %" PRId64 "\n", pat, (int64_t)g[i].added);
+			r = fprintf(f, "%s permanent %" PRId64, pat, (int64_t)g[i].added);
 			break;
 		case GRANT_SESSION:
-			r = fprintf(f, "%s session %" PRId64 " %s\n", pat, (int64_t)g[i].added,
+			r = fprintf(f, "%s session %" PRId64 " %s", pat, (int64_t)g[i].added,
 				    g[i].run);
 			break;
 		case GRANT_ONCE:
-			r = fprintf(f, "%s once %" PRId64 " %" PRId64 "\n", pat,
+			r = fprintf(f, "%s once %" PRId64 " %" PRId64, pat,
 				    (int64_t)g[i].added, (int64_t)g[i].expires);
 			break;
 		default:
@@ -352,7 +548,7 @@ int grant_store_write(FILE *f, const struct grant *g, size_t n)
 			r = -1;
 			break;
 		}
-		if (r < 0)
+		if (r < 0 || scopes_write(f, &g[i]) == -1 || fputc('\n', f) == EOF)
 			return -1;
 	}
 	return ferror(f) ? -1 : 0;

@@ -11,15 +11,30 @@
  * by the proxy when it changes:
  *
  *   # sluice grants v1
- *   <grant> permanent <added>
- *   <grant> session <added> <run-id>
- *   <grant> once <added> <expires>
+ *   <grant> permanent <added> [for=<scope>]...
+ *   <grant> session <added> <run-id> [for=<scope>]...
+ *   <grant> once <added> <expires> [for=<scope>]...
  *
- * added and expires are Unix seconds. A session grant is live only while
+ * added and expires are Unix seconds. A grant with for= scopes (scope.h:
+ * never a container name, which `sluice allow add` resolves to its id)
+ * serves only connections whose stamp one of them matches; one without
+ * serves every connection, attributed or not. A session grant is live only while
  * the proxy run whose id it names is running (the proxy writes its run id
  * to STATE/proxy.run at start); a once grant until expires. A store with
  * any line that does not parse is damaged as a whole: the proxy then
  * enforces with no grants from it.
+ *
+ * At most one mode line, and one learned line, anywhere in the store:
+ *
+ *   mode enforce|observe <since>
+ *   mode learn <since> <until>
+ *   learned <start> <end>
+ *
+ * The mode line, when there is one, is the mode (`sluice allow enforce`);
+ * without one the config's mode holds. A learn window observes (refuses
+ * nothing, logs each would-be refusal) until `until`, and from then on
+ * enforces. The learned line is the last learn window (`sluice allow learn`
+ * reads its rows): until the window's end, or until the mode changed.
  */
 #ifndef SLUICE_GRANT_H
 #define SLUICE_GRANT_H
@@ -31,8 +46,12 @@
 #include <time.h>
 
 #include "host.h"
+#include "scope.h"
 
 #define GRANT_RUN_ID_LEN 16 /* hex characters */
+#define GRANT_SCOPES_MAX 8
+/* the longest scope list grant_scopes_format writes */
+#define GRANT_SCOPES_TEXT (GRANT_SCOPES_MAX * (SCOPE_TEXT_MAX + 1))
 
 enum grant_level {
 	GRANT_CONFIG,    /* an `allow` line of the config file */
@@ -55,6 +74,8 @@ struct grant {
 	time_t added;
 	time_t expires;                        /* GRANT_ONCE only */
 	char run[GRANT_RUN_ID_LEN + 1];        /* GRANT_SESSION only */
+	struct scope scopes[GRANT_SCOPES_MAX]; /* who it serves; none: everyone */
+	size_t nscopes;
 };
 
 /*
@@ -94,21 +115,62 @@ bool grant_wildcard_covers(const char *suffix, const char *name);
 bool grant_matches(const struct grant *g, const struct host *h, uint16_t port,
 		   enum grant_via via);
 
+/*
+ * Add the scope word s to g. A container name (SCOPE_NAME), a scope g has
+ * already and more than GRANT_SCOPES_MAX are refused. Returns 0 or -1 with
+ * *err (a static message).
+ */
+int grant_scope_add(struct grant *g, const char *s, const char **err);
+
+/*
+ * Whether g serves the connection (scope_matches: who is "src@net" or NULL
+ * when unattributed): a grant without scopes serves every connection.
+ */
+bool grant_serves(const struct grant *g, const char *who, const char *src, const char *as);
+
+/* g's scopes joined by "," into buf ("" when none); GRANT_SCOPES_TEXT is enough. */
+char *grant_scopes_format(const struct grant *g, char *buf, size_t size);
+
+/* Whether a and b are the same grant: one pattern, the same set of scopes. */
+bool grant_same(const struct grant *a, const struct grant *b);
+
 /* Whether g is live at now for the proxy run run_id (may be NULL: no run). */
 bool grant_live(const struct grant *g, time_t now, const char *run_id);
 
 const char *grant_level_name(enum grant_level l);
 
+enum grant_mode_kind {
+	GRANT_MODE_ENFORCE,
+	GRANT_MODE_OBSERVE,
+	GRANT_MODE_LEARN,
+};
+
+/* A store's mode and last learn window. */
+struct grant_mode {
+	bool set;                  /* a mode line: false, the config's mode holds */
+	enum grant_mode_kind kind;
+	time_t since;              /* when it was set */
+	time_t until;              /* GRANT_MODE_LEARN: when enforcing resumes */
+	bool learned;              /* a learned line */
+	time_t learn_start, learn_end;
+};
+
+const char *grant_mode_name(enum grant_mode_kind k);
+
 /*
  * Parse a whole store file buf[0..len). Fills up to max grants into out and
- * sets *n. Returns 0, or -1 with *line (1-based) and *err describing the
+ * sets *n, and *mode (may be NULL: parsed, then dropped) from its mode and
+ * learned lines. Returns 0, or -1 with *line (1-based) and *err describing the
  * first bad line (more than max grants is an error too). Lines starting
  * with '#' and empty lines are skipped.
  */
 int grant_store_parse(const char *buf, size_t len, struct grant *out, size_t max,
-		      size_t *n, size_t *line, const char **err);
+		      size_t *n, struct grant_mode *mode, size_t *line, const char **err);
 
-/* Write grants in store format (header line included) to f. Returns 0 or -1. */
-int grant_store_write(FILE *f, const struct grant *g, size_t n);
+/*
+ * Write grants in store format (header line included) to f, after the mode
+ * and learned lines mode holds (may be NULL: none). Returns 0 or -1.
+ */
+int grant_store_write(FILE *f, const struct grant *g, size_t n, const struct grant_mode *mode);
 
 #endif

@@ -100,39 +100,15 @@ const struct inject_rule *inject_match(const struct config *c, const char *host,
 	return NULL;
 }
 
-static bool principal_matches(const struct inject_principal *p, const char *who,
-			      const char *src, const char *as)
-{
-	size_t n;
-
-	switch (p->kind) {
-	case INJECT_P_ADDR:
-		return src != NULL && strcmp(src, p->text) == 0;
-	case INJECT_P_SRC_NET:
-		return strcmp(who, p->text) == 0;
-	case INJECT_P_CONTAINER:
-		n = strlen(p->text);
-		return as != NULL && strlen(as) >= n && strncmp(as, "container:", 10) == 0 &&
-		       strncasecmp(as + 10, p->text + 10, n - 10) == 0;
-	case INJECT_P_AS:
-		return as != NULL && strcmp(as, p->text) == 0;
-	case INJECT_P_NAME:
-		return false;
-	}
-	return false;
-}
-
 bool inject_serves(const struct inject_rule *r, const char *who, const char *src,
 		   const char *as)
 {
 	if (who == NULL || strcmp(who, "unattributed") == 0)
 		return r->unattributed;
-	if (as != NULL && as[0] == '\0')
-		as = NULL;
 	if (r->nprincipals == 0)
 		return true;
 	for (size_t i = 0; i < r->nprincipals; i++)
-		if (principal_matches(&r->principals[i], who, src, as))
+		if (scope_matches(&r->principals[i], who, src, as))
 			return true;
 	return false;
 }

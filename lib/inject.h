@@ -33,15 +33,9 @@
  *
  * Principals (inject_serves): an unattributed connection is served only by
  * a rule with unattributed=yes. An attributed one is served by a rule with
- * no principal= at all, or when one principal matches its stamp:
- *   10.88.0.5            the stamp's src (any net)
- *   10.88.0.5@podman     src@net exactly
- *   container:<hex>      the stamp's as=container:<id> starts with <hex>
- *                        (12..64 hex digits, case-insensitive)
- *   build:<scope>, user  the stamp's as= exactly
- *   any other name       a container name: the proxy cannot tell it from a
- *                        stamp, so inject_serves never matches it (kept as
- *                        written for a caller that resolves names)
+ * no principal= at all, or when one of its principals (scope.h: ADDR,
+ * ADDR@NET, container:<hex>, build:<scope>, user, a container name that
+ * never matches) matches its stamp.
  *
  * Writing a header rule (the proxy's side): with require= set, inject only
  * when the request carries exactly one such header and inject_is_placeholder
@@ -58,6 +52,7 @@
 #include <stdint.h>
 
 #include "host.h"
+#include "scope.h"
 #include "scrub.h"
 
 #define INJECT_NAME_MAX 64        /* [A-Za-z0-9._-] */
@@ -69,7 +64,6 @@
 #define INJECT_ARGV_MAX 32        /* words of args= */
 #define INJECT_REQUIRE_MAX 512
 #define INJECT_PRINCIPALS_MAX 16
-#define INJECT_PRINCIPAL_MAX 128
 #define INJECT_SECRET_MAX 8192    /* bytes of a secret value */
 #define INJECT_TTL_DEFAULT 300    /* seconds, when a token command names none */
 #define INJECT_TTL_MAX 86400
@@ -87,19 +81,6 @@ enum inject_source {
 	INJECT_COMMAND, /* run source_arg (absolute) without a shell; args split on blanks */
 };
 
-enum inject_principal_kind {
-	INJECT_P_ADDR,      /* canonical address: the stamp's src */
-	INJECT_P_SRC_NET,   /* "src@net": the connection's who */
-	INJECT_P_CONTAINER, /* "container:<12..64 lower-case hex>": prefix of as= */
-	INJECT_P_AS,        /* "build:<scope>" or "user": as= exactly */
-	INJECT_P_NAME,      /* a container name; never matched from a stamp */
-};
-
-struct inject_principal {
-	enum inject_principal_kind kind;
-	char text[INJECT_PRINCIPAL_MAX + 1]; /* canonical form, as printed */
-};
-
 struct inject_rule {
 	char name[INJECT_NAME_MAX + 1];
 	size_t line;                        /* config line it came from */
@@ -113,7 +94,7 @@ struct inject_rule {
 	char source_arg[INJECT_SOURCE_MAX + 1];
 	char args[INJECT_ARGS_MAX + 1];     /* command arguments as written; "" none */
 	char require[INJECT_REQUIRE_MAX + 1]; /* placeholder; "" means always inject */
-	struct inject_principal principals[INJECT_PRINCIPALS_MAX];
+	struct scope principals[INJECT_PRINCIPALS_MAX];
 	size_t nprincipals;                 /* 0: every attributed connection */
 	bool unattributed;                  /* serve unattributed connections too */
 };

@@ -9,7 +9,6 @@
  */
 #include "inject.h"
 
-#include <arpa/inet.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,9 +42,6 @@ static const char *const forbidden_headers[] = {
 	"host", "content-length", "sluice-stamp",
 };
 
-#define ID_PREFIX_MIN 12
-#define ID_LEN 64
-#define NET_MAX 64
 
 static int fail(char *err, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -62,11 +58,6 @@ static int fail(char *err, size_t size, const char *fmt, ...)
 static bool is_alnum(unsigned char ch)
 {
 	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-}
-
-static bool is_hex(unsigned char ch)
-{
-	return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
 }
 
 /* RFC 3986 unreserved: what a query parameter name or placeholder may hold. */
@@ -229,104 +220,17 @@ static int parse_args(struct inject_rule *r, const char *v, char *err, size_t es
 	return copy("args", v, r->args, sizeof(r->args), err, esize);
 }
 
-/* An as= value: 1-100 bytes of [A-Za-z0-9._:-], as stamp.h allows. */
-static bool as_valid(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > 100)
-		return false;
-	for (; *s != '\0'; s++)
-		if (!is_alnum((unsigned char)*s) && strchr("._:-", *s) == NULL)
-			return false;
-	return true;
-}
-
-/* A numeric address, canonical into out (46 bytes). */
-static bool addr_canon(const char *s, size_t len, char *out)
-{
-	char tmp[64];
-	unsigned char bytes[16];
-	struct host h;
-	const char *why;
-
-	if (len == 0 || len >= sizeof(tmp))
-		return false;
-	memcpy(tmp, s, len);
-	tmp[len] = '\0';
-	if (inet_pton(AF_INET, tmp, bytes) != 1 && inet_pton(AF_INET6, tmp, bytes) != 1)
-		return false;
-	if (host_canon(tmp, len, &h, &why) == -1 || h.kind == HOST_NAME)
-		return false;
-	snprintf(out, 46, "%s", h.name);
-	return true;
-}
-
-static bool net_valid(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > NET_MAX)
-		return false;
-	for (; *s != '\0'; s++)
-		if (!is_alnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')
-			return false;
-	return true;
-}
-
-/* A container name as podman allows: [A-Za-z0-9][A-Za-z0-9_.-]*. */
-static bool container_name_valid(const char *s)
-{
-	if (!is_alnum((unsigned char)s[0]) || strlen(s) > INJECT_PRINCIPAL_MAX)
-		return false;
-	for (; *s != '\0'; s++)
-		if (!is_alnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')
-			return false;
-	return true;
-}
-
 static int parse_principal(struct inject_rule *r, const char *v, char *err, size_t esize)
 {
-	struct inject_principal p;
-	const char *at = strrchr(v, '@');
-	char addr[46];
+	struct scope p;
+	const char *why = "bad principal";
 
-	memset(&p, 0, sizeof(p));
 	if (strcmp(v, "unattributed") == 0)
 		return fail(err, esize, "principal=unattributed: write unattributed=yes");
-	if (strncmp(v, "container:", 10) == 0) {
-		size_t n = strlen(v + 10);
-
-		if (n < ID_PREFIX_MIN || n > ID_LEN || !all(v + 10, is_hex))
-			return fail(err, esize, "principal= \"%s\": container:<id> needs %d to %d hex digits",
-				    v, ID_PREFIX_MIN, ID_LEN);
-		p.kind = INJECT_P_CONTAINER;
-		for (size_t i = 0; v[i] != '\0'; i++)
-			p.text[i] = (char)((v[i] >= 'A' && v[i] <= 'F') ? v[i] - 'A' + 'a' : v[i]);
-	} else if (strcmp(v, "user") == 0 || strncmp(v, "build:", 6) == 0) {
-		if (!as_valid(v) || strcmp(v, "build:") == 0)
-			return fail(err, esize, "principal= \"%s\": not a stamp principal", v);
-		p.kind = INJECT_P_AS;
-		snprintf(p.text, sizeof(p.text), "%s", v);
-	} else if (at != NULL) {
-		if (!addr_canon(v, (size_t)(at - v), addr) || !net_valid(at + 1))
-			return fail(err, esize, "principal= \"%s\": expected ADDR@NET", v);
-		p.kind = INJECT_P_SRC_NET;
-		snprintf(p.text, sizeof(p.text), "%s@%s", addr, at + 1);
-	} else if (addr_canon(v, strlen(v), addr)) {
-		p.kind = INJECT_P_ADDR;
-		snprintf(p.text, sizeof(p.text), "%s", addr);
-	} else if (container_name_valid(v)) {
-		p.kind = INJECT_P_NAME;
-		snprintf(p.text, sizeof(p.text), "%s", v);
-	} else {
-		return fail(err, esize,
-			    "principal= \"%s\": expected ADDR, ADDR@NET, container:<id>, build:<scope>, user or a container name",
-			    v);
-	}
-	for (size_t i = 0; i < r->nprincipals; i++)
-		if (strcmp(r->principals[i].text, p.text) == 0)
-			return fail(err, esize, "principal= \"%s\" given twice", v);
+	if (scope_parse(v, &p, &why) == -1)
+		return fail(err, esize, "principal= \"%s\": %s", v, why);
+	if (scope_in(&p, r->principals, r->nprincipals))
+		return fail(err, esize, "principal= \"%s\" given twice", v);
 	if (r->nprincipals == INJECT_PRINCIPALS_MAX)
 		return fail(err, esize, "more than %d principal=", INJECT_PRINCIPALS_MAX);
 	r->principals[r->nprincipals++] = p;

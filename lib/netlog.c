@@ -188,6 +188,7 @@ int netlog_write(struct netlog *l, const struct netlog_row *r)
 	netlog_put_cstr(o, "decision", r->decision);
 	netlog_put_cstr(o, "reason", r->reason);
 	netlog_put_cstr(o, "grant", r->grant);
+	netlog_put_cstr(o, "refusal", r->refusal);
 	netlog_put_cstr(o, "inject", r->inject);
 	if (r->scrubbed < 0) {
 		netlog_put_key(o, "scrubbed");

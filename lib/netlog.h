@@ -47,6 +47,7 @@ struct netlog_row {
 	const char *decision;
 	const char *reason;
 	const char *grant;
+	const char *refusal; /* a grantable refusal's id (`sluice allow approve`), or NULL */
 	const char *inject; /* the injection rule applied, or NULL */
 	int64_t scrubbed;   /* reflected secrets masked in the response; < 0: null */
 	const char *dialed;
@@ -76,7 +77,7 @@ int netlog_write(struct netlog *l, const struct netlog_row *r);
 
 /* --- netlog_row.c: a row built by hand -------------------------------- */
 
-#define NETLOG_ROW_MAX 26624 /* 14 strings at NETLOG_TEXT_CAP plus as, path and ua, all escaped */
+#define NETLOG_ROW_MAX 32768 /* 17 strings at NETLOG_TEXT_CAP, as, path, ua (all escaped), numbers */
 #define NETLOG_PREV_MAX (NETLOG_PREV_HEX + 16) /* ,"prev":"HEX" */
 #define NETLOG_TEXT_CAP 256                    /* bytes of a string field kept */
 

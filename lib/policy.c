@@ -7,7 +7,7 @@
  * since the wildcard parsed: grant_wildcard_covers). Order of
  * checks: Host header against destination, destination address (for IP
  * literals here, for resolved names through policy_judge_addr), then
- * grants. Only the grant check is relaxed by observe mode. Resolving,
+ * grants, each for the connection's principal (grant_serves). Only the grant check is relaxed by observe mode. Resolving,
  * logging and writing the refusal are the caller's.
  */
 #include "policy.h"
@@ -82,6 +82,28 @@ void policy_free(struct policy *p)
 	free(p->own);
 	p->own = NULL;
 	free(p);
+}
+
+void policy_set_mode(struct policy *p, const struct grant_mode *m)
+{
+	if (!m->set)
+		return;
+	p->mode = m->kind == GRANT_MODE_ENFORCE ? MODE_ENFORCE : MODE_OBSERVE;
+	p->learn_until = m->kind == GRANT_MODE_LEARN ? m->until : 0;
+}
+
+enum policy_mode policy_mode_at(const struct policy *p, time_t now)
+{
+	if (p->learn_until != 0)
+		return now < p->learn_until ? MODE_OBSERVE : MODE_ENFORCE;
+	return p->mode;
+}
+
+const char *policy_mode_name(const struct policy *p, time_t now)
+{
+	if (p->learn_until > now)
+		return "learn";
+	return policy_mode_at(p, now) == MODE_ENFORCE ? "enforce" : "observe";
 }
 
 static void verdict_refuse(struct verdict *v, const char *reason, const char *proxy_status)
@@ -175,19 +197,29 @@ void policy_judge(const struct policy *p, const struct policy_request *r, time_t
 	for (i = 0; i < p->ngrants; i++) {
 		const struct grant *g = &p->grants[i];
 
-		if (grant_live(g, now, run) && grant_matches(g, r->host, r->port, r->via)) {
-			v->allow = true;
-			v->reason = "granted";
-			v->grant = g;
-			return;
+		if (!grant_live(g, now, run) || !grant_matches(g, r->host, r->port, r->via))
+			continue;
+		if (!grant_serves(g, r->who, r->src, r->as)) {
+			if (v->scoped == NULL)
+				v->scoped = g;
+			continue;
 		}
+		v->allow = true;
+		v->reason = "granted";
+		v->grant = g;
+		for (size_t k = 0; k < g->nscopes && v->by == NULL; k++)
+			if (scope_matches(&g->scopes[k], r->who, r->src, r->as))
+				v->by = &g->scopes[k];
+		return;
 	}
 	v->reason = "not-granted";
 	v->proxy_status = "http_request_denied";
-	snprintf(v->detail, sizeof(v->detail), "%s%s%s:%u is not granted",
+	snprintf(v->detail, sizeof(v->detail), "%s%s%s:%u is not granted%s",
 		 r->host->kind == HOST_IPV6 ? "[" : "", r->host->name,
-		 r->host->kind == HOST_IPV6 ? "]" : "", (unsigned)r->port);
-	if (p->mode == MODE_OBSERVE) {
+		 r->host->kind == HOST_IPV6 ? "]" : "", (unsigned)r->port,
+		 v->scoped == NULL ? "" : r->who == NULL ? " to an unattributed connection"
+							 : " to this principal");
+	if (policy_mode_at(p, now) == MODE_OBSERVE) {
 		v->allow = true;
 		v->observed = true;
 		return;

@@ -25,7 +25,8 @@
 #include "iprange.h"
 
 struct policy {
-	enum policy_mode mode;
+	enum policy_mode mode; /* judge with policy_mode_at: a learn window ends by the clock */
+	time_t learn_until;    /* a learn window: observe until then, enforce after; 0 none */
 	struct grant *grants; /* config grants then store grants; owned */
 	size_t ngrants;
 	struct config_exception *exceptions; /* owned copy */
@@ -41,6 +42,10 @@ struct policy_request {
 	const struct host *host; /* the destination, canonical */
 	uint16_t port;
 	const struct host *host_header; /* canonical Host header host, or NULL */
+	/* the connection's principal (grant_serves): who "src@net" or NULL when unattributed */
+	const char *who;
+	const char *src;
+	const char *as; /* NULL or "": the stamp carries none */
 };
 
 struct verdict {
@@ -51,6 +56,8 @@ struct verdict {
 				     "host-mismatch", "denied-ip", "own-address" */
 	const char *proxy_status; /* RFC 9209 error type when !allow or observed */
 	const struct grant *grant; /* the grant that allowed it, or NULL */
+	const struct scope *by;    /* ... and its scope that matched, or NULL (unscoped) */
+	const struct grant *scoped; /* refused: a live grant covering it for others, or NULL */
 	char detail[320];          /* "10.1.2.3 is in denied range 10.0.0.0/8", "" if none;
 				      room for any name with its port */
 };
@@ -66,7 +73,21 @@ struct policy *policy_new(const struct config *c, const struct grant *store, siz
 void policy_free(struct policy *p);
 
 /*
- * Judge a destination name and port. A Host header naming another host
+ * Take the grant store's mode over the config's, when the store has one
+ * (grant.h: enforce, observe, or learn until a time).
+ */
+void policy_set_mode(struct policy *p, const struct grant_mode *m);
+
+/* The mode at now: a learn window observes until its end and enforces from then on. */
+enum policy_mode policy_mode_at(const struct policy *p, time_t now);
+
+/* Its name for a daemon's log line: "enforce", "observe", or "learn" while a window is open. */
+const char *policy_mode_name(const struct policy *p, time_t now);
+
+/*
+ * Judge a destination name and port for the connection's principal (a
+ * scoped grant serves only the principals it names; an unattributed
+ * connection only unscoped grants). A Host header naming another host
  * (or the same host on another explicit port is NOT checked here: the
  * caller compares ports) refuses with "host-mismatch". An IP-literal host
  * is also judged as by policy_judge_addr. now decides once-grant expiry.

@@ -33,7 +33,8 @@ bool watch_changed(struct watched_file *w)
 	return false;
 }
 
-int grant_store_load(const char *path, const char *who, struct grant **out, size_t *n)
+int grant_store_load(const char *path, const char *who, struct grant **out, size_t *n,
+		     struct grant_mode *mode)
 {
 	size_t len, line = 0;
 	const char *err = NULL;
@@ -42,6 +43,7 @@ int grant_store_load(const char *path, const char *who, struct grant **out, size
 
 	*out = NULL;
 	*n = 0;
+	memset(mode, 0, sizeof(*mode));
 	if (file_read(path, STORE_MAX_BYTES, &buf, &len) == -1) {
 		if (errno == ENOENT)
 			return 0;
@@ -54,7 +56,7 @@ int grant_store_load(const char *path, const char *who, struct grant **out, size
 		return -1;
 	}
 	g = calloc(STORE_MAX_GRANTS, sizeof(*g));
-	if (g == NULL || grant_store_parse(buf, len, g, STORE_MAX_GRANTS, n, &line, &err) == -1) {
+	if (g == NULL || grant_store_parse(buf, len, g, STORE_MAX_GRANTS, n, mode, &line, &err) == -1) {
 		fprintf(stderr,
 			"%s: ERROR: grant store %s:%zu: %s; enforcing with no stored "
 			"grants until it is repaired (or deleted: no grants)\n",
@@ -62,6 +64,7 @@ int grant_store_load(const char *path, const char *who, struct grant **out, size
 		free(g);
 		free(buf);
 		*n = 0;
+		memset(mode, 0, sizeof(*mode));
 		return -1;
 	}
 	free(buf);
@@ -114,8 +117,9 @@ struct policy *store_policy(const struct config *c, const char *store_path, cons
 	struct ipnet own[OWN_MAX];
 	long nown = own_addresses(own, OWN_MAX);
 	struct grant *store;
+	struct grant_mode mode;
 	size_t nstore;
-	int r = nown < 0 ? -2 : grant_store_load(store_path, who, &store, &nstore);
+	int r = nown < 0 ? -2 : grant_store_load(store_path, who, &store, &nstore, &mode);
 	bool damaged = r == -1;
 	time_t now = time(NULL);
 	struct policy *p;
@@ -127,6 +131,8 @@ struct policy *store_policy(const struct config *c, const char *store_path, cons
 	}
 	p = policy_new(c, store, nstore, damaged, own, (size_t)nown, run_id, now);
 
+	if (p != NULL)
+		policy_set_mode(p, &mode);
 	if (next_expiry != NULL) {
 		*next_expiry = 0;
 		for (size_t i = 0; i < nstore; i++)
@@ -139,7 +145,9 @@ struct policy *store_policy(const struct config *c, const char *store_path, cons
 		fprintf(stderr, "%s: reload: out of memory; keeping the old policy\n", who);
 		return NULL;
 	}
-	if (damaged)
+	if (damaged) {
 		p->mode = MODE_ENFORCE;
+		p->learn_until = 0;
+	}
 	return p;
 }

@@ -31,12 +31,13 @@ struct watched_file {
 bool watch_changed(struct watched_file *w);
 
 /*
- * Load the store at path into *out (allocated; free it) and *n. A missing
- * store is empty (0). Returns -1 when it is damaged or unreadable, said
+ * Load the store at path into *out (allocated; free it), *n and *mode. A
+ * missing store is empty (0), with no mode. Returns -1 when it is damaged or unreadable, said
  * on stderr as "WHO: ERROR: ..." (then *n is 0); -2, unsaid, with errno,
  * when this process is out of descriptors or memory (the store may be fine).
  */
-int grant_store_load(const char *path, const char *who, struct grant **out, size_t *n);
+int grant_store_load(const char *path, const char *who, struct grant **out, size_t *n,
+		     struct grant_mode *mode);
 
 /*
  * The running proxy's run id from STATE/proxy.run (runfile.h) into run
@@ -53,9 +54,11 @@ long own_addresses(struct ipnet *own, size_t max);
 
 /*
  * A policy from c, the store at store_path and the machine's own addresses
- * now, session grants live for run_id (NULL: none). A damaged store means
- * enforcing with none of its grants (said under who's name). *next_expiry
- * (may be NULL): the earliest once grant's expiry still ahead, 0 none.
+ * now, session grants live for run_id (NULL: none), in the store's mode
+ * when it has one. A damaged store means enforcing with none of its grants
+ * (said under who's name). *next_expiry (may be NULL): the earliest once
+ * grant's expiry still ahead, 0 none (a learn window ends by the clock:
+ * policy_mode_at).
  * Returns NULL, said, when out of memory or descriptors: the caller keeps
  * the policy it has.
  */

@@ -33,14 +33,40 @@ static void grant_hint(const struct target *t, char *out, size_t size)
 		snprintf(out, size, v6 ? "[%s]:%u" : "%s:%u", t->host.name, t->port);
 }
 
+/*
+ * A not-granted refusal: its id, and the commands that grant it, by that
+ * id or by hand, to the principal that asked when a grant is scoped to
+ * others.
+ */
+static void refuse_ungranted(struct session *s, const struct verdict *v)
+{
+	struct refusal ref = { .status = v->status, .reason = v->reason,
+			       .proxy_status = v->proxy_status };
+	char hint[HOST_NAME_MAX_LEN + 16], who[SESSION_WHO_MAX];
+
+	grant_hint(&s->x->t, hint, sizeof(hint));
+	refuse_id(s->px, ref.id);
+	if (v->scoped != NULL && s->stamp == NULL)
+		snprintf(ref.detail, sizeof(ref.detail),
+			 "%s is granted only to the principals its grants name, and this connection "
+			 "has no stamp; to grant it to every connection run: sluice allow approve %s "
+			 "(or: sluice allow add %s)", hint, ref.id, hint);
+	else if (v->scoped != NULL)
+		snprintf(ref.detail, sizeof(ref.detail),
+			 "%s is granted only to other principals; to grant it to this one run: sluice "
+			 "allow approve %s (or: sluice allow add %s --for %s)", hint, ref.id, hint,
+			 s->stamp->as[0] != '\0' ? s->stamp->as : session_who(s, who, sizeof(who)));
+	else
+		snprintf(ref.detail, sizeof(ref.detail),
+			 "%s is not granted; to grant it run: sluice allow approve %s (or: sluice allow "
+			 "add %s)", hint, ref.id, hint);
+	session_refuse_with(s, &ref);
+}
+
 static void refuse_verdict(struct session *s, const struct verdict *v)
 {
-	char hint[HOST_NAME_MAX_LEN + 16];
-
 	if (strcmp(v->reason, "not-granted") == 0) {
-		grant_hint(&s->x->t, hint, sizeof(hint));
-		session_refuse(s, v->status, v->reason, v->proxy_status,
-			       "%s is not granted; to grant it run: sluice allow add %s", hint, hint);
+		refuse_ungranted(s, v);
 	} else if (strcmp(v->reason, "host-mismatch") == 0) {
 		session_refuse(s, v->status, v->reason, v->proxy_status,
 			       "the Host header names another host than the request target %s; "
@@ -155,6 +181,7 @@ static int request_judge(struct session *s, const struct http_request *req)
 	struct policy_request pr;
 	struct host hh;
 	struct verdict v;
+	char who[SESSION_WHO_MAX];
 	const char *err = NULL;
 
 	memset(&pr, 0, sizeof(pr));
@@ -181,6 +208,7 @@ static int request_judge(struct session *s, const struct http_request *req)
 		}
 		pr.host_header = &hh;
 	}
+	session_principal(s, &pr, who, sizeof(who));
 	policy_judge(s->px->policy, &pr, time(NULL), &v);
 	if (!v.allow) {
 		refuse_verdict(s, &v);
@@ -195,7 +223,9 @@ static int request_judge(struct session *s, const struct http_request *req)
 		char g[HOST_NAME_MAX_LEN + 16];
 
 		grant_format(v.grant, g, sizeof(g));
-		snprintf(x->grant, sizeof(x->grant), "%s (%s)", g, grant_level_name(v.grant->level));
+		snprintf(x->grant, sizeof(x->grant), "%s (%s%s%s)", g,
+			 grant_level_name(v.grant->level), v.by != NULL ? ", for " : "",
+			 v.by != NULL ? v.by->text : "");
 	}
 	return 0;
 }

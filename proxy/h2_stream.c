@@ -323,6 +323,7 @@ void h2_refuse(struct session *s, const struct refusal *r)
 	x->decision = "refuse";
 	x->reason = r->reason;
 	snprintf(x->detail, sizeof(x->detail), "%s", r->detail);
+	memcpy(x->refusal, r->id, sizeof(x->refusal));
 	st->refused = true;
 	st->waiting = false;
 	h2_cancel_up(h, st);

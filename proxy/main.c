@@ -295,7 +295,7 @@ int main(int argc, char **argv)
 	}
 	loop_set_hook(px.loop, before_sleep, &px);
 	fprintf(stderr, "sluice-proxy: running: mode %s, %zu grants, state %s, log %s, run %s\n",
-		px.policy->mode == MODE_ENFORCE ? "enforce" : "observe", px.policy->ngrants,
+		policy_mode_name(px.policy, time(NULL)), px.policy->ngrants,
 		px.config->state_dir, px.config->log_path, px.run_id);
 	sd_notify(0, "READY=1"); /* listening, dropped: what a unit after this one may rely on */
 

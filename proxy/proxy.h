@@ -73,6 +73,7 @@ struct proxy {
 	unsigned nsessions;
 	struct limits *limits; /* limit.c: connections per client */
 	uint64_t next_conn_id;
+	uint64_t next_refusal; /* refuse_id; 0: not seeded from the run id yet */
 	struct loop_io sig_io;
 	struct loop_timer watch_timer;
 	struct watched_file watch_config;
@@ -152,12 +153,21 @@ void reload_now(struct proxy *px, const char *why);
 void reload_release(struct proxy *px);
 
 /* refuse.c */
+#define REFUSAL_ID_LEN 12 /* lower-case hex */
+
 struct refusal {
 	int status;
 	const char *reason;       /* log reason code */
 	const char *proxy_status; /* RFC 9209 error type */
-	char detail[256];         /* the one line after "sluice: " */
+	char detail[320];         /* the one line after "sluice: " */
+	char id[REFUSAL_ID_LEN + 1]; /* a grantable refusal's id (`sluice allow approve`); "" none */
 };
+/*
+ * A fresh refusal id into out (REFUSAL_ID_LEN + 1 bytes): 48 bits counting
+ * up from the first 12 hex digits of the run id, so ids are unique within a
+ * run and start at a random place in each.
+ */
+void refuse_id(struct proxy *px, char *out);
 /* Append a complete refusal response to out. Returns 0 or -1 (no room). */
 int refuse_write(struct buf *out, const struct refusal *r);
 /*
@@ -165,7 +175,7 @@ int refuse_write(struct buf *out, const struct refusal *r);
  * buffers of REFUSE_STATUS_MAX and REFUSE_BODY_MAX. Returns the body's length.
  */
 #define REFUSE_STATUS_MAX 1280
-#define REFUSE_BODY_MAX 272
+#define REFUSE_BODY_MAX 336
 int refuse_texts(const struct refusal *r, char *status, size_t ssize, char *body, size_t bsize);
 const char *refuse_status_text(int status);
 

@@ -5,11 +5,14 @@
  * Proxy-Status header (RFC 9209) naming the error type and our reason code,
  * and a one-line plain-text body that says what happened and, for policy
  * refusals, the exact command that would grant the request. The caller
- * writes the detail; this file only frames it.
+ * writes the detail; this file only frames it, and gives a grantable
+ * refusal its id (Proxy-Status details "REASON id=ID: DETAIL").
  */
 #include "proxy.h"
 
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *refuse_status_text(int status)
@@ -44,6 +47,21 @@ static void sf_string(const char *in, char *out, size_t size)
 	out[o] = '\0';
 }
 
+void refuse_id(struct proxy *px, char *out)
+{
+	const uint64_t mask = (UINT64_C(1) << (4 * REFUSAL_ID_LEN)) - 1;
+
+	if (px->next_refusal == 0) {
+		char seed[REFUSAL_ID_LEN + 1];
+
+		memcpy(seed, px->run_id, REFUSAL_ID_LEN);
+		seed[REFUSAL_ID_LEN] = '\0';
+		px->next_refusal = strtoull(seed, NULL, 16) | (UINT64_C(1) << 63);
+	}
+	snprintf(out, REFUSAL_ID_LEN + 1, "%012" PRIx64, px->next_refusal & mask);
+	px->next_refusal++;
+}
+
 int refuse_texts(const struct refusal *r, char *status_line, size_t ssize, char *body,
 		 size_t bsize)
 {
@@ -51,7 +69,10 @@ int refuse_texts(const struct refusal *r, char *status_line, size_t ssize, char 
 	char sf[sizeof(details) * 2];
 	int blen;
 
-	snprintf(details, sizeof(details), "%s: %s", r->reason, r->detail);
+	if (r->id[0] != '\0')
+		snprintf(details, sizeof(details), "%s id=%s: %s", r->reason, r->id, r->detail);
+	else
+		snprintf(details, sizeof(details), "%s: %s", r->reason, r->detail);
 	sf_string(details, sf, sizeof(sf));
 	snprintf(status_line, ssize, "sluice; error=%s; details=\"%s\"", r->proxy_status, sf);
 	blen = snprintf(body, bsize, "sluice: %s\n", r->detail);

@@ -9,6 +9,10 @@
  * a rebuild every open connection is re-judged (session.c). A once grant
  * reaching its expiry also rebuilds the policy, but does not cut
  * connections it already let through: expiry is not an operator narrowing.
+ * The end of a learn window (`sluice allow enforce learn --for D`) is: the
+ * policy enforces from then on by the clock (policy_mode_at), and every
+ * open connection is re-judged once, so what the window let open and no
+ * grant serves is closed.
  */
 #include "proxy.h"
 #include "file.h"
@@ -26,6 +30,7 @@
 #define WATCH_MS 1000
 
 static time_t next_expiry; /* earliest once-grant expiry in the store, 0 none */
+static time_t learn_done;  /* the learn window whose end re-judged the connections */
 
 /*
  * The stamp keys (STATE/stamp.key, written by `sluice key`). Missing: no
@@ -105,7 +110,7 @@ void reload_now(struct proxy *px, const char *why)
 	}
 	if (rebuild(px) == 0) {
 		fprintf(stderr, "sluice-proxy: policy reloaded (%s): mode %s, %zu grants%s\n", why,
-			px->policy->mode == MODE_ENFORCE ? "enforce" : "observe",
+			policy_mode_name(px->policy, time(NULL)),
 			px->policy->ngrants,
 			px->policy->store_damaged ? ", grant store DAMAGED" : "");
 		session_rejudge_all(px);
@@ -124,6 +129,11 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 			       : store_changed ? "grant store changed" : "stamp keys changed");
 	} else if (next_expiry != 0 && time(NULL) >= next_expiry) {
 		rebuild(px); /* an expired once grant: no re-judging, see above */
+	} else if (px->policy->learn_until != 0 && px->policy->learn_until != learn_done &&
+		   time(NULL) >= px->policy->learn_until) {
+		learn_done = px->policy->learn_until;
+		fprintf(stderr, "sluice-proxy: the learn window ended: enforcing\n");
+		session_rejudge_all(px);
 	}
 	loop_timer_set(l, t, WATCH_MS, on_watch, px);
 }

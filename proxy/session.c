@@ -209,6 +209,7 @@ void session_log(struct session *s)
 	row.decision = x->decision;
 	row.reason = x->reason;
 	row.grant = x->grant[0] != '\0' ? x->grant : NULL;
+	row.refusal = x->refusal[0] != '\0' ? x->refusal : NULL;
 	row.inject = x->inject_name[0] != '\0' ? x->inject_name : NULL;
 	row.scrubbed = x->scrub != NULL ? (int64_t)(scrub_count(x->scrub) +
 						     (x->scrub_ctl != NULL ? scrub_count(x->scrub_ctl) : 0))
@@ -340,12 +341,17 @@ void session_refuse(struct session *s, int status, const char *reason,
 	va_start(ap, fmt);
 	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
 	va_end(ap);
+	session_refuse_with(s, &ref);
+}
+
+void session_refuse_with(struct session *s, const struct refusal *ref)
+{
 	if (s->ix != NULL && s->ix->alpn == ALPN_DIAL) {
-		tls_alpn_unreached(s, ref.detail); /* no request to answer yet */
+		tls_alpn_unreached(s, ref->detail); /* no request to answer yet */
 		return;
 	}
 	if (s->h2 != NULL) {
-		h2_refuse(s, &ref); /* the stream's answer, not the connection's end */
+		h2_refuse(s, ref); /* the stream's answer, not the connection's end */
 		return;
 	}
 	if (s->x == NULL || !s->x->active) {
@@ -359,11 +365,12 @@ void session_refuse(struct session *s, int status, const char *reason,
 		s->x->req = ++s->nreq;
 	}
 	s->x->decision = "refuse";
-	s->x->reason = reason;
-	snprintf(s->x->detail, sizeof(s->x->detail), "%s", ref.detail);
+	s->x->reason = ref->reason;
+	snprintf(s->x->detail, sizeof(s->x->detail), "%s", ref->detail);
+	memcpy(s->x->refusal, ref->id, sizeof(s->x->refusal));
 	/* cout holds at most the unsent tail of an earlier response: keep it, append */
-	if (!s->x->resp_started && refuse_write(&s->cout, &ref) == 0)
-		s->x->status = status;
+	if (!s->x->resp_started && refuse_write(&s->cout, ref) == 0)
+		s->x->status = ref->status;
 	session_log(s);
 	session_enter_drain(s);
 }
@@ -597,12 +604,14 @@ void session_rejudge_all(struct proxy *px)
 	for (struct session *s = px->sessions, *next; s != NULL; s = next) {
 		struct policy_request pr = { 0 };
 		struct verdict v;
+		char who[SESSION_WHO_MAX];
 		bool busy = s->state != SS_HEAD && s->state != SS_DRAIN && s->x != NULL &&
 			    s->x->active;
 		struct target kept;
 		const struct target *t = &kept;
 
 		next = s->next;
+		session_principal(s, &pr, who, sizeof(who));
 		if (s->h2 != NULL) {
 			/* every stream goes to the tunnel's host, on the one upstream */
 			pr.via = s->ix->tunnel.via;

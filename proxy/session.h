@@ -81,11 +81,12 @@ struct exchange {
 	size_t path_len;
 	char ua[121];
 	size_t ua_len;
-	char grant[HOST_NAME_MAX_LEN + 32];
+	char grant[HOST_NAME_MAX_LEN + SCOPE_TEXT_MAX + 40]; /* "PATTERN (LEVEL[, for SCOPE])" */
+	char refusal[REFUSAL_ID_LEN + 1]; /* a grantable refusal's id, "" none */
 	char dialed[INET6_ADDRSTRLEN + 8]; /* the address this request went to, "" if none */
 	const char *decision;
 	const char *reason;
-	char detail[256];
+	char detail[320];
 	int status;
 	uint64_t up, down;
 	double t_start;
@@ -275,6 +276,15 @@ static inline const char *session_who(const struct session *s, char *buf, size_t
 	snprintf(buf, size, "%s@%s", s->stamp->src, s->stamp->net);
 	return buf;
 }
+
+/* The connection's principal into a policy request (who into buf, SESSION_WHO_MAX bytes). */
+static inline void session_principal(const struct session *s, struct policy_request *pr,
+				     char *buf, size_t size)
+{
+	pr->who = s->stamp != NULL ? session_who(s, buf, size) : NULL;
+	pr->src = s->stamp != NULL ? s->stamp->src : NULL;
+	pr->as = s->stamp != NULL && s->stamp->as[0] != '\0' ? s->stamp->as : NULL;
+}
 #define SESSION_WHO_MAX (STAMP_NET_MAX + 48)
 
 static inline const struct config *session_config(const struct session *s)
@@ -304,6 +314,8 @@ void session_log(struct session *s);
 void session_abort(struct session *s, const char *why);
 void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The same with the refusal made by the caller (a grantable one carries its id). */
+void session_refuse_with(struct session *s, const struct refusal *ref);
 void session_tunnel_refuse(struct session *s, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void session_enter_drain(struct session *s);

@@ -71,6 +71,33 @@ t "a bad grant is refused" eval 'run 1 $C allow add "*.com" && has "^allow: bad 
 t "a new grant replaces the same pattern" eval 'run 0 $C allow add example.com --level once &&
 	[ "$(grep -c "^example.com " "$store")" = 1 ] && grep -q "^example.com once " "$store"'
 
+t "allow add --for stores each scope, canonical" eval 'run 0 $C allow add f.example --for 10.0.0.5@lab --for container:0123456789AB &&
+	grep -q "^f.example permanent [0-9]* for=10.0.0.5@lab for=container:0123456789ab$" "$store" &&
+	has "added f.example for 10.0.0.5@lab,container:0123456789ab permanent" "$T/out"'
+t "the same pattern for another scope is another grant" eval 'run 0 $C allow add f.example --for user &&
+	[ "$(grep -c "^f.example " "$store")" = 2 ] && run 0 $C allow list &&
+	grep -Eq "^f.example +permanent +never .* user$" "$T/out"'
+t "the same scopes in another order replace it" eval 'run 0 $C allow add f.example --for container:0123456789ab --for 10.0.0.5@lab --level once &&
+	[ "$(grep -c "^f.example " "$store")" = 2 ] && grep -q "^f.example once .* for=container:0123456789ab for=10.0.0.5@lab$" "$store" &&
+	has "^replaced f.example" "$T/out"'
+t "a bad --for is refused and changes nothing" eval 'cp "$store" before-for && run 1 $C allow add g.example --for 10.0.0.1@bad/net &&
+	has "allow: bad --for \"10.0.0.1@bad/net\": expected ADDR@NET" "$T/err" && cmp -s "$store" before-for'
+t "--for a name with no engine snapshot is refused" eval 'run 1 $C allow add g.example --for web &&
+	has "no container named web in the engine" "$T/err" && cmp -s "$store" before-for'
+t "more than 8 --for is a usage error" run 2 $C allow add g.example --for 1.0.0.1 --for 1.0.0.2 --for 1.0.0.3 \
+	--for 1.0.0.4 --for 1.0.0.5 --for 1.0.0.6 --for 1.0.0.7 --for 1.0.0.8 --for 1.0.0.9
+t "rm without --for leaves the scoped grants and names them" eval 'run 1 $C allow rm f.example &&
+	has "the store grants it for: user; container:0123456789ab,10.0.0.5@lab" "$T/err" &&
+	[ "$(grep -c "^f.example " "$store")" = 2 ]'
+t "rm --for takes exactly that grant" eval 'run 0 $C allow rm f.example --for user &&
+	[ "$(grep -c "^f.example " "$store")" = 1 ] && hasnt "for=user" "$store" && has "removed f.example for user" "$T/out"'
+printf 'allow a.example for=user for=10.0.0.1@x\nallow b.example for=web\n' >scoped.conf
+t "check: a config allow with for= prints normalised, a name is an error" eval 'run 1 "$S" check scoped.conf &&
+	has "^scoped.conf:2: allow b.example: for=web: a container name cannot be told from a stamp" "$T/err"'
+printf 'allow a.example for=user for=10.0.0.1@x\n' >scoped.conf
+t "check: for= scopes are written back" eval 'run 0 "$S" check scoped.conf &&
+	has "^allow a.example for=user for=10.0.0.1@x$" "$T/out"'
+
 t "session without proxy.run fails" eval 'run 1 $C allow add s.example --level session &&
 	has "allow: no running sluice-proxy ($T/state/proxy.run missing); a session grant lasts only while it runs" "$T/err" &&
 	hasnt "^s.example" "$store"'

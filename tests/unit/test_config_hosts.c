@@ -67,11 +67,40 @@ static void test_allow_errors(void **state)
 	free(errs);
 	config_free(c);
 
-	c = parse("allow *\nallow a b\n", &nerr, &errs);
-	assert_int_equal(nerr, 2);
+	c = parse("allow *\nallow a b\nallow a for=web\nallow a for=user for=user\n"
+		  "allow a for=unattributed\n", &nerr, &errs);
+	assert_int_equal(nerr, 5);
 	assert_non_null(strstr(errs, "t.conf:1: allow: bad grant \"*\": "));
-	assert_non_null(strstr(errs, "t.conf:2: allow: expects 1 argument, got 2\n"));
+	assert_non_null(strstr(errs, "t.conf:2: allow a: expected for=SCOPE, not \"b\"\n"));
+	assert_non_null(strstr(errs, "t.conf:3: allow a: for=web: a container name cannot be told "
+				     "from a stamp"));
+	assert_non_null(strstr(errs, "t.conf:4: allow a: for=user: the same scope twice\n"));
+	assert_non_null(strstr(errs, "t.conf:5: allow a: for=unattributed: unattributed is not a "
+				     "principal"));
 	free(errs);
+	config_free(c);
+}
+
+/* allow with for= scopes: kept canonical, and written back by the normalised form */
+static void test_allow_scopes(void **state)
+{
+	struct config *c = parse_ok("allow api.example for=10.0.0.5@lab for=container:0123456789AB\n"
+				    "allow api.example\n");
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	assert_int_equal(c->ngrants, 2);
+	assert_int_equal(c->grants[0].nscopes, 2);
+	assert_string_equal(c->grants[0].scopes[1].text, "container:0123456789ab");
+	assert_int_equal(c->grants[1].nscopes, 0);
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	config_print(c, f);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(out, "\nallow api.example for=10.0.0.5@lab "
+				    "for=container:0123456789ab\nallow api.example\n"));
+	free(out);
 	config_free(c);
 }
 
@@ -233,6 +262,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allow),
 		cmocka_unit_test(test_allow_errors),
+		cmocka_unit_test(test_allow_scopes),
 		cmocka_unit_test(test_allow_private),
 		cmocka_unit_test(test_allow_private_errors),
 		cmocka_unit_test(test_intercept),

@@ -46,16 +46,16 @@ static void test_inject(void **state)
 	assert_string_equal(r->args, "");
 	assert_string_equal(r->require, "Bearer sluice-placeholder");
 	assert_int_equal(r->nprincipals, 6);
-	assert_int_equal(r->principals[0].kind, INJECT_P_ADDR);
+	assert_int_equal(r->principals[0].kind, SCOPE_ADDR);
 	assert_string_equal(r->principals[0].text, "10.88.0.5");
-	assert_int_equal(r->principals[1].kind, INJECT_P_SRC_NET);
+	assert_int_equal(r->principals[1].kind, SCOPE_SRC_NET);
 	assert_string_equal(r->principals[1].text, "10.88.0.6@podman");
-	assert_int_equal(r->principals[2].kind, INJECT_P_CONTAINER);
+	assert_int_equal(r->principals[2].kind, SCOPE_CONTAINER);
 	assert_string_equal(r->principals[2].text, "container:0123456789abcdef");
-	assert_int_equal(r->principals[3].kind, INJECT_P_AS);
+	assert_int_equal(r->principals[3].kind, SCOPE_AS);
 	assert_string_equal(r->principals[3].text, "build:img");
-	assert_int_equal(r->principals[4].kind, INJECT_P_AS);
-	assert_int_equal(r->principals[5].kind, INJECT_P_NAME);
+	assert_int_equal(r->principals[4].kind, SCOPE_AS);
+	assert_int_equal(r->principals[5].kind, SCOPE_NAME);
 	assert_string_equal(r->principals[5].text, "web");
 	assert_false(r->unattributed);
 

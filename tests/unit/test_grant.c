@@ -264,7 +264,7 @@ static int store_guarded(const char *s, struct grant *out, size_t max, size_t *n
 {
 	size_t len = strlen(s);
 	char *in = guard_copy(s, len);
-	int r = grant_store_parse(in, len, out, max, n, line, err);
+	int r = grant_store_parse(in, len, out, max, n, NULL, line, err);
 
 	guard_free(in, len);
 	return r;
@@ -348,6 +348,33 @@ static const struct store_error store_errors[] = {
 	  "bad character in name" },
 	{ "a permanent 1\nb permanent 1\nc permanent 1\nd permanent 1\nee permanent 1\n", 5,
 	  "too many grants" },
+	{ "mode enforce 1\nmode observe 2\n", 2, "a second mode line" },
+	{ "mode learn 1\n", 1, "bad mode line (mode enforce|observe SINCE, mode learn SINCE UNTIL)" },
+	{ "mode enforce 1 2\n", 1, "bad mode line (mode enforce|observe SINCE, mode learn SINCE UNTIL)" },
+	{ "mode on 1\n", 1, "unknown mode (enforce, observe or learn)" },
+	{ "mode\n", 1, "unknown mode (enforce, observe or learn)" },
+	{ "learned 5 4\n", 1, "bad learned line (learned START END)" },
+	{ "learned 1 2\nlearned 1 2\n", 2, "a second learned line" },
+	{ "learned 1\n", 1, "bad learned line (learned START END)" },
+	{ "a.example permanent 1 for=web\n", 1,
+	  "a container name cannot be told from a stamp: name it container:<id> (sluice allow add "
+	  "--for NAME looks the id up)" },
+	{ "a.example permanent 1 for=unattributed\n", 1,
+	  "unattributed is not a principal: a connection without a stamp has none" },
+	{ "a.example permanent 1 for=\n", 1, "trailing junk after the grant" },
+	{ "a.example permanent 1 4=for\n", 1, "trailing junk after the grant" },
+	{ "a.example permanent 1 for=10.0.0.1@lab for=10.0.0.1@lab\n", 1, "the same scope twice" },
+	{ "a.example permanent 1 for=container:0123456789ab for=container:0123456789AB\n", 1,
+	  "the same scope twice" },
+	{ "a.example permanent 1 for=container:0123\n", 1,
+	  "container:<id> needs 12 to 64 hex digits" },
+	{ "a.example permanent 1 for=10.0.0.1@bad/net\n", 1, "expected ADDR@NET" },
+	{ "a.example permanent 1 for=build:\n", 1, "not a stamp principal" },
+	{ "a.example permanent 1 for=user for=1.0.0.1 for=1.0.0.2 for=1.0.0.3 for=1.0.0.4 "
+	  "for=1.0.0.5 for=1.0.0.6 for=1.0.0.7 for=1.0.0.8\n", 1, "more than 8 scopes" },
+	{ "a.example session 1 0123456789abcdef for=user for=1.0.0.1 for=1.0.0.2 for=1.0.0.3 "
+	  "for=1.0.0.4 for=1.0.0.5 for=1.0.0.6 for=1.0.0.7 for=1.0.0.8\n", 1,
+	  "trailing junk after the grant" },
 };
 
 static void test_store_errors(void **state)
@@ -383,16 +410,16 @@ static void test_store_round_trip(void **state)
 	char *out = NULL;
 	FILE *f;
 
-	assert_int_equal(grant_store_parse(store, strlen(store), a, 8, &na, &line, &err), 0);
+	assert_int_equal(grant_store_parse(store, strlen(store), a, 8, &na, NULL, &line, &err), 0);
 	assert_int_equal(na, 6);
 	f = open_memstream(&out, &len);
 	assert_non_null(f);
-	assert_int_equal(grant_store_write(f, a, na), 0);
+	assert_int_equal(grant_store_write(f, a, na, NULL), 0);
 	assert_int_equal(fclose(f), 0);
 	assert_true(strncmp(out, "# sluice grants v1\n", 19) == 0);
 	assert_non_null(strstr(out, "\nxn--bcher-kva.example once 0 0\n"));
 	assert_non_null(strstr(out, "\n[2001:db8::2] permanent 6\n"));
-	assert_int_equal(grant_store_parse(out, len, b, 8, &nb, &line, &err), 0);
+	assert_int_equal(grant_store_parse(out, len, b, 8, &nb, NULL, &line, &err), 0);
 	assert_int_equal(nb, na);
 	for (i = 0; i < na; i++) {
 		assert_string_equal(a[i].host, b[i].host);
@@ -406,6 +433,120 @@ static void test_store_round_trip(void **state)
 	free(out);
 }
 
+/* Scoped grants: parsed into canonical scopes, written back, served and compared as sets. */
+static void test_store_scopes(void **state)
+{
+	static const char store[] =
+		"a.example permanent 1 for=10.0.0.5@lab for=container:0123456789AB\n"
+		"b.example once 1 2 for=user\n"
+		"c.example session 1 0123456789abcdef for=build:img for=2001:DB8::1\n"
+		"a.example permanent 1 for=container:0123456789ab for=10.0.0.5@lab\n"
+		"a.example permanent 1\n";
+	struct grant g[8], b[8];
+	size_t n, nb, line, len = 0;
+	const char *err = NULL;
+	char list[GRANT_SCOPES_TEXT], *out = NULL;
+	FILE *f;
+
+	assert_int_equal(store_guarded(store, g, 8, &n, &line, &err), 0);
+	assert_int_equal(n, 5);
+	assert_int_equal(g[0].nscopes, 2);
+	assert_int_equal(g[0].scopes[0].kind, SCOPE_SRC_NET);
+	assert_int_equal(g[0].scopes[1].kind, SCOPE_CONTAINER);
+	assert_string_equal(grant_scopes_format(&g[0], list, sizeof(list)),
+			    "10.0.0.5@lab,container:0123456789ab");
+	assert_string_equal(grant_scopes_format(&g[2], list, sizeof(list)), "build:img,2001:db8::1");
+	assert_string_equal(grant_scopes_format(&g[4], list, sizeof(list)), "");
+
+	/* the same pattern and set in another order is the same grant; no scopes is another */
+	assert_true(grant_same(&g[0], &g[3]));
+	assert_false(grant_same(&g[0], &g[4]));
+	assert_false(grant_same(&g[4], &g[0]));
+	assert_true(grant_same(&g[4], &g[4]));
+
+	/* serving: an unscoped grant everyone, a scoped one only what its stamp matches */
+	assert_true(grant_serves(&g[4], NULL, NULL, NULL));
+	assert_true(grant_serves(&g[4], "10.0.0.9@lab", "10.0.0.9", NULL));
+	assert_false(grant_serves(&g[0], NULL, NULL, NULL));
+	assert_true(grant_serves(&g[0], "10.0.0.5@lab", "10.0.0.5", NULL));
+	assert_false(grant_serves(&g[0], "10.0.0.5@other", "10.0.0.5", NULL));
+	assert_false(grant_serves(&g[0], "10.0.0.6@lab", "10.0.0.6", NULL));
+	assert_true(grant_serves(&g[0], "127.0.0.1@vm", "127.0.0.1",
+				 "container:0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"));
+	assert_false(grant_serves(&g[0], "127.0.0.1@vm", "127.0.0.1",
+				  "container:1123456789abcdef0123456789abcdef0123456789abcdef0123456789ab"));
+	assert_true(grant_serves(&g[1], "127.0.0.1@vm", "127.0.0.1", "user"));
+	assert_false(grant_serves(&g[1], "127.0.0.1@vm", "127.0.0.1", ""));
+	assert_false(grant_serves(&g[1], "127.0.0.1@vm", "127.0.0.1", "build:user"));
+	assert_true(grant_serves(&g[2], "2001:db8::1@lab", "2001:db8::1", NULL));
+	assert_true(grant_serves(&g[2], "::1@vm", "::1", "build:img"));
+	assert_false(grant_serves(&g[2], "::1@vm", "::1", "build:img2"));
+
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	assert_int_equal(grant_store_write(f, g, n, NULL), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(out, "\na.example permanent 1 for=10.0.0.5@lab "
+				    "for=container:0123456789ab\n"));
+	assert_non_null(strstr(out, "\nb.example once 1 2 for=user\n"));
+	assert_non_null(strstr(out, "\nc.example session 1 0123456789abcdef for=build:img "
+				    "for=2001:db8::1\n"));
+	assert_non_null(strstr(out, "\na.example permanent 1\n"));
+	assert_int_equal(grant_store_parse(out, len, b, 8, &nb, NULL, &line, &err), 0);
+	assert_int_equal(nb, n);
+	for (size_t i = 0; i < n; i++)
+		assert_true(grant_same(&g[i], &b[i]));
+	free(out);
+}
+
+/* The mode and learned lines: parsed anywhere, written first, kept apart from grants. */
+static void test_store_mode(void **state)
+{
+	static const char store[] = "a.example permanent 1\n"
+				    "learned 100 160\n"
+				    "mode learn 100 160\n"
+				    "mode permanent 2\n"       /* a grant for the host "mode" */
+				    "learned once 3 4\n";      /* ... and for "learned" */
+	struct grant g[8], b[8];
+	struct grant_mode m, mb;
+	size_t n, nb, line, len = 0;
+	const char *err = NULL;
+	char *out = NULL;
+	FILE *f;
+
+	assert_int_equal(grant_store_parse(store, strlen(store), g, 8, &n, &m, &line, &err), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(g[1].host, "mode");
+	assert_string_equal(g[2].host, "learned");
+	assert_true(m.set);
+	assert_int_equal(m.kind, GRANT_MODE_LEARN);
+	assert_int_equal(m.since, 100);
+	assert_int_equal(m.until, 160);
+	assert_true(m.learned);
+	assert_int_equal(m.learn_start, 100);
+	assert_int_equal(m.learn_end, 160);
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	assert_int_equal(grant_store_write(f, g, n, &m), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_string_equal(out, "# sluice grants v1\nmode learn 100 160\nlearned 100 160\n"
+				 "a.example permanent 1\nmode permanent 2\nlearned once 3 4\n");
+	assert_int_equal(grant_store_parse(out, len, b, 8, &nb, &mb, &line, &err), 0);
+	assert_int_equal(nb, 3);
+	assert_int_equal(mb.kind, m.kind);
+	free(out);
+
+	/* no mode line: not set, the config's holds */
+	assert_int_equal(grant_store_parse("a.example permanent 1\n", 22, g, 8, &n, &m, &line, &err),
+			 0);
+	assert_false(m.set);
+	assert_false(m.learned);
+	assert_int_equal(grant_store_parse("mode observe 7\n", 15, g, 8, &n, &m, &line, &err), 0);
+	assert_true(m.set);
+	assert_int_equal(m.kind, GRANT_MODE_OBSERVE);
+	assert_int_equal(n, 0);
+}
+
 static void test_store_write_refuses_config(void **state)
 {
 	struct grant g = { .host = "example.com", .level = GRANT_CONFIG };
@@ -414,7 +555,7 @@ static void test_store_write_refuses_config(void **state)
 	FILE *f = open_memstream(&out, &len);
 
 	assert_non_null(f);
-	assert_int_equal(grant_store_write(f, &g, 1), -1);
+	assert_int_equal(grant_store_write(f, &g, 1, NULL), -1);
 	fclose(f);
 	free(out);
 }
@@ -430,6 +571,8 @@ int main(void)
 		cmocka_unit_test(test_store_parse),
 		cmocka_unit_test(test_store_errors),
 		cmocka_unit_test(test_store_round_trip),
+		cmocka_unit_test(test_store_scopes),
+		cmocka_unit_test(test_store_mode),
 		cmocka_unit_test(test_store_write_refuses_config),
 	};
 

@@ -409,6 +409,113 @@ static void test_wildcard_public_suffix_below(void **state)
 	policy_free(p);
 }
 
+/* Scoped store grants: only the principals they name; an unattributed connection none of them. */
+static void test_scoped_grants(void **state)
+{
+	struct grant store[3];
+	struct host h = host_of("api.example");
+	struct policy_request r = { .via = GRANT_VIA_CONNECT, .host = &h, .port = 443 };
+	const char *err;
+	struct policy *p;
+	struct verdict v;
+
+	store[0] = grant_of("api.example", GRANT_PERMANENT);
+	assert_int_equal(grant_scope_add(&store[0], "10.0.0.5@lab", &err), 0);
+	assert_int_equal(grant_scope_add(&store[0], "container:0123456789ab", &err), 0);
+	store[1] = grant_of("api.example:8443", GRANT_PERMANENT);
+	store[2] = grant_of("api.example:8443", GRANT_PERMANENT);
+	assert_int_equal(grant_scope_add(&store[2], "user", &err), 0);
+	p = policy_new(NULL, store, 3, false, NULL, 0, RUN, NOW);
+	assert_non_null(p);
+
+	r.who = "10.0.0.5@lab";
+	r.src = "10.0.0.5";
+	policy_judge(p, &r, NOW, &v);
+	assert_true(v.allow);
+	assert_ptr_equal(v.grant, &p->grants[0]);
+	assert_non_null(v.by);
+	assert_string_equal(v.by->text, "10.0.0.5@lab");
+
+	/* its neighbour on the same network is refused, naming the grant it missed */
+	r.who = "10.0.0.6@lab";
+	r.src = "10.0.0.6";
+	policy_judge(p, &r, NOW, &v);
+	assert_false(v.allow);
+	assert_int_equal(v.status, 403);
+	assert_string_equal(v.reason, "not-granted");
+	assert_ptr_equal(v.scoped, &p->grants[0]);
+	assert_string_equal(v.detail, "api.example:443 is not granted to this principal");
+
+	r.who = "127.0.0.1@vm";
+	r.src = "127.0.0.1";
+	r.as = "container:0123456789abcdef0123456789abcdef0123456789abcdef0123456789ab";
+	policy_judge(p, &r, NOW, &v);
+	assert_true(v.allow);
+	assert_string_equal(v.by->text, "container:0123456789ab");
+
+	r.who = r.src = r.as = NULL;
+	policy_judge(p, &r, NOW, &v);
+	assert_false(v.allow);
+	assert_ptr_equal(v.scoped, &p->grants[0]);
+	assert_string_equal(v.detail, "api.example:443 is not granted to an unattributed connection");
+
+	/* an unscoped grant serves the unattributed connection; v.by stays NULL */
+	r.port = 8443;
+	policy_judge(p, &r, NOW, &v);
+	assert_true(v.allow);
+	assert_ptr_equal(v.grant, &p->grants[1]);
+	assert_null(v.by);
+
+	/* observe mode lets a scoped refusal through, marked */
+	p->mode = MODE_OBSERVE;
+	r.port = 443;
+	policy_judge(p, &r, NOW, &v);
+	assert_true(v.allow);
+	assert_true(v.observed);
+	policy_free(p);
+}
+
+/* The store's mode over the config's; a learn window observes until its end, then enforces. */
+static void test_store_mode(void **state)
+{
+	struct config *c = config_of(MODE_OBSERVE);
+	struct policy *p = policy_new(c, NULL, 0, false, NULL, 0, RUN, NOW);
+	struct grant_mode m = { 0 };
+	struct verdict v;
+
+	config_release(c);
+	assert_non_null(p);
+	policy_set_mode(p, &m); /* no mode line: the config's */
+	assert_int_equal(policy_mode_at(p, NOW), MODE_OBSERVE);
+	m.set = true;
+	m.kind = GRANT_MODE_ENFORCE;
+	policy_set_mode(p, &m);
+	assert_int_equal(policy_mode_at(p, NOW), MODE_ENFORCE);
+	assert_string_equal(policy_mode_name(p, NOW), "enforce");
+	judge(p, "nope.example", 443, GRANT_VIA_CONNECT, NULL, &v);
+	assert_false(v.allow);
+
+	m.kind = GRANT_MODE_LEARN;
+	m.until = NOW + 60;
+	policy_set_mode(p, &m);
+	assert_string_equal(policy_mode_name(p, NOW), "learn");
+	judge(p, "nope.example", 443, GRANT_VIA_CONNECT, NULL, &v); /* judge() asks at NOW */
+	assert_true(v.allow);
+	assert_true(v.observed);
+	assert_int_equal(policy_mode_at(p, NOW + 59), MODE_OBSERVE);
+	assert_int_equal(policy_mode_at(p, NOW + 60), MODE_ENFORCE);
+	assert_string_equal(policy_mode_name(p, NOW + 60), "enforce");
+	{
+		struct host h = host_of("nope.example");
+		struct policy_request r = { .via = GRANT_VIA_CONNECT, .host = &h, .port = 443 };
+
+		policy_judge(p, &r, NOW + 60, &v);
+		assert_false(v.allow);
+		assert_string_equal(v.reason, "not-granted");
+	}
+	policy_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -421,6 +528,8 @@ int main(void)
 		cmocka_unit_test(test_own_addresses),
 		cmocka_unit_test(test_ip_literal_grant),
 		cmocka_unit_test(test_wildcard_public_suffix_below),
+		cmocka_unit_test(test_scoped_grants),
+		cmocka_unit_test(test_store_mode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,268 @@
+/*
+ * allow_approve.c: `sluice allow approve ID`: grant what a refusal asked for.
+ *
+ * sluice-proxy gives each not-granted refusal an id (12 hex digits, in its
+ * row's "refusal", its Proxy-Status details and its body's hint). approve
+ * finds that row in the network log (the current file, then the rotated
+ * ones, newest first, opened as `sluice log` opens them), and grants
+ * exactly its host and port, the way the refusal's hint names them (bare
+ * for CONNECT to 443 and plain HTTP to 80), scoped to the principal that
+ * asked: the stamp's as= when it has one, else its ADDR@NET; a refusal
+ * without a stamp gets a grant for every connection, and says so. Once
+ * for 15 minutes unless --level and --ttl say otherwise. A refusal more
+ * than a day old is not approved: the operator grants it by hand.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "file.h"
+
+#define APPROVE_TTL_DEFAULT (15 * 60)
+#define APPROVE_MAX_AGE_MS (24LL * 3600 * 1000)
+#define REFUSAL_ID_LEN 12              /* proxy.h's */
+#define LOG_FILE_MAX (1024UL * 1024 * 1024) /* read no more of one log file */
+
+static int usage(const char *msg, const char *arg)
+{
+	fprintf(stderr, "allow: %s%s%s\n", msg, arg != NULL ? " " : "", arg != NULL ? arg : "");
+	cli_usage(stderr, "allow");
+	return EXIT_USAGE;
+}
+
+static bool id_valid(const char *s)
+{
+	if (strlen(s) != REFUSAL_ID_LEN)
+		return false;
+	for (; *s != '\0'; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+			return false;
+	return true;
+}
+
+int allow_log_read(const struct config *c, const char *path, char **buf, size_t *len)
+{
+	const char *why = NULL;
+	size_t cap = 0;
+	int fd = file_open_owned(path, O_RDONLY, 0, cli_user_uid(c), &why);
+
+	*buf = NULL;
+	*len = 0;
+	if (fd == -1 && errno == ENOENT)
+		return 0;
+	if (fd == -1) {
+		fprintf(stderr, "allow: %s: %s\n", path, why != NULL ? why : strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (*len == cap) {
+			char *grown = cap < LOG_FILE_MAX ? realloc(*buf, cap = cap ? cap * 2 : 1 << 20)
+							 : NULL;
+
+			if (grown == NULL) {
+				fprintf(stderr, "allow: %s: %s\n", path,
+					cap >= LOG_FILE_MAX ? "larger than 1 GiB" : "out of memory");
+				goto fail;
+			}
+			*buf = grown;
+		}
+		n = read(fd, *buf + *len, cap - *len);
+		if (n == 0)
+			break;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "allow: read %s: %s\n", path, strerror(errno));
+			goto fail;
+		}
+		*len += (size_t)n;
+	}
+	close(fd);
+	return 1;
+fail:
+	close(fd);
+	free(*buf);
+	*buf = NULL;
+	return -1;
+}
+
+/*
+ * The row of refusal id, parsed, from the log and its rotated files; NULL
+ * after printing why (not found, unreadable).
+ */
+static json_t *refusal_row(const struct config *c, const char *id)
+{
+	char needle[64], path[PATH_MAX + 16];
+	json_t *row = NULL;
+
+	snprintf(needle, sizeof(needle), "\"refusal\":\"%s\"", id);
+	for (unsigned k = 0; k <= c->log_keep && row == NULL; k++) {
+		char *buf, *hit;
+		size_t len;
+		int r;
+
+		if (k == 0)
+			snprintf(path, sizeof(path), "%s", c->log_path);
+		else
+			snprintf(path, sizeof(path), "%s.%u", c->log_path, k);
+		r = allow_log_read(c, path, &buf, &len);
+		if (r == -1)
+			return NULL;
+		if (r == 0)
+			continue;
+		hit = memmem(buf, len, needle, strlen(needle));
+		if (hit != NULL) {
+			char *start = hit, *end = memchr(hit, '\n', len - (size_t)(hit - buf));
+
+			while (start > buf && start[-1] != '\n')
+				start--;
+			row = json_loadb(start, (size_t)((end != NULL ? end : buf + len) - start), 0, NULL);
+			if (row == NULL || !json_is_object(row))
+				fprintf(stderr, "allow: %s: the row of refusal %s does not parse\n", path, id);
+		}
+		free(buf);
+		if (hit != NULL && (row == NULL || !json_is_object(row))) {
+			json_decref(row);
+			return NULL;
+		}
+	}
+	if (row == NULL)
+		fprintf(stderr,
+			"allow: no refusal %s in %s or its %u rotated files (an id is 12 hex digits, "
+			"from the refusal's body or `sluice log --json`)\n",
+			id, c->log_path, c->log_keep);
+	return row;
+}
+
+static const char *str_of(json_t *row, const char *key)
+{
+	return json_string_value(json_object_get(row, key));
+}
+
+/*
+ * The grant the row's refusal asks for into g, and its scope word into who
+ * ("" when the row has no stamp). Returns 0 or -1 after printing why.
+ */
+static int grant_of_row(json_t *row, const char *id, struct grant *g, char *who, size_t size)
+{
+	const char *host = str_of(row, "host"), *kind = str_of(row, "kind");
+	const char *as = str_of(row, "as"), *src = str_of(row, "src"), *net = str_of(row, "net");
+	json_int_t port = json_integer_value(json_object_get(row, "port"));
+	char pat[HOST_NAME_MAX_LEN + 16];
+	bool connect, bare, v6;
+	const char *err = "bad scope";
+
+	if (host == NULL || kind == NULL || port < 1 || port > 65535) {
+		fprintf(stderr, "allow: refusal %s names no host and port to grant\n", id);
+		return -1;
+	}
+	connect = strcmp(kind, "tunnel") == 0 || strcmp(kind, "https") == 0 ||
+		  strcmp(kind, "wss") == 0;
+	bare = (connect && port == 443) || (!connect && port == 80);
+	v6 = strchr(host, ':') != NULL;
+	if (bare)
+		snprintf(pat, sizeof(pat), v6 ? "[%s]" : "%s", host);
+	else
+		snprintf(pat, sizeof(pat), v6 ? "[%s]:%lld" : "%s:%lld", host, (long long)port);
+	if (allow_pattern(pat, g) == -1)
+		return -1;
+	who[0] = '\0';
+	if (as != NULL && as[0] != '\0')
+		snprintf(who, size, "%s", as);
+	else if (src != NULL && net != NULL)
+		snprintf(who, size, "%s@%s", src, net);
+	if (who[0] != '\0' && grant_scope_add(g, who, &err) == -1) {
+		fprintf(stderr, "allow: refusal %s: its principal %s: %s\n", id, who, err);
+		return -1;
+	}
+	return 0;
+}
+
+int allow_approve(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "level", required_argument, NULL, 'l' },
+		{ "ttl", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	enum grant_level level = GRANT_ONCE;
+	const char *ttl_arg = NULL, *id, *ts, *reason;
+	long long ttl = APPROVE_TTL_DEFAULT;
+	char who[SCOPE_TEXT_MAX + 1];
+	struct config *c;
+	struct grant g;
+	json_t *row = NULL;
+	int64_t t_ms;
+	int opt, ret = EXIT_ERROR;
+
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'l':
+			if (allow_level_parse(optarg, &level) == -1)
+				return usage("bad level, expected once, session or permanent:", optarg);
+			break;
+		case 't':
+			ttl_arg = optarg;
+			break;
+		case 'h':
+			cli_usage(stdout, "allow");
+			return EXIT_OK;
+		default:
+			cli_usage(stderr, "allow");
+			return EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 1)
+		return usage("approve takes one refusal ID", NULL);
+	id = argv[optind];
+	if (!id_valid(id))
+		return usage("a refusal id is 12 lower-case hex digits, not", id);
+	if (ttl_arg != NULL && allow_ttl_parse(ttl_arg, level, &ttl) != 0)
+		return EXIT_USAGE;
+
+	c = cli_config_load();
+	if (c == NULL)
+		return EXIT_ERROR;
+	row = refusal_row(c, id);
+	if (row == NULL)
+		goto out;
+	ts = str_of(row, "ts");
+	reason = str_of(row, "reason");
+	if (reason == NULL || strcmp(reason, "not-granted") != 0) {
+		fprintf(stderr, "allow: refusal %s was %s, nothing a grant changes\n", id,
+			reason != NULL ? reason : "of no reason");
+		goto out;
+	}
+	if (grant_of_row(row, id, &g, who, sizeof(who)) == -1)
+		goto out;
+	if (ts == NULL || snapshot_ts_parse(ts, &t_ms) == -1) {
+		fprintf(stderr, "allow: refusal %s: its row has no time\n", id);
+		goto out;
+	}
+	if ((int64_t)time(NULL) * 1000 - t_ms > APPROVE_MAX_AGE_MS) {
+		char pat[HOST_NAME_MAX_LEN + 16];
+
+		fprintf(stderr,
+			"allow: refusal %s is from %s, more than a day ago: approve takes only "
+			"refusals of the last day; to grant it anyway run: sluice allow add %s%s%s\n",
+			id, ts, grant_format(&g, pat, sizeof(pat)), who[0] != '\0' ? " --for " : "", who);
+		goto out;
+	}
+	printf("refusal %s of %s: %s\n", id, ts,
+	       who[0] != '\0' ? who : "no stamp, so the grant serves every connection");
+	if (allow_grant(c, &g, level, ttl) == 0)
+		ret = EXIT_OK;
+out:
+	json_decref(row);
+	config_free(c);
+	return ret;
+}
