@@ -150,6 +150,9 @@ int allow_session_add(const struct config *c, const char *pattern, const char *r
 /* The session grant of pattern for run removed, if still stored. Returns 0 or -1 after printing. */
 int allow_session_drop(const struct config *c, const char *pattern, const char *run);
 
+/* build_token.c */
+int cmd_build_token(int argc, char **argv);
+
 /* log.c, log_table.c */
 int cmd_log(int argc, char **argv);
 

@@ -106,9 +106,14 @@ static const struct principal *row_principal(const struct view *v, json_t *row,
 	r.has_t = ts != NULL && snapshot_ts_parse(ts, &r.t_ms) == 0;
 	/* an unattributed row has no verified stamp, whatever else it carries */
 	if (who == NULL || strcmp(who, "unattributed") != 0) {
+		const char *build = json_string_value(json_object_get(row, "build"));
+
 		r.src = json_string_value(json_object_get(row, "src"));
 		r.net = json_string_value(json_object_get(row, "net"));
 		r.as = json_string_value(json_object_get(row, "as"));
+		/* a build token's build:NAME comes before the stamp's as= */
+		if (build != NULL && strncmp(build, "build:", 6) == 0)
+			r.as = build;
 	}
 	principal_from_row(&v->snaps->all, &r, p);
 	return p;

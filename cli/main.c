@@ -35,6 +35,11 @@ static const struct verb verbs[] = {
 	  "allow enforce [on|off|learn [--for DURATION]]\n"
 	  "allow learn\n"
 	  "allow list [--json]\n" },
+	{ "build-token", cmd_build_token,
+	  "mint a build's proxy URL: its connections are principal build:NAME",
+	  "build-token new [--name NAME] [--ttl DURATION] [--proxy ADDR:PORT]\n"
+	  "build-token list\n"
+	  "build-token rm NAME\n" },
 	{ "log", cmd_log,
 	  "read the network or DNS log: who used each host, who was refused; verify its chain",
 	  "log [--json] [--host HOST] [--decision allow|refuse|observe] [--who WHO] [-n N] [-f]\n"

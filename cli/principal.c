@@ -199,7 +199,8 @@ void principal_from_row(const struct snapshots *all, const struct principal_row 
 	memset(p, 0, sizeof(*p));
 	p->src = row->src;
 	p->net = row->net;
-	if (row->src == NULL) {
+	/* a build token names a build without a stamp (no src); nothing else does */
+	if (row->src == NULL && (row->as == NULL || strncmp(row->as, "build:", 6) != 0)) {
 		p->kind = PRINCIPAL_UNATTRIBUTED;
 		return;
 	}

@@ -93,7 +93,7 @@ struct principal_row {
 	bool has_t;     /* false: ts missing or unreadable (only as= can name it) */
 	const char *src;
 	const char *net;
-	const char *as; /* container:<id> | build:<scope> | user */
+	const char *as; /* container:<id> | build:<scope> | user (a row's build, when it has one) */
 };
 
 /* snapshot.c */
@@ -159,7 +159,8 @@ int principal_index(struct snapshots *all);
  * as they are. Otherwise, for src@net: the latest snapshot S of net with
  * S.t <= t; if S holds src, that container; else the first snapshot S' of
  * net with S'.t > t; if S' holds src, that container; else the bare
- * address. No src: unattributed. Fills *p; never fails.
+ * address. No src: unattributed, unless as= is build:X (a build token's,
+ * which needs no stamp). Fills *p; never fails.
  */
 void principal_from_row(const struct snapshots *all, const struct principal_row *row,
 			struct principal *p);

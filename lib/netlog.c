@@ -172,6 +172,7 @@ int netlog_write(struct netlog *l, const struct netlog_row *r)
 
 		netlog_put_raw(o, none, sizeof(none) - 1);
 	}
+	netlog_put_cstr(o, "build", r->build);
 	netlog_put_cstr(o, "client", r->client);
 	netlog_put_cstr(o, "kind", r->kind);
 	netlog_put_cstr(o, "proto", r->proto);

@@ -82,7 +82,8 @@ int scope_parse(const char *v, struct scope *out, const char **err)
 		for (size_t i = 0; v[i] != '\0'; i++)
 			out->text[i] = (char)((v[i] >= 'A' && v[i] <= 'F') ? v[i] - 'A' + 'a' : v[i]);
 	} else if (strcmp(v, "user") == 0 || strncmp(v, "build:", 6) == 0) {
-		if (!word_of(v, AS_MAX, "._:-") || strcmp(v, "build:") == 0) {
+		if ((!word_of(v, AS_MAX, "._:-") && strcmp(v, "build:*") != 0) ||
+		    strcmp(v, "build:") == 0) {
 			*err = "not a stamp principal";
 			return -1;
 		}
@@ -128,6 +129,8 @@ bool scope_matches(const struct scope *sc, const char *who, const char *src, con
 		return as != NULL && strlen(as) >= n && strncmp(as, "container:", 10) == 0 &&
 		       strncasecmp(as + 10, sc->text + 10, n - 10) == 0;
 	case SCOPE_AS:
+		if (strcmp(sc->text, "build:*") == 0)
+			return as != NULL && strncmp(as, "build:", 6) == 0;
 		return as != NULL && strcmp(as, sc->text) == 0;
 	case SCOPE_NAME:
 		return false;

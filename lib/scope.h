@@ -7,7 +7,9 @@
  *   10.88.0.5@podman     src@net exactly
  *   container:<hex>      the stamp's as=container:<id> starts with <hex>
  *                        (12..64 hex digits, case-insensitive; kept lower-case)
- *   build:<scope>, user  the stamp's as= exactly
+ *   build:<scope>, user  the connection's as= exactly: the stamp's, or a build
+ *                        token's build:NAME (buildtok.h), which comes first
+ *   build:*              any build: an as= that starts with build:
  *   any other name       a container name: the proxy cannot tell it from a
  *                        stamp, so scope_matches never matches it (kept as
  *                        written for a caller that resolves names)

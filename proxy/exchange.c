@@ -43,10 +43,12 @@ static void refuse_ungranted(struct session *s, const struct verdict *v)
 	struct refusal ref = { .status = v->status, .reason = v->reason,
 			       .proxy_status = v->proxy_status };
 	char hint[HOST_NAME_MAX_LEN + 16], who[SESSION_WHO_MAX];
+	struct policy_request pr = { 0 };
 
 	grant_hint(&s->x->t, hint, sizeof(hint));
 	refuse_id(s->px, ref.id);
-	if (v->scoped != NULL && s->stamp == NULL)
+	session_principal(s, &pr, who, sizeof(who));
+	if (v->scoped != NULL && pr.who == NULL)
 		snprintf(ref.detail, sizeof(ref.detail),
 			 "%s is granted only to the principals its grants name, and this connection "
 			 "has no stamp; to grant it to every connection run: sluice allow approve %s "
@@ -55,7 +57,7 @@ static void refuse_ungranted(struct session *s, const struct verdict *v)
 		snprintf(ref.detail, sizeof(ref.detail),
 			 "%s is granted only to other principals; to grant it to this one run: sluice "
 			 "allow approve %s (or: sluice allow add %s --for %s)", hint, ref.id, hint,
-			 s->stamp->as[0] != '\0' ? s->stamp->as : session_who(s, who, sizeof(who)));
+			 pr.as != NULL ? pr.as : pr.who);
 	else
 		snprintf(ref.detail, sizeof(ref.detail),
 			 "%s is not granted; to grant it run: sluice allow approve %s (or: sluice allow "

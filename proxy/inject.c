@@ -258,18 +258,17 @@ out_release:
 int inject_begin(struct session *s, const struct http_request *req)
 {
 	struct exchange *x = s->x;
-	const char *src = s->stamp != NULL ? s->stamp->src : NULL;
-	const char *as = s->stamp != NULL && s->stamp->as[0] != '\0' ? s->stamp->as : NULL;
+	struct policy_request pr = { 0 };
 	char whobuf[SESSION_WHO_MAX];
-	const char *who = session_who(s, whobuf, sizeof(whobuf));
 	char why[256];
 
+	session_principal(s, &pr, whobuf, sizeof(whobuf));
 	if (s->intercept)
 		x->rule = inject_match(session_config(s), x->t.host.name, x->t.port, req->path,
 				       req->path_len);
-	if (x->rule != NULL && !inject_serves(x->rule, s->stamp != NULL ? who : NULL, src, as)) {
+	if (x->rule != NULL && !inject_serves(x->rule, pr.who, pr.src, pr.as)) {
 		snprintf(x->detail, sizeof(x->detail), "rule %s does not serve %s; sent without it",
-			 x->rule->name, who);
+			 x->rule->name, pr.who != NULL ? pr.who : "unattributed");
 		x->rule = NULL;
 	}
 	if (x->rule != NULL) {

@@ -88,6 +88,7 @@ static int check_access(struct proxy *px)
 		good = can_read(c->user, "config", px->config_path, false) && good;
 	good = can_read(c->user, "grant store", px->watch_store.path, true) && good;
 	good = can_read(c->user, "stamp keys", px->watch_keys.path, true) && good;
+	good = can_read(c->user, "build tokens", px->watch_buildtoks.path, true) && good;
 	snprintf(logdir, sizeof(logdir), "%s", c->log_path);
 	if (access(dirname(logdir), W_OK | X_OK) == -1) {
 		snprintf(logdir, sizeof(logdir), "%s", c->log_path);

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 
 #include "buf.h"
+#include "buildtok.h"
 #include "config.h"
 #include "file.h"
 #include "http.h"
@@ -79,6 +80,9 @@ struct proxy {
 	struct watched_file watch_config;
 	struct watched_file watch_store;
 	struct watched_file watch_keys;     /* STATE/stamp.key */
+	struct watched_file watch_buildtoks; /* STATE/build-tokens */
+	struct buildtok *buildtoks;         /* build-token's (lib/buildtok.h); owned */
+	size_t nbuildtoks;
 	struct stamp_key keys[STAMP_KEYS_MAX];
 	size_t nkeys;                       /* 0: no stamp verifies */
 	struct stamp_replay *replay;        /* boot ids and sequences seen: STATE/stamp.seen, mapped */

@@ -20,6 +20,7 @@ const char *refuse_status_text(int status)
 	switch (status) {
 	case 400: return "Bad Request";
 	case 403: return "Forbidden";
+	case 407: return "Proxy Authentication Required";
 	case 408: return "Request Timeout";
 	case 413: return "Content Too Large";
 	case 431: return "Request Header Fields Too Large";
@@ -89,11 +90,14 @@ int refuse_write(struct buf *out, const struct refusal *r)
 
 	return buf_printf(out,
 			  "HTTP/1.1 %d %s\r\n"
+			  "%s"
 			  "Proxy-Status: %s\r\n"
 			  "Content-Type: text/plain; charset=utf-8\r\n"
 			  "Content-Length: %d\r\n"
 			  "Connection: close\r\n"
 			  "\r\n"
 			  "%s",
-			  r->status, refuse_status_text(r->status), ps, blen, body);
+			  r->status, refuse_status_text(r->status),
+			  r->status == 407 ? "Proxy-Authenticate: Basic realm=\"sluice-build\"\r\n" : "",
+			  ps, blen, body);
 }

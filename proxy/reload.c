@@ -18,6 +18,7 @@
 #include "file.h"
 #include "runfile.h"
 #include "store.h"
+#include "buildtok.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,11 +61,47 @@ static void load_keys(struct proxy *px)
 	free(buf);
 }
 
+/*
+ * The build tokens (STATE/build-tokens, written by `sluice build-token`).
+ * Missing: no build token is known. Damaged: the same, said loudly; a
+ * token that cannot be read never names a build.
+ */
+static void load_buildtoks(struct proxy *px)
+{
+	const char *path = px->watch_buildtoks.path;
+	size_t len, line = 0, n = 0;
+	const char *err = NULL;
+	struct buildtok *t;
+	char *buf;
+
+	free(px->buildtoks);
+	px->buildtoks = NULL;
+	px->nbuildtoks = 0;
+	if (file_read(path, 1024 * 1024, &buf, &len) == -1) {
+		if (errno != ENOENT)
+			fprintf(stderr, "sluice-proxy: ERROR: build tokens %s unreadable: %s; no "
+					"build token is known\n", path, strerror(errno));
+		return;
+	}
+	t = calloc(BUILDTOK_MAX, sizeof(*t));
+	if (t == NULL || buildtok_file_parse(buf, len, t, BUILDTOK_MAX, &n, &line, &err) == -1) {
+		fprintf(stderr, "sluice-proxy: ERROR: build tokens %s:%zu: %s; no build token is "
+				"known\n", path, line, t == NULL ? "out of memory" : err);
+		free(t);
+		t = NULL;
+		n = 0;
+	}
+	free(buf);
+	px->buildtoks = t;
+	px->nbuildtoks = n;
+}
+
 static int rebuild(struct proxy *px)
 {
 	struct policy *p;
 
 	load_keys(px);
+	load_buildtoks(px);
 	p = store_policy(px->config, px->watch_store.path, px->run_id, "sluice-proxy",
 			 &next_expiry);
 	if (p == NULL)
@@ -123,10 +160,13 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 	bool cfg_changed = px->config_path[0] != '\0' && watch_changed(&px->watch_config);
 	bool store_changed = watch_changed(&px->watch_store);
 	bool keys_changed = watch_changed(&px->watch_keys);
+	bool toks_changed = watch_changed(&px->watch_buildtoks);
 
 	if (cfg_changed || store_changed || keys_changed) {
 		reload_now(px, cfg_changed ? "config changed"
 			       : store_changed ? "grant store changed" : "stamp keys changed");
+	} else if (toks_changed) {
+		load_buildtoks(px); /* a token names a principal from the next connection on */
 	} else if (next_expiry != 0 && time(NULL) >= next_expiry) {
 		rebuild(px); /* an expired once grant: no re-judging, see above */
 	} else if (px->policy->learn_until != 0 && px->policy->learn_until != learn_done &&
@@ -174,7 +214,10 @@ int reload_init(struct proxy *px)
 		 px->config->state_dir);
 	snprintf(px->watch_keys.path, sizeof(px->watch_keys.path), "%s/stamp.key",
 		 px->config->state_dir);
+	snprintf(px->watch_buildtoks.path, sizeof(px->watch_buildtoks.path), "%s/build-tokens",
+		 px->config->state_dir);
 	watch_changed(&px->watch_keys);
+	watch_changed(&px->watch_buildtoks);
 	if (px->config_path[0] != '\0')
 		watch_changed(&px->watch_config);
 	watch_changed(&px->watch_store);
@@ -192,4 +235,7 @@ void reload_release(struct proxy *px)
 	remove_run_id(px);
 	policy_free(px->policy);
 	px->policy = NULL;
+	free(px->buildtoks);
+	px->buildtoks = NULL;
+	px->nbuildtoks = 0;
 }

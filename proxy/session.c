@@ -110,6 +110,47 @@ static int stamp_count(struct session *s, const struct stamp *st)
 }
 
 /*
+ * The first head may carry a build token (lib/buildtok.h): Proxy-Authorization
+ * Basic with user sluice-build. A live one makes the connection build:NAME; an
+ * unknown, expired or malformed one is refused 407, saying how to mint one.
+ * Any other Proxy-Authorization is not ours and is left alone (never sent on).
+ * Returns 0, or -1 when refused.
+ */
+static int build_first_head(struct session *s, const struct http_request *req)
+{
+	char secret[BUILDTOK_SECRET_LEN + 1];
+	const struct buildtok *t;
+	bool expired;
+	size_t slen;
+	int r = 0;
+
+	for (size_t i = 0; i < req->nheaders && r == 0; i++)
+		if (http_header_is(&req->headers[i], "Proxy-Authorization"))
+			r = buildtok_auth_parse(req->headers[i].value, req->headers[i].value_len,
+						secret, sizeof(secret), &slen);
+	if (r == 0)
+		return 0;
+	t = r == 1 ? buildtok_find(s->px->buildtoks, s->px->nbuildtoks, secret, slen, time(NULL),
+				   &expired)
+		   : NULL;
+	explicit_bzero(secret, sizeof(secret));
+	if (t == NULL) {
+		session_refuse(s, 407, "build-token", "http_request_denied",
+			       "this build token is %s; mint one on the host with: sluice "
+			       "build-token new --name NAME, and pass the URL it prints as the "
+			       "build's http_proxy",
+			       r == -1 ? "malformed" : expired ? "expired" : "unknown");
+		return -1;
+	}
+	if (asprintf(&s->build, "build:%s", t->name) == -1) {
+		s->build = NULL;
+		session_close(s, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * The first head of a connection may carry sluice-forward's stamp: exactly
  * one Sluice-Stamp header with a MAC under a live key. Then the connection
  * is bound to it (every later request inherits it). None, several (client
@@ -130,6 +171,8 @@ int session_stamp_first_head(struct session *s, const struct http_request *req)
 			n++;
 		}
 	}
+	if (build_first_head(s, req) == -1)
+		return -1;
 	if (n != 1 || s->px->nkeys == 0 ||
 	    stamp_parse(h->value, h->value_len, &st, &err) == -1 ||
 	    !stamp_verify(&st, h->value, s->px->keys, s->px->nkeys, time(NULL)))
@@ -187,6 +230,7 @@ void session_log(struct session *s)
 	row.req = x->req;
 	row.run = s->px->run_id;
 	row.who = session_who(s, who, sizeof(who));
+	row.build = s->build;
 	if (s->stamp != NULL) {
 		stamp_expand(s->stamp, &st);
 		row.stamp = &st;
@@ -303,6 +347,7 @@ void session_free_dead(struct proxy *px)
 		free(s->tun);
 		free(s->ix);
 		free(s->stamp);
+		free(s->build);
 		free(s);
 	}
 }

@@ -266,24 +266,29 @@ struct session {
 
 	struct sess_stamp *stamp; /* verified on the first head; every request inherits it.
 				     NULL: unattributed */
+	char *build; /* "build:NAME" when the first head named a live build token; else NULL */
 };
 
-/* Who a row names: "src@net" of the stamp, or "unattributed". */
+/* Who a row names: "src@net" of the stamp, else "build:NAME", else "unattributed". */
 static inline const char *session_who(const struct session *s, char *buf, size_t size)
 {
 	if (s->stamp == NULL)
-		return "unattributed";
+		return s->build != NULL ? s->build : "unattributed";
 	snprintf(buf, size, "%s@%s", s->stamp->src, s->stamp->net);
 	return buf;
 }
 
-/* The connection's principal into a policy request (who into buf, SESSION_WHO_MAX bytes). */
+/*
+ * The connection's principal into a policy request (who into buf,
+ * SESSION_WHO_MAX bytes): a build token's build:NAME over the stamp's as=.
+ */
 static inline void session_principal(const struct session *s, struct policy_request *pr,
 				     char *buf, size_t size)
 {
-	pr->who = s->stamp != NULL ? session_who(s, buf, size) : NULL;
+	pr->who = s->stamp != NULL || s->build != NULL ? session_who(s, buf, size) : NULL;
 	pr->src = s->stamp != NULL ? s->stamp->src : NULL;
-	pr->as = s->stamp != NULL && s->stamp->as[0] != '\0' ? s->stamp->as : NULL;
+	pr->as = s->build != NULL ? s->build
+		 : s->stamp != NULL && s->stamp->as[0] != '\0' ? s->stamp->as : NULL;
 }
 #define SESSION_WHO_MAX (STAMP_NET_MAX + 48)
 
