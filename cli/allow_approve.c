@@ -46,12 +46,23 @@ static bool id_valid(const char *s)
 	return true;
 }
 
-int allow_log_read(const struct config *c, const char *path, char **buf, size_t *len)
+void allow_log_path(const struct config *c, unsigned k, char *path, size_t size)
 {
+	if (k == 0)
+		snprintf(path, size, "%s", c->log_path);
+	else
+		snprintf(path, size, "%s.%u", c->log_path, k);
+}
+
+int allow_log_read(const struct config *c, unsigned k, char **buf, size_t *len)
+{
+	char path[PATH_MAX + 16];
 	const char *why = NULL;
 	size_t cap = 0;
-	int fd = file_open_owned(path, O_RDONLY, 0, cli_user_uid(c), &why);
+	int fd;
 
+	allow_log_path(c, k, path, sizeof(path));
+	fd = file_open_owned(path, O_RDONLY, 0, cli_user_uid(c), &why);
 	*buf = NULL;
 	*len = 0;
 	if (fd == -1 && errno == ENOENT)
@@ -109,13 +120,10 @@ static json_t *refusal_row(const struct config *c, const char *id)
 		size_t len;
 		int r;
 
-		if (k == 0)
-			snprintf(path, sizeof(path), "%s", c->log_path);
-		else
-			snprintf(path, sizeof(path), "%s.%u", c->log_path, k);
-		r = allow_log_read(c, path, &buf, &len);
+		r = allow_log_read(c, k, &buf, &len);
 		if (r == -1)
 			return NULL;
+		allow_log_path(c, k, path, sizeof(path));
 		if (r == 0)
 			continue;
 		hit = memmem(buf, len, needle, strlen(needle));

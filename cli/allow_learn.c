@@ -320,18 +320,12 @@ static int row_add(struct groups *gs, json_t *row, int64_t t_ms)
 /* The window's observe rows of reason not-granted, from every file of the log, into gs. */
 static int window_read(const struct config *c, time_t start, time_t end, struct groups *gs)
 {
-	char path[PATH_MAX + 16];
-
 	for (unsigned k = c->log_keep + 1; k-- > 0;) {
 		char *buf, *line;
 		size_t len;
 		int r;
 
-		if (k == 0)
-			snprintf(path, sizeof(path), "%s", c->log_path);
-		else
-			snprintf(path, sizeof(path), "%s.%u", c->log_path, k);
-		r = allow_log_read(c, path, &buf, &len);
+		r = allow_log_read(c, k, &buf, &len);
 		if (r == -1)
 			return -1;
 		for (line = buf; r == 1 && line < buf + len;) {

@@ -129,11 +129,14 @@ int allow_duration_parse(const char *s, long long *out);
 /* allow_approve.c: `sluice allow approve ID` */
 int allow_approve(int argc, char **argv);
 
+/* The network log's file k (0: the log itself, k: its k-th rotation) into path. */
+void allow_log_path(const struct config *c, unsigned k, char *path, size_t size);
+
 /*
- * All of the log file path (opened as `sluice log` opens it) into *buf
+ * All of the log's file k (opened as `sluice log` opens it) into *buf
  * (free it) and *len. Returns 1 read, 0 missing, -1 after printing why.
  */
-int allow_log_read(const struct config *c, const char *path, char **buf, size_t *len);
+int allow_log_read(const struct config *c, unsigned k, char **buf, size_t *len);
 
 /* allow_learn.c: `sluice allow enforce [on|off|learn]`, `sluice allow learn` */
 int allow_enforce(int argc, char **argv);

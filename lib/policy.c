@@ -7,8 +7,10 @@
  * since the wildcard parsed: grant_wildcard_covers). Order of
  * checks: Host header against destination, destination address (for IP
  * literals here, for resolved names through policy_judge_addr), then
- * grants, each for the connection's principal (grant_serves). Only the grant check is relaxed by observe mode. Resolving,
- * logging and writing the refusal are the caller's.
+ * grants, each for the connection's principal (grant_serves). Only the
+ * grant check is relaxed by observe mode (and a learn window, while it is
+ * open: policy_mode_at). Resolving, logging and writing the refusal are
+ * the caller's.
  */
 #include "policy.h"
 
