@@ -10,8 +10,9 @@
  * time; rows no rule was applied to are not counted. --refused:
  * for each principal, one line per host (as a grant names it: a bare name
  * for http on 80 and CONNECT on 443, else name:port) with the count, the
- * last reason and time, and the exact `sluice allow add` command the
- * proxy's refusal named when the host was not granted. --dns --refused:
+ * last reason and time, and, when the host was not granted, the command
+ * that grants it: `sluice allow approve ID` of the last refusal when the
+ * proxy gave it an id, else `sluice allow add`. --dns --refused:
  * the same per queried name, without principals (a DNS row names none).
  * log.c filters and resolves the rows; this file only counts what it is
  * given, in memory (one entry per group, not per row), and prints it at
@@ -35,6 +36,7 @@ struct group {
 	char *first_ts;    /* the first row's ts, or NULL */
 	char *last_ts;     /* the last row's ts, or NULL */
 	char *last_reason; /* the last row's reason, or NULL */
+	char *last_refusal; /* the last not-granted row's refusal id (`allow approve`), or NULL */
 	bool grantable;    /* --refused: some row was not-granted */
 };
 
@@ -67,6 +69,7 @@ void logview_free(struct logview *v)
 		free(g->first_ts);
 		free(g->last_ts);
 		free(g->last_reason);
+		free(g->last_refusal);
 	}
 	free(v->g);
 	free(v);
@@ -205,8 +208,13 @@ int logview_add(struct logview *v, json_t *row, const struct principal *p)
 		g->observed++;
 	else
 		g->refused++;
-	if (reason != NULL && strcmp(reason, "not-granted") == 0)
+	if (reason != NULL && strcmp(reason, "not-granted") == 0) {
+		const char *id = json_string_value(json_object_get(row, "refusal"));
+
 		g->grantable = true;
+		if (id != NULL && set_copy(&g->last_refusal, id) == -1)
+			return -1;
+	}
 	/* rows come in the order the proxy wrote them: the last one read is the last */
 	if ((g->first_ts == NULL && set_copy(&g->first_ts, ts) == -1) ||
 	    set_copy(&g->last_ts, ts) == -1 || set_copy(&g->last_reason, reason) == -1)
@@ -217,6 +225,19 @@ int logview_add(struct logview *v, json_t *row, const struct principal *p)
 static json_t *str_or_null(const char *s)
 {
 	return s != NULL ? json_string(s) : json_null();
+}
+
+/*
+ * The command that grants what a --refused group asked for: approving its
+ * last refusal (exactly that host and port, for that principal) when the
+ * proxy gave it an id, else adding its target by hand.
+ */
+static void grant_command(const struct group *g, char *buf, size_t size)
+{
+	if (g->last_refusal != NULL)
+		snprintf(buf, size, "sluice allow approve %s", g->last_refusal);
+	else
+		snprintf(buf, size, "sluice allow add %s", g->target);
 }
 
 static void print_json(const struct logview *v, const struct group *g)
@@ -244,7 +265,7 @@ static void print_json(const struct logview *v, const struct group *g)
 		json_object_set_new(o, "observed", json_integer((json_int_t)g->observed));
 		json_object_set_new(o, "last", str_or_null(g->last_ts));
 	} else {
-		snprintf(grant, sizeof(grant), "sluice allow add %s", g->target);
+		grant_command(g, grant, sizeof(grant));
 		if (v->kind == LOGVIEW_DNS_REFUSED) {
 			json_object_set_new(o, "name", json_string(g->host));
 		} else {
@@ -308,7 +329,7 @@ void logview_print(const struct logview *v, bool json)
 			log_put_cell(last, 14, true);
 		} else {
 			snprintf(count, sizeof(count), "%lu", g->refused + g->observed + g->allowed);
-			snprintf(grant, sizeof(grant), "sluice allow add %s", g->target);
+			grant_command(g, grant, sizeof(grant));
 			if (v->kind == LOGVIEW_REFUSED)
 				log_put_cell(g->who, 28, false);
 			log_put_cell(g->target, 32, false);

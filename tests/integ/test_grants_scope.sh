@@ -134,6 +134,8 @@ expect_re "a refusal's Proxy-Status details carry its id" \
 rid=$(printf '%s' "$ps" | sed -n 's/.*id=\([0-9a-f]\{12\}\).*/\1/p')
 expect_eq "... the same id as its row's" "$rid" "$(logq path=/ap-b --field refusal)"
 expect_re "... and its body's hint" "sluice allow approve $rid " "$(body_of "$out")"
+expect_re "sluice log --refused names approving B's last refusal as the way to grant it" \
+	"sluice allow approve $rid\$" "$(sl log --refused | grep "^$c2 .*good\\.test ")"
 out=$(sl allow approve "$rid" 2>&1)
 expect_re "sluice allow approve ID: once (15 min), for B's ADDR@NET" \
 	"^refusal $rid of [0-9T:.-]+Z: $a2@podman
