@@ -7,8 +7,9 @@
  * too), filters rows by host, decision and principal, and prints them as a
  * table, as the JSON lines with a "principal" object added, or grouped
  * (--by-host, --by-who, --by-rule, --refused: logview.c). With -f it keeps
- * polling (every 200 ms), follows the file across rotation (a new inode at the path) and
- * truncation, and re-reads the snapshots when they change. A row or a
+ * polling (every 200 ms), follows the file across rotation (a new inode at
+ * the path) and truncation, and re-reads the snapshots when they change
+ * (log_reader.c, shared with `sluice watch`). A row or a
  * snapshot that does not parse is reported with its line number and
  * skipped. It does not read rotated files (FILE.1 ...) and never writes to
  * the log or the snapshots. `log verify` (log_verify.c) checks a chained
