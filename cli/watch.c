@@ -126,6 +126,8 @@ static void cell(char *line, size_t *at, const char *s, int width, bool last)
 {
 	size_t len = strlen(s), n = len > (size_t)width ? (size_t)width - 3 : len, i;
 
+	if (len > (size_t)width && width < 3)
+		n = 0; /* too narrow for the dots: only them */
 	for (i = 0; i < n && *at < LINE_MAX_BYTES - 1; i++) {
 		unsigned char ch = (unsigned char)s[i];
 
