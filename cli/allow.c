@@ -307,7 +307,8 @@ static int session_run(const struct config *c, struct grant *g)
 	return -1;
 }
 
-int allow_grant(const struct config *c, struct grant *g, enum grant_level level, long long ttl)
+int allow_grant(FILE *out, const struct config *c, struct grant *g, enum grant_level level,
+		long long ttl)
 {
 	struct allow_store s;
 	char pat[PATTERN_MAX], dur[32], who[GRANT_SCOPES_TEXT + 8];
@@ -337,13 +338,13 @@ int allow_grant(const struct config *c, struct grant *g, enum grant_level level,
 	grant_format(g, pat, sizeof(pat));
 	scopes_text(g, who, sizeof(who));
 	if (level == GRANT_ONCE)
-		printf("%s %s%s once, expires in %s\n", replaced ? "replaced" : "added", pat, who,
-		       duration_format(ttl, dur, sizeof(dur)));
+		fprintf(out, "%s %s%s once, expires in %s\n", replaced ? "replaced" : "added", pat,
+			who, duration_format(ttl, dur, sizeof(dur)));
 	else if (level == GRANT_SESSION)
-		printf("%s %s%s session, until sluice-proxy run %s stops\n",
-		       replaced ? "replaced" : "added", pat, who, g->run);
+		fprintf(out, "%s %s%s session, until sluice-proxy run %s stops\n",
+			replaced ? "replaced" : "added", pat, who, g->run);
 	else
-		printf("%s %s%s permanent\n", replaced ? "replaced" : "added", pat, who);
+		fprintf(out, "%s %s%s permanent\n", replaced ? "replaced" : "added", pat, who);
 	suffix_note(g);
 	ret = 0;
 out_free:
@@ -406,7 +407,7 @@ static int allow_add(int argc, char **argv)
 	for (size_t i = 0; i < nfor; i++)
 		if (scope_arg(c, fors[i], &g) == -1)
 			goto out_config;
-	if (allow_grant(c, &g, level, ttl) == 0)
+	if (allow_grant(stdout, c, &g, level, ttl) == 0)
 		ret = EXIT_OK;
 out_config:
 	config_free(c);

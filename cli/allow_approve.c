@@ -155,21 +155,16 @@ static const char *str_of(json_t *row, const char *key)
 	return json_string_value(json_object_get(row, key));
 }
 
-/*
- * The grant the row's refusal asks for into g, and its scope word into who
- * ("" when the row has no stamp). Returns 0 or -1 after printing why.
- */
-static int grant_of_row(json_t *row, const char *id, struct grant *g, char *who, size_t size)
+int allow_row_grant(json_t *row, struct grant *g, char *who, size_t size, const char **why)
 {
 	const char *host = str_of(row, "host"), *kind = str_of(row, "kind");
 	const char *as = str_of(row, "as"), *src = str_of(row, "src"), *net = str_of(row, "net");
 	json_int_t port = json_integer_value(json_object_get(row, "port"));
 	char pat[HOST_NAME_MAX_LEN + 16];
 	bool connect, bare, v6;
-	const char *err = "bad scope";
 
 	if (host == NULL || kind == NULL || port < 1 || port > 65535) {
-		fprintf(stderr, "allow: refusal %s names no host and port to grant\n", id);
+		*why = "it names no host and port to grant";
 		return -1;
 	}
 	connect = strcmp(kind, "tunnel") == 0 || strcmp(kind, "https") == 0 ||
@@ -180,13 +175,30 @@ static int grant_of_row(json_t *row, const char *id, struct grant *g, char *who,
 		snprintf(pat, sizeof(pat), v6 ? "[%s]" : "%s", host);
 	else
 		snprintf(pat, sizeof(pat), v6 ? "[%s]:%lld" : "%s:%lld", host, (long long)port);
-	if (allow_pattern(pat, g) == -1)
+	*why = "bad grant";
+	if (grant_parse(pat, strlen(pat), g, why) == -1)
 		return -1;
 	who[0] = '\0';
 	if (as != NULL && as[0] != '\0')
 		snprintf(who, size, "%s", as);
 	else if (src != NULL && net != NULL)
 		snprintf(who, size, "%s@%s", src, net);
+	return 0;
+}
+
+/*
+ * The grant the row's refusal asks for into g, scoped to who asked (its
+ * scope word into who, "" when the row has no stamp). Returns 0 or -1
+ * after printing why.
+ */
+static int grant_of_row(json_t *row, const char *id, struct grant *g, char *who, size_t size)
+{
+	const char *err = "bad scope";
+
+	if (allow_row_grant(row, g, who, size, &err) == -1) {
+		fprintf(stderr, "allow: refusal %s: %s\n", id, err);
+		return -1;
+	}
 	if (who[0] != '\0' && grant_scope_add(g, who, &err) == -1) {
 		fprintf(stderr, "allow: refusal %s: its principal %s: %s\n", id, who, err);
 		return -1;
@@ -267,7 +279,7 @@ int allow_approve(int argc, char **argv)
 	}
 	printf("refusal %s of %s: %s\n", id, ts,
 	       who[0] != '\0' ? who : "no stamp, so the grant serves every connection");
-	if (allow_grant(c, &g, level, ttl) == 0)
+	if (allow_grant(stdout, c, &g, level, ttl) == 0)
 		ret = EXIT_OK;
 out:
 	json_decref(row);

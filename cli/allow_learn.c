@@ -568,9 +568,9 @@ int allow_learn(int argc, char **argv)
 		answer = ask();
 		if (answer == 0)
 			break;
-		if ((answer == 'o' && allow_grant(c, &gr, GRANT_ONCE, ONCE_TTL) == -1) ||
-		    (answer == 's' && allow_grant(c, &gr, GRANT_SESSION, 0) == -1) ||
-		    (answer == 'p' && allow_grant(c, &gr, GRANT_PERMANENT, 0) == -1) ||
+		if ((answer == 'o' && allow_grant(stdout, c, &gr, GRANT_ONCE, ONCE_TTL) == -1) ||
+		    (answer == 's' && allow_grant(stdout, c, &gr, GRANT_SESSION, 0) == -1) ||
+		    (answer == 'p' && allow_grant(stdout, c, &gr, GRANT_PERMANENT, 0) == -1) ||
 		    (answer == 'v' && never_add(c, g->pattern) == -1))
 			ret = EXIT_ERROR;
 		else if (answer == 'v')

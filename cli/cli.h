@@ -10,7 +10,9 @@
 #define SLUICE_CLI_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -119,9 +121,10 @@ int allow_ttl_parse(const char *s, enum grant_level level, long long *ttl);
 /*
  * Store g (its pattern and scopes) at level, replacing the same grant:
  * once for ttl seconds, session for the running proxy, or permanent; print
- * what was done. Returns 0 or -1 after printing why.
+ * what was done on out (errors and notes on stderr). Returns 0 or -1 after printing why.
  */
-int allow_grant(const struct config *c, struct grant *g, enum grant_level level, long long ttl);
+int allow_grant(FILE *out, const struct config *c, struct grant *g, enum grant_level level,
+		long long ttl);
 
 /* SECONDS with an optional s, m, h or d suffix, 1 s to 366 days. Returns 0 or -1. */
 int allow_duration_parse(const char *s, long long *out);
@@ -131,6 +134,15 @@ int allow_approve(int argc, char **argv);
 
 /* The network log's file k (0: the log itself, k: its k-th rotation) into path. */
 void allow_log_path(const struct config *c, unsigned k, char *path, size_t size);
+
+/*
+ * The grant a refusal's row asked for, into g (no scope): its host and
+ * port, bare for CONNECT, https and wss to 443 and for plain http and ws to
+ * 80, else host:port; and the principal that asked, as a scope word, into
+ * who: the row's as= when it has one, else SRC@NET, else "" (no stamp).
+ * Returns 0, or -1 with *why (static text) and nothing to grant.
+ */
+int allow_row_grant(json_t *row, struct grant *g, char *who, size_t size, const char **why);
 
 /*
  * All of the log's file k (opened as `sluice log` opens it) into *buf
@@ -158,6 +170,66 @@ int cmd_build_token(int argc, char **argv);
 
 /* log.c, log_table.c */
 int cmd_log(int argc, char **argv);
+
+/* log_reader.c: a log file read line by line and followed (log -f, watch) */
+struct log_reader;
+
+/* One complete line of r's file (len bytes, no newline); arg is the reader's. */
+typedef void (*log_line_fn)(void *arg, const struct log_reader *r, const char *s, size_t len);
+
+struct log_reader {
+	const char *path;
+	uid_t owner;     /* who besides root and us may own the log (the proxy's user) */
+	const char *why; /* the last open's refusal, or NULL */
+	int fd;          /* -1: not open (missing) */
+	dev_t dev;
+	ino_t ino;
+	off_t off;       /* bytes consumed from fd */
+	char *buf;       /* partial line carried between reads */
+	size_t len;      /* bytes in buf */
+	size_t cap;      /* buf size */
+	size_t line;     /* lines completed in this file */
+	bool skipping;   /* inside an over-long line: drop bytes to its newline */
+	log_line_fn line_fn;
+	void *arg;
+};
+
+/* r for path, not yet open; each line goes to fn(arg, ...). */
+void log_reader_init(struct log_reader *r, const char *path, uid_t owner, log_line_fn fn,
+		     void *arg);
+
+/* Open r's path from its start. Returns 0, or -1 with errno (and r->why when refused). */
+int log_reader_open(struct log_reader *r);
+
+/* Read r to its current end, each complete line to the callback. Returns 0 or -1 with errno. */
+int log_reader_drain(struct log_reader *r);
+
+/* The end of a file that will not grow: a last line without its newline is still a row. */
+void log_reader_finish(struct log_reader *r);
+
+/*
+ * One step of following, after a pause: open the file if it was missing,
+ * on rotation drain and finish the old file and open the new one, on
+ * truncation start over. Returns 0, or -1 with errno.
+ */
+int log_reader_poll(struct log_reader *r);
+void log_reader_release(struct log_reader *r);
+
+/* The engine snapshots and what their file looked like when read. */
+struct log_snaps {
+	char path[PATH_MAX];
+	struct snapshots all;
+	struct stat st; /* ino, size, mtime when read; st_ino 0: no file */
+};
+
+/*
+ * sn (zeroed) for STATE/engine.jsonl, read; damaged lines are reported on
+ * stderr after prefix and skipped. Returns 0, or -1 after printing why.
+ */
+int log_snaps_init(struct log_snaps *sn, const struct config *c, const char *prefix);
+
+/* Read the snapshots again if their file changed since. Returns whether it did. */
+bool log_snaps_refresh(struct log_snaps *sn, const char *prefix);
 
 #define LOG_WHO_MAX 300 /* a principal's label */
 
@@ -211,6 +283,63 @@ int logview_add(struct logview *v, json_t *row, const struct principal *p);
 void logview_print(const struct logview *v, bool json);
 
 void logview_free(struct logview *v);
+
+/* watch.c: `sluice watch`, a live view of the network log on a terminal */
+int cmd_watch(int argc, char **argv);
+
+/* watch_term.c: its terminal (raw input, the alternate screen, signals) */
+enum watch_key { /* past the bytes a key sends as itself */
+	WATCH_KEY_NONE = 0x100, /* a sequence we do not use */
+	WATCH_KEY_UP,
+	WATCH_KEY_DOWN,
+	WATCH_KEY_PGUP,
+	WATCH_KEY_PGDN,
+	WATCH_KEY_HOME,
+	WATCH_KEY_END,
+	WATCH_KEY_ESC,
+};
+
+/*
+ * Raw input, the alternate screen, the cursor hidden; SIGINT, SIGTERM,
+ * SIGHUP and SIGQUIT set watch_term_quit, SIGWINCH watch_term_resized, a
+ * crash restores first. Returns 0, or -1 after printing why (nothing changed).
+ */
+int watch_term_open(void);
+
+/* Put the terminal back (again is harmless). Returns the signal that asked to quit, or 0. */
+int watch_term_close(void);
+
+/* The window's size into *rows, *cols. Returns 0, or -1 with 24x80 assumed. */
+int watch_term_size(int *rows, int *cols);
+
+bool watch_term_quit(void);
+bool watch_term_resized(void); /* true once per SIGWINCH (clears it) */
+
+/* stderr into a memory file while the screen is up (fd -1: not captured) */
+struct watch_capture {
+	int fd;     /* the memory file */
+	int saved;  /* the real stderr */
+	off_t seen; /* bytes of fd already taken */
+};
+
+/* Send stderr to a new memory file. Returns 0, or -1 with stderr as it was. */
+int watch_capture_start(struct watch_capture *k);
+
+/* stderr back where it was (none started: nothing). */
+void watch_capture_end(struct watch_capture *k);
+
+/* The last line written to stderr since the last look, into buf ("" when none). */
+void watch_capture_take(struct watch_capture *k, char *buf, size_t size);
+
+/* All of s to the terminal. Returns 0 or -1 (it is gone). */
+int watch_term_write(const char *s, size_t len);
+
+/*
+ * Wait up to timeout_ms for input; its keys (bytes, or enum watch_key)
+ * into keys[0..*nkeys), at most max. Returns 0 (maybe none: a signal or
+ * the timeout), 1 when the terminal hung up, -1 on a read error.
+ */
+int watch_term_keys(int timeout_ms, int *keys, size_t max, size_t *nkeys);
 
 /* engine.c */
 int cmd_engine(int argc, char **argv);

@@ -7,8 +7,9 @@
  * too), filters rows by host, decision and principal, and prints them as a
  * table, as the JSON lines with a "principal" object added, or grouped
  * (--by-host, --by-who, --by-rule, --refused: logview.c). With -f it keeps
- * polling (every 200 ms), follows the file across rotation (a new inode at the path) and
- * truncation, and re-reads the snapshots when they change. A row or a
+ * polling (every 200 ms), follows the file across rotation (a new inode at
+ * the path) and truncation, and re-reads the snapshots when they change
+ * (log_reader.c, shared with `sluice watch`). A row or a
  * snapshot that does not parse is reported with its line number and
  * skipped. It does not read rotated files (FILE.1 ...) and never writes to
  * the log or the snapshots. `log verify` (log_verify.c) checks a chained
@@ -33,11 +34,8 @@
 #include "digits.h"
 #include "file.h"
 
-#define READ_CHUNK 65536
-#define ROW_MAX (1024 * 1024) /* a longer line is not a row the proxy wrote */
 #define TAIL_MAX 10000000
 #define POLL_NS (200 * 1000 * 1000L)
-#define ENGINE_FILE "engine.jsonl"
 #define VERIFY_DNS_WHY "log verify checks the network log; name the DNS log's files instead: " \
 		       "sluice log verify FILE FILE.1 ..."
 
@@ -58,34 +56,12 @@ struct tail {
 	size_t count;
 };
 
-struct reader {
-	const char *path;
-	uid_t owner;    /* who besides root and us may own the log (the proxy's user) */
-	const char *why; /* the last open's refusal, or NULL */
-	int fd;
-	dev_t dev;
-	ino_t ino;
-	off_t off;      /* bytes consumed from fd */
-	char *buf;      /* partial line carried between reads */
-	size_t len;     /* bytes in buf */
-	size_t cap;     /* buf size */
-	size_t line;    /* lines completed in this file */
-	bool skipping;  /* inside an over-long line: drop bytes to its newline */
-};
-
-/* The engine snapshots and what their file looked like when read. */
-struct snaps {
-	char path[PATH_MAX];
-	struct snapshots all;
-	struct stat st; /* ino, size, mtime when read; st_ino 0: no file */
-};
-
 struct view {
 	const struct log_rows *rows;
 	const struct filter *f;
 	struct tail *tail;      /* not NULL: collect instead of printing */
 	struct logview *group;  /* not NULL: count into it, print at the end */
-	struct snaps *snaps;
+	struct log_snaps *snaps;
 	bool json;
 };
 
@@ -238,9 +214,10 @@ static void tail_push(struct tail *t, const char *s, size_t len)
 	t->rows[slot] = copy;
 }
 
-/* One complete line of r's file. */
-static void row_handle(const struct view *v, const struct reader *r, const char *s, size_t len)
+/* One complete line of r's file (a log_line_fn; arg is the view). */
+static void row_handle(void *arg, const struct log_reader *r, const char *s, size_t len)
 {
+	const struct view *v = arg;
 	json_t *row;
 	json_error_t jerr;
 	struct principal p;
@@ -293,120 +270,6 @@ static void tail_flush(struct view *v)
 	t->count = 0;
 }
 
-static int reader_open(struct reader *r)
-{
-	struct stat st;
-
-	/* the log's directory is the proxy user's: no link planted there is followed */
-	r->fd = file_open_owned(r->path, O_RDONLY, 0, r->owner, &r->why);
-	if (r->fd == -1)
-		return -1;
-	if (fstat(r->fd, &st) == -1) {
-		int e = errno;
-
-		close(r->fd);
-		r->fd = -1;
-		errno = e;
-		return -1;
-	}
-	r->dev = st.st_dev;
-	r->ino = st.st_ino;
-	r->off = 0;
-	r->len = 0;
-	r->line = 0;
-	r->skipping = false;
-	return 0;
-}
-
-/* Split buf into lines and hand each complete one to row_handle; keep the rest. */
-static void reader_lines(const struct view *v, struct reader *r)
-{
-	size_t start = 0;
-
-	for (;;) {
-		char *nl = memchr(r->buf + start, '\n', r->len - start);
-
-		if (nl == NULL)
-			break;
-		r->line++;
-		if (r->skipping)
-			r->skipping = false;
-		else
-			row_handle(v, r, r->buf + start, (size_t)(nl - (r->buf + start)));
-		start = (size_t)(nl - r->buf) + 1;
-	}
-	memmove(r->buf, r->buf + start, r->len - start);
-	r->len -= start;
-	if (r->len > ROW_MAX) {
-		if (!r->skipping)
-			fprintf(stderr, "log: %s:%zu: unreadable row\n", r->path, r->line + 1);
-		r->skipping = true;
-		r->len = 0;
-	}
-}
-
-/* Read r to its current end. Returns 0 or -1 with errno. */
-static int reader_drain(const struct view *v, struct reader *r)
-{
-	for (;;) {
-		ssize_t n;
-
-		if (r->cap - r->len < READ_CHUNK) {
-			size_t ncap = r->len + READ_CHUNK;
-			char *grown = realloc(r->buf, ncap);
-
-			if (grown == NULL)
-				return -1;
-			r->buf = grown;
-			r->cap = ncap;
-		}
-		n = read(r->fd, r->buf + r->len, READ_CHUNK);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n == -1)
-			return -1;
-		if (n == 0)
-			return 0;
-		r->len += (size_t)n;
-		r->off += n;
-		reader_lines(v, r);
-	}
-}
-
-/* The end of a file that will not grow: a last line without its newline is still a row. */
-static void reader_finish(const struct view *v, struct reader *r)
-{
-	if (r->len > 0 && !r->skipping) {
-		r->line++;
-		row_handle(v, r, r->buf, r->len);
-	}
-	r->len = 0;
-	r->skipping = false;
-}
-
-/* (Re)read the snapshots; a damaged line is reported and skipped, a failure leaves none. */
-static void snaps_load(struct snaps *sn)
-{
-	if (stat(sn->path, &sn->st) == -1)
-		memset(&sn->st, 0, sizeof(sn->st));
-	if (snapshot_load(sn->path, "log", &sn->all, stderr) == -1)
-		snapshots_release(&sn->all);
-}
-
-/* -f: read the snapshots again if their file changed since. */
-static void snaps_refresh(struct snaps *sn)
-{
-	struct stat st;
-
-	if (stat(sn->path, &st) == -1)
-		memset(&st, 0, sizeof(st));
-	if (st.st_ino == sn->st.st_ino && st.st_dev == sn->st.st_dev &&
-	    st.st_size == sn->st.st_size && st.st_mtim.tv_sec == sn->st.st_mtim.tv_sec &&
-	    st.st_mtim.tv_nsec == sn->st.st_mtim.tv_nsec)
-		return;
-	snaps_load(sn);
-}
-
 static void put_read_error(const char *path, int e)
 {
 	fprintf(stderr, "log: read %s: ", path);
@@ -415,58 +278,23 @@ static void put_read_error(const char *path, int e)
 }
 
 /* -f: poll for growth, rotation and truncation until killed. */
-static int follow(const struct view *v, struct reader *r)
+static int follow(const struct view *v, struct log_reader *r)
 {
 	const struct timespec pause = { 0, POLL_NS };
-	struct stat st;
 
 	for (;;) {
 		if (v->rows->principals)
-			snaps_refresh(v->snaps);
-		if (r->fd != -1 && reader_drain(v, r) == -1) {
+			log_snaps_refresh(v->snaps, "log");
+		if (r->fd != -1 && log_reader_drain(r) == -1) {
 			put_read_error(r->path, errno);
 			return EXIT_ERROR;
 		}
 		if (fflush(stdout) == EOF)
 			return EXIT_ERROR;
 		nanosleep(&pause, NULL);
-
-		if (r->fd == -1) {
-			if (reader_open(r) == 0)
-				continue;
-			if (errno != ENOENT) {
-				put_read_error(r->path, errno);
-				return EXIT_ERROR;
-			}
-			continue;
-		}
-		if (stat(r->path, &st) == -1)
-			continue; /* renamed away, the new file not there yet */
-		if (st.st_dev != r->dev || st.st_ino != r->ino) {
-			/* rotated: what was appended before the rename is still ours */
-			if (reader_drain(v, r) == -1) {
-				put_read_error(r->path, errno);
-				return EXIT_ERROR;
-			}
-			reader_finish(v, r);
-			close(r->fd);
-			r->fd = -1;
-			if (reader_open(r) == -1 && errno != ENOENT) {
-				put_read_error(r->path, errno);
-				return EXIT_ERROR;
-			}
-			continue;
-		}
-		if (fstat(r->fd, &st) == 0 && st.st_size < r->off) {
-			/* truncated in place: start over from its beginning */
-			if (lseek(r->fd, 0, SEEK_SET) == -1) {
-				put_read_error(r->path, errno);
-				return EXIT_ERROR;
-			}
-			r->off = 0;
-			r->len = 0;
-			r->line = 0;
-			r->skipping = false;
+		if (log_reader_poll(r) == -1) {
+			put_read_error(r->path, errno);
+			return EXIT_ERROR;
 		}
 	}
 }
@@ -571,14 +399,14 @@ int cmd_log(int argc, char **argv)
 	struct filter f;
 	struct tail t;
 	struct view v;
-	struct reader r;
-	struct snaps sn;
+	struct log_reader r;
+	struct log_snaps sn;
 	struct config *c;
 	bool do_follow = false, has_tail = false, refused = false, dns = false;
 	const char *view = NULL; /* the grouping view's option, NULL: rows listed */
 	char both[48];
 	enum logview_kind kind = LOGVIEW_BY_HOST;
-	int opt, n, ret = EXIT_ERROR;
+	int opt, ret = EXIT_ERROR;
 
 	if (argc >= 2 && strcmp(argv[1], "verify") == 0) {
 		if (has_arg(argc, argv, "--dns"))
@@ -588,7 +416,6 @@ int cmd_log(int argc, char **argv)
 	memset(&f, 0, sizeof(f));
 	memset(&t, 0, sizeof(t));
 	memset(&v, 0, sizeof(v));
-	memset(&r, 0, sizeof(r));
 	memset(&sn, 0, sizeof(sn));
 	v.f = &f;
 	v.snaps = &sn;
@@ -672,18 +499,10 @@ int cmd_log(int argc, char **argv)
 	c = cli_config_load();
 	if (c == NULL)
 		return EXIT_ERROR;
-	if (v.rows->principals) {
-		n = snprintf(sn.path, sizeof(sn.path), "%s/%s", c->state_dir, ENGINE_FILE);
-		if (n < 0 || (size_t)n >= sizeof(sn.path)) {
-			fprintf(stderr, "log: %s/%s: path too long\n", c->state_dir, ENGINE_FILE);
-			goto out_config;
-		}
-		snaps_load(&sn);
-	}
-	r.path = dns ? c->dns_log_path : c->log_path;
-	r.owner = cli_user_uid(c);
-	r.fd = -1;
-	if (reader_open(&r) == -1 && !(do_follow && errno == ENOENT)) {
+	if (v.rows->principals && log_snaps_init(&sn, c, "log") == -1)
+		goto out_config;
+	log_reader_init(&r, dns ? c->dns_log_path : c->log_path, cli_user_uid(c), row_handle, &v);
+	if (log_reader_open(&r) == -1 && !(do_follow && errno == ENOENT)) {
 		int e = errno;
 
 		fprintf(stderr, "log: open %s: ", r.path);
@@ -713,12 +532,12 @@ int cmd_log(int argc, char **argv)
 	}
 	if (!v.json && v.group == NULL)
 		v.rows->header();
-	if (r.fd != -1 && reader_drain(&v, &r) == -1) {
+	if (r.fd != -1 && log_reader_drain(&r) == -1) {
 		put_read_error(r.path, errno);
 		goto out_tail;
 	}
 	if (!do_follow)
-		reader_finish(&v, &r);
+		log_reader_finish(&r);
 	if (has_tail)
 		tail_flush(&v);
 	if (v.group != NULL)
@@ -735,9 +554,7 @@ out_tail:
 out_group:
 	logview_free(v.group);
 out_close:
-	if (r.fd != -1)
-		close(r.fd);
-	free(r.buf);
+	log_reader_release(&r);
 out_snaps:
 	snapshots_release(&sn.all);
 out_config:

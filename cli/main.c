@@ -49,6 +49,9 @@ static const struct verb verbs[] = {
 	  "log --dns [--json] [--host NAME] [--decision allow|refuse|observe|error] [-n N] [-f]\n"
 	  "log --dns --refused [--json] [--host NAME] [--decision refuse|observe] [-n N]\n"
 	  "log verify [--anchor HASH] [FILE...]\n" },
+	{ "watch", cmd_watch,
+	  "a live view of the network log on a terminal; grant a refusal from it",
+	  "watch\n" },
 	{ "key", cmd_key, "create, rotate or list the stamp keys in STATE/stamp.key",
 	  "key init\n"
 	  "key rotate [--grace SECONDS]\n"
