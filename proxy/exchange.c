@@ -227,6 +227,8 @@ static int request_judge(struct session *s, const struct http_request *req)
 			 grant_level_name(v.grant->level), v.by != NULL ? ", for " : "",
 			 v.by != NULL ? v.by->text : "");
 	}
+	if (v.grant != NULL && grant_budgeted(v.grant) && budget_request(s, req, v.grant) == -1)
+		return -1;
 	return 0;
 }
 
@@ -619,6 +621,10 @@ static int request_body(struct session *s, struct pass *p)
 		if (x->body_cap > 0 && x->up > x->body_cap) {
 			/* chunked: found out on the way; the origin gets a cut request */
 			exchange_body_refuse(s, 0);
+			return -1;
+		}
+		if (budget_over(s, x)) {
+			budget_refuse(s);
 			return -1;
 		}
 		if (x->req_done) {
