@@ -9,8 +9,8 @@
  * the next request after it ends opens the next one.
  *
  * Counts live in a chained FNV table owned by struct proxy, keyed by the
- * grant's identity (level, pattern, scopes, added time: what a policy
- * reload keeps) and the principal, so a reload rebuilding the policy does
+ * grant's identity (level, pattern, scopes, added time, budget: what a
+ * policy reload keeps) and the principal, so a reload rebuilding the policy does
  * not reset them, while re-adding the grant (a new added time) does. They
  * are kept in memory only: a proxy restart starts every count again. The
  * table holds at most BUDGET_MAX entries; when full, entries no exchange
@@ -79,14 +79,18 @@ void budget_release(struct proxy *px)
 	px->budgets = NULL;
 }
 
-/* The grant's identity, "LEVEL PATTERN SCOPES ADDED", into buf (BUDGET_GKEY_MAX). */
+/*
+ * The grant's identity, "LEVEL PATTERN SCOPES ADDED BUDGET", into buf
+ * (BUDGET_GKEY_MAX): a reload keeps it; re-adding the grant (a new added
+ * time, or in the same second a new budget) makes another.
+ */
 static void grant_key(const struct grant *g, char *buf, size_t size)
 {
-	char pat[HOST_NAME_MAX_LEN + 16], scopes[GRANT_SCOPES_TEXT];
+	char pat[HOST_NAME_MAX_LEN + 16], scopes[GRANT_SCOPES_TEXT], budget[96];
 
-	snprintf(buf, size, "%s %s %s %" PRId64, grant_level_name(g->level),
+	snprintf(buf, size, "%s %s %s %" PRId64 " %s", grant_level_name(g->level),
 		 grant_format(g, pat, sizeof(pat)), grant_scopes_format(g, scopes, sizeof(scopes)),
-		 (int64_t)g->added);
+		 (int64_t)g->added, grant_budget_format(g, budget, sizeof(budget)));
 }
 
 /* Whether e's window has ended at now (ms): its counts are then over. */
@@ -357,4 +361,16 @@ void budget_end(struct session *s, struct exchange *x)
 		return;
 	budget_put(s->px, x->budget);
 	x->budget = NULL;
+}
+
+size_t budget_read_limit(const struct exchange *x, size_t limit)
+{
+	uint64_t room;
+
+	if (x->budget == NULL || x->budget_observed)
+		return limit;
+	room = budget_room(x->budget);
+	if (room >= IOBUF_MAX)
+		return limit;
+	return limit == 0 || limit > room + 1 ? (size_t)room + 1 : limit;
 }

@@ -634,11 +634,11 @@ static int request_body(struct session *s, struct pass *p)
 	}
 	/* a trailer section is read whole before it goes on */
 	if (!x->req_done && (buf_len(&s->cin) == 0 || p->req_trailer) && !p->c_drained) {
-		n = sio_read(s, false, &s->cin,
-			     x->req_body == HTTP_BODY_LENGTH && x->req_left < IOBUF_MAX
+		size_t lim = x->req_body == HTTP_BODY_LENGTH && x->req_left < IOBUF_MAX
 				     ? (size_t)x->req_left
-				     : 0,
-			     &p->c_drained);
+				     : 0;
+
+		n = sio_read(s, false, &s->cin, budget_read_limit(x, lim), &p->c_drained);
 		if (n > 0) {
 			p->moved = true;
 		} else if (n == 0 || !session_would_block()) {

@@ -370,6 +370,8 @@ int budget_request(struct session *s, const struct http_request *req, const stru
  */
 bool budget_over(struct session *s, struct exchange *x);
 void budget_refuse(struct session *s); /* 403 budget: s->x's body passed its max-up */
+/* A read limit for x's body (0: none) lowered to a byte past what its max-up has left. */
+size_t budget_read_limit(const struct exchange *x, size_t limit);
 /* The line saying x's max-up is spent, into out. */
 void budget_line(struct session *s, const struct exchange *x, char *out, size_t size);
 /* x counts against no budget from now on (its row is written, or it is freed); x may be NULL */
