@@ -388,12 +388,12 @@ static int budget_args(const char *const arg[3], struct grant *g)
 
 	if (arg[0] != NULL &&
 	    grant_bytes_parse(arg[0], strlen(arg[0]), GRANT_BUDGET_BYTES_MAX, &v) == -1)
-		return usage_error("bad --max-up \"%s\": expected 1 to 2^50 bytes, with an optional "
-				   "k, M or G (powers of 1024)", arg[0]);
+		return usage_error("bad --max-up \"%s\": expected 1 to 2^50 bytes, with an "
+				   "optional k, M or G (powers of 1024)", arg[0]);
 	if (arg[0] != NULL)
 		g->max_up = v;
-	if (arg[1] != NULL && (dec_parse(arg[1], strlen(arg[1]), GRANT_BUDGET_REQUESTS_MAX, &v) == -1 ||
-			       v == 0))
+	if (arg[1] != NULL &&
+	    (dec_parse(arg[1], strlen(arg[1]), GRANT_BUDGET_REQUESTS_MAX, &v) == -1 || v == 0))
 		return usage_error("bad --max-requests \"%s\": expected 1 to 10^12", arg[1]);
 	if (arg[1] != NULL)
 		g->max_requests = v;
@@ -633,6 +633,10 @@ static int list_json(const struct grant *all, size_t n, time_t now, const char *
 			}
 		if (scopes == NULL)
 			goto out_oom;
+		json_t *max_up = g->max_up > 0 ? json_integer((json_int_t)g->max_up) : json_null();
+		json_t *max_req = g->max_requests > 0 ? json_integer((json_int_t)g->max_requests)
+						      : json_null();
+
 		o = json_pack("{s:s, s:o, s:s, s:o, s:o, s:o, s:b, s:o, s:o, s:o}", "grant",
 				      grant_format(g, pat, sizeof(pat)), "for", scopes, "level",
 				      grant_level_name(g->level), "added",
@@ -641,11 +645,7 @@ static int list_json(const struct grant *all, size_t n, time_t now, const char *
 				      "expires",
 				      g->level == GRANT_ONCE ? json_integer(g->expires) : json_null(),
 				      "run", g->level == GRANT_SESSION ? json_string(g->run) : json_null(),
-				      "live", live, "max_up",
-				      g->max_up > 0 ? json_integer((json_int_t)g->max_up) : json_null(),
-				      "max_requests",
-				      g->max_requests > 0 ? json_integer((json_int_t)g->max_requests)
-							  : json_null(),
+				      "live", live, "max_up", max_up, "max_requests", max_req,
 				      "per", g->per > 0 ? json_integer(g->per) : json_null());
 
 		if (o == NULL || json_array_append_new(arr, o) == -1)
@@ -666,26 +666,26 @@ out_free:
 static void list_table(const struct grant *all, size_t n, time_t now, const char *run)
 {
 	char pat[PATTERN_MAX], exp[64], added[32], list[GRANT_SCOPES_TEXT], budget[128];
-	int w = (int)strlen("GRANT"), wf = (int)strlen("FOR");
+	int w = (int)strlen("GRANT"), wb = (int)strlen("BUDGET");
 
 	for (size_t i = 0; i < n; i++) {
 		int l = (int)strlen(grant_format(&all[i], pat, sizeof(pat)));
-		int lf = (int)strlen(grant_scopes_format(&all[i], list, sizeof(list)));
+		int lb = (int)strlen(budget_text(&all[i], budget, sizeof(budget)));
 
 		if (l > w)
 			w = l;
-		if (lf > wf)
-			wf = lf;
+		if (lb > wb)
+			wb = lb;
 	}
-	printf("%-*s  %-9s  %-22s  %-16s  %-*s  %s\n", w, "GRANT", "LEVEL", "EXPIRES", "ADDED", wf,
-	       "FOR", "BUDGET");
+	printf("%-*s  %-9s  %-22s  %-16s  %-*s  %s\n", w, "GRANT", "LEVEL", "EXPIRES", "ADDED", wb,
+	       "BUDGET", "FOR");
 	for (size_t i = 0; i < n; i++) {
 		expires_text(&all[i], now, run, exp, sizeof(exp));
 		printf("%-*s  %-9s  %-22s  %-16s  %-*s  %s\n", w,
 		       grant_format(&all[i], pat, sizeof(pat)), grant_level_name(all[i].level), exp,
-		       added_text(&all[i], added, sizeof(added)), wf,
-		       all[i].nscopes == 0 ? "-" : grant_scopes_format(&all[i], list, sizeof(list)),
-		       budget_text(&all[i], budget, sizeof(budget)));
+		       added_text(&all[i], added, sizeof(added)), wb,
+		       budget_text(&all[i], budget, sizeof(budget)),
+		       all[i].nscopes == 0 ? "-" : grant_scopes_format(&all[i], list, sizeof(list)));
 	}
 }
 

@@ -283,7 +283,8 @@ int grant_budget_word(struct grant *g, const char *s, size_t len, bool units, co
 		}
 		if ((units ? grant_bytes_parse(v, vl, GRANT_BUDGET_BYTES_MAX, &n)
 			   : suffixed_parse(v, vl, "", NULL, GRANT_BUDGET_BYTES_MAX, &n)) == -1) {
-			*err = units ? "bad max-up (1 to 2^50 bytes, optional k, M or G: powers of 1024)"
+			*err = units ? "bad max-up (1 to 2^50 bytes, optional k, M or G: powers "
+				       "of 1024)"
 				     : "bad max-up (1 to 2^50 bytes, decimal)";
 			return -1;
 		}

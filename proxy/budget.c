@@ -41,7 +41,7 @@ struct budget_entry {
 	uint64_t window_ms;    /* loop time this window began */
 	size_t glen;           /* key[0..glen) is the grant's identity, then '\n' and who */
 	const char *who;       /* into key: the principal */
-	const char *args;      /* after key: "PATTERN --for A...", the grant as allow add takes it */
+	const char *args;      /* after key: "PATTERN --for A...", as allow add takes it */
 	char key[];
 };
 
@@ -231,8 +231,8 @@ void budget_words(const struct budget_entry *e, bool up, uint64_t now, char *out
 			 e->max_up, e->who, e->up, when, e->args, other, per);
 	else
 		snprintf(out, size,
-			 "budget max-requests %" PRIu64 " for %s is spent%s; to raise it run: sluice "
-			 "allow add %s --max-requests N%s%s",
+			 "budget max-requests %" PRIu64 " for %s is spent%s; to raise it run: "
+			 "sluice allow add %s --max-requests N%s%s",
 			 e->max_requests, e->who, when, e->args, other, per);
 }
 

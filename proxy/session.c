@@ -439,9 +439,9 @@ static bool tunnel_over_budget(struct session *s)
 		session_tunnel_refuse(s, "budget", "%s: the tunnel was closed", why);
 		return true;
 	}
+	/* past it under observe or learn: the row says so, and nothing is held back */
 	room = budget_room(s->x->budget);
-	if (room != UINT64_MAX && !s->x->budget_observed)
-		d->cap = d->bytes + room + 1;
+	d->cap = room == UINT64_MAX || s->x->budget_observed ? UINT64_MAX : d->bytes + room + 1;
 	return false;
 }
 

@@ -89,7 +89,7 @@ struct exchange {
 	char detail[320];
 	int status;
 	uint64_t up, down;
-	struct budget_entry *budget; /* the grant's budget this counts against (budget.c); NULL none */
+	struct budget_entry *budget; /* the budget it counts against (budget.c); NULL: none */
 	uint64_t budget_up;          /* ... the part of up already spent against it */
 	bool budget_observed;        /* past it, but the mode refuses nothing: marked once */
 	double t_start;

@@ -36,7 +36,7 @@ reloaded_past() { [ "$(reloads)" -gt "$1" ]; }
 out=$(sl allow add good.test --max-requests 3 2>&1)
 expect_re "allow add --max-requests 3 says the budget" 'budget for each principal: max-requests=3 over the grant' "$out"
 expect_re "the store line carries max-requests=3" '^good\.test permanent [0-9]+ max-requests=3$' "$(grep '^good.test ' "$STATE/grants")"
-expect_re "allow list shows it" 'good\.test +permanent .* max-requests=3$' "$(sl allow list)"
+expect_re "allow list shows it" 'good\.test +permanent .* max-requests=3 +-$' "$(sl allow list)"
 expect_re "allow list --json shows it" '"max_requests": 3' "$(sl allow list --json)"
 out=$(sl allow add other.test --per 2s 2>&1)
 expect_re "--per alone is refused" '--per needs --max-up or --max-requests' "$out"
@@ -92,7 +92,7 @@ out=$(sl allow add good.test --max-requests 2 --per 2s 2>&1)
 expect_re "re-adding good.test replaces it" '^replaced good\.test permanent' "$out"
 expect_eq "one good.test grant in the store, its budget the new one" "1 max-requests=2 per=2" \
 	"$(grep -c '^good.test ' "$STATE/grants") $(grep '^good.test ' "$STATE/grants" | grep -o 'max-requests=.*')"
-expect_re "allow list shows the window" 'max-requests=2 per=2s' "$(sl allow list)"
+expect_re "allow list shows the window" 'max-requests=2 per=2s +-$' "$(sl allow list)"
 wait_until 10 reloaded_past "$((n + 1))" ||
 	not_ok "the proxy reloaded the replaced grant" "$(tail -3 "$LAB_DIR/proxy.err")"
 t0=$(now)
@@ -189,5 +189,20 @@ expect_ge "the origin received at least the budget" 65536 "$got"
 expect_lt "... and no more than a byte past it" 65538 "$got"
 out=$(raw 'CONNECT good.test:9000 HTTP/1.1\r\nHost: good.test:9000\r\n\r\n' --timeout 5)
 expect_refusal "a new CONNECT through the spent grant is refused" "$out" 403 budget 'max-up 65536 bytes for unattributed is spent'
+# --- observe refuses nothing: a spent budget lets the request through, its row says so
+n=$(reloads)
+sl allow enforce off >/dev/null 2>&1
+wait_until 10 reloaded_past "$n" || not_ok "the proxy reloaded the mode" "$(tail -3 "$LAB_DIR/proxy.err")"
+out=$(raw "GET http://other.test/observed HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n" --timeout 5)
+expect_eq "under observe the spent max-up of other.test refuses nothing" 200 "$(meta_status "$out")"
+wait_log 3 path=/observed
+expect_re "... its row: observe, reason budget, would be refused" \
+	'"decision": "observe".*"reason": "budget".*would be refused: budget max-up 10240' "$(logq path=/observed --json)"
+expect_eq "... and the origin got it" 1 "$(inetq ev=req 'line~/observed')"
+n=$(reloads)
+sl allow enforce on >/dev/null 2>&1
+wait_until 10 reloaded_past "$n" || not_ok "the proxy reloaded the mode" "$(tail -3 "$LAB_DIR/proxy.err")"
+expect_refusal "enforcing again, it is refused again" \
+	"$(raw "GET http://other.test/enforced HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n" --timeout 5)" 403 budget
 proxy_alive && ok "the proxy is still running" || not_ok "the proxy is still running" "$(tail -5 "$LAB_DIR/proxy.err")"
 lab_done
