@@ -204,5 +204,59 @@ sl allow enforce on >/dev/null 2>&1
 wait_until 10 reloaded_past "$n" || not_ok "the proxy reloaded the mode" "$(tail -3 "$LAB_DIR/proxy.err")"
 expect_refusal "enforcing again, it is refused again" \
 	"$(raw "GET http://other.test/enforced HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n" --timeout 5)" 403 budget
+# --- a restart starts the counts again (they live in the proxy's memory only);
+# inside an intercepted CONNECT the CONNECT and each decrypted request count,
+# and each HTTP/2 stream
+lab_tls_origin
+T=$LAB_DIR/tls
+d=$LAB_DIR/h2
+mkdir -p "$d/www" "$d/tmp"
+{ lab_nginx_head "$d"; cat; } >"$d/nginx.conf" <<NGX
+http {
+	default_type text/plain;
+	log_format lab '\$server_protocol "\$request" \$status';
+	access_log $d/access.log lab;
+$(lab_nginx_temps "$d")
+	server {
+		listen 203.0.113.13:8444 ssl http2;
+		ssl_certificate $T/srv.crt;
+		ssl_certificate_key $T/srv.key;
+		location / { return 200 "h2 ok\n"; }
+	}
+}
+NGX
+lab_bg "$INS" nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log"
+wait_until 10 ix bash -c '</dev/tcp/203.0.113.13/8444' || lab_bail "h2 nginx did not start" "$(cat "$d/error.log" 2>/dev/null)"
+proxy_alive && ok "the proxy is still running" || not_ok "the proxy is still running" "$(tail -5 "$LAB_DIR/proxy.err")"
+lab_stop_proxy
+lab_write_conf "allow third.test" "intercept on" "upstream-ca tls.test $T/ca.crt"
+out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
+lab_run_proxy
+expect_eq "after a restart other.test's spent max-up is counted again from zero: 200" 200 \
+	"$(meta_status "$(raw "GET http://other.test/restarted HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n" --timeout 5)")"
+sl allow add tls.test:8443 --max-requests 3 >/dev/null 2>&1
+sl allow add tls.test:8444 --max-requests 3 >/dev/null 2>&1
+wait_until 10 bash -c "grep -q '^tls.test:8444 ' '$STATE/grants'"
+wait_until 10 reloaded_past 0
+: >"$T/access.log"
+: >"$d/access.log"
+out=$(pcurl --http1.1 --cacert "$STATE/ca.crt" -o /dev/null -o /dev/null -o /dev/null \
+	-w '%{http_code} ' 'https://tls.test:8443/?i1' 'https://tls.test:8443/?i2' 'https://tls.test:8443/?i3' 2>&1)
+expect_eq "intercepted HTTP/1.1, max-requests 3: the CONNECT and two requests pass, the third request is refused" \
+	"200 200 403" "$(printf '%s' "$out" | sed 's/ $//')"
+expect_eq "the origin saw /i1 and /i2, not /i3" "1 1 0" \
+	"$(grep -c '"GET /?i1 ' "$T/access.log") $(grep -c '"GET /?i2 ' "$T/access.log") $(grep -c '"GET /?i3 ' "$T/access.log")"
+wait_log 3 path=/?i3 reason=budget
+expect_re "... its row: https, refuse, budget" '"kind": "https".*"decision": "refuse".*"reason": "budget"' \
+	"$(logq path=/?i3 --json)"
+out=$(pcurl --http2 --cacert "$STATE/ca.crt" -o /dev/null -o /dev/null -o /dev/null -w '%{http_code} ' \
+	https://tls.test:8444/s1 https://tls.test:8444/s2 https://tls.test:8444/s3 2>&1)
+expect_eq "HTTP/2, max-requests 3: the CONNECT and two streams pass, the third stream is refused" \
+	"200 200 403" "$(printf '%s' "$out" | sed 's/ $//')"
+expect_eq "the h2 origin saw /s1 and /s2 over HTTP/2, not /s3" "1 1 0" \
+	"$(grep -c '^HTTP/2.0 "GET /s1 ' "$d/access.log") $(grep -c '^HTTP/2.0 "GET /s2 ' "$d/access.log") $(grep -c '"GET /s3 ' "$d/access.log")"
+wait_log 3 path=/s3 reason=budget
+expect_re "... its row: h2, refuse, budget" '"proto": "h2".*"decision": "refuse".*"reason": "budget"' \
+	"$(logq path=/s3 --json)"
 proxy_alive && ok "the proxy is still running" || not_ok "the proxy is still running" "$(tail -5 "$LAB_DIR/proxy.err")"
 lab_done
