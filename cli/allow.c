@@ -264,6 +264,28 @@ static char *scopes_text(const struct grant *g, char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * g's budget as "max-up=N max-requests=N per=DURATION" (those it has; "-"
+ * none) into buf, each principal's.
+ */
+static char *budget_text(const struct grant *g, char *buf, size_t size)
+{
+	char words[96], dur[32];
+	char *per;
+
+	if (!grant_budgeted(g)) {
+		snprintf(buf, size, "-");
+		return buf;
+	}
+	grant_budget_format(g, words, sizeof(words));
+	per = strstr(words, " per=");
+	if (per != NULL)
+		*per = '\0';
+	snprintf(buf, size, "%s%s%s", words, per != NULL ? " per=" : "",
+		 per != NULL ? duration_format(g->per, dur, sizeof(dur)) : "");
+	return buf;
+}
+
 int allow_level_parse(const char *s, enum grant_level *level)
 {
 	if (strcmp(s, "once") == 0)
@@ -311,7 +333,7 @@ int allow_grant(FILE *out, const struct config *c, struct grant *g, enum grant_l
 		long long ttl)
 {
 	struct allow_store s;
-	char pat[PATTERN_MAX], dur[32], who[GRANT_SCOPES_TEXT + 8];
+	char pat[PATTERN_MAX], dur[128], who[GRANT_SCOPES_TEXT + 8];
 	size_t replaced;
 	time_t now = time(NULL);
 	int lockfd, ret = -1;
@@ -345,6 +367,9 @@ int allow_grant(FILE *out, const struct config *c, struct grant *g, enum grant_l
 			replaced ? "replaced" : "added", pat, who, g->run);
 	else
 		fprintf(out, "%s %s%s permanent\n", replaced ? "replaced" : "added", pat, who);
+	if (grant_budgeted(g))
+		fprintf(out, "budget for each principal: %s%s\n", budget_text(g, dur, sizeof(dur)),
+			g->per > 0 ? "" : " over the grant's life (until the proxy restarts)");
 	suffix_note(g);
 	ret = 0;
 out_free:
@@ -354,15 +379,49 @@ out_unlock:
 	return ret;
 }
 
+/*
+ * --max-up, --max-requests and --per (arg[0..2], NULL: not given) into g.
+ * Returns 0, or EXIT_USAGE after saying why.
+ */
+static int budget_args(const char *const arg[3], struct grant *g)
+{
+	uint64_t v;
+
+	if (arg[0] != NULL &&
+	    grant_bytes_parse(arg[0], strlen(arg[0]), GRANT_BUDGET_BYTES_MAX, &v) == -1)
+		return usage_error("bad --max-up \"%s\": expected 1 to 2^50 bytes, with an "
+				   "optional k, M or G (powers of 1024)", arg[0]);
+	if (arg[0] != NULL)
+		g->max_up = v;
+	if (arg[1] != NULL &&
+	    (dec_parse(arg[1], strlen(arg[1]), GRANT_BUDGET_REQUESTS_MAX, &v) == -1 || v == 0))
+		return usage_error("bad --max-requests \"%s\": expected 1 to 10^12", arg[1]);
+	if (arg[1] != NULL)
+		g->max_requests = v;
+	if (arg[2] != NULL && grant_budgeted(g) == false)
+		return usage_error("--per needs --max-up or --max-requests");
+	if (arg[2] != NULL &&
+	    grant_seconds_parse(arg[2], strlen(arg[2]), GRANT_BUDGET_PER_MAX, &v) == -1)
+		return usage_error("bad --per \"%s\": expected 1 to 31622400 seconds (or Ns, Nm, "
+				   "Nh, Nd)", arg[2]);
+	if (arg[2] != NULL)
+		g->per = (uint32_t)v;
+	return 0;
+}
+
 static int allow_add(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "level", required_argument, NULL, 'l' },
 		{ "ttl", required_argument, NULL, 't' },
 		{ "for", required_argument, NULL, 'f' },
+		{ "max-up", required_argument, NULL, 'u' },
+		{ "max-requests", required_argument, NULL, 'r' },
+		{ "per", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *budget[3] = { NULL, NULL, NULL }; /* max-up, max-requests, per */
 	enum grant_level level = GRANT_PERMANENT;
 	const char *ttl_arg = NULL, *fors[GRANT_SCOPES_MAX];
 	long long ttl = ONCE_TTL_DEFAULT;
@@ -386,6 +445,11 @@ static int allow_add(int argc, char **argv)
 				return usage_error("at most %d --for", GRANT_SCOPES_MAX);
 			fors[nfor++] = optarg;
 			break;
+		case 'u':
+		case 'r':
+		case 'p':
+			budget[opt == 'u' ? 0 : opt == 'r' ? 1 : 2] = optarg;
+			break;
 		case 'h':
 			cli_usage(stdout, "allow");
 			return EXIT_OK;
@@ -400,6 +464,8 @@ static int allow_add(int argc, char **argv)
 		return EXIT_USAGE;
 	if (allow_pattern(argv[optind], &g) == -1)
 		return EXIT_ERROR;
+	if (budget_args(budget, &g) != 0)
+		return EXIT_USAGE;
 
 	c = cli_config_load();
 	if (c == NULL)
@@ -568,7 +634,11 @@ static int list_json(const struct grant *all, size_t n, time_t now, const char *
 			}
 		if (scopes == NULL)
 			goto out_oom;
-		o = json_pack("{s:s, s:o, s:s, s:o, s:o, s:o, s:b}", "grant",
+		json_t *max_up = g->max_up > 0 ? json_integer((json_int_t)g->max_up) : json_null();
+		json_t *max_req = g->max_requests > 0 ? json_integer((json_int_t)g->max_requests)
+						      : json_null();
+
+		o = json_pack("{s:s, s:o, s:s, s:o, s:o, s:o, s:b, s:o, s:o, s:o}", "grant",
 				      grant_format(g, pat, sizeof(pat)), "for", scopes, "level",
 				      grant_level_name(g->level), "added",
 				      g->level == GRANT_CONFIG ? json_null()
@@ -576,7 +646,8 @@ static int list_json(const struct grant *all, size_t n, time_t now, const char *
 				      "expires",
 				      g->level == GRANT_ONCE ? json_integer(g->expires) : json_null(),
 				      "run", g->level == GRANT_SESSION ? json_string(g->run) : json_null(),
-				      "live", live);
+				      "live", live, "max_up", max_up, "max_requests", max_req,
+				      "per", g->per > 0 ? json_integer(g->per) : json_null());
 
 		if (o == NULL || json_array_append_new(arr, o) == -1)
 			goto out_oom;
@@ -595,20 +666,26 @@ out_free:
 
 static void list_table(const struct grant *all, size_t n, time_t now, const char *run)
 {
-	char pat[PATTERN_MAX], exp[64], added[32], list[GRANT_SCOPES_TEXT];
-	int w = (int)strlen("GRANT");
+	char pat[PATTERN_MAX], exp[64], added[32], list[GRANT_SCOPES_TEXT], budget[128];
+	int w = (int)strlen("GRANT"), wb = (int)strlen("BUDGET");
 
 	for (size_t i = 0; i < n; i++) {
 		int l = (int)strlen(grant_format(&all[i], pat, sizeof(pat)));
+		int lb = (int)strlen(budget_text(&all[i], budget, sizeof(budget)));
 
 		if (l > w)
 			w = l;
+		if (lb > wb)
+			wb = lb;
 	}
-	printf("%-*s  %-9s  %-22s  %-16s  %s\n", w, "GRANT", "LEVEL", "EXPIRES", "ADDED", "FOR");
+	printf("%-*s  %-9s  %-22s  %-16s  %-*s  %s\n", w, "GRANT", "LEVEL", "EXPIRES", "ADDED", wb,
+	       "BUDGET", "FOR");
 	for (size_t i = 0; i < n; i++) {
 		expires_text(&all[i], now, run, exp, sizeof(exp));
-		printf("%-*s  %-9s  %-22s  %-16s  %s\n", w, grant_format(&all[i], pat, sizeof(pat)),
-		       grant_level_name(all[i].level), exp, added_text(&all[i], added, sizeof(added)),
+		printf("%-*s  %-9s  %-22s  %-16s  %-*s  %s\n", w,
+		       grant_format(&all[i], pat, sizeof(pat)), grant_level_name(all[i].level), exp,
+		       added_text(&all[i], added, sizeof(added)), wb,
+		       budget_text(&all[i], budget, sizeof(budget)),
 		       all[i].nscopes == 0 ? "-" : grant_scopes_format(&all[i], list, sizeof(list)));
 	}
 }

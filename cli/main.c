@@ -25,11 +25,20 @@ struct verb {
 	const char *synopsis; /* man-page synopsis lines after "sluice [-c FILE] " */
 };
 
+/* What `sluice allow -h` says after its synopsis: the budget words' units. */
+static const char allow_notes[] =
+	"BYTES is a number with an optional k, M or G (powers of 1024: 1k = 1024);\n"
+	"DURATION and SECONDS are N, Ns, Nm, Nh or Nd. --max-up and --max-requests\n"
+	"budget each principal the grant serves: over the grant's life (the counts\n"
+	"start again when sluice-proxy restarts) or, with --per, per window that\n"
+	"begins at the principal's first request through the grant\n";
+
 static const struct verb verbs[] = {
 	{ "check", cmd_check, "validate a config file and print its normalised form",
 	  "check [-q] [FILE]\n" },
 	{ "allow", cmd_allow, "add, remove or list the grants in STATE/grants; approve a refusal by its id",
 	  "allow add GRANT [--level once|session|permanent] [--ttl SECONDS] [--for WHO]...\n"
+	  "allow add GRANT [--for WHO]... [--max-up BYTES] [--max-requests N] [--per DURATION]\n"
 	  "allow rm GRANT [--for WHO]...\n"
 	  "allow approve ID [--level once|session|permanent] [--ttl SECONDS]\n"
 	  "allow enforce [on|off|learn [--for DURATION]]\n"
@@ -191,6 +200,8 @@ void cli_usage(FILE *f, const char *verb)
 	for (size_t i = 0; verb != NULL && i < NVERBS; i++) {
 		if (strcmp(verbs[i].name, verb) == 0) {
 			put_synopsis(f, "usage: ", verbs[i].synopsis);
+			if (strcmp(verb, "allow") == 0)
+				fprintf(f, "\n%s", allow_notes);
 			return;
 		}
 	}

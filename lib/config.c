@@ -161,14 +161,26 @@ static void d_allow(struct parser *p, char **w, size_t nw)
 	}
 	g.level = GRANT_CONFIG;
 	for (size_t i = 2; i < nw; i++) {
+		switch (grant_budget_word(&g, w[i], strlen(w[i]), true, &err)) {
+		case 1:
+			continue;
+		case -1:
+			perr(p, "allow %s: %s: %s", w[1], w[i], err);
+			return;
+		}
 		if (strncmp(w[i], "for=", 4) != 0) {
-			perr(p, "allow %s: expected for=SCOPE, not \"%s\"", w[1], w[i]);
+			perr(p, "allow %s: expected for=SCOPE, max-up=BYTES, max-requests=N or "
+				"per=DURATION, not \"%s\"", w[1], w[i]);
 			return;
 		}
 		if (grant_scope_add(&g, w[i] + 4, &err) == -1) {
 			perr(p, "allow %s: %s: %s", w[1], w[i], err);
 			return;
 		}
+	}
+	if (grant_budget_check(&g, &err) == -1) {
+		perr(p, "allow %s: %s", w[1], err);
+		return;
 	}
 	grown = realloc(c->grants, (c->ngrants + 1) * sizeof(*grown));
 	if (grown == NULL) {
@@ -752,6 +764,8 @@ void config_print(const struct config *c, FILE *out)
 		fprintf(out, "allow %s", grant_format(&c->grants[i], buf, sizeof(buf)));
 		for (size_t k = 0; k < c->grants[i].nscopes; k++)
 			fprintf(out, " for=%s", c->grants[i].scopes[k].text);
+		if (grant_budgeted(&c->grants[i]))
+			fprintf(out, " %s", grant_budget_format(&c->grants[i], buf, sizeof(buf)));
 		fputc('\n', out);
 	}
 	for (size_t i = 0; i < c->nexceptions; i++) {

@@ -31,8 +31,11 @@
 #include "digits.h"
 
 #define STORE_HEADER "# sluice grants v1"
-#define STORE_MAX_FIELDS (4 + GRANT_SCOPES_MAX)
+#define STORE_MAX_FIELDS (4 + GRANT_SCOPES_MAX + 3)
 #define FOR_KEY "for="
+#define MAX_UP_KEY "max-up="
+#define MAX_REQUESTS_KEY "max-requests="
+#define PER_KEY "per="
 
 static bool is_blank(char c)
 {
@@ -223,6 +226,124 @@ char *grant_scopes_format(const struct grant *g, char *buf, size_t size)
 	return buf;
 }
 
+/* A number and one optional suffix letter from suf (multipliers in mul), 1 to max. */
+static int suffixed_parse(const char *s, size_t len, const char *suf, const uint64_t *mul,
+			  uint64_t max, uint64_t *out)
+{
+	const char *at;
+	uint64_t v, m = 1;
+
+	if (len > 1 && (at = strchr(suf, s[len - 1])) != NULL && s[len - 1] != '\0') {
+		m = mul[at - suf];
+		len--;
+	}
+	if (len == 0 || len > 19 || dec_parse(s, len, UINT64_MAX, &v) == -1 || v == 0 ||
+	    v > max / m)
+		return -1;
+	*out = v * m;
+	return 0;
+}
+
+int grant_bytes_parse(const char *s, size_t len, uint64_t max, uint64_t *out)
+{
+	static const uint64_t mul[] = { 1024, 1024, 1024 * 1024, 1024 * 1024 * 1024 };
+
+	return suffixed_parse(s, len, "kKMG", mul, max, out);
+}
+
+int grant_seconds_parse(const char *s, size_t len, uint64_t max, uint64_t *out)
+{
+	static const uint64_t mul[] = { 1, 60, 3600, 86400 };
+
+	return suffixed_parse(s, len, "smhd", mul, max, out);
+}
+
+/* Whether s[0..len) starts with key; *v and *vl the rest. */
+static bool word_key(const char *s, size_t len, const char *key, const char **v, size_t *vl)
+{
+	size_t kl = strlen(key);
+
+	if (len < kl || memcmp(s, key, kl) != 0)
+		return false;
+	*v = s + kl;
+	*vl = len - kl;
+	return true;
+}
+
+int grant_budget_word(struct grant *g, const char *s, size_t len, bool units, const char **err)
+{
+	const char *v;
+	size_t vl;
+	uint64_t n;
+
+	if (word_key(s, len, MAX_UP_KEY, &v, &vl)) {
+		if (g->max_up > 0) {
+			*err = "max-up twice";
+			return -1;
+		}
+		if ((units ? grant_bytes_parse(v, vl, GRANT_BUDGET_BYTES_MAX, &n)
+			   : suffixed_parse(v, vl, "", NULL, GRANT_BUDGET_BYTES_MAX, &n)) == -1) {
+			*err = units ? "bad max-up (1 to 2^50 bytes, optional k, M or G: powers "
+				       "of 1024)"
+				     : "bad max-up (1 to 2^50 bytes, decimal)";
+			return -1;
+		}
+		g->max_up = n;
+		return 1;
+	}
+	if (word_key(s, len, MAX_REQUESTS_KEY, &v, &vl)) {
+		if (g->max_requests > 0) {
+			*err = "max-requests twice";
+			return -1;
+		}
+		if (suffixed_parse(v, vl, "", NULL, GRANT_BUDGET_REQUESTS_MAX, &n) == -1) {
+			*err = "bad max-requests (1 to 10^12, decimal)";
+			return -1;
+		}
+		g->max_requests = n;
+		return 1;
+	}
+	if (word_key(s, len, PER_KEY, &v, &vl)) {
+		if (g->per > 0) {
+			*err = "per twice";
+			return -1;
+		}
+		if ((units ? grant_seconds_parse(v, vl, GRANT_BUDGET_PER_MAX, &n)
+			   : suffixed_parse(v, vl, "", NULL, GRANT_BUDGET_PER_MAX, &n)) == -1) {
+			*err = units ? "bad per (1 to 31622400 seconds, optional s, m, h or d)"
+				     : "bad per (1 to 31622400 seconds, decimal)";
+			return -1;
+		}
+		g->per = (uint32_t)n;
+		return 1;
+	}
+	return 0;
+}
+
+int grant_budget_check(const struct grant *g, const char **err)
+{
+	if (g->per > 0 && !grant_budgeted(g)) {
+		*err = "per without max-up or max-requests";
+		return -1;
+	}
+	return 0;
+}
+
+char *grant_budget_format(const struct grant *g, char *buf, size_t size)
+{
+	char up[32] = "", req[32] = "", per[24] = "";
+
+	if (g->max_up > 0)
+		snprintf(up, sizeof(up), MAX_UP_KEY "%" PRIu64, g->max_up);
+	if (g->max_requests > 0)
+		snprintf(req, sizeof(req), MAX_REQUESTS_KEY "%" PRIu64, g->max_requests);
+	if (g->per > 0)
+		snprintf(per, sizeof(per), PER_KEY "%" PRIu32, g->per);
+	snprintf(buf, size, "%s%s%s%s%s", up, up[0] != '\0' && req[0] != '\0' ? " " : "", req,
+		 per[0] != '\0' ? " " : "", per);
+	return buf;
+}
+
 bool grant_same(const struct grant *a, const struct grant *b)
 {
 	if (a->wildcard != b->wildcard || a->port != b->port || strcmp(a->host, b->host) != 0 ||
@@ -365,6 +486,12 @@ static int store_line(const char *s, size_t len, struct grant *g, const char **e
 		char word[SCOPE_TEXT_MAX + 1];
 		size_t kl = strlen(FOR_KEY);
 
+		switch (grant_budget_word(g, f[i].p, f[i].len, false, err)) {
+		case 1:
+			continue;
+		case -1:
+			return -1;
+		}
 		if (f[i].len <= kl || memcmp(f[i].p, FOR_KEY, kl) != 0) {
 			*err = "trailing junk after the grant";
 			return -1;
@@ -378,7 +505,7 @@ static int store_line(const char *s, size_t len, struct grant *g, const char **e
 		if (grant_scope_add(g, word, err) == -1)
 			return -1;
 	}
-	return 0;
+	return grant_budget_check(g, err);
 }
 
 const char *grant_mode_name(enum grant_mode_kind k)
@@ -507,6 +634,15 @@ static int scopes_write(FILE *f, const struct grant *g)
 	return 0;
 }
 
+/* g's budget words, each as " KEY=N", on f. Returns 0 or -1. */
+static int budget_write(FILE *f, const struct grant *g)
+{
+	char b[96];
+
+	grant_budget_format(g, b, sizeof(b));
+	return b[0] != '\0' && fprintf(f, " %s", b) < 0 ? -1 : 0;
+}
+
 int grant_store_write(FILE *f, const struct grant *g, size_t n, const struct grant_mode *mode)
 {
 	char pat[HOST_NAME_MAX_LEN + 16];
@@ -548,7 +684,8 @@ int grant_store_write(FILE *f, const struct grant *g, size_t n, const struct gra
 			r = -1;
 			break;
 		}
-		if (r < 0 || scopes_write(f, &g[i]) == -1 || fputc('\n', f) == EOF)
+		if (r < 0 || scopes_write(f, &g[i]) == -1 || budget_write(f, &g[i]) == -1 ||
+		    fputc('\n', f) == EOF)
 			return -1;
 	}
 	return ferror(f) ? -1 : 0;

@@ -11,9 +11,9 @@
  * by the proxy when it changes:
  *
  *   # sluice grants v1
- *   <grant> permanent <added> [for=<scope>]...
- *   <grant> session <added> <run-id> [for=<scope>]...
- *   <grant> once <added> <expires> [for=<scope>]...
+ *   <grant> permanent <added> [for=<scope>]... [<budget>]...
+ *   <grant> session <added> <run-id> [for=<scope>]... [<budget>]...
+ *   <grant> once <added> <expires> [for=<scope>]... [<budget>]...
  *
  * added and expires are Unix seconds. A grant with for= scopes (scope.h:
  * never a container name, which `sluice allow add` resolves to its id)
@@ -23,6 +23,12 @@
  * to STATE/proxy.run at start); a once grant until expires. A store with
  * any line that does not parse is damaged as a whole: the proxy then
  * enforces with no grants from it.
+ *
+ * A budget word is max-up=BYTES, max-requests=N or per=SECONDS (plain
+ * decimal in the store; each at most once, per= only beside a max-): how
+ * much each principal the grant serves may send through it, and how many
+ * requests, over the grant's life or per window (the proxy counts:
+ * proxy/budget.c).
  *
  * At most one mode line, and one learned line, anywhere in the store:
  *
@@ -52,6 +58,9 @@
 #define GRANT_SCOPES_MAX 8
 /* the longest scope list grant_scopes_format writes */
 #define GRANT_SCOPES_TEXT (GRANT_SCOPES_MAX * (SCOPE_TEXT_MAX + 1))
+#define GRANT_BUDGET_BYTES_MAX ((uint64_t)1 << 50) /* max-up: 1 PiB */
+#define GRANT_BUDGET_REQUESTS_MAX 1000000000000ull  /* max-requests */
+#define GRANT_BUDGET_PER_MAX (366 * 86400)          /* per: seconds, a year and a day */
 
 enum grant_level {
 	GRANT_CONFIG,    /* an `allow` line of the config file */
@@ -76,6 +85,9 @@ struct grant {
 	char run[GRANT_RUN_ID_LEN + 1];        /* GRANT_SESSION only */
 	struct scope scopes[GRANT_SCOPES_MAX]; /* who it serves; none: everyone */
 	size_t nscopes;
+	uint64_t max_up;       /* budget: client bytes up per principal; 0: none */
+	uint64_t max_requests; /* budget: requests per principal; 0: none */
+	uint32_t per;          /* the budgets' window in seconds; 0: the grant's life */
 };
 
 /*
@@ -127,6 +139,37 @@ int grant_scope_add(struct grant *g, const char *s, const char **err);
  * when unattributed): a grant without scopes serves every connection.
  */
 bool grant_serves(const struct grant *g, const char *who, const char *src, const char *as);
+
+/* Whether g carries a budget (max-up or max-requests). */
+static inline bool grant_budgeted(const struct grant *g)
+{
+	return g->max_up > 0 || g->max_requests > 0;
+}
+
+/*
+ * One budget word s[0..len) ("max-up=10M", "max-requests=3", "per=1h")
+ * into g. units: the value may carry a suffix (bytes k, M, G: powers of
+ * 1024; seconds s, m, h, d), as the config and the CLI write them; the
+ * store has plain decimal. A word g already has is refused. Returns 1 it
+ * was one, 0 it is not a budget word (g untouched), -1 a bad one with *err
+ * (a static message).
+ */
+int grant_budget_word(struct grant *g, const char *s, size_t len, bool units, const char **err);
+
+/*
+ * The budget words together: per= without a max- is refused. Returns 0 or
+ * -1 with *err.
+ */
+int grant_budget_check(const struct grant *g, const char **err);
+
+/* A byte count with an optional k, M or G suffix (powers of 1024), 1 to max. Returns 0 or -1. */
+int grant_bytes_parse(const char *s, size_t len, uint64_t max, uint64_t *out);
+
+/* Seconds with an optional s, m, h or d suffix, 1 to max. Returns 0 or -1. */
+int grant_seconds_parse(const char *s, size_t len, uint64_t max, uint64_t *out);
+
+/* g's budget as "max-up=N max-requests=N per=N" (those it has; "" none) into buf. */
+char *grant_budget_format(const struct grant *g, char *buf, size_t size);
 
 /* g's scopes joined by "," into buf ("" when none); GRANT_SCOPES_TEXT is enough. */
 char *grant_scopes_format(const struct grant *g, char *buf, size_t size);

@@ -28,6 +28,8 @@ void relay_dir_init(struct relay_dir *d, int src, int dst, struct buf *b)
 	d->inpipe = 0;
 	d->eof = d->shut = d->want_read = d->want_write = false;
 	d->bytes = 0;
+	d->taken = buf_len(b);
+	d->cap = UINT64_MAX;
 	d->pipe[0] = d->pipe[1] = -1;
 	d->no_pipe = false;
 	d->src_hup = false;
@@ -65,17 +67,26 @@ static bool would_block(void)
 	return errno == EAGAIN || errno == EWOULDBLOCK;
 }
 
+/* Bytes src may still give under the cap, at most max. */
+static size_t cap_room(const struct relay_dir *d, size_t max)
+{
+	uint64_t left = d->taken < d->cap ? d->cap - d->taken : 0;
+
+	return left < max ? (size_t)left : max;
+}
+
 static int pump_splice(struct relay_dir *d)
 {
 	for (;;) {
 		bool moved = false;
 		ssize_t n;
 
-		if (!d->eof) {
-			n = splice(d->src, NULL, d->pipe[1], NULL, RELAY_PIPE_SIZE,
+		if (!d->eof && cap_room(d, RELAY_PIPE_SIZE) > 0) {
+			n = splice(d->src, NULL, d->pipe[1], NULL, cap_room(d, RELAY_PIPE_SIZE),
 				   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 			if (n > 0) {
 				d->inpipe += (size_t)n;
+				d->taken += (uint64_t)n;
 				moved = true;
 				d->want_read = false;
 			} else if (n == 0) {
@@ -106,7 +117,7 @@ static int pump_splice(struct relay_dir *d)
 	}
 	/* a full pipe with a blocked writer: wait for dst, not src */
 	if (!d->eof && d->inpipe == 0)
-		d->want_read = true;
+		d->want_read = cap_room(d, 1) > 0;
 	return 0;
 }
 
@@ -119,10 +130,12 @@ static int pump_copy(struct relay_dir *d, bool read_more)
 		bool moved = false;
 		ssize_t n;
 
-		if (read_more && !d->eof && !drained && buf_room(d->buf) > 0) {
-			n = buf_read_fd(d->buf, d->src, 0, &drained);
+		if (read_more && !d->eof && !drained && buf_room(d->buf) > 0 &&
+		    cap_room(d, 1) > 0) {
+			n = buf_read_fd(d->buf, d->src, cap_room(d, SIZE_MAX), &drained);
 			drained &= !d->src_hup;
 			if (n > 0) {
+				d->taken += (uint64_t)n;
 				moved = true;
 			} else if (n == 0) {
 				d->eof = true;
@@ -146,7 +159,7 @@ static int pump_copy(struct relay_dir *d, bool read_more)
 			break; /* bulk: relay_dir_pump switches to splice */
 	}
 	d->fresh = false;
-	d->want_read = read_more && !d->eof && buf_room(d->buf) > 0;
+	d->want_read = read_more && !d->eof && buf_room(d->buf) > 0 && cap_room(d, 1) > 0;
 	d->want_write = buf_len(d->buf) > 0;
 	buf_trim(d->buf);
 	return 0;

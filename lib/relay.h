@@ -23,8 +23,15 @@ struct relay_dir {
 	bool want_read;       /* src read would block */
 	bool want_write;      /* dst write would block */
 	uint64_t bytes;       /* moved src -> dst */
+	uint64_t taken;       /* read from src (and queued in buf at init) */
+	uint64_t cap;         /* taken stops here: src is not read past it (UINT64_MAX: none) */
 };
-/* Set up a direction: copying through b first, splicing once it carries bulk. */
+/*
+ * Set up a direction: copying through b first, splicing once it carries
+ * bulk. What b holds already counts as taken; cap starts at none (the
+ * caller may lower it: a direction at its cap reads no more, as one whose
+ * buffer is full).
+ */
 void relay_dir_init(struct relay_dir *d, int src, int dst, struct buf *b);
 void relay_dir_release(struct relay_dir *d);
 /*

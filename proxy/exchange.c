@@ -229,6 +229,8 @@ static int request_judge(struct session *s, const struct http_request *req)
 			 grant_level_name(v.grant->level), v.by != NULL ? ", for " : "",
 			 v.by != NULL ? v.by->text : "");
 	}
+	if (v.grant != NULL && grant_budgeted(v.grant) && budget_request(s, req, v.grant) == -1)
+		return -1;
 	return 0;
 }
 
@@ -623,6 +625,10 @@ static int request_body(struct session *s, struct pass *p)
 			exchange_body_refuse(s, 0);
 			return -1;
 		}
+		if (budget_over(s, x)) {
+			budget_refuse(s);
+			return -1;
+		}
 		if (x->req_done) {
 			x->sent_ms = session_now(s); /* the response clock starts now */
 			session_arm_timer(s);
@@ -630,11 +636,11 @@ static int request_body(struct session *s, struct pass *p)
 	}
 	/* a trailer section is read whole before it goes on */
 	if (!x->req_done && (buf_len(&s->cin) == 0 || p->req_trailer) && !p->c_drained) {
-		n = sio_read(s, false, &s->cin,
-			     x->req_body == HTTP_BODY_LENGTH && x->req_left < IOBUF_MAX
+		size_t lim = x->req_body == HTTP_BODY_LENGTH && x->req_left < IOBUF_MAX
 				     ? (size_t)x->req_left
-				     : 0,
-			     &p->c_drained);
+				     : 0;
+
+		n = sio_read(s, false, &s->cin, budget_read_limit(x, lim), &p->c_drained);
 		if (n > 0) {
 			p->moved = true;
 		} else if (n == 0 || !session_would_block()) {

@@ -221,6 +221,13 @@ static int srv_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_
 		s->x = NULL;
 		return 0;
 	}
+	if (budget_over(s, st->x)) {
+		h2_give_back_cli(h, st, len);
+		s->x = st->x;
+		budget_refuse(s);
+		s->x = NULL;
+		return 0;
+	}
 	if (buf_append(&st->to_up, data, len) == -1) {
 		/* past the window we gave: a client that ignores flow control */
 		h2_give_back_cli(h, st, len);

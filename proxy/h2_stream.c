@@ -130,6 +130,7 @@ void h2_stream_free(struct h2 *h, struct h2_stream *st)
 	inject_end(s);
 	s->x = NULL;
 	upgrade_free(st->x);
+	budget_end(s, st->x);
 	free(st->x);
 	fields_free(&st->req);
 	fields_free(&st->resp);

@@ -73,6 +73,7 @@ struct proxy {
 	struct session *dead;     /* closed, freed before the next sleep */
 	unsigned nsessions;
 	struct limits *limits; /* limit.c: connections per client */
+	struct budgets *budgets; /* budget.c: what each principal spent of each grant's budget */
 	uint64_t next_conn_id;
 	uint64_t next_refusal; /* refuse_id; 0: not seeded from the run id yet */
 	struct loop_io sig_io;
@@ -91,6 +92,27 @@ struct proxy {
 	struct token *tokens; /* token.c: minted secrets, one per command source */
 	bool trace;           /* -d: every session's state transitions on stderr */
 };
+
+/* budget.c */
+struct budget_entry;
+int budget_init(struct proxy *px);
+void budget_release(struct proxy *px);
+/*
+ * A request grant g allowed for principal who (its declared body: bytes it
+ * will send up, 0 unknown or none): counted, unless one of g's budgets is
+ * spent for who. Returns 0 with *e its count (give it back with
+ * budget_put), or 1 refused with the one line saying why (the budget, when
+ * it comes back, the command that raises it) in why.
+ */
+int budget_take(struct proxy *px, const struct grant *g, const char *who, uint64_t body,
+		struct budget_entry **e, char *why, size_t size);
+/* n more bytes up through e. Returns false once its max-up is passed. */
+bool budget_spend(struct proxy *px, struct budget_entry *e, uint64_t n);
+/* Bytes e may still send up; UINT64_MAX: no max-up. */
+uint64_t budget_room(const struct budget_entry *e);
+/* The line a refusal or a close past e's budget carries (up: max-up, else max-requests). */
+void budget_words(const struct budget_entry *e, bool up, uint64_t now, char *out, size_t size);
+void budget_put(struct proxy *px, struct budget_entry *e); /* e may be NULL */
 
 /* limit.c */
 int limit_init(struct proxy *px);

@@ -48,10 +48,12 @@ _Static_assert(sizeof(struct session) + sizeof(struct sess_stamp) + sizeof(struc
  */
 int exchange_new(struct session *s)
 {
-	if (s->x == NULL)
+	if (s->x == NULL) {
 		s->x = malloc(sizeof(*s->x));
-	else
+	} else {
 		upgrade_free(s->x);
+		budget_end(s, s->x);
+	}
 	if (s->x == NULL)
 		return -1;
 	memset(s->x, 0, sizeof(*s->x));
@@ -211,6 +213,7 @@ void exchange_free(struct session *s)
 		return;
 	inject_end(s);
 	upgrade_free(s->x);
+	budget_end(s, s->x);
 	free(s->x);
 	s->x = NULL;
 }
@@ -295,6 +298,7 @@ void session_close(struct session *s, const char *why)
 	if (s->x != NULL && s->x->method == HTTP_CONNECT && s->state == SS_TUNNEL)
 		tunnel_count(s);
 	session_log(s);
+	budget_end(s, s->x);
 	if (s->h2 != NULL)
 		h2_end(s, why);
 	loop_timer_cancel(px->loop, &s->timer);
@@ -461,6 +465,31 @@ int session_flush_client(struct session *s)
 
 /* --- tunnel and drain steps -------------------------------------------- */
 
+/*
+ * A tunnel under a max-up: what it sent is spent, and past the budget it
+ * is closed with its row (refuse, budget). Else the client is read no
+ * further than one byte past what the budget has left, so it cannot run
+ * far past it before the close. Returns true when it was closed.
+ */
+static bool tunnel_over_budget(struct session *s)
+{
+	struct relay_dir *d = &s->tun->to_up;
+	char why[sizeof(s->x->detail)];
+	uint64_t room;
+
+	if (s->x->budget == NULL)
+		return false;
+	if (budget_over(s, s->x)) {
+		budget_line(s, s->x, why, sizeof(why));
+		session_tunnel_refuse(s, "budget", "%s: the tunnel was closed", why);
+		return true;
+	}
+	/* past it under observe or learn: the row says so, and nothing is held back */
+	room = budget_room(s->x->budget);
+	d->cap = room == UINT64_MAX || s->x->budget_observed ? UINT64_MAX : d->bytes + room + 1;
+	return false;
+}
+
 void session_step_tunnel(struct session *s)
 {
 	struct tunnel *tun = s->tun;
@@ -484,6 +513,8 @@ void session_step_tunnel(struct session *s)
 		return;
 	}
 	tunnel_count(s);
+	if (tunnel_over_budget(s))
+		return;
 	if (tun->to_up.bytes + tun->to_cli.bytes != before)
 		s->active_ms = session_now(s);
 	if (relay_dir_done(&tun->to_up) && relay_dir_done(&tun->to_cli)) {
@@ -726,6 +757,9 @@ void session_tunnel_begin(struct session *s)
 	/* bytes the client sent after its CONNECT head go first, then splice */
 	relay_dir_init(&s->tun->to_up, s->cfd, s->ufd, &s->cin);
 	relay_dir_init(&s->tun->to_cli, s->ufd, s->cfd, &s->cout);
+	if (s->x->budget != NULL && budget_room(s->x->budget) != UINT64_MAX &&
+	    !s->x->budget_observed)
+		s->tun->to_up.cap = budget_room(s->x->budget) + 1;
 	/* a passthrough host: its ClientHello is read and checked before anything goes up */
 	s->tun->hello = s->px->tls != NULL ? HELLO_CLIENT : HELLO_DONE;
 	s->tun->hello_ms = session_now(s);

@@ -89,6 +89,9 @@ struct exchange {
 	char detail[320];
 	int status;
 	uint64_t up, down;
+	struct budget_entry *budget; /* the budget it counts against (budget.c); NULL: none */
+	uint64_t budget_up;          /* ... the part of up already spent against it */
+	bool budget_observed;        /* past it, but the mode refuses nothing: marked once */
 	double t_start;
 	double dns_ms, connect_ms; /* < 0: did not happen */
 	bool client_close;         /* close the client after this request */
@@ -292,6 +295,14 @@ static inline void session_principal(const struct session *s, struct policy_requ
 }
 #define SESSION_WHO_MAX (STAMP_NET_MAX + 48)
 
+/* Whose budget a request spends: the stamp's as= when it has one, else session_who's. */
+static inline const char *session_spender(const struct session *s, char *buf, size_t size)
+{
+	if (s->stamp != NULL && s->stamp->as[0] != '\0')
+		return s->stamp->as;
+	return session_who(s, buf, size);
+}
+
 static inline const struct config *session_config(const struct session *s)
 {
 	return s->px->config;
@@ -348,6 +359,28 @@ void exchange_http(struct session *s);
 int exchange_judge(struct session *s, const struct http_request *req);
 /* 413: the declared body length (0: found out on the way) is over the host's cap */
 void exchange_body_refuse(struct session *s, uint64_t declared);
+
+/* budget.c (the table's side is in proxy.h) */
+/*
+ * The grant g that allowed s->x has a budget: the request counts against
+ * its principal's (session_spender), unless that is spent or its declared
+ * body would pass it: 403 budget, or in a mode that refuses nothing the
+ * row says it would have been. Returns 0 go on, -1 refused.
+ */
+int budget_request(struct session *s, const struct http_request *req, const struct grant *g);
+/*
+ * x's bytes up since the last call, spent against its grant's budget.
+ * Returns true when they passed it and the mode enforces: the caller ends
+ * the request (budget_refuse) or the tunnel.
+ */
+bool budget_over(struct session *s, struct exchange *x);
+void budget_refuse(struct session *s); /* 403 budget: s->x's body passed its max-up */
+/* A read limit for x's body (0: none) lowered to a byte past what its max-up has left. */
+size_t budget_read_limit(const struct exchange *x, size_t limit);
+/* The line saying x's max-up is spent, into out. */
+void budget_line(struct session *s, const struct exchange *x, char *out, size_t size);
+/* x counts against no budget from now on (its row is written, or it is freed); x may be NULL */
+void budget_end(struct session *s, struct exchange *x);
 
 /* head.c */
 int head_upstream(struct session *s, const struct http_request *req); /* into uout; 0 or -1 */

@@ -339,6 +339,18 @@ static int splice_begin(struct session *s)
 	return 0;
 }
 
+/* Past its grant's max-up: the WebSocket closes with its row (refuse, budget). */
+static void budget_close(struct session *s)
+{
+	char why[sizeof(s->x->detail) - 32];
+
+	budget_line(s, s->x, why, sizeof(why));
+	s->x->decision = "refuse";
+	s->x->reason = "budget";
+	snprintf(s->x->detail, sizeof(s->x->detail), "%s: closed", why);
+	session_close(s, NULL);
+}
+
 static void splice_step(struct session *s)
 {
 	struct tunnel *t = s->tun;
@@ -352,6 +364,10 @@ static void splice_step(struct session *s)
 	}
 	x->up = x->ws->up0 + t->to_up.bytes;
 	x->down = x->ws->down0 + t->to_cli.bytes;
+	if (budget_over(s, x)) {
+		budget_close(s);
+		return;
+	}
 	if (t->to_up.bytes + t->to_cli.bytes != before)
 		s->active_ms = session_now(s);
 	if (relay_dir_done(&t->to_up))
@@ -382,6 +398,10 @@ void upgrade_step(struct session *s)
 		}
 		if (relay_dir(s, false, &c_drained, &moved) == -1) {
 			session_close(s, "websocket: upstream write error");
+			return;
+		}
+		if (budget_over(s, s->x)) {
+			budget_close(s);
 			return;
 		}
 		if (o->scrubbed) {

@@ -7,7 +7,9 @@
  * wildcard is matched against every grant's host and that host with a
  * label in front: a match must be a strict subdomain of the suffix. Each
  * for= scope must come back in the same canonical text, and a grant must
- * serve what its own scopes describe: ADDR@NET and ADDR stamps.
+ * serve what its own scopes describe: ADDR@NET and ADDR stamps. Budget
+ * words (max-up=, max-requests=, per=) must come back equal, within their
+ * bounds, and per= only beside a max-.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -28,10 +30,20 @@ static bool same_fields(const struct grant *a, const struct grant *b)
 		if (a->scopes[i].kind != b->scopes[i].kind ||
 		    strcmp(a->scopes[i].text, b->scopes[i].text) != 0)
 			return false;
+	if (a->max_up != b->max_up || a->max_requests != b->max_requests || a->per != b->per)
+		return false;
 	return strcmp(a->host, b->host) == 0 && a->wildcard == b->wildcard && a->port == b->port &&
 	       a->level == b->level && a->added == b->added &&
 	       (a->level != GRANT_ONCE || a->expires == b->expires) &&
 	       (a->level != GRANT_SESSION || strcmp(a->run, b->run) == 0) && grant_same(a, b);
+}
+
+/* A budget that parsed is within its bounds, and a window has a budget to reset. */
+static void check_budget(const struct grant *g)
+{
+	if (g->max_up > GRANT_BUDGET_BYTES_MAX || g->max_requests > GRANT_BUDGET_REQUESTS_MAX ||
+	    g->per > GRANT_BUDGET_PER_MAX || (g->per > 0 && !grant_budgeted(g)))
+		abort();
 }
 
 /* A grant scoped to ADDR@NET or ADDR serves that stamp, and nothing unattributed. */
@@ -97,8 +109,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < na; i++)
 		if (!same_fields(&a[i], &b[i]))
 			abort();
-	for (i = 0; i < na; i++)
+	for (i = 0; i < na; i++) {
 		check_serves(&a[i]);
+		check_budget(&a[i]);
+	}
 	for (i = 0; i < na; i++) {
 		if (!a[i].wildcard)
 			continue;

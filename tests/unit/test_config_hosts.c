@@ -71,7 +71,8 @@ static void test_allow_errors(void **state)
 		  "allow a for=unattributed\n", &nerr, &errs);
 	assert_int_equal(nerr, 5);
 	assert_non_null(strstr(errs, "t.conf:1: allow: bad grant \"*\": "));
-	assert_non_null(strstr(errs, "t.conf:2: allow a: expected for=SCOPE, not \"b\"\n"));
+	assert_non_null(strstr(errs, "t.conf:2: allow a: expected for=SCOPE, max-up=BYTES, "
+				     "max-requests=N or per=DURATION, not \"b\"\n"));
 	assert_non_null(strstr(errs, "t.conf:3: allow a: for=web: a container name cannot be told "
 				     "from a stamp"));
 	assert_non_null(strstr(errs, "t.conf:4: allow a: for=user: the same scope twice\n"));
@@ -82,6 +83,54 @@ static void test_allow_errors(void **state)
 }
 
 /* allow with for= scopes: kept canonical, and written back by the normalised form */
+/* Budget words on allow lines: units, strictness, and the normalised form. */
+static void test_allow_budget(void **state)
+{
+	struct config *c = parse_ok("allow a.example max-up=10M max-requests=5 per=2h\n"
+				    "allow b.example for=user max-requests=1\n"
+				    "allow c.example max-up=1k\n");
+	char *out = NULL, *errs;
+	size_t len = 0;
+	int nerr;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(c->ngrants, 3);
+	assert_int_equal(c->grants[0].max_up, 10 * 1024 * 1024);
+	assert_int_equal(c->grants[0].max_requests, 5);
+	assert_int_equal(c->grants[0].per, 7200);
+	assert_int_equal(c->grants[1].max_requests, 1);
+	assert_int_equal(c->grants[1].max_up, 0);
+	assert_int_equal(c->grants[1].nscopes, 1);
+	assert_int_equal(c->grants[2].max_up, 1024);
+	assert_int_equal(c->grants[2].per, 0);
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	config_print(c, f);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(out, "\nallow a.example max-up=10485760 max-requests=5 per=7200\n"));
+	assert_non_null(strstr(out, "\nallow b.example for=user max-requests=1\n"));
+	assert_non_null(strstr(out, "\nallow c.example max-up=1024\n"));
+	free(out);
+	config_free(c);
+
+	c = parse("allow a per=60\nallow a max-up=0\nallow a max-up=2X\nallow a max-requests=1k\n"
+		  "allow a max-requests=2 max-requests=3\nallow a max-up=\nallow a per=367d "
+		  "max-up=1\nallow a max-up=1125899906842625\n", &nerr, &errs);
+	assert_int_equal(nerr, 8);
+	assert_non_null(strstr(errs, "t.conf:1: allow a: per without max-up or max-requests\n"));
+	assert_non_null(strstr(errs, "t.conf:2: allow a: max-up=0: bad max-up"));
+	assert_non_null(strstr(errs, "t.conf:3: allow a: max-up=2X: bad max-up"));
+	assert_non_null(strstr(errs, "t.conf:4: allow a: max-requests=1k: bad max-requests"));
+	assert_non_null(strstr(errs, "t.conf:5: allow a: max-requests=3: max-requests twice\n"));
+	assert_non_null(strstr(errs, "t.conf:6: allow a: max-up=: bad max-up"));
+	assert_non_null(strstr(errs, "t.conf:7: allow a: per=367d: bad per"));
+	assert_non_null(strstr(errs, "t.conf:8: allow a: max-up=1125899906842625: bad max-up"));
+	assert_int_equal(c->ngrants, 0);
+	free(errs);
+	config_free(c);
+}
+
 static void test_allow_scopes(void **state)
 {
 	struct config *c = parse_ok("allow api.example for=10.0.0.5@lab for=container:0123456789AB\n"
@@ -262,6 +311,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allow),
 		cmocka_unit_test(test_allow_errors),
+		cmocka_unit_test(test_allow_budget),
 		cmocka_unit_test(test_allow_scopes),
 		cmocka_unit_test(test_allow_private),
 		cmocka_unit_test(test_allow_private_errors),

@@ -374,6 +374,9 @@ static const struct store_error store_errors[] = {
 	  "for=1.0.0.5 for=1.0.0.6 for=1.0.0.7 for=1.0.0.8\n", 1, "more than 8 scopes" },
 	{ "a.example session 1 0123456789abcdef for=user for=1.0.0.1 for=1.0.0.2 for=1.0.0.3 "
 	  "for=1.0.0.4 for=1.0.0.5 for=1.0.0.6 for=1.0.0.7 for=1.0.0.8\n", 1,
+	  "more than 8 scopes" },
+	{ "a.example session 1 0123456789abcdef for=user for=1.0.0.1 for=1.0.0.2 for=1.0.0.3 "
+	  "for=1.0.0.4 for=1.0.0.5 for=1.0.0.6 for=1.0.0.7 max-up=1 max-requests=1 per=1 x\n", 1,
 	  "trailing junk after the grant" },
 };
 
@@ -431,6 +434,128 @@ static void test_store_round_trip(void **state)
 		assert_string_equal(a[i].run, b[i].run);
 	}
 	free(out);
+}
+
+/* Budget words in the store: parsed strictly, written back, round-tripped. */
+static void test_store_budget(void **state)
+{
+	static const char store[] =
+		"a.example permanent 1 max-requests=3\n"
+		"b.example once 2 99 for=user max-up=65536 per=2\n"
+		"c.example session 3 0123456789abcdef per=60 max-requests=1 max-up=1 for=build:x\n"
+		"d.example permanent 4\n";
+	struct grant a[8], b[8];
+	size_t na, nb, line, len = 0;
+	const char *err;
+	char *out = NULL, buf[96];
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(grant_store_parse(store, strlen(store), a, 8, &na, NULL, &line, &err), 0);
+	assert_int_equal(na, 4);
+	assert_int_equal(a[0].max_requests, 3);
+	assert_int_equal(a[0].max_up, 0);
+	assert_true(grant_budgeted(&a[0]));
+	assert_int_equal(a[1].max_up, 65536);
+	assert_int_equal(a[1].per, 2);
+	assert_int_equal(a[1].nscopes, 1);
+	assert_int_equal(a[2].max_up, 1);
+	assert_int_equal(a[2].max_requests, 1);
+	assert_int_equal(a[2].per, 60);
+	assert_false(grant_budgeted(&a[3]));
+	assert_string_equal(grant_budget_format(&a[2], buf, sizeof(buf)),
+			    "max-up=1 max-requests=1 per=60");
+	assert_string_equal(grant_budget_format(&a[3], buf, sizeof(buf)), "");
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	assert_int_equal(grant_store_write(f, a, na, NULL), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(out, "\na.example permanent 1 max-requests=3\n"));
+	assert_non_null(strstr(out, "\nb.example once 2 99 for=user max-up=65536 per=2\n"));
+	assert_non_null(strstr(out, "\nc.example session 3 0123456789abcdef for=build:x max-up=1 "
+				    "max-requests=1 per=60\n"));
+	assert_non_null(strstr(out, "\nd.example permanent 4\n"));
+	assert_int_equal(grant_store_parse(out, len, b, 8, &nb, NULL, &line, &err), 0);
+	assert_int_equal(nb, na);
+	for (size_t i = 0; i < na; i++) {
+		assert_int_equal(a[i].max_up, b[i].max_up);
+		assert_int_equal(a[i].max_requests, b[i].max_requests);
+		assert_int_equal(a[i].per, b[i].per);
+		assert_true(grant_same(&a[i], &b[i]));
+	}
+	free(out);
+}
+
+/* A bad budget word damages the store line, saying which. */
+static void test_store_budget_errors(void **state)
+{
+	static const struct {
+		const char *line, *err;
+	} bad[] = {
+		{ "a permanent 1 per=60\n", "per without max-up or max-requests" },
+		{ "a permanent 1 max-up=0\n", "bad max-up (1 to 2^50 bytes, decimal)" },
+		{ "a permanent 1 max-up=10k\n", "bad max-up (1 to 2^50 bytes, decimal)" },
+		{ "a permanent 1 max-up=1125899906842625\n",
+		  "bad max-up (1 to 2^50 bytes, decimal)" },
+		{ "a permanent 1 max-requests=\n", "bad max-requests (1 to 10^12, decimal)" },
+		{ "a permanent 1 max-requests=1000000000001\n",
+		  "bad max-requests (1 to 10^12, decimal)" },
+		{ "a permanent 1 max-requests=-1\n", "bad max-requests (1 to 10^12, decimal)" },
+		{ "a permanent 1 max-requests=1 per=1m\n",
+		  "bad per (1 to 31622400 seconds, decimal)" },
+		{ "a permanent 1 max-requests=1 per=31622401\n",
+		  "bad per (1 to 31622400 seconds, decimal)" },
+		{ "a permanent 1 max-up=1 max-up=2\n", "max-up twice" },
+		{ "a permanent 1 max-requests=1 max-requests=1\n", "max-requests twice" },
+		{ "a permanent 1 max-requests=1 per=2 per=2\n", "per twice" },
+		{ "a permanent 1 max-uploads=1\n", "trailing junk after the grant" },
+	};
+	struct grant g[2];
+	size_t n, line;
+	const char *err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err = NULL;
+		assert_int_equal(grant_store_parse(bad[i].line, strlen(bad[i].line), g, 2, &n, NULL,
+						   &line, &err), -1);
+		assert_int_equal(line, 1);
+		assert_string_equal(err, bad[i].err);
+	}
+}
+
+/* The units the CLI and the config take. */
+static void test_budget_units(void **state)
+{
+	uint64_t v;
+
+	(void)state;
+	assert_int_equal(grant_bytes_parse("10", 2, UINT64_MAX, &v), 0);
+	assert_int_equal(v, 10);
+	assert_int_equal(grant_bytes_parse("64k", 3, UINT64_MAX, &v), 0);
+	assert_int_equal(v, 65536);
+	assert_int_equal(grant_bytes_parse("2M", 2, UINT64_MAX, &v), 0);
+	assert_int_equal(v, 2 * 1024 * 1024);
+	assert_int_equal(grant_bytes_parse("1G", 2, UINT64_MAX, &v), 0);
+	assert_int_equal(v, 1024 * 1024 * 1024);
+	assert_int_equal(grant_bytes_parse("k", 1, UINT64_MAX, &v), -1);
+	assert_int_equal(grant_bytes_parse("0k", 2, UINT64_MAX, &v), -1);
+	assert_int_equal(grant_bytes_parse("1T", 2, UINT64_MAX, &v), -1);
+	assert_int_equal(grant_bytes_parse("1kk", 3, UINT64_MAX, &v), -1);
+	assert_int_equal(grant_bytes_parse("2G", 2, 1024 * 1024 * 1024, &v), -1);
+	assert_int_equal(grant_bytes_parse("", 0, UINT64_MAX, &v), -1);
+	assert_int_equal(grant_bytes_parse("99999999999999999999", 20, UINT64_MAX, &v), -1);
+	assert_int_equal(grant_seconds_parse("2s", 2, 100, &v), 0);
+	assert_int_equal(v, 2);
+	assert_int_equal(grant_seconds_parse("3m", 2, 1000, &v), 0);
+	assert_int_equal(v, 180);
+	assert_int_equal(grant_seconds_parse("1h", 2, 3600, &v), 0);
+	assert_int_equal(v, 3600);
+	assert_int_equal(grant_seconds_parse("2h", 2, 3600, &v), -1);
+	assert_int_equal(grant_seconds_parse("1d", 2, 86400, &v), 0);
+	assert_int_equal(v, 86400);
+	assert_int_equal(grant_seconds_parse("1w", 2, UINT64_MAX, &v), -1);
+	assert_int_equal(grant_seconds_parse("0", 1, 100, &v), -1);
 }
 
 /* Scoped grants: parsed into canonical scopes, written back, served and compared as sets. */
@@ -572,6 +697,9 @@ int main(void)
 		cmocka_unit_test(test_store_errors),
 		cmocka_unit_test(test_store_round_trip),
 		cmocka_unit_test(test_store_scopes),
+		cmocka_unit_test(test_store_budget),
+		cmocka_unit_test(test_store_budget_errors),
+		cmocka_unit_test(test_budget_units),
 		cmocka_unit_test(test_store_mode),
 		cmocka_unit_test(test_store_write_refuses_config),
 	};

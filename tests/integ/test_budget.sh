@@ -1,0 +1,262 @@
+#!/bin/bash
+# Budgets on grants (issue 14, "Budgets"): an exfiltration brake. A grant
+# with --max-requests N lets each principal it serves make N requests
+# through it (the next is refused 403 budget, with the command that raises
+# it, and never reaches the origin); --per resets the count each window;
+# --max-up caps the bytes a principal sends up through it: request bodies
+# (a declared body that would pass it is refused before a byte goes), and
+# an open tunnel that passes it is closed with its row. Counts are per
+# principal and survive a policy reload. The real proxy, real origins.
+source "$(dirname "$0")/lab.sh"
+lab_up
+lab_start_stamped_proxy "allow third.test"
+KEY=$STATE/stamp.key
+BOOT1=00112233445566b1
+BOOT2=00112233445566b2
+
+# stamped_get P SEQ PATH: GET PATH as principal 1 (10.88.0.7@podman) or 2
+# (10.88.0.8@podman), its stamp's sequence SEQ (each used once): raw's output
+stamped_get() {
+	local st
+	if [ "$1" = 1 ]; then
+		st=$("$PY" "$INTEG_DIR/stamp.py" "$KEY" 10.88.0.7 podman "$BOOT1" "$2")
+	else
+		st=$("$PY" "$INTEG_DIR/stamp.py" "$KEY" 10.88.0.8 podman "$BOOT2" "$2")
+	fi
+	raw "GET http://good.test$3 HTTP/1.1\r\nHost: good.test\r\nSluice-Stamp: $st\r\nConnection: close\r\n\r\n" --timeout 5
+}
+plain_get() {
+	raw "GET http://good.test$1 HTTP/1.1\r\nHost: good.test\r\nConnection: close\r\n\r\n" --timeout 5
+}
+reloads() { grep -c 'policy reloaded' "$LAB_DIR/proxy.err"; }
+# reloaded_past N: the proxy has reloaded its policy more than N times
+reloaded_past() { [ "$(reloads)" -gt "$1" ]; }
+
+# --- the CLI: flags, store, list
+out=$(sl allow add good.test --max-requests 3 2>&1)
+expect_re "allow add --max-requests 3 says the budget" 'budget for each principal: max-requests=3 over the grant' "$out"
+expect_re "the store line carries max-requests=3" '^good\.test permanent [0-9]+ max-requests=3$' "$(grep '^good.test ' "$STATE/grants")"
+expect_re "allow list shows it" 'good\.test +permanent .* max-requests=3 +-$' "$(sl allow list)"
+expect_re "allow list --json shows it" '"max_requests": 3' "$(sl allow list --json)"
+out=$(sl allow add other.test --per 2s 2>&1)
+expect_re "--per alone is refused" '--per needs --max-up or --max-requests' "$out"
+out=$(sl allow add other.test --max-up 10X 2>&1)
+expect_re "a bad --max-up is refused, naming the units" 'bad --max-up "10X".*powers of 1024' "$out"
+out=$(sl allow add other.test --max-requests 0 2>&1)
+expect_re "--max-requests 0 is refused" 'bad --max-requests "0"' "$out"
+expect_eq "... and none of them changed the store" 0 "$(grep -c '^other.test' "$STATE/grants")"
+printf 'allow good.test max-requests=3 max-requests=4\n' >"$LAB_DIR/bad.conf"
+expect_re "the config's allow refuses a budget word twice" 'allow good.test: max-requests=4: max-requests twice' \
+	"$(sl check "$LAB_DIR/bad.conf" 2>&1)"
+printf 'allow good.test max-up=64k per=1h for=10.88.0.7@podman\n' >"$LAB_DIR/good.conf"
+expect_re "the config's allow takes max-up=64k per=1h (normalised to bytes and seconds)" \
+	'^allow good\.test for=10\.88\.0\.7@podman max-up=65536 per=3600$' \
+	"$(sl check "$LAB_DIR/good.conf" 2>&1 | grep '^allow good')"
+wait_until 10 reloaded_past 0 || not_ok "the proxy reloaded the store" "$(tail -3 "$LAB_DIR/proxy.err")"
+
+# --- max-requests 3, unattributed: three pass, the fourth is refused and never reaches the origin
+for i in 1 2 3; do
+	expect_eq "unattributed request $i of 3 passes" 200 "$(meta_status "$(plain_get /budget-u$i)")"
+done
+expect_eq "the origin saw exactly those three" 3 "$(inetq ev=req 'line~/budget-u')"
+out=$(plain_get /budget-u4)
+expect_refusal "the fourth is refused" "$out" 403 'budget' \
+	'max-requests 3 for unattributed is spent; to raise it run: sluice allow add good\.test --max-requests N'
+expect_none "... and never reached the origin" inet 'line~/budget-u4'
+wait_log 3 path=/budget-u4
+expect_re "its row: refuse, reason budget, the grant named" \
+	'"decision": "refuse".*"reason": "budget"' "$(logq path=/budget-u4 --json)"
+
+# --- each principal has its own count
+for i in 1 2 3; do
+	expect_eq "principal 10.88.0.7@podman: request $i passes" 200 "$(meta_status "$(stamped_get 1 $i /budget-p1-$i)")"
+done
+out=$(stamped_get 1 4 /budget-p1-4)
+expect_refusal "... its fourth is refused, naming it" "$out" 403 budget 'max-requests 3 for 10\.88\.0\.7@podman is spent'
+expect_eq "principal 10.88.0.8@podman still has its three" "200 200 200" \
+	"$(for i in 1 2 3; do printf '%s ' "$(meta_status "$(stamped_get 2 $i /budget-p2-$i)")"; done | sed 's/ $//')"
+expect_eq "the origin saw the six stamped requests that passed, not the refused one" "6 0" \
+	"$(inetq ev=req 'line~/budget-p') $(inetq ev=req 'line~/budget-p1-4')"
+
+# --- a reload (another grant added) does not reset the counts
+n=$(reloads)
+sl allow add blackhole.test >/dev/null 2>&1
+wait_until 10 reloaded_past "$n" || not_ok "the proxy reloaded after allow add blackhole.test" "$(tail -3 "$LAB_DIR/proxy.err")"
+expect_ge "the proxy reloaded its policy" "$((n + 1))" "$(reloads)"
+expect_refusal "after the reload the unattributed count holds: still refused" "$(plain_get /budget-u5)" 403 budget
+expect_refusal "... and principal 1's" "$(stamped_get 1 5 /budget-p1-5)" 403 budget
+expect_none "neither reached the origin" inet 'line~/budget-u5'
+
+# --- re-adding replaces the grant, budget included; --per 2s resets each window
+out=$(sl allow add good.test --max-requests 2 --per 2s 2>&1)
+expect_re "re-adding good.test replaces it" '^replaced good\.test permanent' "$out"
+expect_eq "one good.test grant in the store, its budget the new one" "1 max-requests=2 per=2" \
+	"$(grep -c '^good.test ' "$STATE/grants") $(grep '^good.test ' "$STATE/grants" | grep -o 'max-requests=.*')"
+expect_re "allow list shows the window" 'max-requests=2 per=2s +-$' "$(sl allow list)"
+wait_until 10 reloaded_past "$((n + 1))" ||
+	not_ok "the proxy reloaded the replaced grant" "$(tail -3 "$LAB_DIR/proxy.err")"
+t0=$(now)
+expect_eq "window 1: two requests pass" "200 200" \
+	"$(for i in 1 2; do printf '%s ' "$(meta_status "$(plain_get /budget-w1-$i)")"; done | sed 's/ $//')"
+out=$(plain_get /budget-w1-3)
+expect_refusal "window 1: the third is refused, saying when the window ends and keeping --per in the hint" \
+	"$out" 403 budget 'in this window \(it ends in [12]s\).*--max-requests N --per 2s'
+expect_lt "... all within the first window" 2.0 "$(elapsed "$t0")"
+sleep 2.2
+expect_eq "window 2: requests pass again" "200 200" \
+	"$(for i in 1 2; do printf '%s ' "$(meta_status "$(plain_get /budget-w2-$i)")"; done | sed 's/ $//')"
+expect_refusal "window 2: the third is refused again" "$(plain_get /budget-w2-3)" 403 budget
+expect_eq "the origin saw the four that passed, not the two refused" "4 0 0" \
+	"$(inetq ev=req 'line~/budget-w') $(inetq ev=req 'line~/budget-w1-3') $(inetq ev=req 'line~/budget-w2-3')"
+
+# --- max-up over plain-http bodies
+sl allow add other.test --max-up 10k >"$LAB_DIR/cli.out" 2>&1
+expect_re "allow add --max-up 10k stores 10240 bytes" '^other\.test permanent [0-9]+ max-up=10240$' \
+	"$(grep '^other.test ' "$STATE/grants")"
+wait_until 10 reloaded_past "$((n + 2))"
+head -c 4096 /dev/urandom >"$LAB_DIR/b4k"
+head -c 2048 /dev/urandom >"$LAB_DIR/b2k"
+head -c 65536 /dev/urandom >"$LAB_DIR/b64k"
+post() { pcode "http://other.test/echo-$1" -H 'Expect:' --data-binary "@$LAB_DIR/$2"; }
+expect_eq "POST 4096 bytes: passes" 200 "$(post up1 b4k)"
+expect_eq "POST 4096 more (8192 of 10240): passes" 200 "$(post up2 b4k)"
+out=$(hx curl -s -i --max-time 10 -x "$PROXY_URL" -H 'Expect:' --data-binary "@$LAB_DIR/b4k" http://other.test/echo-up3)
+expect_re "POST 4096 more would pass the budget: 403 budget before a byte goes" \
+	'^HTTP/1.1 403.*budget max-up 10240 bytes for unattributed is spent \(8192 sent\); to raise it run: sluice allow add other\.test --max-up BYTES' \
+	"$(printf '%s' "$out" | tr -d '\r' | tr '\n' ' ')"
+expect_re "... with a Proxy-Status naming budget" '^Proxy-Status: sluice; error=http_request_denied; details="budget' \
+	"$(printf '%s' "$out" | tr -d '\r' | grep -i '^Proxy-Status')"
+expect_none "... and that request never reached the origin" inet 'line~/echo-up3'
+expect_eq "POST 2048 (exactly 10240): passes" 200 "$(post up4 b2k)"
+expect_eq "the origin got the three bodies that passed: 4096, 4096, 2048" "2 1" \
+	"$(inetq ev=body 'local~203.0.113.11' len=4096) $(inetq ev=body 'local~203.0.113.11' len=2048)"
+out=$(raw "GET http://other.test/after HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n" --timeout 5)
+expect_refusal "the budget spent, a new request (even bodiless) is refused" "$out" 403 budget '\(10240 sent\)'
+expect_none "... never reaching the origin" inet 'line~/after'
+
+# --- a chunked body that passes max-up on the way is cut off, with its row
+# (notwild.test: third.test has the config's unbudgeted grant, which allows it first)
+sl allow add notwild.test --max-up 5000 >/dev/null 2>&1
+wait_until 10 reloaded_past "$((n + 3))"
+out=$(hx curl -s -i --max-time 10 -x "$PROXY_URL" -H 'Expect:' -H 'Transfer-Encoding: chunked' \
+	--data-binary "@$LAB_DIR/b64k" http://notwild.test/chunked-up 2>&1)
+expect_re "a chunked POST of 64 KiB through max-up 5000 is refused 403 budget mid-body" \
+	'^HTTP/1.1 403.*budget max-up 5000 bytes.*the request was cut off' "$(printf '%s' "$out" | tr -d '\r' | tr '\n' ' ')"
+wait_log 3 path=/chunked-up reason=budget
+up=$(logq path=/chunked-up --field up)
+expect_ge "its row counts what went up: past 5000" 5001 "$up"
+expect_lt "... but not far past it (reads stop a byte past what is left)" 5100 "$up"
+
+# --- a CONNECT tunnel that passes max-up is closed, its row reason budget, up at the budget
+sl allow add good.test:9000 --max-up 64k >/dev/null 2>&1
+wait_until 10 reloaded_past "$((n + 4))"
+out=$(hx "$PY" - "$PROXY_ADDR" "$PROXY_PORT" <<'PYEOF' 2>&1
+import os, socket, sys, time
+sys.path.insert(0, os.environ.get("INTEG_DIR", "tests/integ"))
+from raw import tunnel
+s, head, status = tunnel(sys.argv[1], int(sys.argv[2]), "good.test:9000")
+print("status", status)
+sent, chunk, t0 = 0, b"x" * 16384, time.time()
+s.settimeout(5)
+try:
+    while sent < (4 << 20) and time.time() - t0 < 10:
+        sent += s.send(chunk)
+except OSError as e:
+    print("send stopped:", type(e).__name__)
+closed = False
+try:
+    while time.time() - t0 < 10:
+        if not s.recv(65536):
+            closed = True
+            break
+except OSError:
+    closed = True
+print("sent", sent, "closed", closed)
+PYEOF
+)
+expect_re "the tunnel opened (200)" 'status 200' "$out"
+expect_re "the proxy closed it once the client sent past 64 KiB" 'closed True' "$out"
+wait_log 5 method=CONNECT port=9000 reason=budget
+row=$(logq method=CONNECT port=9000 reason=budget --json)
+expect_re "its row: refuse, reason budget, naming max-up 65536" \
+	'"decision": "refuse".*"reason": "budget".*max-up 65536 bytes for unattributed is spent.*the tunnel was closed' "$row"
+up=$(logq method=CONNECT port=9000 reason=budget --field up)
+expect_ge "its up is the budget passed by at most a byte: at least 65537" 65537 "$up"
+expect_lt "... and not far past it" 65600 "$up"
+wait_until 5 bash -c "grep -q '\"halfclose\"' '$LAB_DIR/halfclose.jsonl'"
+got=$(jq_ "$LAB_DIR/halfclose.jsonl" ev=halfclose --field len)
+expect_ge "the origin received at least the budget" 65536 "$got"
+expect_lt "... and no more than a byte past it" 65538 "$got"
+out=$(raw 'CONNECT good.test:9000 HTTP/1.1\r\nHost: good.test:9000\r\n\r\n' --timeout 5)
+expect_refusal "a new CONNECT through the spent grant is refused" "$out" 403 budget 'max-up 65536 bytes for unattributed is spent'
+# --- observe refuses nothing: a spent budget lets the request through, its row says so
+n=$(reloads)
+sl allow enforce off >/dev/null 2>&1
+wait_until 10 reloaded_past "$n" || not_ok "the proxy reloaded the mode" "$(tail -3 "$LAB_DIR/proxy.err")"
+out=$(raw "GET http://other.test/observed HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n" --timeout 5)
+expect_eq "under observe the spent max-up of other.test refuses nothing" 200 "$(meta_status "$out")"
+wait_log 3 path=/observed
+expect_re "... its row: observe, reason budget, would be refused" \
+	'"decision": "observe".*"reason": "budget".*would be refused: budget max-up 10240' "$(logq path=/observed --json)"
+expect_eq "... and the origin got it" 1 "$(inetq ev=req 'line~/observed')"
+n=$(reloads)
+sl allow enforce on >/dev/null 2>&1
+wait_until 10 reloaded_past "$n" || not_ok "the proxy reloaded the mode" "$(tail -3 "$LAB_DIR/proxy.err")"
+expect_refusal "enforcing again, it is refused again" \
+	"$(raw "GET http://other.test/enforced HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n" --timeout 5)" 403 budget
+# --- a restart starts the counts again (they live in the proxy's memory only);
+# inside an intercepted CONNECT the CONNECT and each decrypted request count,
+# and each HTTP/2 stream
+lab_tls_origin
+T=$LAB_DIR/tls
+d=$LAB_DIR/h2
+mkdir -p "$d/www" "$d/tmp"
+{ lab_nginx_head "$d"; cat; } >"$d/nginx.conf" <<NGX
+http {
+	default_type text/plain;
+	log_format lab '\$server_protocol "\$request" \$status';
+	access_log $d/access.log lab;
+$(lab_nginx_temps "$d")
+	server {
+		listen 203.0.113.13:8444 ssl http2;
+		ssl_certificate $T/srv.crt;
+		ssl_certificate_key $T/srv.key;
+		location / { return 200 "h2 ok\n"; }
+	}
+}
+NGX
+lab_bg "$INS" nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log"
+wait_until 10 ix bash -c '</dev/tcp/203.0.113.13/8444' || lab_bail "h2 nginx did not start" "$(cat "$d/error.log" 2>/dev/null)"
+proxy_alive && ok "the proxy is still running" || not_ok "the proxy is still running" "$(tail -5 "$LAB_DIR/proxy.err")"
+lab_stop_proxy
+lab_write_conf "allow third.test" "intercept on" "upstream-ca tls.test $T/ca.crt"
+out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
+lab_run_proxy
+expect_eq "after a restart other.test's spent max-up is counted again from zero: 200" 200 \
+	"$(meta_status "$(raw "GET http://other.test/restarted HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n" --timeout 5)")"
+sl allow add tls.test:8443 --max-requests 3 >/dev/null 2>&1
+sl allow add tls.test:8444 --max-requests 3 >/dev/null 2>&1
+wait_until 10 bash -c "grep -q '^tls.test:8444 ' '$STATE/grants'"
+wait_until 10 reloaded_past 0
+: >"$T/access.log"
+: >"$d/access.log"
+out=$(pcurl --http1.1 --cacert "$STATE/ca.crt" -o /dev/null -o /dev/null -o /dev/null \
+	-w '%{http_code} ' 'https://tls.test:8443/?i1' 'https://tls.test:8443/?i2' 'https://tls.test:8443/?i3' 2>&1)
+expect_eq "intercepted HTTP/1.1, max-requests 3: the CONNECT and two requests pass, the third request is refused" \
+	"200 200 403" "$(printf '%s' "$out" | sed 's/ $//')"
+expect_eq "the origin saw /i1 and /i2, not /i3" "1 1 0" \
+	"$(grep -c '"GET /?i1 ' "$T/access.log") $(grep -c '"GET /?i2 ' "$T/access.log") $(grep -c '"GET /?i3 ' "$T/access.log")"
+wait_log 3 path=/?i3 reason=budget
+expect_re "... its row: https, refuse, budget" '"kind": "https".*"decision": "refuse".*"reason": "budget"' \
+	"$(logq path=/?i3 --json)"
+out=$(pcurl --http2 --cacert "$STATE/ca.crt" -o /dev/null -o /dev/null -o /dev/null -w '%{http_code} ' \
+	https://tls.test:8444/s1 https://tls.test:8444/s2 https://tls.test:8444/s3 2>&1)
+expect_eq "HTTP/2, max-requests 3: the CONNECT and two streams pass, the third stream is refused" \
+	"200 200 403" "$(printf '%s' "$out" | sed 's/ $//')"
+expect_eq "the h2 origin saw /s1 and /s2 over HTTP/2, not /s3" "1 1 0" \
+	"$(grep -c '^HTTP/2.0 "GET /s1 ' "$d/access.log") $(grep -c '^HTTP/2.0 "GET /s2 ' "$d/access.log") $(grep -c '"GET /s3 ' "$d/access.log")"
+wait_log 3 path=/s3 reason=budget
+expect_re "... its row: h2, refuse, budget" '"proto": "h2".*"decision": "refuse".*"reason": "budget"' \
+	"$(logq path=/s3 --json)"
+proxy_alive && ok "the proxy is still running" || not_ok "the proxy is still running" "$(tail -5 "$LAB_DIR/proxy.err")"
+lab_done
