@@ -640,6 +640,7 @@ static void test_print_defaults(void **state)
 			       "token-min-interval 10\n"
 			       "# nameserver: none given, /etc/resolv.conf is used\n"
 			       "intercept on\n"
+			       "# metrics-listen: none given, no metrics served\n"
 			       "dns-listen 127.0.0.1:53\n"
 			       "# dns-upstream: none given, /etc/resolv.conf's nameservers, plain\n"
 			       "dns-timeout 2\n"
@@ -648,7 +649,8 @@ static void test_print_defaults(void **state)
 			       "dns-negative-ttl 300\n"
 			       "dns-cache-entries 100000\n"
 			       "dns-wildcard-budget 256 600\n"
-			       "dns-log ./state/dns.log\n");
+			       "dns-log ./state/dns.log\n"
+			       "# dns-metrics-listen: none given, no metrics served\n");
 	free(p);
 	config_free(c);
 }
