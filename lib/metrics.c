@@ -68,13 +68,17 @@ static void label_value(const char *v, char *out)
 	out[i] = '\0';
 }
 
-/* A new series of f with values vals; -1 when the pool is spent. */
-static int series_new(struct metrics_family *f, char vals[][METRICS_VALUE_MAX + 1])
+/*
+ * A new series of f with values vals; -1 when the pool is spent. The last
+ * METRICS_FAMILIES slots are kept for the families' "other" series (reserve).
+ */
+static int series_new(struct metrics_family *f, char vals[][METRICS_VALUE_MAX + 1],
+		      bool reserve)
 {
 	struct series *s;
 	int *link = &f->first;
 
-	if (npool == METRICS_SERIES)
+	if (npool >= (reserve ? METRICS_SERIES : METRICS_SERIES - METRICS_FAMILIES))
 		return -1;
 	s = &pool[npool];
 	memset(s, 0, sizeof(*s));
@@ -111,7 +115,7 @@ struct metrics_family *metrics_family(const char *name, enum metrics_type type,
 		f->nlabels++;
 	}
 	if (f->nlabels == 0)
-		series_new(f, none);
+		series_new(f, none, true);
 	return f;
 }
 
@@ -135,14 +139,12 @@ static struct series *series_get(struct metrics_family *f, const char *v1, const
 		if (k == f->nlabels)
 			return &pool[i];
 	}
-	i = series_new(f, vals);
+	i = series_new(f, vals, false);
 	if (i == -1) {
 		if (f->other == -1) {
-			if (npool == METRICS_SERIES)
-				return NULL;
 			for (unsigned k = 0; k < f->nlabels; k++)
 				memcpy(vals[k], "other", 6);
-			f->other = series_new(f, vals);
+			f->other = series_new(f, vals, true);
 		}
 		i = f->other;
 	}
