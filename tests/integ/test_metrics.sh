@@ -37,7 +37,8 @@ wait_until 10 ix bash -c '</dev/tcp/203.0.113.13/8444' ||
 	lab_bail "h2 nginx did not start" "$(cat "$d/error.log" 2>/dev/null)"
 MP=9190
 DP=9191
-lab_write_conf "intercept on" "allow good.test" "allow tls.test:8444" "upstream-ca tls.test $O" "allow pass.test:9443" "passthrough pass.test" \
+lab_write_conf "intercept on" "allow good.test" "allow tls.test:8444" "upstream-ca tls.test $O" \
+	"allow pass.test:9443" "passthrough pass.test" \
 	"allow api.test:9443" "upstream-ca api.test $O" "allow tok.test:9443" "allow tokfail.test:9443" \
 	"upstream-ca tok.test $O" "upstream-ca tokfail.test $O" \
 	'inject gh host=api.test:9443 path=/api header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN unattributed=yes' \
@@ -265,7 +266,8 @@ wait_until 10 streams_down
 expect_eq "after it: 0 HTTP/2 streams" 0 "$(mval $S.h2 sluice_proxy_h2_streams)"
 expect_eq "... the CONNECT's row and the stream's row counted, once each" \
 	"$(logq host=tls.test port=8444 decision=allow reason=granted --count)" \
-	"$(( $(mdelta $S.3 $S.h2 "$R{kind=\"https\",decision=\"allow\",reason=\"granted\"}") + $(mdelta $S.3 $S.h2 "$R{kind=\"tunnel\",decision=\"allow\",reason=\"granted\"}") ))"
+	"$(($(mdelta $S.3 $S.h2 "$R{kind=\"https\",decision=\"allow\",reason=\"granted\"}") +
+		$(mdelta $S.3 $S.h2 "$R{kind=\"tunnel\",decision=\"allow\",reason=\"granted\"}")))"
 
 # --- a reload: SIGHUP
 kill -HUP "$PROXY_PID"
@@ -332,6 +334,11 @@ for f in $S.3 $S.5 $S.d1; do
 	expect_eq "promtool check metrics accepts $(basename "$f") (no lint either)" "0 " "$rc $out"
 done
 expect_ge "the scrapes hold series to look at" 30 "$(cat $S.* | grep -vc '^#')"
-leak=$(cat $S.* | grep -E -i "good\.test|other\.test|pass\.test|api\.test|tok\.test|nope|mpost|mref|/api|203\.0\.113|192\.0\.2|127\.0\.0|$LAB_TOKEN" || true)
+names='good\.test|other\.test|pass\.test|api\.test|tok\.test|tokfail|tls\.test|nope'
+paths='mpost|mref|/api|/post|/tun|/untrusted'
+addrs='203\.0\.113|192\.0\.2|127\.0\.0'
+expect_ge "the pattern finds the hosts, paths and addresses in the network log" 10 \
+	"$(grep -E -c -i "$names|$paths|$addrs" "$NETLOG")"
+leak=$(cat $S.* | grep -E -i "$names|$paths|$addrs|$LAB_TOKEN" || true)
 expect_eq "no scraped line holds a host, a path, an address or the token" "" "$leak"
 lab_done
