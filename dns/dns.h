@@ -11,7 +11,7 @@
  *               fetches in flight, so identical queries wait for one
  *   upstream.c  the pinned upstreams: UDP, TCP and DNS over TLS
  *   wire.c      writing DNS messages: answers, refusals, EDNS
- *   row.c       the log row of a query
+ *   row.c       the log row of a query, and its count in the metrics
  *
  * Single-threaded on lib/loop.c; nothing blocks.
  */
@@ -116,6 +116,7 @@ struct fetch {
 };
 
 struct upstream;
+struct metrics_server;
 
 struct dns_listener {
 	struct loop_io io;
@@ -145,6 +146,7 @@ struct dnsd {
 	struct tcp_client *tcp_clients;
 	size_t ntcp;
 	struct netlog_out row; /* row.c's scratch */
+	struct metrics_server *metrics; /* row.c: dns-metrics-listen's GET /metrics, or NULL */
 };
 
 /* judge.c */
@@ -222,6 +224,8 @@ size_t wire_query(uint16_t id, const char *name, size_t name_len, uint16_t qtype
 		  size_t max);
 
 /* row.c */
+/* The metrics, and their listener when dns-metrics-listen is given. 0, or -1 after printing. */
+int row_init(struct dnsd *d);
 /* rcode < 0: no answer. hold: written with the batch (netlog_hold). parsed: q holds a question. */
 void row_write(struct dnsd *d, const struct query *qr, int rcode, unsigned kept,
 	       unsigned removed, bool hold, bool parsed);

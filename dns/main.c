@@ -28,6 +28,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "file.h"
+#include "metrics.h"
 #include "priv.h"
 #include "runfile.h"
 #include "signals.h"
@@ -182,6 +183,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < d.config->ndns_listen; i++)
 		if (client_listen(&d, &d.config->dns_listen[i]) == -1)
 			goto out_loop;
+	if (row_init(&d) == -1) /* bound as root, like the listeners */
+		goto out_loop;
 	if (upstream_init(&d) == -1 || judge_init(&d) == -1 || write_run(&d) == -1)
 		goto out_judge;
 	if (drop(&d) == -1)
@@ -207,6 +210,7 @@ out_judge:
 	judge_release(&d);
 out_loop:
 	if (d.loop != NULL) {
+		metrics_server_free(d.metrics);
 		cache_release(&d);
 		client_release(&d);
 		upstream_release(&d);

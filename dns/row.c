@@ -3,12 +3,17 @@
  * built with lib/netlog_row.c. Rows of a batch of UDP queries are held
  * and written with one write(2) before the batch's answers go out
  * (client.c); a row for an answer sent later is written before it is.
+ * Each row also counts its query in sluice_dns_queries_total, by decision
+ * and reason (fixed codes; never the name or the client).
  */
 #include "dns.h"
 
 #include <string.h>
 
+#include "metrics.h"
 #include "sockaddr.h"
+
+static struct metrics_family *queries;
 
 static const char *rcode_name(int rcode)
 {
@@ -18,6 +23,18 @@ static const char *rcode_name(int rcode)
 	if (rcode == WIRE_BADVERS)
 		return "BADVERS";
 	return rcode >= 0 && rcode < 6 ? names[rcode] : NULL;
+}
+
+int row_init(struct dnsd *d)
+{
+	queries = metrics_family("sluice_dns_queries_total", METRICS_COUNTER,
+				 "DNS queries, one per dns-log row, by decision and reason",
+				 "decision", "reason", NULL);
+	if (!d->config->dns_metrics_on)
+		return 0;
+	d->metrics = metrics_server_new(d->loop, &d->config->dns_metrics_listen, "sluice-dns",
+					NULL, NULL);
+	return d->metrics != NULL ? 0 : -1;
 }
 
 void row_write(struct dnsd *d, const struct query *qr, int rcode, unsigned kept,
@@ -43,6 +60,7 @@ void row_write(struct dnsd *d, const struct query *qr, int rcode, unsigned kept,
 	netlog_put_bool(o, "cache", qr->cache_hit);
 	netlog_put_ms(o, "ms", loop_clock_ms() - qr->start_ms);
 	netlog_put_cstr(o, "detail", qr->detail[0] != '\0' ? qr->detail : NULL);
+	metrics_add(queries, 1, qr->decision, qr->reason, NULL);
 	if (hold)
 		netlog_hold(d->log, o);
 	else

@@ -419,6 +419,7 @@ static const struct directive directives[] = {
 	{ "upstream-ca", 2, false, true, config_tls_upstream_ca },
 	{ "body-limit", 2, false, true, config_tls_body_limit },
 	{ "inject", 2, true, true, config_tls_inject },
+	{ "metrics-listen", 1, false, false, config_metrics_listen },
 	{ "dns-listen", 1, false, true, config_dns_listen },
 	{ "dns-upstream", 1, true, true, config_dns_upstream },
 	{ "dns-timeout", 1, false, false, config_dns_timeout },
@@ -429,6 +430,7 @@ static const struct directive directives[] = {
 	{ "dns-allow-type", 2, false, true, config_dns_allow_type },
 	{ "dns-wildcard-budget", 2, false, false, config_dns_wildcard_budget },
 	{ "dns-log", 1, false, false, config_dns_log },
+	{ "dns-metrics-listen", 1, false, false, config_dns_metrics_listen },
 };
 
 #define NDIRECTIVES (sizeof(directives) / sizeof(directives[0]))
@@ -780,7 +782,9 @@ void config_print(const struct config *c, FILE *out)
 		fprintf(out, "nameserver %s\n",
 			sockaddr_format(&c->nameservers[i], buf, sizeof(buf)));
 	config_tls_print(c, out);
+	config_metrics_print(c, false, out);
 	config_dns_print(c, out);
+	config_metrics_print(c, true, out);
 }
 
 bool config_passthrough(const struct config *c, const char *host)

@@ -44,6 +44,9 @@
  *                             repeatable, one per host
  *   body-limit HOST BYTES     request body cap for HOST (exact), 1..2^50; the
  *                             smaller of it and max-body-bytes applies
+ *   metrics-listen ADDR:PORT|PORT  serve Prometheus text at GET /metrics there
+ *                             (lib/metrics.h); a bare PORT is 127.0.0.1:PORT;
+ *                             default none (off)
  *   inject NAME KEY=VALUE...  a credential injection rule (inject.h); keys:
  *                             host=NAME[:PORT] (exact; 443) path=/prefix header=NAME|query=NAME
  *                             prefix= env=VAR|file=/abs|command=/abs args=
@@ -71,6 +74,8 @@
  *   dns-wildcard-budget N SECONDS  distinct names under one *.suffix grant
  *                             answered per SECONDS; default 256 600
  *   dns-log FILE              default STATE/dns.log; rotated as log is
+ *   dns-metrics-listen ADDR:PORT|PORT  sluice-dns's own GET /metrics, as
+ *                             metrics-listen is the proxy's; default none (off)
  *
  * A word of the form key="..." is quoted: the value may hold blanks and
  * '#', with \" and \\ as the only escapes; the closing quote ends the
@@ -171,6 +176,8 @@ struct config {
 	size_t nbody_limits;
 	struct inject_rule *rules; /* owned; no two overlap (inject.h) */
 	size_t nrules;
+	struct sockaddr_storage metrics_listen; /* metrics-listen, when metrics_on */
+	bool metrics_on;
 	/* sluice-dns */
 	struct sockaddr_storage dns_listen[CONFIG_MAX_LISTEN];
 	size_t ndns_listen;
@@ -184,6 +191,8 @@ struct config {
 	unsigned dns_wildcard_budget; /* distinct names per suffix ... */
 	unsigned dns_wildcard_window; /* ... in this many seconds */
 	char dns_log_path[PATH_MAX];
+	struct sockaddr_storage dns_metrics_listen; /* dns-metrics-listen, when dns_metrics_on */
+	bool dns_metrics_on;
 };
 
 /* Connections one client may hold: max-connections-per-client, else a sixteenth of max-connections (at least 1). */

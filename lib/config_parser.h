@@ -1,5 +1,5 @@
 /*
- * config_parser.h: private to config.c and config_tls.c, the state of one
+ * config_parser.h: private to config.c and the config_*.c it calls, the state of one
  * config_parse run and the helpers the directive parsers share.
  *
  * A directive parser gets the words of its line (the directive's name in
@@ -65,6 +65,12 @@ void config_dns_cache_entries(struct parser *p, char **w, size_t nw);
 void config_dns_allow_type(struct parser *p, char **w, size_t nw);
 void config_dns_wildcard_budget(struct parser *p, char **w, size_t nw);
 void config_dns_log(struct parser *p, char **w, size_t nw);
+
+/* config_metrics.c: metrics-listen, dns-metrics-listen, and their lines (dns: the second) */
+
+void config_metrics_listen(struct parser *p, char **w, size_t nw);
+void config_dns_metrics_listen(struct parser *p, char **w, size_t nw);
+void config_metrics_print(const struct config *c, bool dns, FILE *out);
 
 /* Defaults into a new config; the checks and defaults that need the whole file. */
 void config_dns_defaults(struct config *c);

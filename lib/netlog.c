@@ -10,6 +10,7 @@
 #include "netlog.h"
 
 #include "file.h"
+#include "metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -85,11 +86,16 @@ static int chain_resume(struct netlog *l, const char **why)
 	return 0;
 }
 
+static struct metrics_family *write_errors; /* one per process, whatever log failed */
+
 struct netlog *netlog_open(const char *path, uint64_t rotate_bytes, unsigned keep, bool chain,
 			   uid_t owner, const char **why)
 {
 	struct netlog *l = calloc(1, sizeof(*l));
 
+	write_errors = metrics_family("sluice_log_write_errors_total", METRICS_COUNTER,
+				      "Log writes that failed (rows lost or cut; stderr says why once)",
+				      NULL, NULL, NULL);
 	if (why != NULL)
 		*why = NULL;
 	if (l == NULL)
@@ -247,6 +253,7 @@ static int put_rows(struct netlog *l, const char *rows, size_t len, bool from_ha
 			n == -1 ? strerror(errno) : "short write");
 	l->warned = true;
 failed:
+	metrics_inc(write_errors); /* once per failed write: the rows it held are lost or cut */
 	if (n > 0) {
 		size_t w = (size_t)n, end, start;
 

@@ -5,7 +5,8 @@
  * write(2) on an O_APPEND descriptor before netlog_write returns, so a row
  * for an answered request survives the process dying right after. Rotation
  * by size renames FILE to FILE.1 (shifting older ones) and reopens. A write
- * error is reported on stderr once and never stops the proxy.
+ * error is reported on stderr once, counted each time
+ * (sluice_log_write_errors_total, lib/metrics.h) and never stops the proxy.
  *
  * With chain on (log-chain on) every row ends in "prev": the SHA-256 (hex)
  * of the exact bytes of the row before it, its newline not included, or

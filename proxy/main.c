@@ -283,6 +283,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < px.config->nlisten; i++)
 		if (listen_on(&px, &px.config->listen[i]) == -1)
 			goto out_loop;
+	if (stats_init(&px) == -1) /* bound as root, like the listeners */
+		goto out_loop;
 	if (resolve_init(&px) == -1)
 		goto out_loop;
 	if (reload_init(&px) == -1)
@@ -315,6 +317,7 @@ out_reload:
 out_resolve:
 	resolve_release(&px);
 out_loop:
+	stats_release(&px);
 	token_release_all(&px);
 	limit_release(&px);
 	budget_release(&px);

@@ -17,6 +17,7 @@
  * token.c    token commands: minted secrets, cached, run without blocking
  * limit.c    connections counted per client address or stamped principal
  * priv.c     the drop from root to `user NAME`, and what that user must reach
+ * stats.c    its metrics (lib/metrics.h): counted on rows, handshakes, tokens, reloads
  */
 #ifndef SLUICE_PROXY_H
 #define SLUICE_PROXY_H
@@ -52,6 +53,7 @@ struct session;
 struct resolve_query;
 struct limits;
 struct limit_entry;
+struct metrics_server;
 
 struct listener {
 	struct loop_io io;
@@ -91,6 +93,7 @@ struct proxy {
 	struct tls *tls; /* tls.c's state; NULL: intercept off */
 	struct token *tokens; /* token.c: minted secrets, one per command source */
 	bool trace;           /* -d: every session's state transitions on stderr */
+	struct metrics_server *metrics; /* stats.c: GET /metrics, NULL when off */
 };
 
 /* budget.c */
@@ -124,6 +127,15 @@ void limit_release(struct proxy *px);
  */
 struct limit_entry *limit_take(struct proxy *px, const char *key);
 void limit_put(struct proxy *px, struct limit_entry *e); /* e may be NULL */
+
+/* stats.c: families made, and the listener opened when metrics-listen is given */
+int stats_init(struct proxy *px); /* 0, or -1 after printing */
+void stats_release(struct proxy *px);
+void stats_row(const struct netlog_row *r); /* a row written: its request and bytes */
+void stats_handshake(bool upstream, bool ok);
+void stats_leaf(bool minted);
+void stats_token(bool ok);
+void stats_reload(bool ok);
 
 /* token.c */
 void token_release_all(struct proxy *px);

@@ -113,6 +113,8 @@ static int rebuild(struct proxy *px)
 
 void reload_now(struct proxy *px, const char *why)
 {
+	bool cfg_ok = true; /* counted as one reload: failed when either part failed */
+
 	if (px->config_path[0] != '\0') {
 		struct config *c = config_new();
 
@@ -120,20 +122,24 @@ void reload_now(struct proxy *px, const char *why)
 			fprintf(stderr, "sluice-proxy: reload (%s): %s has errors; keeping the "
 					"running config\n", why, px->config_path);
 			config_free(c);
+			cfg_ok = false;
 		} else {
 			if (strcmp(c->state_dir, px->config->state_dir) != 0 ||
 			    strcmp(c->log_path, px->config->log_path) != 0 ||
 			    c->log_chain != px->config->log_chain ||
 			    strcmp(c->user, px->config->user) != 0 ||
 			    c->nlisten != px->config->nlisten ||
+			    c->metrics_on != px->config->metrics_on ||
+			    (c->metrics_on && !sockaddr_same(&c->metrics_listen,
+							     &px->config->metrics_listen)) ||
 			    memcmp(c->listen, px->config->listen,
 				   c->nlisten * sizeof(c->listen[0])) != 0 ||
 			    c->nnameservers != px->config->nnameservers ||
 			    memcmp(c->nameservers, px->config->nameservers,
 				   c->nnameservers * sizeof(c->nameservers[0])) != 0)
-				fprintf(stderr, "sluice-proxy: reload: listen, state, log, log-chain, "
-						"user and nameserver changes take effect at the next "
-						"start\n");
+				fprintf(stderr, "sluice-proxy: reload: listen, metrics-listen, state, log, "
+						"log-chain, user and nameserver changes take effect at "
+						"the next start\n");
 			/* keep what is bound to this process: listeners, files */
 			memcpy(c->listen, px->config->listen, sizeof(c->listen));
 			c->nlisten = px->config->nlisten;
@@ -141,6 +147,8 @@ void reload_now(struct proxy *px, const char *why)
 			memcpy(c->log_path, px->config->log_path, sizeof(c->log_path));
 			c->log_chain = px->config->log_chain;
 			memcpy(c->user, px->config->user, sizeof(c->user));
+			c->metrics_on = px->config->metrics_on; /* bound too (stats.c) */
+			c->metrics_listen = px->config->metrics_listen;
 			config_free(px->config);
 			px->config = c;
 		}
@@ -150,7 +158,10 @@ void reload_now(struct proxy *px, const char *why)
 			policy_mode_name(px->policy, time(NULL)),
 			px->policy->ngrants,
 			px->policy->store_damaged ? ", grant store DAMAGED" : "");
+		stats_reload(cfg_ok);
 		session_rejudge_all(px);
+	} else {
+		stats_reload(false);
 	}
 }
 

@@ -272,6 +272,7 @@ void session_log(struct session *s)
 	row.detail = x->detail[0] != '\0' ? x->detail : NULL;
 	if (s->px->netlog != NULL)
 		netlog_write(s->px->netlog, &row);
+	stats_row(&row);
 	inject_end(s);
 }
 
@@ -602,6 +603,7 @@ static void refuse_accept(struct proxy *px, int fd, const char *client, const ch
 	row.detail = ref.detail;
 	if (px->netlog != NULL)
 		netlog_write(px->netlog, &row);
+	stats_row(&row);
 	close(fd);
 }
 

@@ -410,6 +410,7 @@ void tls_step_accept(struct session *s)
 			accept_failed(s, "tls-setup", s->ix->err);
 			return;
 		}
+		stats_leaf(minted);
 		SSL_set_accept_state(s->cssl);
 	}
 	rc = handshake(s->cssl, &s->c_tls_out);
@@ -419,6 +420,7 @@ void tls_step_accept(struct session *s)
 		dial_start(s); /* back here once the upstream's handshake says its ALPN */
 		return;
 	}
+	stats_handshake(false, rc == 1);
 	if (rc == -1) {
 		char why[256];
 
@@ -528,6 +530,7 @@ void tls_step_connect(struct session *s)
 
 	if (rc == 0)
 		return;
+	stats_handshake(true, rc == 1);
 	if (rc == 1) {
 		s->u_tls_out = false;
 		x->connect_ms += loop_clock_ms() - s->t_phase;

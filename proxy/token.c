@@ -170,6 +170,7 @@ static void run_end(struct token *t, const char *fail)
 		}
 	}
 	explicit_bzero(secret, sizeof(secret));
+	stats_token(t->value != NULL);
 	wake(t);
 }
 

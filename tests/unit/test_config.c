@@ -511,6 +511,43 @@ static void test_log_chain_and_user(void **state)
 		      "digits, '_', '-' or '.'\n");
 }
 
+/* metrics-listen and dns-metrics-listen: off unless given, a bare port on loopback */
+static void test_metrics_listen(void **state)
+{
+	struct config *c = parse_ok("");
+	char buf[64];
+	const char *words[] = { "0", "65536", "099", "localhost:9100", "9100x", "[::1]", "" };
+
+	assert_false(c->metrics_on);
+	assert_false(c->dns_metrics_on);
+	config_free(c);
+	c = parse_ok("metrics-listen 9100\ndns-metrics-listen [::1]:9101\n");
+	assert_true(c->metrics_on);
+	assert_string_equal(sockaddr_text(&c->metrics_listen, buf, sizeof(buf)), "127.0.0.1:9100");
+	assert_true(c->dns_metrics_on);
+	assert_string_equal(sockaddr_text(&c->dns_metrics_listen, buf, sizeof(buf)),
+			    "[::1]:9101");
+	config_free(c);
+	c = parse_ok("metrics-listen 0.0.0.0:65535\n");
+	assert_string_equal(sockaddr_text(&c->metrics_listen, buf, sizeof(buf)), "0.0.0.0:65535");
+	config_free(c);
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		char text[64], want[256];
+
+		snprintf(text, sizeof(text), "metrics-listen %s\n", words[i]);
+		if (words[i][0] == '\0') {
+			expect_errors(text, 1, "t.conf:1: metrics-listen: expects 1 argument, got 0\n");
+			continue;
+		}
+		snprintf(want, sizeof(want), "t.conf:1: metrics-listen: bad address \"%s\": expected "
+			 "a numeric ADDR:PORT, [ADDR]:PORT or a PORT (1..65535) on 127.0.0.1\n",
+			 words[i]);
+		expect_errors(text, 1, want);
+	}
+	expect_errors("dns-metrics-listen 1\ndns-metrics-listen 2\n", 1,
+		      "t.conf:2: dns-metrics-listen: given twice (first on line 1)\n");
+}
+
 /* print -> parse -> print gives the same text and the same config */
 static void round_trip(const char *text)
 {
@@ -564,6 +601,11 @@ static void round_trip(const char *text)
 		assert_string_equal(a->body_limits[i].host, b->body_limits[i].host);
 		assert_int_equal(a->body_limits[i].bytes, b->body_limits[i].bytes);
 	}
+	assert_int_equal(a->metrics_on, b->metrics_on);
+	assert_memory_equal(&a->metrics_listen, &b->metrics_listen, sizeof(a->metrics_listen));
+	assert_int_equal(a->dns_metrics_on, b->dns_metrics_on);
+	assert_memory_equal(&a->dns_metrics_listen, &b->dns_metrics_listen,
+			    sizeof(a->dns_metrics_listen));
 	assert_int_equal(a->nrules, b->nrules);
 	for (size_t i = 0; i < a->nrules; i++) {
 		const struct inject_rule *x = &a->rules[i], *y = &b->rules[i];
@@ -600,7 +642,8 @@ static void test_round_trip(void **state)
 		   "connect-timeout 3\nresponse-timeout 4\nidle-timeout 5\ntoken-min-interval 2\n"
 		   "allow Example.com\nallow *.b.example:8443\nallow [2001:DB8::1]:8080\n"
 		   "allow-private git.internal 10.0.0.0/8\nallow-private v6.internal fd00::/8\n"
-		   "nameserver 192.0.2.1\nnameserver [2001:db8::1]:5353\n");
+		   "nameserver 192.0.2.1\nnameserver [2001:db8::1]:5353\n"
+		   "metrics-listen 9100\ndns-metrics-listen [::1]:9101\n");
 	round_trip("intercept off\npassthrough *.Bank.example\npassthrough [2001:db8::7]\n"
 		   "passthrough 10.0.0.1\nupstream-ca Git.Internal /etc/sluice/git-ca.pem\n"
 		   "upstream-ca ::1 ca=x.pem\nbody-limit api.example.com 1048576\n"
@@ -640,6 +683,7 @@ static void test_print_defaults(void **state)
 			       "token-min-interval 10\n"
 			       "# nameserver: none given, /etc/resolv.conf is used\n"
 			       "intercept on\n"
+			       "# metrics-listen: none given, no metrics served\n"
 			       "dns-listen 127.0.0.1:53\n"
 			       "# dns-upstream: none given, /etc/resolv.conf's nameservers, plain\n"
 			       "dns-timeout 2\n"
@@ -648,7 +692,8 @@ static void test_print_defaults(void **state)
 			       "dns-negative-ttl 300\n"
 			       "dns-cache-entries 100000\n"
 			       "dns-wildcard-budget 256 600\n"
-			       "dns-log ./state/dns.log\n");
+			       "dns-log ./state/dns.log\n"
+			       "# dns-metrics-listen: none given, no metrics served\n");
 	free(p);
 	config_free(c);
 }
@@ -705,6 +750,7 @@ int main(void)
 		cmocka_unit_test(test_many_errors),
 		cmocka_unit_test(test_null_errs),
 		cmocka_unit_test(test_log_chain_and_user),
+		cmocka_unit_test(test_metrics_listen),
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_print_defaults),
 		cmocka_unit_test(test_load),
