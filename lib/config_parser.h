@@ -42,6 +42,12 @@ int config_number_arg(struct parser *p, const char *dir, const char *s, uint64_t
 /* Copy a path argument into dst (PATH_MAX). Returns 0 or -1 after an error. */
 int config_path_arg(struct parser *p, const char *dir, const char *s, char *dst);
 
+/* config_allow.c: allow, allow-private, and their lines of the normalised form */
+
+void config_allow(struct parser *p, char **w, size_t nw);
+void config_allow_private(struct parser *p, char **w, size_t nw);
+void config_allow_print(const struct config *c, FILE *out);
+
 /* config_tls.c: intercept, passthrough, upstream-ca, body-limit, inject */
 
 void config_tls_intercept(struct parser *p, char **w, size_t nw);

@@ -5,10 +5,12 @@
  * Proxy-Status header (RFC 9209) naming the error type and our reason code,
  * and a one-line plain-text body that says what happened and, for policy
  * refusals, the exact command that would grant the request. The caller
- * writes the detail; this file only frames it, and gives a grantable
- * refusal its id (Proxy-Status details "REASON id=ID: DETAIL").
+ * writes the detail; this file frames it, gives a grantable refusal its id
+ * (Proxy-Status details "REASON id=ID: DETAIL"), and words a policy
+ * verdict's refusal (refuse_verdict): the approve and allow add commands
+ * that grant it, to the principal that asked.
  */
-#include "proxy.h"
+#include "session.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -100,4 +102,68 @@ int refuse_write(struct buf *out, const struct refusal *r)
 			  r->status, refuse_status_text(r->status),
 			  r->status == 407 ? "Proxy-Authenticate: Basic realm=\"sluice-build\"\r\n" : "",
 			  ps, blen, body);
+}
+
+/* The one line naming the grant that would allow this target. */
+static void grant_hint(const struct target *t, char *out, size_t size)
+{
+	bool bare = (t->via == GRANT_VIA_CONNECT && t->port == 443) ||
+		    (t->via == GRANT_VIA_HTTP && t->port == 80);
+
+	bool v6 = t->host.kind == HOST_IPV6;
+
+	if (bare)
+		snprintf(out, size, v6 ? "[%s]" : "%s", t->host.name);
+	else
+		snprintf(out, size, v6 ? "[%s]:%u" : "%s:%u", t->host.name, t->port);
+}
+
+/*
+ * A not-granted refusal: its id, and the commands that grant it, by that
+ * id or by hand, to the principal that asked when a grant is scoped to
+ * others.
+ */
+static void refuse_ungranted(struct session *s, const struct verdict *v)
+{
+	struct refusal ref = { .status = v->status, .reason = v->reason,
+			       .proxy_status = v->proxy_status };
+	char hint[HOST_NAME_MAX_LEN + 16], who[SESSION_WHO_MAX];
+	struct policy_request pr = { 0 };
+
+	grant_hint(&s->x->t, hint, sizeof(hint));
+	refuse_id(s->px, ref.id);
+	session_principal(s, &pr, who, sizeof(who));
+	if (v->scoped != NULL && pr.who == NULL)
+		snprintf(ref.detail, sizeof(ref.detail),
+			 "%s is granted only to the principals its grants name, and this connection "
+			 "has no stamp; to grant it to every connection run: sluice allow approve %s "
+			 "(or: sluice allow add %s)", hint, ref.id, hint);
+	else if (v->scoped != NULL)
+		snprintf(ref.detail, sizeof(ref.detail),
+			 "%s is granted only to other principals; to grant it to this one run: sluice "
+			 "allow approve %s (or: sluice allow add %s --for %s)", hint, ref.id, hint,
+			 pr.as != NULL ? pr.as : pr.who);
+	else
+		snprintf(ref.detail, sizeof(ref.detail),
+			 "%s is not granted; to grant it run: sluice allow approve %s (or: sluice allow "
+			 "add %s)", hint, ref.id, hint);
+	session_refuse_with(s, &ref);
+}
+
+void refuse_verdict(struct session *s, const struct verdict *v)
+{
+	if (strcmp(v->reason, "not-granted") == 0) {
+		refuse_ungranted(s, v);
+	} else if (strcmp(v->reason, "host-mismatch") == 0) {
+		session_refuse(s, v->status, v->reason, v->proxy_status,
+			       "the Host header names another host than the request target %s; "
+			       "nothing to grant: send the request to the host it names",
+			       s->x->t.host.name);
+	} else if (strcmp(v->reason, "denied-ip") == 0 && s->x->t.host.kind != HOST_NAME) {
+		const struct host *h = &s->x->t.host;
+
+		dial_refuse_address(s, h->kind == HOST_IPV4 ? AF_INET : AF_INET6, &h->addr, v);
+	} else {
+		session_refuse(s, v->status, v->reason, v->proxy_status, "%s", v->detail);
+	}
 }

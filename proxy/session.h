@@ -332,6 +332,8 @@ void session_refuse(struct session *s, int status, const char *reason, const cha
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* The same with the refusal made by the caller (a grantable one carries its id). */
 void session_refuse_with(struct session *s, const struct refusal *ref);
+/* refuse.c: refuse a request as the policy's verdict v says, with the hint that grants it. */
+void refuse_verdict(struct session *s, const struct verdict *v);
 void session_tunnel_refuse(struct session *s, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void session_enter_drain(struct session *s);
