@@ -158,7 +158,7 @@ static const char *str_of(json_t *row, const char *key)
 int allow_row_grant(json_t *row, struct grant *g, char *who, size_t size, const char **why)
 {
 	const char *host = str_of(row, "host"), *kind = str_of(row, "kind");
-	const char *as = str_of(row, "as"), *src = str_of(row, "src"), *net = str_of(row, "net");
+	const char *as = log_row_as(row), *src = str_of(row, "src"), *net = str_of(row, "net");
 	json_int_t port = json_integer_value(json_object_get(row, "port"));
 	char pat[HOST_NAME_MAX_LEN + 16];
 	bool connect, bare, v6;

@@ -216,13 +216,25 @@ static void path_prefix(const char *path, char *out, size_t size)
 	out[n] = '\0';
 }
 
+/*
+ * Keep s (cut to cap) among v[0..*n) unless there already or KEEP are kept.
+ * What a client sent goes to the operator's terminal: every byte that is
+ * not printable ASCII (controls, and UTF-8 that could spell a C1 control)
+ * is kept as '?'.
+ */
 static void keep_text(char (*v)[UA_MAX + 1], size_t *n, const char *s, size_t cap)
 {
-	for (size_t i = 0; i < *n; i++)
-		if (strcmp(v[i], s) == 0)
+	char clean[UA_MAX + 1];
+	size_t i;
+
+	for (i = 0; s[i] != '\0' && i < cap && i < UA_MAX; i++)
+		clean[i] = (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f ? s[i] : '?';
+	clean[i] = '\0';
+	for (i = 0; i < *n; i++)
+		if (strcmp(v[i], clean) == 0)
 			return;
 	if (*n < KEEP)
-		snprintf(v[(*n)++], cap + 1, "%s", s);
+		memcpy(v[(*n)++], clean, strlen(clean) + 1);
 }
 
 static struct group *group_of(struct groups *gs, const char *pattern)
@@ -286,7 +298,7 @@ static int row_add(struct groups *gs, json_t *row, int64_t t_ms)
 	if (who != NULL && strcmp(who, "unattributed") != 0) {
 		src = str_of(row, "src");
 		net = str_of(row, "net");
-		as = str_of(row, "as");
+		as = log_row_as(row);
 		if (as != NULL && as[0] != '\0')
 			snprintf(word, sizeof(word), "%s", as);
 		else if (src != NULL && net != NULL)

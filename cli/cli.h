@@ -171,6 +171,13 @@ int cmd_build_token(int argc, char **argv);
 /* log.c, log_table.c */
 int cmd_log(int argc, char **argv);
 
+/*
+ * The principal a network row's connection was judged as, beyond its
+ * address: the row's build (a build token's build:NAME) over its as=; NULL
+ * for neither.
+ */
+const char *log_row_as(json_t *row);
+
 /* log_reader.c: a log file read line by line and followed (log -f, watch) */
 struct log_reader;
 

@@ -65,6 +65,16 @@ struct view {
 	bool json;
 };
 
+const char *log_row_as(json_t *row)
+{
+	const char *build = json_string_value(json_object_get(row, "build"));
+
+	/* a build token's build:NAME comes before the stamp's as=, as the proxy judged it */
+	if (build != NULL && strncmp(build, "build:", 6) == 0)
+		return build;
+	return json_string_value(json_object_get(row, "as"));
+}
+
 /*
  * A row's principal, from the snapshots, in *p; returns p, or NULL for a
  * row that has none (a DNS row). Its strings live as long as row and v->snaps.
@@ -82,14 +92,9 @@ static const struct principal *row_principal(const struct view *v, json_t *row,
 	r.has_t = ts != NULL && snapshot_ts_parse(ts, &r.t_ms) == 0;
 	/* an unattributed row has no verified stamp, whatever else it carries */
 	if (who == NULL || strcmp(who, "unattributed") != 0) {
-		const char *build = json_string_value(json_object_get(row, "build"));
-
 		r.src = json_string_value(json_object_get(row, "src"));
 		r.net = json_string_value(json_object_get(row, "net"));
-		r.as = json_string_value(json_object_get(row, "as"));
-		/* a build token's build:NAME comes before the stamp's as= */
-		if (build != NULL && strncmp(build, "build:", 6) == 0)
-			r.as = build;
+		r.as = log_row_as(row);
 	}
 	principal_from_row(&v->snaps->all, &r, p);
 	return p;

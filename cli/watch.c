@@ -181,7 +181,7 @@ static void who_label(struct watch *w, json_t *row, char *buf, size_t size)
 	if (who == NULL || strcmp(who, "unattributed") != 0) {
 		r.src = str_of(row, "src");
 		r.net = str_of(row, "net");
-		r.as = str_of(row, "as");
+		r.as = log_row_as(row);
 	}
 	principal_from_row(&w->sn.all, &r, &p);
 	principal_label(&p, buf, size);

@@ -117,6 +117,9 @@ uint64_t budget_room(const struct budget_entry *e);
 void budget_words(const struct budget_entry *e, bool up, uint64_t now, char *out, size_t size);
 void budget_put(struct proxy *px, struct budget_entry *e); /* e may be NULL */
 
+/* session.c: close each connection whose build token was removed or expired (row: build-token) */
+void session_builds_check(struct proxy *px);
+
 /* limit.c */
 int limit_init(struct proxy *px);
 void limit_release(struct proxy *px);

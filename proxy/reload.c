@@ -177,7 +177,7 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 		reload_now(px, cfg_changed ? "config changed"
 			       : store_changed ? "grant store changed" : "stamp keys changed");
 	} else if (toks_changed) {
-		load_buildtoks(px); /* a token names a principal from the next connection on */
+		load_buildtoks(px);
 	} else if (next_expiry != 0 && time(NULL) >= next_expiry) {
 		rebuild(px); /* an expired once grant: no re-judging, see above */
 	} else if (px->policy->learn_until != 0 && px->policy->learn_until != learn_done &&
@@ -186,6 +186,8 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 		fprintf(stderr, "sluice-proxy: the learn window ended: enforcing\n");
 		session_rejudge_all(px);
 	}
+	/* a build token removed or past its expiry no longer names a build: close its connections */
+	session_builds_check(px);
 	loop_timer_set(l, t, WATCH_MS, on_watch, px);
 }
 

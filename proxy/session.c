@@ -23,6 +23,7 @@
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
+#include <openssl/crypto.h>
 
 
 static const char tunnel_ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
@@ -144,12 +145,45 @@ static int build_first_head(struct session *s, const struct http_request *req)
 			       r == -1 ? "malformed" : expired ? "expired" : "unknown");
 		return -1;
 	}
-	if (asprintf(&s->build, "build:%s", t->name) == -1) {
-		s->build = NULL;
+	s->build = malloc(sizeof(*s->build) + sizeof("build:") + strlen(t->name));
+	if (s->build == NULL) {
 		session_close(s, "out of memory");
 		return -1;
 	}
+	memcpy(s->build->hash, t->hash, sizeof(s->build->hash));
+	sprintf(s->build->as, "build:%s", t->name);
 	return 0;
+}
+
+/* Whether the build token s named is still in the file and unexpired at now. */
+static bool build_live(const struct session *s, time_t now)
+{
+	for (size_t i = 0; i < s->px->nbuildtoks; i++) {
+		const struct buildtok *t = &s->px->buildtoks[i];
+
+		if (CRYPTO_memcmp(t->hash, s->build->hash, sizeof(t->hash)) == 0 && now < t->expires)
+			return true;
+	}
+	return false;
+}
+
+void session_builds_check(struct proxy *px)
+{
+	time_t now = time(NULL);
+
+	for (struct session *s = px->sessions, *next; s != NULL; s = next) {
+		next = s->next;
+		if (s->build == NULL || s->closed || build_live(s, now))
+			continue;
+		if (s->x != NULL && s->x->active) {
+			s->x->decision = "refuse";
+			s->x->reason = "build-token";
+			snprintf(s->x->detail, sizeof(s->x->detail),
+				 "%s's token was removed or expired: the connection was closed",
+				 s->build->as);
+		}
+		session_close(s, "the build token was removed or expired");
+	}
 }
 
 /*
@@ -233,7 +267,7 @@ void session_log(struct session *s)
 	row.req = x->req;
 	row.run = s->px->run_id;
 	row.who = session_who(s, who, sizeof(who));
-	row.build = s->build;
+	row.build = s->build != NULL ? s->build->as : NULL;
 	if (s->stamp != NULL) {
 		stamp_expand(s->stamp, &st);
 		row.stamp = &st;
@@ -467,6 +501,23 @@ int session_flush_client(struct session *s)
 /* --- tunnel and drain steps -------------------------------------------- */
 
 /*
+ * Read the client no further than one byte past what the tunnel's budget
+ * has left now: the budget is the principal's, shared with its other
+ * tunnels and requests, so it is read again before every pump. Past it
+ * under observe or learn: the row says so, and nothing is held back.
+ */
+static void tunnel_budget_cap(struct session *s)
+{
+	struct relay_dir *d = &s->tun->to_up;
+	uint64_t room;
+
+	if (s->x == NULL || s->x->budget == NULL)
+		return;
+	room = budget_room(s->x->budget);
+	d->cap = room == UINT64_MAX || s->x->budget_observed ? UINT64_MAX : d->bytes + room + 1;
+}
+
+/*
  * A tunnel under a max-up: what it sent is spent, and past the budget it
  * is closed with its row (refuse, budget). Else the client is read no
  * further than one byte past what the budget has left, so it cannot run
@@ -474,9 +525,7 @@ int session_flush_client(struct session *s)
  */
 static bool tunnel_over_budget(struct session *s)
 {
-	struct relay_dir *d = &s->tun->to_up;
 	char why[sizeof(s->x->detail)];
-	uint64_t room;
 
 	if (s->x->budget == NULL)
 		return false;
@@ -485,9 +534,7 @@ static bool tunnel_over_budget(struct session *s)
 		session_tunnel_refuse(s, "budget", "%s: the tunnel was closed", why);
 		return true;
 	}
-	/* past it under observe or learn: the row says so, and nothing is held back */
-	room = budget_room(s->x->budget);
-	d->cap = room == UINT64_MAX || s->x->budget_observed ? UINT64_MAX : d->bytes + room + 1;
+	tunnel_budget_cap(s);
 	return false;
 }
 
@@ -505,6 +552,7 @@ void session_step_tunnel(struct session *s)
 		if (tls_hello_step(s) == -1)
 			return;
 	}
+	tunnel_budget_cap(s);
 	/* toward the client the relay never shuts: the end is passed on below */
 	if ((tun->hello == HELLO_DONE &&
 	     relay_dir_pump(&tun->to_up, relay_dir_done(&tun->to_cli)) == -1) ||

@@ -269,14 +269,20 @@ struct session {
 
 	struct sess_stamp *stamp; /* verified on the first head; every request inherits it.
 				     NULL: unattributed */
-	char *build; /* "build:NAME" when the first head named a live build token; else NULL */
+	struct sess_build *build; /* the live build token the first head named; else NULL */
+};
+
+/* A connection's build token: while it lives, the connection is build:NAME. */
+struct sess_build {
+	uint8_t hash[32]; /* the token's (lib/buildtok.h): checked again as tokens change */
+	char as[];        /* "build:NAME" */
 };
 
 /* Who a row names: "src@net" of the stamp, else "build:NAME", else "unattributed". */
 static inline const char *session_who(const struct session *s, char *buf, size_t size)
 {
 	if (s->stamp == NULL)
-		return s->build != NULL ? s->build : "unattributed";
+		return s->build != NULL ? s->build->as : "unattributed";
 	snprintf(buf, size, "%s@%s", s->stamp->src, s->stamp->net);
 	return buf;
 }
@@ -290,7 +296,7 @@ static inline void session_principal(const struct session *s, struct policy_requ
 {
 	pr->who = s->stamp != NULL || s->build != NULL ? session_who(s, buf, size) : NULL;
 	pr->src = s->stamp != NULL ? s->stamp->src : NULL;
-	pr->as = s->build != NULL ? s->build
+	pr->as = s->build != NULL ? s->build->as
 		 : s->stamp != NULL && s->stamp->as[0] != '\0' ? s->stamp->as : NULL;
 }
 #define SESSION_WHO_MAX (STAMP_NET_MAX + 48)
@@ -298,6 +304,8 @@ static inline void session_principal(const struct session *s, struct policy_requ
 /* Whose budget a request spends: the stamp's as= when it has one, else session_who's. */
 static inline const char *session_spender(const struct session *s, char *buf, size_t size)
 {
+	if (s->build != NULL)
+		return s->build->as;
 	if (s->stamp != NULL && s->stamp->as[0] != '\0')
 		return s->stamp->as;
 	return session_who(s, buf, size);
