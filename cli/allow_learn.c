@@ -60,17 +60,6 @@ static char *span(long long s, char *buf, size_t size)
 	return buf;
 }
 
-static char *clock_text(time_t t, char *buf, size_t size)
-{
-	struct tm tm;
-
-	if (localtime_r(&t, &tm) == NULL)
-		snprintf(buf, size, "%lld", (long long)t);
-	else
-		strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
-	return buf;
-}
-
 /* What the mode is now, in one line. */
 static void mode_print(const struct config *c, const struct grant_mode *m, time_t now)
 {
@@ -80,12 +69,12 @@ static void mode_print(const struct config *c, const struct grant_mode *m, time_
 		printf("%s (the config's mode; no `sluice allow enforce` yet)\n",
 		       c->mode == MODE_OBSERVE ? "observe" : "enforce");
 	else if (m->kind == GRANT_MODE_LEARN && now < m->until)
-		printf("learn until %s (%s left), then enforce\n", clock_text(m->until, a, sizeof(a)),
+		printf("learn until %s (%s left), then enforce\n", cli_time_text(m->until, a, sizeof(a)),
 		       span((long long)(m->until - now), d, sizeof(d)));
 	else if (m->kind == GRANT_MODE_LEARN)
-		printf("enforce (the learn window ended at %s)\n", clock_text(m->until, a, sizeof(a)));
+		printf("enforce (the learn window ended at %s)\n", cli_time_text(m->until, a, sizeof(a)));
 	else
-		printf("%s (since %s)\n", grant_mode_name(m->kind), clock_text(m->since, a, sizeof(a)));
+		printf("%s (since %s)\n", grant_mode_name(m->kind), cli_time_text(m->since, a, sizeof(a)));
 }
 
 int allow_enforce(int argc, char **argv)
@@ -556,7 +545,7 @@ int allow_learn(int argc, char **argv)
 		snapshots_release(&snaps);
 	qsort(gs.v, gs.n, sizeof(*gs.v), by_count);
 	printf("# learn window %s .. %s%s: %zu host%s would have been refused\n",
-	       clock_text(s.mode.learn_start, a, sizeof(a)), clock_text(s.mode.learn_end, b, sizeof(b)),
+	       cli_time_text(s.mode.learn_start, a, sizeof(a)), cli_time_text(s.mode.learn_end, b, sizeof(b)),
 	       s.mode.learn_end > now ? " (still open)" : "", gs.n, gs.n == 1 ? "" : "s");
 	ret = EXIT_OK;
 	for (size_t i = 0; i < gs.n; i++) {

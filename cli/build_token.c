@@ -121,18 +121,6 @@ static int tokens_open(const struct config *c, char *path, size_t size, struct t
 	return fd;
 }
 
-/* t as local time, "2026-12-02 03:13:16". */
-static char *time_text(time_t t, char *buf, size_t size)
-{
-	struct tm tm;
-
-	if (localtime_r(&t, &tm) == NULL)
-		snprintf(buf, size, "%lld", (long long)t);
-	else
-		strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
-	return buf;
-}
-
 /* The address a build reaches the proxy at: the config's first TCP listener. */
 static int proxy_addr(const struct config *c, char *buf, size_t size)
 {
@@ -217,7 +205,7 @@ static int token_new(struct config *c, int argc, char **argv)
 	if (tokens_save(path, t) == -1)
 		goto out_unlock;
 	printf("http://%s:%s@%s\n", BUILDTOK_USER, secret, addr);
-	time_text(tok->expires, stamp, sizeof(stamp));
+	cli_time_text(tok->expires, stamp, sizeof(stamp));
 	fprintf(stderr,
 		"build-token: build:%s until %s; pass the URL as the build's http_proxy and "
 		"https_proxy, and grant what it needs with: sluice allow add HOST --for build:%s\n",
@@ -253,7 +241,7 @@ static int token_list_rm(struct config *c, const char *rm)
 			continue;
 		}
 		printf("build:%-24s  created %s  expires %s\n", t->v[i].name,
-		       time_text(t->v[i].created, a, sizeof(a)), time_text(t->v[i].expires, b, sizeof(b)));
+		       cli_time_text(t->v[i].created, a, sizeof(a)), cli_time_text(t->v[i].expires, b, sizeof(b)));
 	}
 	if (rm != NULL && j == t->n) {
 		fprintf(stderr, "build-token: no live token named %s\n", rm);

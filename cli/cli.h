@@ -58,6 +58,9 @@ int cli_num_parse(const char *s, int base, unsigned long lo, unsigned long hi, u
 /* fputs strerror(e) with a lower-case first letter (diagnostics read that way). */
 void cli_put_strerror(FILE *f, int e);
 
+/* t as local time, "2026-12-02 03:13:16", into buf. Returns buf. */
+char *cli_time_text(time_t t, char *buf, size_t size);
+
 /*
  * Open a file of STATE's that the CLI (root) writes or locks, through
  * file_open_owned: never a symbolic link, a hard link, or a file not

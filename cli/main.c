@@ -11,6 +11,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -168,6 +169,17 @@ int cli_open_state(const char *verb, const char *path, int flags, mode_t mode)
 		fputc('\n', stderr);
 	}
 	return fd;
+}
+
+char *cli_time_text(time_t t, char *buf, size_t size)
+{
+	struct tm tm;
+
+	if (localtime_r(&t, &tm) == NULL)
+		snprintf(buf, size, "%lld", (long long)t);
+	else
+		strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
+	return buf;
 }
 
 uid_t cli_user_uid(const struct config *c)
