@@ -91,14 +91,19 @@ static int tokens_save(const char *path, const struct tokens *t)
 	return 0;
 }
 
-/* The lock, and the file read, with expired tokens dropped. Returns the lock fd or -1. */
-static int tokens_open(const struct config *c, char *path, size_t size, struct tokens *t)
+/*
+ * The lock, and the file read into a new *tp (free it), expired tokens
+ * dropped. Returns the lock fd, or -1 after printing why (*tp NULL).
+ */
+static int tokens_open(const struct config *c, char *path, size_t size, struct tokens **tp)
 {
 	char lock[PATH_MAX + 16];
 	time_t now = time(NULL);
+	struct tokens *t;
 	size_t j = 0;
 	int fd;
 
+	*tp = NULL;
 	snprintf(path, size, "%s/%s", c->state_dir, TOKENS_NAME);
 	snprintf(lock, sizeof(lock), "%s.lock", path);
 	if (file_mkdir_p(c->state_dir, 0700) == -1) {
@@ -110,10 +115,15 @@ static int tokens_open(const struct config *c, char *path, size_t size, struct t
 		return -1;
 	while (flock(fd, LOCK_EX) == -1 && errno == EINTR)
 		;
-	if (tokens_load(path, t) == -1) {
+	t = malloc(sizeof(*t));
+	if (t == NULL)
+		fprintf(stderr, "build-token: out of memory\n");
+	if (t == NULL || tokens_load(path, t) == -1) {
+		free(t);
 		close(fd);
 		return -1;
 	}
+	*tp = t;
 	for (size_t i = 0; i < t->n; i++)
 		if (t->v[i].expires > now)
 			t->v[j++] = t->v[i];
@@ -184,12 +194,7 @@ static int token_new(struct config *c, int argc, char **argv)
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(secret + 2 * i, 3, "%02x", raw[i]);
 	explicit_bzero(raw, sizeof(raw));
-	t = malloc(sizeof(*t));
-	if (t == NULL) {
-		fprintf(stderr, "build-token: out of memory\n");
-		return EXIT_ERROR;
-	}
-	fd = tokens_open(c, path, sizeof(path), t);
+	fd = tokens_open(c, path, sizeof(path), &t);
 	if (fd == -1)
 		goto out;
 	if (t->n == BUILDTOK_MAX) {
@@ -223,15 +228,11 @@ out:
 static int token_list_rm(struct config *c, const char *rm)
 {
 	char path[PATH_MAX], a[32], b[32];
-	struct tokens *t = malloc(sizeof(*t));
+	struct tokens *t;
 	size_t j = 0;
 	int fd, ret = EXIT_ERROR;
 
-	if (t == NULL) {
-		fprintf(stderr, "build-token: out of memory\n");
-		return EXIT_ERROR;
-	}
-	fd = tokens_open(c, path, sizeof(path), t);
+	fd = tokens_open(c, path, sizeof(path), &t);
 	if (fd == -1)
 		goto out;
 	for (size_t i = 0; i < t->n; i++) {
