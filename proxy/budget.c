@@ -3,8 +3,8 @@
  *
  * A grant with max-requests or max-up (grant.h) lets each principal it
  * serves make that many requests through it and send that many bytes up
- * (request bodies, a tunnel's client-to-origin bytes), over the grant's
- * life or per window of `per` seconds. A window is fixed and begins at the
+ * (request heads as they go upstream, bodies, a tunnel's client-to-origin
+ * bytes), over the grant's life or per window of `per` seconds. A window is fixed and begins at the
  * principal's first request through the grant (not aligned to the clock);
  * the next request after it ends opens the next one.
  *
@@ -236,8 +236,8 @@ void budget_words(const struct budget_entry *e, bool up, uint64_t now, char *out
 			 e->max_requests, e->who, when, e->args, other, per);
 }
 
-int budget_take(struct proxy *px, const struct grant *g, const char *who, uint64_t body,
-		struct budget_entry **out, char *why, size_t size)
+int budget_take(struct proxy *px, const struct grant *g, const char *who, uint64_t head,
+		uint64_t body, struct budget_entry **out, char *why, size_t size)
 {
 	uint64_t now = loop_now(px->loop);
 	struct budget_entry *e;
@@ -257,10 +257,12 @@ int budget_take(struct proxy *px, const struct grant *g, const char *who, uint64
 		budget_words(e, false, now, why, size);
 		return 1;
 	}
-	if (e->max_up > 0 && (e->up >= e->max_up || body > e->max_up - e->up)) {
+	if (e->max_up > 0 &&
+	    (e->up >= e->max_up || head > e->max_up - e->up || body > e->max_up - e->up - head)) {
 		budget_words(e, true, now, why, size);
 		return 1;
 	}
+	e->up += head;
 	e->requests++;
 	e->refs++;
 	*out = e;
@@ -294,9 +296,10 @@ void budget_put(struct proxy *px, struct budget_entry *e)
 
 /*
  * The grant g that allowed the request has a budget: the request counts
- * against the principal's, unless it is spent (or its declared body would
- * pass it): 403 budget, or in a mode that refuses nothing the row says it
- * would have been. Returns 0 go on, -1 refused.
+ * against the principal's, its head's bytes (head_up_size) against max-up,
+ * unless it is spent (or the head and its declared body would pass it): 403
+ * budget, or in a mode that refuses nothing the row says it would have
+ * been. Returns 0 go on, -1 refused.
  */
 int budget_request(struct session *s, const struct http_request *req, const struct grant *g)
 {
@@ -304,8 +307,8 @@ int budget_request(struct session *s, const struct http_request *req, const stru
 	char who[SESSION_WHO_MAX], why[sizeof(((struct refusal *)0)->detail)];
 	uint64_t body = req->body == HTTP_BODY_LENGTH ? req->content_length : 0;
 
-	if (budget_take(s->px, g, session_spender(s, who, sizeof(who)), body, &x->budget, why,
-			sizeof(why)) == 0)
+	if (budget_take(s->px, g, session_spender(s, who, sizeof(who)), head_up_size(s, req), body,
+			&x->budget, why, sizeof(why)) == 0)
 		return 0;
 	if (policy_mode_at(s->px->policy, time(NULL)) != MODE_ENFORCE) {
 		x->decision = "observe";

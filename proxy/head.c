@@ -194,6 +194,27 @@ int head_upstream(struct session *s, const struct http_request *req)
 	return put(b, "\r\n", 2);
 }
 
+/*
+ * The client's bytes in its head that would go upstream, as an HTTP/1.1
+ * head writes them: the request line with its origin-form target (a
+ * CONNECT's authority), Host, each header that forwards, the blank line.
+ * Hop-by-hop headers and the stamp never leave, so they do not count; a
+ * credential sluice writes is not the client's and does not either. What
+ * a budget's max-up charges for a head, HTTP/1.1 or HTTP/2 alike.
+ */
+uint64_t head_up_size(const struct session *s, const struct http_request *req)
+{
+	char a[HOST_NAME_MAX_LEN + 16];
+	int alen = head_authority(s, a, sizeof(a));
+	uint64_t n = req->method_len + 1 + (req->path != NULL ? req->path_len : req->target_len) +
+		     sizeof(" HTTP/1.1\r\n") - 1 + sizeof("Host: \r\n") - 1 + (alen > 0 ? alen : 0) + 2;
+
+	for (size_t i = 0; i < req->nheaders; i++)
+		if (head_forwards(s, req, i, -2))
+			n += req->headers[i].name_len + 2 + req->headers[i].value_len + 2;
+	return n;
+}
+
 /* The response head for the client: re-framed, hop-by-hop and scrubbed-away headers out. */
 int head_client(struct session *s, const struct http_response *resp)
 {

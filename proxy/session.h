@@ -401,6 +401,7 @@ ssize_t head_credential(struct session *s, char **value);
 ssize_t head_query_path(struct session *s, const struct http_request *req, char **out,
 			size_t *size);
 int head_authority(const struct session *s, char *out, size_t size);
+uint64_t head_up_size(const struct session *s, const struct http_request *req);
 
 /* body.c */
 /*

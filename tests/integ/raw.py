@@ -138,7 +138,10 @@ def main():
             if time.monotonic() - t0 > timeout:
                 break
     else:
-        s.sendall(data)
+        try:
+            s.sendall(data)
+        except OSError:
+            pass  # the proxy may answer and close before all of it went: read what it said
     if shut:
         s.shutdown(socket.SHUT_WR)
     while time.monotonic() - t0 < timeout:

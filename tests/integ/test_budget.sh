@@ -3,8 +3,9 @@
 # with --max-requests N lets each principal it serves make N requests
 # through it (the next is refused 403 budget, with the command that raises
 # it, and never reaches the origin); --per resets the count each window;
-# --max-up caps the bytes a principal sends up through it: request bodies
-# (a declared body that would pass it is refused before a byte goes), and
+# --max-up caps the bytes a principal sends up through it: request heads
+# and bodies (a head and declared body that would pass it are refused
+# before a byte goes), and
 # an open tunnel that passes it is closed with its row. Counts are per
 # principal and survive a policy reload. The real proxy, real origins.
 source "$(dirname "$0")/lab.sh"
@@ -109,47 +110,69 @@ expect_refusal "window 2: the third is refused again" "$(plain_get /budget-w2-3)
 expect_eq "the origin saw the four that passed, not the two refused" "4 0 0" \
 	"$(inetq ev=req 'line~/budget-w') $(inetq ev=req 'line~/budget-w1-3') $(inetq ev=req 'line~/budget-w2-3')"
 
-# --- max-up over plain-http bodies
+# --- max-up over plain-http heads and bodies. A head counts as it goes
+# upstream: the request line in origin form, Host, each header that forwards
+# (hop-by-hop ones and the stamp never leave, so Connection: close does not).
 sl allow add other.test --max-up 10k >"$LAB_DIR/cli.out" 2>&1
 expect_re "allow add --max-up 10k stores 10240 bytes" '^other\.test permanent [0-9]+ max-up=10240$' \
 	"$(grep '^other.test ' "$STATE/grants")"
 wait_until 10 reloaded_past "$((n + 2))"
-head -c 4096 /dev/urandom >"$LAB_DIR/b4k"
-head -c 2048 /dev/urandom >"$LAB_DIR/b2k"
-head -c 65536 /dev/urandom >"$LAB_DIR/b64k"
-post() { pcode "http://other.test/echo-$1" -H 'Expect:' --data-binary "@$LAB_DIR/$2"; }
-expect_eq "POST 4096 bytes: passes" 200 "$(post up1 b4k)"
-expect_eq "POST 4096 more (8192 of 10240): passes" 200 "$(post up2 b4k)"
-out=$(hx curl -s -i --max-time 10 -x "$PROXY_URL" -H 'Expect:' --data-binary "@$LAB_DIR/b4k" http://other.test/echo-up3)
+# upost PATH LEN: a raw POST of LEN bytes to other.test; uhead PATH LEN: the bytes its head counts
+upost() {
+	raw "POST http://other.test$1 HTTP/1.1\r\nHost: other.test\r\nContent-Length: $2\r\nConnection: close\r\n\r\n$(head -c "$2" /dev/zero | tr '\0' x)" --timeout 5
+}
+uhead() { printf 'POST %s HTTP/1.1\r\nHost: other.test\r\nContent-Length: %s\r\n\r\n' "$1" "$2" | wc -c; }
+sent=$(($(uhead /echo-up1 4096) + 4096))
+expect_eq "POST 4096 bytes ($sent with its head): passes" 200 "$(meta_status "$(upost /echo-up1 4096)")"
+sent=$((sent + $(uhead /echo-up2 4096) + 4096))
+expect_eq "POST 4096 more ($sent of 10240 with both heads): passes" 200 "$(meta_status "$(upost /echo-up2 4096)")"
+out=$(upost /echo-up3 4096)
 expect_re "POST 4096 more would pass the budget: 403 budget before a byte goes" \
-	'^HTTP/1.1 403.*budget max-up 10240 bytes for unattributed is spent \(8192 sent\); to raise it run: sluice allow add other\.test --max-up BYTES' \
+	"^HTTP/1.1 403.*budget max-up 10240 bytes for unattributed is spent \\($sent sent\\); to raise it run: sluice allow add other\\.test --max-up BYTES" \
 	"$(printf '%s' "$out" | tr -d '\r' | tr '\n' ' ')"
 expect_re "... with a Proxy-Status naming budget" '^Proxy-Status: sluice; error=http_request_denied; details="budget' \
 	"$(printf '%s' "$out" | tr -d '\r' | grep -i '^Proxy-Status')"
 expect_none "... and that request never reached the origin" inet 'line~/echo-up3'
-expect_eq "POST 2048 (exactly 10240): passes" 200 "$(post up4 b2k)"
-expect_eq "the origin got the three bodies that passed: 4096, 4096, 2048" "2 1" \
-	"$(inetq ev=body 'local~203.0.113.11' len=4096) $(inetq ev=body 'local~203.0.113.11' len=2048)"
+last=$((10240 - sent - $(uhead /echo-up4 0000)))
+expect_eq "POST $last, its head and body exactly what is left: passes" 200 "$(meta_status "$(upost /echo-up4 "$last")")"
+expect_eq "the origin got the three bodies that passed: 4096, 4096, $last" "2 1" \
+	"$(inetq ev=body 'local~203.0.113.11' len=4096) $(inetq ev=body 'local~203.0.113.11' len="$last")"
 out=$(raw "GET http://other.test/after HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n" --timeout 5)
 expect_refusal "the budget spent, a new request (even bodiless) is refused" "$out" 403 budget '\(10240 sent\)'
 expect_none "... never reaching the origin" inet 'line~/after'
 
+# --- bytes carried in headers count: a bodiless GET whose header would pass max-up is refused
+sl allow add a.wild.test --max-up 4k >/dev/null 2>&1
+wait_until 10 reloaded_past "$((n + 3))"
+pad=$(head -c 3000 /dev/zero | tr '\0' y)
+hget() { raw "GET http://a.wild.test/$1 HTTP/1.1\r\nHost: a.wild.test\r\nX-Pad: $pad\r\nConnection: close\r\n\r\n" --timeout 5; }
+expect_eq "a GET with a 3000-byte header under max-up 4096: passes" 200 "$(meta_status "$(hget hdr-1)")"
+hsent=$(printf 'GET /hdr-1 HTTP/1.1\r\nHost: a.wild.test\r\nX-Pad: %s\r\n\r\n' "$pad" | wc -c)
+expect_refusal "the same GET again would pass it: refused, its head counted ($hsent sent)" "$(hget hdr-2)" \
+	403 budget "max-up 4096 bytes for unattributed is spent \\($hsent sent\\)"
+expect_none "... and it never reached the origin" inet 'line~/hdr-2'
+expect_eq "... while the first did" 1 "$(inetq ev=req 'line~/hdr-1')"
+
 # --- a chunked body that passes max-up on the way is cut off, with its row
 # (notwild.test: third.test has the config's unbudgeted grant, which allows it first)
 sl allow add notwild.test --max-up 5000 >/dev/null 2>&1
-wait_until 10 reloaded_past "$((n + 3))"
-out=$(hx curl -s -i --max-time 10 -x "$PROXY_URL" -H 'Expect:' -H 'Transfer-Encoding: chunked' \
-	--data-binary "@$LAB_DIR/b64k" http://notwild.test/chunked-up 2>&1)
-expect_re "a chunked POST of 64 KiB through max-up 5000 is refused 403 budget mid-body" \
+wait_until 10 reloaded_past "$((n + 4))"
+out=$(raw "POST http://notwild.test/chunked-up HTTP/1.1\r\nHost: notwild.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n4000\r\n$(head -c 16384 /dev/zero | tr '\0' z)\r\n0\r\n\r\n" --timeout 5)
+expect_re "a chunked POST of 16 KiB through max-up 5000 is refused 403 budget mid-body" \
 	'^HTTP/1.1 403.*budget max-up 5000 bytes.*the request was cut off' "$(printf '%s' "$out" | tr -d '\r' | tr '\n' ' ')"
 wait_log 3 path=/chunked-up reason=budget
 up=$(logq path=/chunked-up --field up)
-expect_ge "its row counts what went up: past 5000" 5001 "$up"
-expect_lt "... but not far past it (reads stop a byte past what is left)" 5100 "$up"
+# the head goes up without Connection (hop-by-hop); its chunked framing goes up as it came
+chead=$(printf 'POST /chunked-up HTTP/1.1\r\nHost: notwild.test\r\nTransfer-Encoding: chunked\r\n\r\n' | wc -c)
+expect_ge "its row counts the body that went up: with the head ($chead), past 5000" "$((5001 - chead))" "$up"
+expect_lt "... but not far past it (reads stop a byte past what is left)" "$((5100 - chead))" "$up"
 
 # --- a CONNECT tunnel that passes max-up is closed, its row reason budget, up at the budget
 sl allow add good.test:9000 --max-up 64k >/dev/null 2>&1
-wait_until 10 reloaded_past "$((n + 4))"
+wait_until 10 reloaded_past "$((n + 5))"
+# the CONNECT head counts first: what the tunnel may carry is the rest
+chead=$(printf 'CONNECT good.test:9000 HTTP/1.1\r\nHost: good.test:9000\r\n\r\n' | wc -c)
+room=$((65536 - chead))
 out=$(hx "$PY" - "$PROXY_ADDR" "$PROXY_PORT" <<'PYEOF' 2>&1
 import os, socket, sys, time
 sys.path.insert(0, os.environ.get("INTEG_DIR", "tests/integ"))
@@ -181,12 +204,13 @@ row=$(logq method=CONNECT port=9000 reason=budget --json)
 expect_re "its row: refuse, reason budget, naming max-up 65536" \
 	'"decision": "refuse".*"reason": "budget".*max-up 65536 bytes for unattributed is spent.*the tunnel was closed' "$row"
 up=$(logq method=CONNECT port=9000 reason=budget --field up)
-expect_ge "its up is the budget passed by at most a byte: at least 65537" 65537 "$up"
-expect_lt "... and not far past it" 65600 "$up"
+expect_ge "its up is the budget less the CONNECT head ($chead) passed by a byte: at least $((room + 1))" \
+	"$((room + 1))" "$up"
+expect_lt "... and not far past it" "$((room + 64))" "$up"
 wait_until 5 bash -c "grep -q '\"halfclose\"' '$LAB_DIR/halfclose.jsonl'"
 got=$(jq_ "$LAB_DIR/halfclose.jsonl" ev=halfclose --field len)
-expect_ge "the origin received at least the budget" 65536 "$got"
-expect_lt "... and no more than a byte past it" 65538 "$got"
+expect_ge "the origin received at least what the budget left the tunnel" "$room" "$got"
+expect_lt "... and no more than a byte past it" "$((room + 2))" "$got"
 out=$(raw 'CONNECT good.test:9000 HTTP/1.1\r\nHost: good.test:9000\r\n\r\n' --timeout 5)
 expect_refusal "a new CONNECT through the spent grant is refused" "$out" 403 budget 'max-up 65536 bytes for unattributed is spent'
 # --- observe refuses nothing: a spent budget lets the request through, its row says so
