@@ -202,6 +202,7 @@ struct scrape {
 	size_t inlen;
 	struct buf out;
 	bool answered; /* out holds the whole answer */
+	uint64_t since; /* loop time it was accepted */
 };
 
 struct metrics_server {
@@ -332,12 +333,34 @@ static void on_scrape(struct loop *l, struct loop_io *io, uint32_t events)
 	}
 }
 
+/*
+ * A slot for a new scrape: a free one, else the oldest still waiting for
+ * its head, closed. Idle connections cannot keep a scraper out: the one
+ * that has sent nothing gives way. NULL when every slot is answering.
+ */
+static struct scrape *slot_take(struct metrics_server *ms)
+{
+	struct scrape *old = NULL;
+
+	for (size_t i = 0; i < METRICS_CONNS; i++) {
+		struct scrape *c = &ms->conns[i];
+
+		if (c->io.fd < 0)
+			return c;
+		if (!c->answered && (old == NULL || c->since < old->since))
+			old = c;
+	}
+	if (old != NULL)
+		scrape_close(old);
+	return old;
+}
+
 static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
 {
 	struct metrics_server *ms = io->arg;
 
 	for (int k = 0; k < METRICS_CONNS * 2; k++) {
-		struct scrape *c = NULL;
+		struct scrape *c;
 		int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd == -1) {
@@ -346,15 +369,14 @@ static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
 					strerror(errno));
 			return;
 		}
-		for (size_t i = 0; i < METRICS_CONNS && c == NULL; i++)
-			if (ms->conns[i].io.fd < 0)
-				c = &ms->conns[i];
+		c = slot_take(ms);
 		if (c == NULL || loop_io_add(l, &c->io, fd, EPOLLIN, on_scrape, c) == -1) {
-			close(fd); /* every slot busy: a scraper tries again */
+			close(fd); /* every slot answering: a scraper tries again */
 			continue;
 		}
 		c->inlen = 0;
 		c->answered = false;
+		c->since = loop_now(l);
 		buf_init(&c->out, METRICS_OUT_MAX + 512);
 		loop_timer_set(l, &c->timer, METRICS_TIMEOUT_MS, scrape_timeout, c);
 	}

@@ -15,7 +15,9 @@
  * The listener answers one request per connection and closes: GET
  * /metrics is 200, another path 404, another method 405, a head that does
  * not parse (lib/http.c) 400 or 431; a head must arrive within
- * METRICS_TIMEOUT_MS and fit in METRICS_HEAD_MAX bytes. It never blocks.
+ * METRICS_TIMEOUT_MS and fit in METRICS_HEAD_MAX bytes. With every slot
+ * taken, a new connection closes the oldest that has not sent its whole
+ * head, so idle connections cannot keep a scraper out. It never blocks.
  */
 #ifndef SLUICE_METRICS_H
 #define SLUICE_METRICS_H
@@ -32,7 +34,7 @@
 #define METRICS_SERIES 768     /* across all families */
 #define METRICS_HEAD_MAX 4096  /* a scrape's request head */
 #define METRICS_TIMEOUT_MS 5000 /* a scrape's whole life: head in, answer out */
-#define METRICS_CONNS 8        /* scrapes at once; more are closed at accept */
+#define METRICS_CONNS 8        /* scrapes at once; past it the oldest without a head goes */
 #define METRICS_OUT_MAX (1024 * 1024)
 
 enum metrics_type {

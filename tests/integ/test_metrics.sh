@@ -323,6 +323,37 @@ big=$(printf 'X-Pad: %05000d\\r\\n' 0)
 expect_re "a head past 4096 bytes: 431" '^HTTP/1.1 431 ' "$(rawm "GET /metrics HTTP/1.1\\r\\n$big\\r\\n")"
 out=$(rawm 'GET /metrics HTTP/1.1\r\nHost: x\r\n')
 expect_re "a head that never ends is closed after the 5 s timeout" '^closed [4-7]\.[0-9]$' "$out"
+out=$(hx "$PY" - "$MP" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(12)]
+time.sleep(0.3)  # every one accepted: 8 in the slots, the 4 after each closed the oldest
+s = socket.create_connection(("127.0.0.1", port), timeout=5)
+s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+r = b""
+try:
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        r += b
+except OSError as e:
+    r += b" error " + str(e).encode()
+closed = 0
+for c in idle:
+    c.settimeout(0.5)
+    try:
+        closed += c.recv(1) == b""
+    except socket.timeout:
+        pass
+    except OSError:
+        closed += 1
+print((r.split(b"\r\n")[0].decode("latin-1") or "closed"), "idle closed", closed)
+PY
+)
+expect_re "12 idle connections hold no scrape out: the scrape is answered" '^HTTP/1.1 200 ' "$out"
+expect_re "... the oldest idle ones gave way: 4 for the idle after them, 1 for the scrape" \
+	'idle closed 5$' "$out"
 expect_eq "the proxy still serves metrics" 200 "$(scrape $MP $S.5)"
 expect_eq "... and requests" 200 "$(pcode http://good.test/after)"
 expect_eq "... still running" 0 "$(proxy_alive; echo $?)"
