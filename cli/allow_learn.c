@@ -19,9 +19,9 @@
  * engine snapshots when read), up to three user agents and three path
  * prefixes (two segments, no query). On a terminal each is offered: o once
  * (15 min), s session, p permanent (scoped to the principals that asked;
- * to everyone when one was unattributed or more than GRANT_SCOPES_MAX
- * asked), n later, v never. Without a terminal it prints the `sluice allow
- * add` lines and grants nothing.
+ * to everyone, once the operator confirms it, when one was unattributed or
+ * more than GRANT_SCOPES_MAX asked), n later, v never. Without a terminal
+ * it prints the `sluice allow add` lines and grants nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -174,7 +174,8 @@ struct group {
 	int64_t first_ms, last_ms;
 	struct asker who[WHO_MAX];
 	size_t nwho;
-	bool many;                     /* more askers than WHO_MAX, or one unattributed */
+	bool unattributed;             /* one asker had no stamp */
+	bool many;                     /* more askers than WHO_MAX */
 	char ua[KEEP][UA_MAX + 1];
 	size_t nua;
 	char path[KEEP][UA_MAX + 1];   /* prefixes, PREFIX_MAX at most */
@@ -294,7 +295,7 @@ static int row_add(struct groups *gs, json_t *row, int64_t t_ms)
 			snprintf(word, sizeof(word), "%s@%s", src, net);
 	}
 	if (word[0] == '\0')
-		g->many = true; /* an unattributed asker: only an unscoped grant serves it */
+		g->unattributed = true; /* only an unscoped grant serves it */
 	for (i = 0; i < g->nwho && strcmp(g->who[i].word, word) != 0; i++)
 		;
 	if (i == g->nwho && g->nwho < WHO_MAX) {
@@ -398,7 +399,8 @@ static bool served(const struct policy *p, const struct group *g, time_t now)
 	struct host h;
 	const char *err;
 
-	if (p == NULL || host_canon(g->host, strlen(g->host), &h, &err) == -1 || g->many)
+	if (p == NULL || host_canon(g->host, strlen(g->host), &h, &err) == -1 || g->many ||
+	    g->unattributed)
 		return false;
 	for (size_t i = 0; i < g->nwho; i++) {
 		const struct asker *a = &g->who[i];
@@ -418,6 +420,17 @@ static bool served(const struct policy *p, const struct group *g, time_t now)
 	return true;
 }
 
+/* Why g's grant must serve every connection; NULL when it can name each who asked. */
+static const char *group_everyone(const struct group *g)
+{
+	if (g->unattributed)
+		return "an unattributed client asked";
+	_Static_assert(GRANT_SCOPES_MAX == 8, "the words below name GRANT_SCOPES_MAX");
+	if (g->many || g->nwho > GRANT_SCOPES_MAX)
+		return "more asked than the 8 principals a grant can name";
+	return NULL;
+}
+
 /* The grant g asks for into gr, and as a command line into cmd. Returns 0 or -1. */
 static int group_grant(const struct group *g, struct grant *gr, char *cmd, size_t size)
 {
@@ -427,7 +440,7 @@ static int group_grant(const struct group *g, struct grant *gr, char *cmd, size_
 	if (allow_pattern(g->pattern, gr) == -1)
 		return -1;
 	off = (size_t)snprintf(cmd, size, "sluice allow add %s", g->pattern);
-	for (size_t i = 0; !g->many && g->nwho <= GRANT_SCOPES_MAX && i < g->nwho; i++) {
+	for (size_t i = 0; group_everyone(g) == NULL && i < g->nwho; i++) {
 		if (grant_scope_add(gr, g->who[i].word, &err) == -1) {
 			fprintf(stderr, "allow: %s: principal %s: %s\n", g->pattern, g->who[i].word, err);
 			return -1;
@@ -435,8 +448,6 @@ static int group_grant(const struct group *g, struct grant *gr, char *cmd, size_
 		if (off < size)
 			off += (size_t)snprintf(cmd + off, size - off, " --for %s", g->who[i].word);
 	}
-	if (g->nwho > GRANT_SCOPES_MAX)
-		gr->nscopes = 0;
 	return 0;
 }
 
@@ -460,7 +471,9 @@ static void group_print(FILE *out, const struct group *g, const struct snapshots
 		principal_label(&p, label, sizeof(label));
 		fprintf(out, "%s%s", i ? ", " : "", label);
 	}
-	fprintf(out, "%s\n", g->nwho == WHO_MAX && g->many ? ", ..." : "");
+	fprintf(out, "%s\n", g->many ? ", ..." : "");
+	if (group_everyone(g) != NULL)
+		fprintf(out, "#   %s: this grant serves every connection\n", group_everyone(g));
 	for (size_t i = 0; i < g->nua; i++)
 		fprintf(out, "%s%s", i ? ", " : "#   agents: ", g->ua[i]);
 	if (g->nua > 0)
@@ -480,20 +493,41 @@ static int by_count(const void *x, const void *y)
 	return strcmp(a->pattern, b->pattern);
 }
 
-/* Ask on the terminal what to do with g. Returns its letter, or 0 at end of input. */
-static int ask(void)
+/* Ask on the terminal; one of letters typed alone. Returns it, or 0 at end of input. */
+static int ask(const char *question, const char *letters)
 {
 	char line[64];
 
 	for (;;) {
-		printf("grant it? [o]nce 15m, [s]ession, [p]ermanent, [n] later, ne[v]er: ");
+		printf("%s", question);
 		fflush(stdout);
 		if (fgets(line, sizeof(line), stdin) == NULL)
 			return 0;
-		if (strchr("ospnv", line[0]) != NULL && line[0] != '\0' &&
+		if (line[0] != '\0' && strchr(letters, line[0]) != NULL &&
 		    (line[1] == '\n' || line[1] == '\0'))
 			return line[0];
-		printf("answer o, s, p, n or v\n");
+		printf("answer one of %s\n", letters);
+	}
+}
+
+/*
+ * What to do with g: o, s, p, n or v, or 0 at end of input. A grant that
+ * would serve every connection is granted only once that is confirmed.
+ */
+static int ask_group(const struct group *g)
+{
+	int a = ask("grant it? [o]nce 15m, [s]ession, [p]ermanent, [n] later, ne[v]er: ", "ospnv");
+
+	if (a == 0 || strchr("osp", a) == NULL || group_everyone(g) == NULL)
+		return a;
+	switch (ask("to every connection, not only who asked? [y]es, [n]o: ", "yn")) {
+	case 'y':
+		return a;
+	case 'n':
+		printf("not granted\n");
+		return 'n';
+	default:
+		return 0;
 	}
 }
 
@@ -566,7 +600,7 @@ int allow_learn(int argc, char **argv)
 		printf("%s\n", cmd);
 		if (!tty)
 			continue;
-		answer = ask();
+		answer = ask_group(g);
 		if (answer == 0)
 			break;
 		if ((answer == 'o' && allow_grant(stdout, c, &gr, GRANT_ONCE, ONCE_TTL) == -1) ||

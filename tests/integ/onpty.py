@@ -2,7 +2,8 @@
 on a terminal of its own (a new pty), its output copied to ours ("\r"
 dropped) for at most 60 s; with --ctrl-c-on, a ^C typed on that terminal
 once FILE exists; with --answer, each time PROMPT appears again the next
-answer is typed (and Enter), then end of input once they are used up. Ends
+answer is typed (and Enter), then end of input once they are used up
+(PROMPT may name several, split by "|": each counts). Ends
 with "exit N", CMD's status. For the tests of what a program on the
 operator's terminal may do (test_run_hostile.sh, test_run_share.sh) and of
 what it asks there (test_learn.sh)."""
@@ -43,7 +44,7 @@ while time.time() - t0 < 60:
     sys.stdout.flush()
     if prompt is not None:
         seen += text
-        while seen.count(prompt) > typed:
+        while sum(seen.count(p) for p in prompt.split("|")) > typed:
             os.write(fd, (answers[typed] + "\n").encode() if typed < len(answers) else b"\x04")
             typed += 1
 _, st = os.waitpid(pid, 0)

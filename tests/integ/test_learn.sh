@@ -8,7 +8,8 @@
 # name), their user agents and path prefixes; without a terminal it prints
 # the `sluice allow add` lines and grants nothing; on a terminal (a pty) it
 # offers each, and `o` grants it once, scoped to who asked, `v` is never
-# offered again.
+# offered again; a host more principals asked for than a grant can name
+# is granted to every connection only once that is confirmed.
 source "$(dirname "$0")/lab.sh"
 lab_up
 lab_sandbox_up
@@ -117,6 +118,49 @@ expect_eq "other.test is in learn.never" other.test "$(cat "$STATE/learn.never")
 out=$(sl allow learn </dev/null)
 expect_re "allow learn again: nothing left to offer" "^# 2 more already granted or marked never\$" "$out"
 expect_not_re "... no allow add line" "^sluice allow add" "$out"
+
+# a host asked for by more principals than a grant can name (9 stamped
+# clients): its grant would serve every connection, so o, s and p ask first
+sl allow enforce learn --for 1m >/dev/null
+if wait_until 3 code_is 200 http://other.test/probe; then ok "a second window: the proxy refuses nothing"; else
+	not_ok "a second window: the proxy refuses nothing" "$(bcurl http://other.test/probe)"; fi
+# sget I PATH: GET third.test/PATH stamped as 10.88.0.I@podman, its own boot
+# id (each stamp's sequence the clock's nanoseconds: a retry is no replay)
+sget() {
+	local st
+	st=$("$PY" "$INTEG_DIR/stamp.py" "$STATE/stamp.key" "10.88.0.$1" podman "00112233445566$1" "$(date +%s%N)")
+	raw "GET http://third.test/$2 HTTP/1.1\r\nHost: third.test\r\nSluice-Stamp: $st\r\nConnection: close\r\n\r\n" --timeout 5
+}
+got=$(for i in 41 42 43 44 45 46 47 48 49; do printf '%s ' "$(meta_status "$(sget $i many-$i)")"; done)
+expect_eq "nine stamped clients ask for third.test in the window: each let through" \
+	"200 200 200 200 200 200 200 200 200 " "$got"
+expect_eq "... each its own principal in the log" "1 1 1 1 1 1 1 1 1 " \
+	"$(for i in 41 42 43 44 45 46 47 48 49; do printf '%s ' "$(logq host=third.test decision=observe src=10.88.0.$i --count)"; done)"
+sl allow enforce on >/dev/null
+wait_until 3 code_is 403 http://other.test/probe-end || not_ok "enforcing again after allow enforce on"
+out=$(sl allow learn </dev/null)
+block=$(printf '%s\n' "$out" | grep -A6 '^# third.test:')
+printf '%s\n' "$block" | sed 's/^/# learn: /'
+expect_re "allow learn: third.test, asked by the nine" "who: 10\\.88\\.0\\.41@podman, .*10\\.88\\.0\\.49@podman\$" "$block"
+expect_re "... it says the grant would serve every connection, and why" \
+	"more asked than the 8 principals a grant can name: this grant serves every connection" "$block"
+expect_re "... its line names no principal" "^sluice allow add third\\.test\$" "$block"
+ask='grant it? |not only who asked? '
+out=$("$PY" "$INTEG_DIR/onpty.py" --answer "$ask" o,n ip netns exec "$HNS" "$SLUICE_BUILD/sluice" \
+	-c "$CONF" allow learn 2>&1)
+printf '%s\n' "$out" | sed 's/^/# pty: /'
+expect_re "on a terminal, o asks to confirm a grant to every connection" \
+	"to every connection, not only who asked\\? \\[y\\]es, \\[n\\]o: " "$out"
+expect_re "... n: not granted" "not granted" "$out"
+expect_eq "... the store has no third.test" 0 "$(grep -c '^third\.test ' "$STATE/grants")"
+expect_refusal "... and a tenth client is still refused" "$(sget 50 refused-50)" 403 not-granted
+out=$("$PY" "$INTEG_DIR/onpty.py" --answer "$ask" o,y ip netns exec "$HNS" "$SLUICE_BUILD/sluice" \
+	-c "$CONF" allow learn 2>&1)
+expect_re "o and y: third.test granted once for 15 min, for every connection" \
+	"added third\\.test once, expires in 15m0s" "$out"
+served() { [ "$(meta_status "$(sget "$1" "served-$1")")" = 200 ]; }
+if wait_until 3 served 51; then ok "... then a client that never asked is served it"; else
+	not_ok "... then a client that never asked is served it" "$(sget 52 served-52)"; fi
 
 lab_ctrs_remove
 lab_done
