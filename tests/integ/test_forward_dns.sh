@@ -358,7 +358,10 @@ expect_eq "... and it keeps only CAP_NET_ADMIN (for SO_MARK; nothing to re-enter
 	0000000000001000 "$(awk '$1 == "CapEff:" { print $2 }' "/proc/$F2/status")"
 expect_re "allowed 256 descriptors, it takes at most 128 UDP clients at once, and says so" \
 	"at most 128 UDP clients at once" "$(cat "$LAB_DIR/forward2.err")"
-base_fd=$(fd_count "$F2")
+# the digs above may have left a flow open (idle ones close after 10 s): it is
+# one of the 128, so the base is the descriptors less the flows held now
+base_flows=$(hx ss -Hune dst "$UNBOUND_ADDR:53" | grep -c 'fwmark:0x77')
+base_fd=$(($(fd_count "$F2") - base_flows))
 : >"$LAB_DIR/fds2"
 (while kill -0 "$F2" 2>/dev/null && [ ! -e "$LAB_DIR/fds2.stop" ]; do
 	fd_count "$F2" >>"$LAB_DIR/fds2"
@@ -378,7 +381,7 @@ touch "$LAB_DIR/fds2.stop"
 wait "$SAMPLER"
 max_fd=$(sort -n "$LAB_DIR/fds2" | tail -1)
 expect_eq "during a flood from 1000 ports, 10 TCP clients one after another are served" 10 "$tcp_ok"
-expect_ge "... while the flows took their 128 descriptors (peak $max_fd, $base_fd before)" \
+expect_ge "... while the flows took their 128 descriptors (peak $max_fd, $base_fd before without its $base_flows flows)" \
 	$((base_fd + 128)) "$max_fd"
 expect_lt "... and no more" $((base_fd + 128 + 2 + 1)) "$max_fd"
 
