@@ -337,9 +337,10 @@ int session_flush_client(struct session *s)
  * Read the client no further than one byte past what the tunnel's budget
  * has left now: the budget is the principal's, shared with its other
  * tunnels and requests, so it is read again before every pump. Past it
- * under observe or learn: the row says so, and nothing is held back.
+ * under observe or learn: the row says so, and nothing is held back. A
+ * CONNECT tunnel's relay and a spliced WebSocket's alike.
  */
-static void tunnel_budget_cap(struct session *s)
+void session_budget_cap(struct session *s)
 {
 	struct relay_dir *d = &s->tun->to_up;
 	uint64_t room;
@@ -367,7 +368,7 @@ static bool tunnel_over_budget(struct session *s)
 		session_tunnel_refuse(s, "budget", "%s: the tunnel was closed", why);
 		return true;
 	}
-	tunnel_budget_cap(s);
+	session_budget_cap(s);
 	return false;
 }
 
@@ -385,7 +386,7 @@ void session_step_tunnel(struct session *s)
 		if (tls_hello_step(s) == -1)
 			return;
 	}
-	tunnel_budget_cap(s);
+	session_budget_cap(s);
 	/* toward the client the relay never shuts: the end is passed on below */
 	if ((tun->hello == HELLO_DONE &&
 	     relay_dir_pump(&tun->to_up, relay_dir_done(&tun->to_cli)) == -1) ||

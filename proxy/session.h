@@ -347,6 +347,7 @@ void session_tunnel_refuse(struct session *s, const char *reason, const char *fm
 void session_enter_drain(struct session *s);
 int session_flush_client(struct session *s);
 void session_tunnel_begin(struct session *s);
+void session_budget_cap(struct session *s); /* a relay read no further than its max-up allows */
 void session_intercept_begin(struct session *s);
 
 /* state.c */

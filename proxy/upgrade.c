@@ -357,6 +357,7 @@ static void splice_step(struct session *s)
 	struct exchange *x = s->x;
 	uint64_t before = t->to_up.bytes + t->to_cli.bytes;
 
+	session_budget_cap(s);
 	/* the WebSocket ends with either side: no half-close to pass on */
 	if (relay_dir_pump(&t->to_up, true) == -1 || relay_dir_pump(&t->to_cli, true) == -1) {
 		session_close(s, "websocket: relay error");

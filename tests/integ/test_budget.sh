@@ -5,9 +5,10 @@
 # it, and never reaches the origin); --per resets the count each window;
 # --max-up caps the bytes a principal sends up through it: request heads
 # and bodies (a head and declared body that would pass it are refused
-# before a byte goes), and
-# an open tunnel that passes it is closed with its row. Counts are per
-# principal and survive a policy reload. The real proxy, real origins.
+# before a byte goes), and a chunked body, an open tunnel or a WebSocket
+# that passes it is closed with its row, read no further than a byte past
+# it. Counts are per principal and survive a policy reload. The real
+# proxy, real origins.
 source "$(dirname "$0")/lab.sh"
 lab_up
 lab_start_stamped_proxy "allow third.test"
@@ -213,6 +214,63 @@ expect_ge "the origin received at least what the budget left the tunnel" "$room"
 expect_lt "... and no more than a byte past it" "$((room + 2))" "$got"
 out=$(raw 'CONNECT good.test:9000 HTTP/1.1\r\nHost: good.test:9000\r\n\r\n' --timeout 5)
 expect_refusal "a new CONNECT through the spent grant is refused" "$out" 403 budget 'max-up 65536 bytes for unattributed is spent'
+# --- a plain WebSocket (spliced) that passes max-up is closed; the origin got no more than it left
+lab_bg "$INS" /usr/bin/python3 "$INTEG_DIR/ws_origin.py" 0.0.0.0:9010
+wait_until 10 ix bash -c '</dev/tcp/127.0.0.1/9010' || lab_bail "the WebSocket origin listens"
+sl allow add good.test:9010 --max-up 8k >/dev/null 2>&1
+wait_until 10 reloaded_past "$((n + 6))"
+out=$(hx "$PY" - "$PROXY_ADDR" "$PROXY_PORT" <<'PYEOF' 2>&1
+import os, select, socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
+s.sendall(b"GET http://good.test:9010/ws-budget HTTP/1.1\r\nHost: good.test:9010\r\n"
+          b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+          b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    b = s.recv(1)
+    if not b:
+        break
+    head += b
+print("status", head.split(b" ")[1].decode() if head else "none")
+# binary frames of 1024 bytes, masked (a zero mask: the payload as it is)
+frame = b"\x82\xfe\x04\x00" + b"\x00" * 4 + b"w" * 1024
+sent, echoed, closed, t0 = 0, 0, False, time.time()
+s.setblocking(False)
+while not closed and time.time() - t0 < 10:
+    if sent < 64:
+        try:
+            s.send(frame)
+            sent += 1
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed = True
+    r, _, _ = select.select([s], [], [], 0.05)
+    if r:
+        try:
+            d = s.recv(65536)
+        except OSError:
+            d = b""
+        if not d:
+            closed = True
+        echoed += d.count(b"w")
+print("sent", sent, "echoed", echoed, "closed", closed)
+PYEOF
+)
+expect_re "a WebSocket through good.test:9010 (max-up 8192) opened: 101" 'status 101' "$out"
+expect_re "... the proxy closed it as the client sent past the budget" 'closed True' "$out"
+wait_log 5 kind=ws port=9010 reason=budget
+row=$(logq kind=ws port=9010 reason=budget --json)
+expect_re "... its row: ws, refuse, budget, naming max-up 8192" \
+	'"decision": "refuse".*"reason": "budget".*max-up 8192 bytes' "$row"
+# its head goes up as GET /ws-budget, Host and the two Sec-WebSocket-* lines
+whead=$(printf 'GET /ws-budget HTTP/1.1\r\nHost: good.test:9010\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n' | wc -c)
+expect_eq "... its up is what the budget left after the head ($whead), and one byte" \
+	$((8192 - whead + 1)) "$(logq kind=ws port=9010 reason=budget --field up)"
+echoed=$(printf '%s' "$out" | sed -n 's/.*echoed \([0-9]*\).*/\1/p')
+expect_ge "... the origin echoed what reached it (whole messages)" 4096 "$echoed"
+expect_lt "... never more than the budget left" $((8192 - whead + 1)) "$echoed"
+
 # --- observe refuses nothing: a spent budget lets the request through, its row says so
 n=$(reloads)
 sl allow enforce off >/dev/null 2>&1
