@@ -4,50 +4,73 @@
  * A grant with max-requests or max-up (grant.h) lets each principal it
  * serves make that many requests through it and send that many bytes up
  * (request heads as they go upstream, bodies, a tunnel's client-to-origin
- * bytes), over the grant's life or per window of `per` seconds. A window is fixed and begins at the
- * principal's first request through the grant (not aligned to the clock);
- * the next request after it ends opens the next one.
+ * bytes), over the grant's life or per window of `per` seconds. A window
+ * is fixed and begins at the principal's first request through the grant
+ * (not aligned to the clock); the next request after it ends opens the
+ * next one.
  *
- * Counts live in a chained FNV table owned by struct proxy, keyed by the
- * grant's identity (level, pattern, scopes, added time, budget: what a
- * policy reload keeps) and the principal, so a reload rebuilding the policy does
- * not reset them, while re-adding the grant (a new added time) does. They
- * are kept in memory only: a proxy restart starts every count again. The
- * table holds at most BUDGET_MAX entries; when full, entries no exchange
- * holds whose window ended or whose grant is gone from the policy leave,
- * and when none can, the request is refused (fail closed: forgetting a
- * count would reopen the brake). This file counts and words refusals;
- * exchange.c, session.c, h2.c and upgrade.c refuse and close.
+ * Counts live in STATE/budgets, a file of BUDGET_MAX slots mapped shared
+ * (state_map, as the stamp replay window is), so a proxy restarted, or
+ * killed with -9, keeps them: a budget lasts the grant's life, not the
+ * process's. A slot is named by SHA-256 of its key: the grant's identity
+ * (level, pattern, scopes, added time, budget: what a policy reload keeps)
+ * and the principal. A reload rebuilding the policy does not reset them;
+ * re-adding the grant (a new added time) does. In memory a chained FNV
+ * table owned by struct proxy finds each key's entry and its slot; a slot
+ * from an earlier run is taken up by the first request for its key. When
+ * every slot is taken, the ones no exchange holds whose window ended or
+ * whose grant is gone from the policy are freed, and when none can be, the
+ * request is refused (fail closed: forgetting a count would reopen the
+ * brake). Windows run on the wall clock, so they go on across a restart.
+ * This file counts and words refusals; exchange.c, session.c, h2.c and
+ * upgrade.c refuse and close.
  */
 #include "session.h"
 
 #include <inttypes.h>
+#include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #define BUDGET_BUCKETS 1024 /* a power of two */
-#define BUDGET_MAX 8192     /* entries, at most */
+#define BUDGET_MAX 8192     /* counts kept, at most */
 #define BUDGET_GKEY_MAX (HOST_NAME_MAX_LEN + GRANT_SCOPES_TEXT + 64)
+#define BUDGET_MAGIC "sluice budgets v1"
+
+/* What one principal spent of one grant's budget, in STATE/budgets. */
+struct budget_slot {
+	unsigned char key[SHA256_DIGEST_LENGTH];   /* of its key: the grant's identity, '\n', who */
+	unsigned char grant[SHA256_DIGEST_LENGTH]; /* of the grant's identity alone */
+	uint64_t requests;                         /* counted in this window */
+	uint64_t up;                               /* bytes up in this window */
+	int64_t window_ms;                         /* wall-clock ms this window began */
+	uint32_t per;                              /* seconds; 0: the grant's life */
+	uint32_t used;                             /* 0: free */
+};
+
+struct budget_file {
+	struct state_head head;
+	struct budget_slot slot[BUDGET_MAX];
+};
 
 struct budget_entry {
 	struct budget_entry *next;
-	unsigned refs;         /* exchanges counting against it; > 0: it stays */
-	uint64_t max_up;       /* the grant's budget at the last take (0: none) */
+	struct budget_slot *slot; /* its counts */
+	unsigned refs;            /* exchanges counting against it; > 0: it stays */
+	uint64_t max_up;          /* the grant's budget at the last take (0: none) */
 	uint64_t max_requests;
-	uint32_t per;          /* seconds; 0: the grant's life */
-	uint64_t requests;     /* counted in this window */
-	uint64_t up;           /* bytes up in this window */
-	uint64_t window_ms;    /* loop time this window began */
-	size_t glen;           /* key[0..glen) is the grant's identity, then '\n' and who */
-	const char *who;       /* into key: the principal */
-	const char *args;      /* after key: "PATTERN --for A...", as allow add takes it */
+	size_t glen;              /* key[0..glen) is the grant's identity, then '\n' and who */
+	const char *who;          /* into key: the principal */
+	const char *args;         /* after key: "PATTERN --for A...", as allow add takes it */
 	char key[];
 };
 
 struct budgets {
 	struct budget_entry *bucket[BUDGET_BUCKETS];
-	size_t n;
+	struct budget_file *file;
+	struct budget_entry *owner[BUDGET_MAX]; /* the entry counting in each slot; NULL: none yet */
 };
 
 static size_t budget_hash(const char *key)
@@ -59,10 +82,41 @@ static size_t budget_hash(const char *key)
 	return h & (BUDGET_BUCKETS - 1);
 }
 
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether the slot's window has ended at now (ms): its counts are then over. */
+static bool window_over(const struct budget_slot *sl, int64_t now)
+{
+	return sl->per > 0 && now - sl->window_ms >= (int64_t)sl->per * 1000;
+}
+
 int budget_init(struct proxy *px)
 {
+	struct budget_file *f;
+	size_t kept = 0;
+	int64_t now = wall_ms();
+
 	px->budgets = calloc(1, sizeof(*px->budgets));
-	return px->budgets != NULL ? 0 : -1;
+	if (px->budgets == NULL)
+		return -1;
+	f = state_map(px, "budgets", BUDGET_MAGIC, sizeof(*f), "a budget file");
+	if (f == NULL)
+		return -1;
+	px->budgets->file = f;
+	for (size_t i = 0; i < BUDGET_MAX; i++) {
+		if (f->slot[i].used && window_over(&f->slot[i], now))
+			memset(&f->slot[i], 0, sizeof(f->slot[i]));
+		kept += f->slot[i].used != 0;
+	}
+	if (kept > 0)
+		fprintf(stderr, "sluice-proxy: budgets: %zu counts kept from before\n", kept);
+	return 0;
 }
 
 void budget_release(struct proxy *px)
@@ -75,6 +129,8 @@ void budget_release(struct proxy *px)
 			free(e);
 		}
 	}
+	if (px->budgets->file != NULL)
+		munmap(px->budgets->file, sizeof(*px->budgets->file));
 	free(px->budgets);
 	px->budgets = NULL;
 }
@@ -93,55 +149,76 @@ static void grant_key(const struct grant *g, char *buf, size_t size)
 		 (int64_t)g->added, grant_budget_format(g, budget, sizeof(budget)));
 }
 
-/* Whether e's window has ended at now (ms): its counts are then over. */
-static bool window_over(const struct budget_entry *e, uint64_t now)
+static void digest(const char *s, size_t len, unsigned char out[SHA256_DIGEST_LENGTH])
 {
-	return e->per > 0 && now - e->window_ms >= (uint64_t)e->per * 1000;
+	SHA256((const unsigned char *)s, len, out);
 }
 
 /* A new window at now when the last one ended. */
-static void window_roll(struct budget_entry *e, uint64_t now)
+static void window_roll(struct budget_slot *sl, int64_t now)
 {
-	if (window_over(e, now)) {
-		e->requests = e->up = 0;
-		e->window_ms = now;
+	if (window_over(sl, now)) {
+		sl->requests = sl->up = 0;
+		sl->window_ms = now;
 	}
 }
 
-/* Whether the policy p still has the grant whose identity is gkey[0..len). */
-static bool grant_present(const struct policy *p, const char *gkey, size_t len)
+/* Whether the policy p still has the budgeted grant whose identity's digest is grant. */
+static bool grant_present(const struct policy *p, const unsigned char *grant)
 {
 	char k[BUDGET_GKEY_MAX];
+	unsigned char d[SHA256_DIGEST_LENGTH];
 
 	for (size_t i = 0; p != NULL && i < p->ngrants; i++) {
 		if (!grant_budgeted(&p->grants[i]))
 			continue;
 		grant_key(&p->grants[i], k, sizeof(k));
-		if (strlen(k) == len && memcmp(k, gkey, len) == 0)
+		digest(k, strlen(k), d);
+		if (memcmp(d, grant, sizeof(d)) == 0)
 			return true;
 	}
 	return false;
 }
 
-/* Free the entries no exchange holds whose counts no longer matter. */
-static void budget_prune(struct proxy *px, uint64_t now)
+/* Free the slots no exchange holds whose counts no longer matter, and their entries. */
+static void budget_prune(struct proxy *px, int64_t now)
 {
 	struct budgets *b = px->budgets;
 
-	for (size_t i = 0; i < BUDGET_BUCKETS; i++) {
-		for (struct budget_entry **p = &b->bucket[i]; *p != NULL;) {
-			struct budget_entry *e = *p;
+	for (size_t i = 0; i < BUDGET_MAX; i++) {
+		struct budget_slot *sl = &b->file->slot[i];
+		struct budget_entry *e = b->owner[i];
 
-			if (e->refs == 0 &&
-			    (window_over(e, now) || !grant_present(px->policy, e->key, e->glen))) {
-				*p = e->next;
-				free(e);
-				b->n--;
-				continue;
-			}
-			p = &e->next;
+		if (!sl->used || (e != NULL && e->refs > 0) ||
+		    (!window_over(sl, now) && grant_present(px->policy, sl->grant)))
+			continue;
+		if (e != NULL) {
+			struct budget_entry **p = &b->bucket[budget_hash(e->key)];
+
+			while (*p != e)
+				p = &(*p)->next;
+			*p = e->next;
+			free(e);
+			b->owner[i] = NULL;
 		}
+		memset(sl, 0, sizeof(*sl));
 	}
+}
+
+/* The slot counting for the key whose digest is key: one from before, else a free one; -1 none. */
+static ssize_t slot_for(struct budgets *b, const unsigned char *key)
+{
+	ssize_t free_at = -1;
+
+	for (size_t i = 0; i < BUDGET_MAX; i++) {
+		const struct budget_slot *sl = &b->file->slot[i];
+
+		if (sl->used && b->owner[i] == NULL && memcmp(sl->key, key, sizeof(sl->key)) == 0)
+			return (ssize_t)i;
+		if (!sl->used && free_at == -1)
+			free_at = (ssize_t)i;
+	}
+	return free_at;
 }
 
 /* "PATTERN --for A --for B": g as `sluice allow add` takes it, into buf. */
@@ -160,25 +237,33 @@ static void grant_args(const struct grant *g, char *buf, size_t size)
 	}
 }
 
-/* The entry for g and who, made when there is none; NULL: table full or out of memory. */
+/* The entry for g and who, made when there is none; NULL: every slot taken, or out of memory. */
 static struct budget_entry *entry_get(struct proxy *px, const struct grant *g, const char *who,
-				      uint64_t now)
+				      int64_t now)
 {
 	char gkey[BUDGET_GKEY_MAX], key[BUDGET_GKEY_MAX + SESSION_WHO_MAX + 2];
 	char args[HOST_NAME_MAX_LEN + GRANT_SCOPES_MAX * (SCOPE_TEXT_MAX + 8) + 16];
+	unsigned char kd[SHA256_DIGEST_LENGTH];
+	struct budgets *b = px->budgets;
 	struct budget_entry **head, *e;
+	struct budget_slot *sl;
 	size_t len, alen;
+	ssize_t i;
 
 	grant_key(g, gkey, sizeof(gkey));
 	snprintf(key, sizeof(key), "%s\n%s", gkey, who);
 	len = strlen(key);
-	head = &px->budgets->bucket[budget_hash(key)];
+	head = &b->bucket[budget_hash(key)];
 	for (e = *head; e != NULL; e = e->next)
 		if (strcmp(e->key, key) == 0)
 			return e;
-	if (px->budgets->n >= BUDGET_MAX)
+	digest(key, len, kd);
+	i = slot_for(b, kd);
+	if (i == -1) {
 		budget_prune(px, now);
-	if (px->budgets->n >= BUDGET_MAX)
+		i = slot_for(b, kd);
+	}
+	if (i == -1)
 		return NULL;
 	grant_args(g, args, sizeof(args));
 	alen = strlen(args);
@@ -190,10 +275,19 @@ static struct budget_entry *entry_get(struct proxy *px, const struct grant *g, c
 	e->glen = strlen(gkey);
 	e->args = e->key + len + 1;
 	e->who = e->key + e->glen + 1;
-	e->window_ms = now;
+	sl = &b->file->slot[i];
+	if (!sl->used) {
+		memcpy(sl->key, kd, sizeof(kd));
+		digest(gkey, e->glen, sl->grant);
+		sl->requests = sl->up = 0;
+		sl->window_ms = now;
+		sl->per = g->per;
+		sl->used = 1;
+	}
+	e->slot = sl;
+	b->owner[i] = e;
 	e->next = *head;
 	*head = e;
-	px->budgets->n++;
 	return e;
 }
 
@@ -212,14 +306,16 @@ static void per_flag(uint32_t per, char *buf, size_t size)
 		snprintf(buf, size, " --per %us", per);
 }
 
-void budget_words(const struct budget_entry *e, bool up, uint64_t now, char *out, size_t size)
+void budget_words(const struct budget_entry *e, bool up, char *out, size_t size)
 {
+	const struct budget_slot *sl = e->slot;
 	char when[64] = "", per[24], other[48] = "";
+	int64_t left = (int64_t)sl->per * 1000 - (wall_ms() - sl->window_ms);
 
-	per_flag(e->per, per, sizeof(per));
-	if (e->per > 0)
-		snprintf(when, sizeof(when), " in this window (it ends in %" PRIu64 "s)",
-			 ((uint64_t)e->per * 1000 - (now - e->window_ms) + 999) / 1000);
+	per_flag(sl->per, per, sizeof(per));
+	if (sl->per > 0)
+		snprintf(when, sizeof(when), " in this window (it ends in %" PRId64 "s)",
+			 left > 0 ? (left + 999) / 1000 : 0);
 	if (up && e->max_requests > 0)
 		snprintf(other, sizeof(other), " --max-requests %" PRIu64, e->max_requests);
 	else if (!up && e->max_up > 0)
@@ -228,7 +324,7 @@ void budget_words(const struct budget_entry *e, bool up, uint64_t now, char *out
 		snprintf(out, size,
 			 "budget max-up %" PRIu64 " bytes for %s is spent (%" PRIu64 " sent)%s; to "
 			 "raise it run: sluice allow add %s --max-up BYTES%s%s",
-			 e->max_up, e->who, e->up, when, e->args, other, per);
+			 e->max_up, e->who, sl->up, when, e->args, other, per);
 	else
 		snprintf(out, size,
 			 "budget max-requests %" PRIu64 " for %s is spent%s; to raise it run: "
@@ -239,8 +335,9 @@ void budget_words(const struct budget_entry *e, bool up, uint64_t now, char *out
 int budget_take(struct proxy *px, const struct grant *g, const char *who, uint64_t head,
 		uint64_t body, struct budget_entry **out, char *why, size_t size)
 {
-	uint64_t now = loop_now(px->loop);
+	int64_t now = wall_ms();
 	struct budget_entry *e;
+	struct budget_slot *sl;
 
 	*out = NULL;
 	e = entry_get(px, g, who, now);
@@ -249,21 +346,21 @@ int budget_take(struct proxy *px, const struct grant *g, const char *who, uint64
 			 "nothing was sent", BUDGET_MAX);
 		return 1;
 	}
+	sl = e->slot;
 	e->max_up = g->max_up;
 	e->max_requests = g->max_requests;
-	e->per = g->per;
-	window_roll(e, now);
-	if (e->max_requests > 0 && e->requests >= e->max_requests) {
-		budget_words(e, false, now, why, size);
+	window_roll(sl, now);
+	if (e->max_requests > 0 && sl->requests >= e->max_requests) {
+		budget_words(e, false, why, size);
 		return 1;
 	}
 	if (e->max_up > 0 &&
-	    (e->up >= e->max_up || head > e->max_up - e->up || body > e->max_up - e->up - head)) {
-		budget_words(e, true, now, why, size);
+	    (sl->up >= e->max_up || head > e->max_up - sl->up || body > e->max_up - sl->up - head)) {
+		budget_words(e, true, why, size);
 		return 1;
 	}
-	e->up += head;
-	e->requests++;
+	sl->up += head;
+	sl->requests++;
 	e->refs++;
 	*out = e;
 	return 0;
@@ -271,18 +368,19 @@ int budget_take(struct proxy *px, const struct grant *g, const char *who, uint64
 
 bool budget_spend(struct proxy *px, struct budget_entry *e, uint64_t n)
 {
-	uint64_t now = loop_now(px->loop);
+	struct budget_slot *sl = e->slot;
 
-	window_roll(e, now);
-	e->up = n > UINT64_MAX - e->up ? UINT64_MAX : e->up + n;
-	return e->max_up == 0 || e->up <= e->max_up;
+	(void)px;
+	window_roll(sl, wall_ms());
+	sl->up = n > UINT64_MAX - sl->up ? UINT64_MAX : sl->up + n;
+	return e->max_up == 0 || sl->up <= e->max_up;
 }
 
 uint64_t budget_room(const struct budget_entry *e)
 {
 	if (e->max_up == 0)
 		return UINT64_MAX;
-	return e->up < e->max_up ? e->max_up - e->up : 0;
+	return e->slot->up < e->max_up ? e->max_up - e->slot->up : 0;
 }
 
 void budget_put(struct proxy *px, struct budget_entry *e)
@@ -346,7 +444,7 @@ bool budget_over(struct session *s, struct exchange *x)
 
 void budget_line(struct session *s, const struct exchange *x, char *out, size_t size)
 {
-	budget_words(x->budget, true, session_now(s), out, size);
+	budget_words(x->budget, true, out, size);
 }
 
 void budget_refuse(struct session *s)

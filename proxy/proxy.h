@@ -115,7 +115,7 @@ bool budget_spend(struct proxy *px, struct budget_entry *e, uint64_t n);
 /* Bytes e may still send up; UINT64_MAX: no max-up. */
 uint64_t budget_room(const struct budget_entry *e);
 /* The line a refusal or a close past e's budget carries (up: max-up, else max-requests). */
-void budget_words(const struct budget_entry *e, bool up, uint64_t now, char *out, size_t size);
+void budget_words(const struct budget_entry *e, bool up, char *out, size_t size);
 void budget_put(struct proxy *px, struct budget_entry *e); /* e may be NULL */
 
 /* session.c: close each connection whose build token was removed or expired (row: build-token) */
@@ -163,6 +163,17 @@ int priv_drop(struct proxy *px);
 int priv_owner(const struct config *c, uid_t *uid);
 
 /* replay.c */
+/*
+ * STATE/NAME mapped shared, size bytes that begin with a state_head: the
+ * file as it was when its header names magic and size, else emptied (and
+ * stderr says why, naming it as what). NULL when it cannot be opened.
+ */
+struct state_head {
+	char magic[32];
+	uint64_t size; /* the whole file's, when written */
+};
+void *state_map(const struct proxy *px, const char *name, const char *magic, size_t size,
+		const char *what);
 int replay_open(struct proxy *px);
 void replay_close(struct proxy *px);
 

@@ -7,7 +7,7 @@
  * restarted, or killed with -9, still refuses a stamp it saw before. The
  * file starts with a header naming its layout; a file with another layout
  * or size is not ours to trust, so the window starts empty and stderr says
- * so loudly.
+ * so loudly. state_map maps such a file (budget.c keeps its counts so too).
  */
 #include "proxy.h"
 
@@ -24,55 +24,65 @@
 #define REPLAY_MAGIC "sluice stamp.seen v1"
 
 struct replay_file {
-	char magic[32];
-	uint64_t size; /* sizeof(struct replay_file) when written */
+	struct state_head head;
 	struct stamp_replay window;
 };
 
-int replay_open(struct proxy *px)
+void *state_map(const struct proxy *px, const char *name, const char *magic, size_t size,
+		const char *what)
 {
 	char path[PATH_MAX];
-	struct replay_file *f;
+	struct state_head *h;
 	const char *why = NULL;
 	struct stat st;
 	int fd;
 
-	if (snprintf(path, sizeof(path), "%s/stamp.seen", px->config->state_dir) >=
+	if (snprintf(path, sizeof(path), "%s/%s", px->config->state_dir, name) >=
 	    (int)sizeof(path)) {
 		fprintf(stderr, "sluice-proxy: state dir path too long\n");
-		return -1;
+		return NULL;
 	}
 	/* root's, one name, no link: it is truncated and written through the map */
 	fd = file_open_owned(path, O_RDWR | O_CREAT, 0600, FILE_NO_UID, &why);
 	if (fd == -1 || fstat(fd, &st) == -1)
 		goto fail;
-	if (st.st_size != (off_t)sizeof(*f)) {
+	if (st.st_size != (off_t)size) {
 		if (st.st_size != 0)
-			fprintf(stderr, "sluice-proxy: %s: not a replay window of this version "
-					"(%lld bytes); starting with an empty one\n",
-				path, (long long)st.st_size);
-		if (ftruncate(fd, 0) == -1 || ftruncate(fd, sizeof(*f)) == -1)
+			fprintf(stderr, "sluice-proxy: %s: not %s of this version (%lld bytes); "
+					"starting with an empty one\n",
+				path, what, (long long)st.st_size);
+		if (ftruncate(fd, 0) == -1 || ftruncate(fd, (off_t)size) == -1)
 			goto fail;
 	}
-	f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (f == MAP_FAILED)
+	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (h == MAP_FAILED)
 		goto fail;
 	close(fd);
-	if (memcmp(f->magic, REPLAY_MAGIC, sizeof(REPLAY_MAGIC)) != 0 || f->size != sizeof(*f)) {
-		if (st.st_size == (off_t)sizeof(*f))
+	if (strncmp(h->magic, magic, sizeof(h->magic)) != 0 || h->size != size) {
+		if (st.st_size == (off_t)size)
 			fprintf(stderr, "sluice-proxy: %s: damaged header; starting with an empty "
-					"replay window\n", path);
-		memset(f, 0, sizeof(*f));
-		memcpy(f->magic, REPLAY_MAGIC, sizeof(REPLAY_MAGIC));
-		f->size = sizeof(*f);
+					"%s\n", path, what);
+		memset(h, 0, size);
+		snprintf(h->magic, sizeof(h->magic), "%s", magic);
+		h->size = size;
 	}
-	px->replay = &f->window;
-	return 0;
+	return h;
 fail:
 	fprintf(stderr, "sluice-proxy: %s: %s\n", path, why != NULL ? why : strerror(errno));
 	if (fd != -1)
 		close(fd);
-	return -1;
+	return NULL;
+}
+
+int replay_open(struct proxy *px)
+{
+	struct replay_file *f = state_map(px, "stamp.seen", REPLAY_MAGIC, sizeof(*f),
+					  "a replay window");
+
+	if (f == NULL)
+		return -1;
+	px->replay = &f->window;
+	return 0;
 }
 
 void replay_close(struct proxy *px)

@@ -286,7 +286,7 @@ sl allow enforce on >/dev/null 2>&1
 wait_until 10 reloaded_past "$n" || not_ok "the proxy reloaded the mode" "$(tail -3 "$LAB_DIR/proxy.err")"
 expect_refusal "enforcing again, it is refused again" \
 	"$(raw "GET http://other.test/enforced HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n" --timeout 5)" 403 budget
-# --- a restart starts the counts again (they live in the proxy's memory only);
+# --- a restart keeps the counts (STATE/budgets, mapped), even after kill -9;
 # inside an intercepted CONNECT the CONNECT and each decrypted request count,
 # and each HTTP/2 stream
 lab_tls_origin
@@ -314,8 +314,27 @@ lab_stop_proxy
 lab_write_conf "allow third.test" "intercept on" "upstream-ca tls.test $T/ca.crt"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 lab_run_proxy
-expect_eq "after a restart other.test's spent max-up is counted again from zero: 200" 200 \
-	"$(meta_status "$(raw "GET http://other.test/restarted HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n" --timeout 5)")"
+oget() { raw "GET http://other.test/$1 HTTP/1.1\r\nHost: other.test\r\nConnection: close\r\n\r\n" --timeout 5; }
+expect_refusal "after a restart other.test's spent max-up is still spent" "$(oget restarted)" 403 budget \
+	'max-up 10240 bytes for unattributed is spent \(10240 sent\)'
+expect_re "... the proxy says it kept the counts" 'budgets: [0-9]+ counts kept from before' \
+	"$(cat "$LAB_DIR/proxy.err")"
+kill -9 "$PROXY_PID"
+wait "$PROXY_PID" 2>/dev/null
+PROXY_PID=
+lab_run_proxy
+expect_refusal "after kill -9 and a start, still spent" "$(oget killed)" 403 budget '\(10240 sent\)'
+expect_none "... neither reached the origin" inet 'line~/restarted'
+sl allow add other.test --max-up 10k >/dev/null 2>&1
+readd() { [ "$(meta_status "$(oget readded)")" = 200 ]; }
+if wait_until 5 readd; then ok "the grant added again (a new added time): its count starts again"; else
+	not_ok "the grant added again (a new added time): its count starts again" "$(oget readded)"; fi
+lab_stop_proxy
+head -c 4096 /dev/urandom >"$STATE/budgets"
+lab_run_proxy
+expect_re "a damaged budget file: the proxy says so and starts an empty one" \
+	'budgets: not a budget file of this version \(4096 bytes\); starting with an empty one' \
+	"$(cat "$LAB_DIR/proxy.err")"
 sl allow add tls.test:8443 --max-requests 3 >/dev/null 2>&1
 sl allow add tls.test:8444 --max-requests 3 >/dev/null 2>&1
 wait_until 10 bash -c "grep -q '^tls.test:8444 ' '$STATE/grants'"
