@@ -10,9 +10,11 @@
  * next one.
  *
  * Counts live in STATE/budgets, a file of BUDGET_MAX slots mapped shared
- * (state_map, as the stamp replay window is), so a proxy restarted, or
+ * (state_map_fd, as the stamp replay window is), so a proxy restarted, or
  * killed with -9, keeps them: a budget lasts the grant's life, not the
- * process's. A slot is named by SHA-256 of its key: the grant's identity
+ * process's. The file is opened at start and sized at the first count (a
+ * proxy with no budget keeps it empty); with no room on the disk the
+ * counts stay in memory, and stderr says so. A slot is named by SHA-256 of its key: the grant's identity
  * (level, pattern, scopes, added time, budget: what a policy reload keeps)
  * and the principal. A reload rebuilding the policy does not reset them;
  * re-adding the grant (a new added time) does. In memory a chained FNV
@@ -28,11 +30,14 @@
 #include "session.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BUDGET_BUCKETS 1024 /* a power of two */
 #define BUDGET_MAX 8192     /* counts kept, at most */
@@ -69,7 +74,9 @@ struct budget_entry {
 
 struct budgets {
 	struct budget_entry *bucket[BUDGET_BUCKETS];
-	struct budget_file *file;
+	struct budget_file *file; /* NULL until the first count, or one from before */
+	int fd;                   /* STATE/budgets until then; -1 once mapped */
+	char path[PATH_MAX];
 	struct budget_entry *owner[BUDGET_MAX]; /* the entry counting in each slot; NULL: none yet */
 };
 
@@ -96,19 +103,30 @@ static bool window_over(const struct budget_slot *sl, int64_t now)
 	return sl->per > 0 && now - sl->window_ms >= (int64_t)sl->per * 1000;
 }
 
-int budget_init(struct proxy *px)
+/*
+ * STATE/budgets mapped: the counts from before, the ones whose window
+ * ended dropped. A disk with no room for it (or another failure) leaves
+ * the counts in memory only, loudly: a restart would start them again.
+ * Returns 0, or -1 out of memory.
+ */
+static int budget_map(struct proxy *px)
 {
+	struct budgets *b = px->budgets;
 	struct budget_file *f;
 	size_t kept = 0;
 	int64_t now = wall_ms();
 
-	px->budgets = calloc(1, sizeof(*px->budgets));
-	if (px->budgets == NULL)
-		return -1;
-	f = state_map(px, "budgets", BUDGET_MAGIC, sizeof(*f), "a budget file");
-	if (f == NULL)
-		return -1;
-	px->budgets->file = f;
+	f = state_map_fd(b->fd, b->path, BUDGET_MAGIC, sizeof(*f), "a budget file");
+	close(b->fd);
+	b->fd = -1;
+	if (f == NULL) {
+		f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (f == MAP_FAILED)
+			return -1;
+		fprintf(stderr, "sluice-proxy: budgets: counted in memory only: a restart starts "
+				"them again\n");
+	}
+	b->file = f;
 	for (size_t i = 0; i < BUDGET_MAX; i++) {
 		if (f->slot[i].used && window_over(&f->slot[i], now))
 			memset(&f->slot[i], 0, sizeof(f->slot[i]));
@@ -119,19 +137,40 @@ int budget_init(struct proxy *px)
 	return 0;
 }
 
+int budget_init(struct proxy *px)
+{
+	struct budgets *b = calloc(1, sizeof(*b));
+	struct stat st;
+
+	px->budgets = b;
+	if (b == NULL)
+		return -1;
+	/* opened now, as root; mapped when there are counts: from before, or at the first */
+	b->fd = state_open(px, "budgets", b->path, sizeof(b->path));
+	if (b->fd == -1)
+		return -1;
+	if (fstat(b->fd, &st) == 0 && st.st_size > 0)
+		return budget_map(px);
+	return 0;
+}
+
 void budget_release(struct proxy *px)
 {
-	if (px->budgets == NULL)
+	struct budgets *b = px->budgets;
+
+	if (b == NULL)
 		return;
 	for (size_t i = 0; i < BUDGET_BUCKETS; i++) {
-		for (struct budget_entry *e = px->budgets->bucket[i], *next; e != NULL; e = next) {
+		for (struct budget_entry *e = b->bucket[i], *next; e != NULL; e = next) {
 			next = e->next;
 			free(e);
 		}
 	}
-	if (px->budgets->file != NULL)
-		munmap(px->budgets->file, sizeof(*px->budgets->file));
-	free(px->budgets);
+	if (b->file != NULL)
+		munmap(b->file, sizeof(*b->file));
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b);
 	px->budgets = NULL;
 }
 
@@ -257,6 +296,8 @@ static struct budget_entry *entry_get(struct proxy *px, const struct grant *g, c
 	for (e = *head; e != NULL; e = e->next)
 		if (strcmp(e->key, key) == 0)
 			return e;
+	if (b->file == NULL && budget_map(px) == -1)
+		return NULL;
 	digest(key, len, kd);
 	i = slot_for(b, kd);
 	if (i == -1) {
@@ -342,8 +383,8 @@ int budget_take(struct proxy *px, const struct grant *g, const char *who, uint64
 	*out = NULL;
 	e = entry_get(px, g, who, now);
 	if (e == NULL) {
-		snprintf(why, size, "budget table full (%d principals and grants counted); "
-			 "nothing was sent", BUDGET_MAX);
+		snprintf(why, size, "budget counts cannot be kept (%d principals and grants "
+			 "counted, or out of memory); nothing was sent", BUDGET_MAX);
 		return 1;
 	}
 	sl = e->slot;

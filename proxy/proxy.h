@@ -166,7 +166,9 @@ int priv_owner(const struct config *c, uid_t *uid);
 /*
  * STATE/NAME mapped shared, size bytes that begin with a state_head: the
  * file as it was when its header names magic and size, else emptied (and
- * stderr says why, naming it as what). NULL when it cannot be opened.
+ * stderr says why, naming it as what). Its blocks are allocated first, so
+ * a full disk fails here rather than as SIGBUS on a write through the map.
+ * NULL when it cannot be opened or allocated (stderr says why).
  */
 struct state_head {
 	char magic[32];
@@ -174,6 +176,9 @@ struct state_head {
 };
 void *state_map(const struct proxy *px, const char *name, const char *magic, size_t size,
 		const char *what);
+/* state_map in two steps: STATE/NAME opened (its path into path), later mapped */
+int state_open(const struct proxy *px, const char *name, char *path, size_t size);
+void *state_map_fd(int fd, const char *path, const char *magic, size_t size, const char *what);
 int replay_open(struct proxy *px);
 void replay_close(struct proxy *px);
 

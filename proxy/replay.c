@@ -28,36 +28,47 @@ struct replay_file {
 	struct stamp_replay window;
 };
 
-void *state_map(const struct proxy *px, const char *name, const char *magic, size_t size,
-		const char *what)
+int state_open(const struct proxy *px, const char *name, char *path, size_t size)
 {
-	char path[PATH_MAX];
-	struct state_head *h;
 	const char *why = NULL;
-	struct stat st;
 	int fd;
 
-	if (snprintf(path, sizeof(path), "%s/%s", px->config->state_dir, name) >=
-	    (int)sizeof(path)) {
+	if (snprintf(path, size, "%s/%s", px->config->state_dir, name) >= (int)size) {
 		fprintf(stderr, "sluice-proxy: state dir path too long\n");
-		return NULL;
+		return -1;
 	}
 	/* root's, one name, no link: it is truncated and written through the map */
 	fd = file_open_owned(path, O_RDWR | O_CREAT, 0600, FILE_NO_UID, &why);
-	if (fd == -1 || fstat(fd, &st) == -1)
+	if (fd == -1)
+		fprintf(stderr, "sluice-proxy: %s: %s\n", path, why != NULL ? why : strerror(errno));
+	return fd;
+}
+
+void *state_map_fd(int fd, const char *path, const char *magic, size_t size, const char *what)
+{
+	struct state_head *h;
+	struct stat st;
+	int e;
+
+	if (fstat(fd, &st) == -1)
 		goto fail;
 	if (st.st_size != (off_t)size) {
 		if (st.st_size != 0)
 			fprintf(stderr, "sluice-proxy: %s: not %s of this version (%lld bytes); "
 					"starting with an empty one\n",
 				path, what, (long long)st.st_size);
-		if (ftruncate(fd, 0) == -1 || ftruncate(fd, (off_t)size) == -1)
+		if (ftruncate(fd, 0) == -1)
 			goto fail;
+	}
+	/* every block on the disk now: a full disk is found here, never as SIGBUS on a write */
+	e = posix_fallocate(fd, 0, (off_t)size);
+	if (e != 0) {
+		errno = e;
+		goto fail;
 	}
 	h = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (h == MAP_FAILED)
 		goto fail;
-	close(fd);
 	if (strncmp(h->magic, magic, sizeof(h->magic)) != 0 || h->size != size) {
 		if (st.st_size == (off_t)size)
 			fprintf(stderr, "sluice-proxy: %s: damaged header; starting with an empty "
@@ -68,10 +79,22 @@ void *state_map(const struct proxy *px, const char *name, const char *magic, siz
 	}
 	return h;
 fail:
-	fprintf(stderr, "sluice-proxy: %s: %s\n", path, why != NULL ? why : strerror(errno));
-	if (fd != -1)
-		close(fd);
+	fprintf(stderr, "sluice-proxy: %s: %s\n", path, strerror(errno));
 	return NULL;
+}
+
+void *state_map(const struct proxy *px, const char *name, const char *magic, size_t size,
+		const char *what)
+{
+	char path[PATH_MAX];
+	int fd = state_open(px, name, path, sizeof(path));
+	void *h;
+
+	if (fd == -1)
+		return NULL;
+	h = state_map_fd(fd, path, magic, size, what);
+	close(fd);
+	return h;
 }
 
 int replay_open(struct proxy *px)

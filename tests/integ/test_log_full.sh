@@ -59,4 +59,19 @@ rc=$?
 expect_eq "sluice log verify exits 0: a failed write is not tampering" 0 "$rc"
 expect_re "... saying the chain holds and naming the cut row" \
 	"chain holds.*cut short by a failed write: 1 \\(the first [^ ]*network\\.log:$cut_line\\)" "$out"
+
+# a budget's first count on a full disk: STATE/budgets cannot be sized, so
+# the counts stay in memory (said so), and the budget still brakes
+sl allow add other.test --max-requests 1 >/dev/null 2>&1 || not_ok "allow add other.test --max-requests 1"
+sleep 1.5 # the proxy loads the store within a second
+expect_eq "STATE/budgets is there, empty: no count yet" 0 "$(stat -c %s "$STATE/budgets")"
+dd if=/dev/zero of="$STATE/filler" bs=4096 >/dev/null 2>&1
+ocode() { pcurl -o /dev/null -w '%{http_code}' "http://other.test/$1"; }
+expect_eq "the disk full again, other.test's first request passes" 200 "$(ocode budget-1)"
+expect_eq "... the second is refused: the budget holds" 403 "$(ocode budget-2)"
+expect_re "... the proxy says the counts are in memory only" \
+	'budgets: .*No space left on device.*
+.*budgets: counted in memory only: a restart starts them again' "$(cat "$LAB_DIR/proxy.err")"
+expect_eq "... still running" 0 "$(kill -0 "$PROXY_PID"; echo $?)"
+rm -f "$STATE/filler"
 lab_done
