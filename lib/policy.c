@@ -54,6 +54,8 @@ struct policy *policy_new(const struct config *c, const struct grant *store, siz
 	for (i = 0; i < nstore; i++)
 		if (grant_live(&store[i], now, run_id))
 			p->grants[p->ngrants++] = store[i];
+	for (i = 0; i < p->ngrants; i++)
+		p->nbudgeted += grant_budgeted(&p->grants[i]);
 	if (c != NULL && c->nexceptions > 0) {
 		p->exceptions = copy_array(c->exceptions, c->nexceptions, sizeof(*p->exceptions));
 		if (p->exceptions == NULL)
@@ -173,6 +175,22 @@ void policy_judge_addr(const struct policy *p, const struct host *h, int family,
 	v->allow = true;
 }
 
+/* The first live grant from i on that carries a budget and serves r; NULL none. */
+static const struct grant *budgeted_serving(const struct policy *p,
+					    const struct policy_request *r, time_t now, size_t i)
+{
+	const char *run = p->run_id[0] != '\0' ? p->run_id : NULL;
+
+	for (; i < p->ngrants; i++) {
+		const struct grant *g = &p->grants[i];
+
+		if (grant_budgeted(g) && grant_live(g, now, run) &&
+		    grant_matches(g, r->host, r->port, r->via) && grant_serves(g, r->who, r->src, r->as))
+			return g;
+	}
+	return NULL;
+}
+
 void policy_judge(const struct policy *p, const struct policy_request *r, time_t now,
 		  struct verdict *v)
 {
@@ -205,6 +223,13 @@ void policy_judge(const struct policy *p, const struct policy_request *r, time_t
 			if (v->scoped == NULL)
 				v->scoped = g;
 			continue;
+		}
+		/* a budget brakes every request its grant serves: an unbudgeted one first does not lift it */
+		if (!grant_budgeted(g) && p->nbudgeted > 0) {
+			const struct grant *b = budgeted_serving(p, r, now, i + 1);
+
+			if (b != NULL)
+				g = b;
 		}
 		v->allow = true;
 		v->reason = "granted";

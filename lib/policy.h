@@ -29,6 +29,7 @@ struct policy {
 	time_t learn_until;    /* a learn window: observe until then, enforce after; 0 none */
 	struct grant *grants; /* config grants then store grants; owned */
 	size_t ngrants;
+	size_t nbudgeted;     /* of them, those with a budget (grant_budgeted) */
 	struct config_exception *exceptions; /* owned copy */
 	size_t nexceptions;
 	struct ipnet *own; /* the proxy's own addresses (/32, /128); owned */
@@ -91,6 +92,9 @@ const char *policy_mode_name(const struct policy *p, time_t now);
  * (or the same host on another explicit port is NOT checked here: the
  * caller compares ports) refuses with "host-mismatch". An IP-literal host
  * is also judged as by policy_judge_addr. now decides once-grant expiry.
+ * The verdict's grant is the first that serves the request, unless a later
+ * one that serves it carries a budget: then that one, so its budget brakes
+ * the request whichever grant came first.
  */
 void policy_judge(const struct policy *p, const struct policy_request *r, time_t now,
 		  struct verdict *v);

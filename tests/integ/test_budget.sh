@@ -155,7 +155,6 @@ expect_none "... and it never reached the origin" inet 'line~/hdr-2'
 expect_eq "... while the first did" 1 "$(inetq ev=req 'line~/hdr-1')"
 
 # --- a chunked body that passes max-up on the way is cut off, with its row
-# (notwild.test: third.test has the config's unbudgeted grant, which allows it first)
 sl allow add notwild.test --max-up 5000 >/dev/null 2>&1
 wait_until 10 reloaded_past "$((n + 4))"
 out=$(raw "POST http://notwild.test/chunked-up HTTP/1.1\r\nHost: notwild.test\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n4000\r\n$(head -c 16384 /dev/zero | tr '\0' z)\r\n0\r\n\r\n" --timeout 5)
@@ -270,6 +269,18 @@ expect_eq "... its up is what the budget left after the head ($whead), and one b
 echoed=$(printf '%s' "$out" | sed -n 's/.*echoed \([0-9]*\).*/\1/p')
 expect_ge "... the origin echoed what reached it (whole messages)" 4096 "$echoed"
 expect_lt "... never more than the budget left" $((8192 - whead + 1)) "$echoed"
+
+# --- the config's unbudgeted `allow third.test` comes first; a budgeted grant still brakes it
+sl allow add third.test --max-requests 1 >/dev/null 2>&1
+wait_until 10 reloaded_past "$((n + 7))"
+tget() { raw "GET http://third.test/$1 HTTP/1.1\r\nHost: third.test\r\nConnection: close\r\n\r\n" --timeout 5; }
+expect_eq "third.test, its config grant first and a store grant with --max-requests 1: the first passes" \
+	200 "$(meta_status "$(tget brake-1)")"
+expect_re "... its row names the budgeted grant" '"grant": "third\.test \(permanent\)"' \
+	"$(logq path=/brake-1 --json)"
+expect_refusal "... the second is refused: the budget brakes whichever grant came first" \
+	"$(tget brake-2)" 403 budget 'max-requests 1 for unattributed is spent'
+expect_none "... and never reached the origin" inet 'line~/brake-2'
 
 # --- observe refuses nothing: a spent budget lets the request through, its row says so
 n=$(reloads)

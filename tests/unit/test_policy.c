@@ -475,6 +475,52 @@ static void test_scoped_grants(void **state)
 	policy_free(p);
 }
 
+/*
+ * A budget brakes every request its grant serves: an unbudgeted grant that
+ * serves the request first does not lift it, unless the budgeted one does
+ * not serve this principal.
+ */
+static void test_budgeted_grant_wins(void **state)
+{
+	struct grant store[3];
+	struct host h = host_of("api.acme.example");
+	struct policy_request r = { .via = GRANT_VIA_HTTP, .host = &h, .port = 80 };
+	const char *err;
+	struct policy *p;
+	struct verdict v;
+
+	(void)state;
+	store[0] = grant_of("*.acme.example", GRANT_PERMANENT);
+	store[1] = grant_of("api.acme.example", GRANT_PERMANENT);
+	store[1].max_requests = 3;
+	assert_int_equal(grant_scope_add(&store[1], "10.0.0.5@lab", &err), 0);
+	store[2] = grant_of("other.acme.example", GRANT_PERMANENT);
+	p = policy_new(NULL, store, 3, false, NULL, 0, RUN, NOW);
+	assert_non_null(p);
+	assert_int_equal(p->nbudgeted, 1);
+
+	r.who = "10.0.0.5@lab";
+	r.src = "10.0.0.5";
+	policy_judge(p, &r, NOW, &v);
+	assert_true(v.allow);
+	assert_ptr_equal(v.grant, &p->grants[1]);
+	assert_string_equal(v.by->text, "10.0.0.5@lab");
+
+	/* another principal: the budgeted grant does not serve it, the wildcard does */
+	r.who = "10.0.0.6@lab";
+	r.src = "10.0.0.6";
+	policy_judge(p, &r, NOW, &v);
+	assert_true(v.allow);
+	assert_ptr_equal(v.grant, &p->grants[0]);
+	assert_null(v.by);
+
+	/* a host no budgeted grant names: the first that serves it */
+	h = host_of("other.acme.example");
+	policy_judge(p, &r, NOW, &v);
+	assert_ptr_equal(v.grant, &p->grants[0]);
+	policy_free(p);
+}
+
 /* The store's mode over the config's; a learn window observes until its end, then enforces. */
 static void test_store_mode(void **state)
 {
@@ -529,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_ip_literal_grant),
 		cmocka_unit_test(test_wildcard_public_suffix_below),
 		cmocka_unit_test(test_scoped_grants),
+		cmocka_unit_test(test_budgeted_grant_wins),
 		cmocka_unit_test(test_store_mode),
 	};
 
