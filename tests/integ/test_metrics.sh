@@ -303,10 +303,17 @@ expect_eq "a query on the path: 404" 404 "$(mcode "http://127.0.0.1:$MP/metrics?
 expect_eq "POST: 405" 405 "$(mcode -X POST "http://127.0.0.1:$MP/metrics")"
 expect_eq "HEAD: 405" 405 "$(mcode -I "http://127.0.0.1:$MP/metrics")"
 expect_eq "sluice-dns: another path 404 too" 404 "$(mcode "http://127.0.0.1:$DP/")"
+# rawm HEAD [IDLE]: HEAD sent to the metrics listener, after IDLE connections
+# that send nothing were opened and accepted; its answer's first line and
+# seconds, then (with IDLE) how many of those the listener closed
 rawm() {
-	hx "$PY" - "$MP" "$1" <<'PY'
+	hx "$PY" - "$MP" "$1" "${2:-0}" <<'PY'
 import codecs, socket, sys, time
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+port = int(sys.argv[1])
+idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(int(sys.argv[3]))]
+if idle:
+    time.sleep(0.3)  # every one accepted: 8 in the slots, each after them closed the oldest
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
 t = time.time()
 if sys.argv[2] != "-":
     s.sendall(codecs.decode(sys.argv[2], "unicode_escape").encode("latin-1"))
@@ -319,31 +326,6 @@ try:
         r += b
 except Exception as e:
     r += b" error " + str(e).encode()
-print((r.split(b"\r\n")[0].decode("latin-1") or "closed") + " %.1f" % (time.time() - t))
-PY
-}
-expect_re "a malformed head: 400" '^HTTP/1.1 400 ' "$(rawm 'GARBAGE\r\n\r\n')"
-expect_re "a bare LF head: 400" '^HTTP/1.1 400 ' "$(rawm 'GET /metrics HTTP/1.1\nHost: x\n\n')"
-big=$(printf 'X-Pad: %05000d\\r\\n' 0)
-expect_re "a head past 4096 bytes: 431" '^HTTP/1.1 431 ' "$(rawm "GET /metrics HTTP/1.1\\r\\n$big\\r\\n")"
-out=$(rawm 'GET /metrics HTTP/1.1\r\nHost: x\r\n')
-expect_re "a head that never ends is closed after the 5 s timeout" '^closed [4-7]\.[0-9]$' "$out"
-out=$(hx "$PY" - "$MP" <<'PY'
-import socket, sys, time
-port = int(sys.argv[1])
-idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(12)]
-time.sleep(0.3)  # every one accepted: 8 in the slots, the 4 after each closed the oldest
-s = socket.create_connection(("127.0.0.1", port), timeout=5)
-s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-r = b""
-try:
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        r += b
-except OSError as e:
-    r += b" error " + str(e).encode()
 closed = 0
 for c in idle:
     c.settimeout(0.5)
@@ -353,9 +335,17 @@ for c in idle:
         pass
     except OSError:
         closed += 1
-print((r.split(b"\r\n")[0].decode("latin-1") or "closed"), "idle closed", closed)
+print((r.split(b"\r\n")[0].decode("latin-1") or "closed") + " %.1f" % (time.time() - t) +
+      (" idle closed %d" % closed if idle else ""))
 PY
-)
+}
+expect_re "a malformed head: 400" '^HTTP/1.1 400 ' "$(rawm 'GARBAGE\r\n\r\n')"
+expect_re "a bare LF head: 400" '^HTTP/1.1 400 ' "$(rawm 'GET /metrics HTTP/1.1\nHost: x\n\n')"
+big=$(printf 'X-Pad: %05000d\\r\\n' 0)
+expect_re "a head past 4096 bytes: 431" '^HTTP/1.1 431 ' "$(rawm "GET /metrics HTTP/1.1\\r\\n$big\\r\\n")"
+out=$(rawm 'GET /metrics HTTP/1.1\r\nHost: x\r\n')
+expect_re "a head that never ends is closed after the 5 s timeout" '^closed [4-7]\.[0-9]$' "$out"
+out=$(rawm 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n' 12)
 expect_re "12 idle connections hold no scrape out: the scrape is answered" '^HTTP/1.1 200 ' "$out"
 expect_re "... the oldest idle ones gave way: 4 for the idle after them, 1 for the scrape" \
 	'idle closed 5$' "$out"
