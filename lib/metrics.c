@@ -335,11 +335,13 @@ static void on_scrape(struct loop *l, struct loop_io *io, uint32_t events)
 
 /*
  * A slot for a new scrape: a free one, else the oldest still waiting for
- * its head, closed. Idle connections cannot keep a scraper out: the one
- * that has sent nothing gives way. NULL when every slot is answering.
+ * its head, closed, once it has had METRICS_GRACE_MS to send one. Idle
+ * connections cannot keep a scraper out, and a flood cannot close one
+ * before its head could come. NULL when no slot can be had.
  */
 static struct scrape *slot_take(struct metrics_server *ms)
 {
+	uint64_t now = loop_now(ms->loop);
 	struct scrape *old = NULL;
 
 	for (size_t i = 0; i < METRICS_CONNS; i++) {
@@ -347,7 +349,8 @@ static struct scrape *slot_take(struct metrics_server *ms)
 
 		if (c->io.fd < 0)
 			return c;
-		if (!c->answered && (old == NULL || c->since < old->since))
+		if (!c->answered && now - c->since >= METRICS_GRACE_MS &&
+		    (old == NULL || c->since < old->since))
 			old = c;
 	}
 	if (old != NULL)

@@ -17,7 +17,8 @@
  * not parse (lib/http.c) 400 or 431; a head must arrive within
  * METRICS_TIMEOUT_MS and fit in METRICS_HEAD_MAX bytes. With every slot
  * taken, a new connection closes the oldest that has not sent its whole
- * head, so idle connections cannot keep a scraper out. It never blocks.
+ * head in METRICS_GRACE_MS, so idle connections cannot keep a scraper out
+ * (and a flood cannot close one before it could send). It never blocks.
  */
 #ifndef SLUICE_METRICS_H
 #define SLUICE_METRICS_H
@@ -35,6 +36,7 @@
 #define METRICS_HEAD_MAX 4096  /* a scrape's request head */
 #define METRICS_TIMEOUT_MS 5000 /* a scrape's whole life: head in, answer out */
 #define METRICS_CONNS 8        /* scrapes at once; past it the oldest without a head goes */
+#define METRICS_GRACE_MS 100   /* ... once it has had this long to send its head */
 #define METRICS_OUT_MAX (1024 * 1024)
 
 enum metrics_type {
