@@ -41,7 +41,8 @@
 
 #define BUDGET_BUCKETS 1024 /* a power of two */
 #define BUDGET_MAX 8192     /* counts kept, at most */
-#define BUDGET_GKEY_MAX (HOST_NAME_MAX_LEN + GRANT_SCOPES_TEXT + 64)
+/* "LEVEL PATTERN SCOPES ADDED BUDGET": each part's most, and the spaces */
+#define BUDGET_GKEY_MAX (16 + HOST_NAME_MAX_LEN + 16 + GRANT_SCOPES_TEXT + 24 + 96 + 8)
 #define BUDGET_MAGIC "sluice budgets v1"
 
 /* What one principal spent of one grant's budget, in STATE/budgets. */
@@ -77,6 +78,7 @@ struct budgets {
 	struct budget_file *file; /* NULL until the first count, or one from before */
 	int fd;                   /* STATE/budgets until then; -1 once mapped */
 	char path[PATH_MAX];
+	int64_t pruned_ms;        /* the last budget_prune */
 	struct budget_entry *owner[BUDGET_MAX]; /* the entry counting in each slot; NULL: none yet */
 };
 
@@ -196,40 +198,56 @@ static void digest(const char *s, size_t len, unsigned char out[SHA256_DIGEST_LE
 /* A new window at now when the last one ended. */
 static void window_roll(struct budget_slot *sl, int64_t now)
 {
+	if (sl->window_ms > now)
+		sl->window_ms = now; /* the clock stepped back: the window is never longer than per */
 	if (window_over(sl, now)) {
 		sl->requests = sl->up = 0;
 		sl->window_ms = now;
 	}
 }
 
-/* Whether the policy p still has the budgeted grant whose identity's digest is grant. */
-static bool grant_present(const struct policy *p, const unsigned char *grant)
+/* Whether grant is one of the n digests in d. */
+static bool grant_present(const unsigned char (*d)[SHA256_DIGEST_LENGTH], size_t n,
+			  const unsigned char *grant)
 {
-	char k[BUDGET_GKEY_MAX];
-	unsigned char d[SHA256_DIGEST_LENGTH];
-
-	for (size_t i = 0; p != NULL && i < p->ngrants; i++) {
-		if (!grant_budgeted(&p->grants[i]))
-			continue;
-		grant_key(&p->grants[i], k, sizeof(k));
-		digest(k, strlen(k), d);
-		if (memcmp(d, grant, sizeof(d)) == 0)
+	for (size_t i = 0; i < n; i++)
+		if (memcmp(d[i], grant, SHA256_DIGEST_LENGTH) == 0)
 			return true;
-	}
 	return false;
 }
 
-/* Free the slots no exchange holds whose counts no longer matter, and their entries. */
+/*
+ * Free the slots no exchange holds whose counts no longer matter (their
+ * window ended, or their grant is gone from the policy), and their
+ * entries. Once a second at most: a table that stays full refuses at once
+ * rather than walking it again for each new principal.
+ */
 static void budget_prune(struct proxy *px, int64_t now)
 {
 	struct budgets *b = px->budgets;
+	const struct policy *pol = px->policy;
+	unsigned char (*d)[SHA256_DIGEST_LENGTH];
+	char k[BUDGET_GKEY_MAX];
+	size_t n = 0;
 
+	if (now - b->pruned_ms < 1000 && now >= b->pruned_ms)
+		return;
+	b->pruned_ms = now;
+	d = calloc(pol != NULL && pol->nbudgeted > 0 ? pol->nbudgeted : 1, sizeof(*d));
+	if (d == NULL)
+		return;
+	for (size_t i = 0; pol != NULL && i < pol->ngrants && n < pol->nbudgeted; i++) {
+		if (!grant_budgeted(&pol->grants[i]))
+			continue;
+		grant_key(&pol->grants[i], k, sizeof(k));
+		digest(k, strlen(k), d[n++]);
+	}
 	for (size_t i = 0; i < BUDGET_MAX; i++) {
 		struct budget_slot *sl = &b->file->slot[i];
 		struct budget_entry *e = b->owner[i];
 
 		if (!sl->used || (e != NULL && e->refs > 0) ||
-		    (!window_over(sl, now) && grant_present(px->policy, sl->grant)))
+		    (!window_over(sl, now) && grant_present(d, n, sl->grant)))
 			continue;
 		if (e != NULL) {
 			struct budget_entry **p = &b->bucket[budget_hash(e->key)];
@@ -242,6 +260,7 @@ static void budget_prune(struct proxy *px, int64_t now)
 		}
 		memset(sl, 0, sizeof(*sl));
 	}
+	free(d);
 }
 
 /* The slot counting for the key whose digest is key: one from before, else a free one; -1 none. */
@@ -505,13 +524,38 @@ void budget_end(struct session *s, struct exchange *x)
 	x->budget = NULL;
 }
 
+void budget_trim(struct session *s, struct buf *b)
+{
+	struct exchange *x = s->x;
+	uint64_t room, pre;
+
+	if (x == NULL || x->budget == NULL || x->budget_observed)
+		return;
+	room = budget_room(x->budget);
+	if (room == UINT64_MAX)
+		return;
+	if (buf_len(b) > room + 1)
+		buf_truncate(b, (size_t)room + 1);
+	/*
+	 * Spent now, before they go: the principal's other tunnels opening at
+	 * the same time see what is left after them. The byte past the room,
+	 * if any, is spent as it goes, and ends this one.
+	 */
+	pre = buf_len(b) < room ? buf_len(b) : room;
+	budget_spend(s->px, x->budget, pre);
+	x->budget_up += pre;
+}
+
 size_t budget_read_limit(const struct exchange *x, size_t limit)
 {
-	uint64_t room;
+	uint64_t room, unspent;
 
 	if (x->budget == NULL || x->budget_observed)
 		return limit;
+	/* what went up since the last budget_over is not spent yet, but it is gone */
 	room = budget_room(x->budget);
+	unspent = x->up > x->budget_up ? x->up - x->budget_up : 0;
+	room = room > unspent ? room - unspent : 0;
 	if (room >= IOBUF_MAX)
 		return limit;
 	return limit == 0 || limit > room + 1 ? (size_t)room + 1 : limit;

@@ -160,6 +160,28 @@ static int srv_invalid_frame(nghttp2_session *ng, const nghttp2_frame *frame, in
 	return 0;
 }
 
+/*
+ * The client's trailer section came whole: its fields go up (as an
+ * HTTP/1.1 trailer writes them), so they count as the body does. Past the
+ * grant's max-up the trailers go nowhere and the stream is refused.
+ * Returns true then.
+ */
+static bool trailers_over_budget(struct session *s, struct h2_stream *st)
+{
+	for (size_t i = 0; i < st->req_tr->n; i++) {
+		struct http_header f = h2_field_at(st->req_tr, i);
+
+		st->x->up += f.name_len + 2 + f.value_len + 2;
+	}
+	if (!budget_over(s, st->x))
+		return false;
+	st->req_tr->n = 0;
+	s->x = st->x;
+	budget_refuse(s);
+	s->x = NULL;
+	return true;
+}
+
 static int srv_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 {
 	struct h2 *h = arg;
@@ -188,6 +210,9 @@ static int srv_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 		h->s->x = NULL;
 		return 0;
 	}
+	if (frame->hd.type == NGHTTP2_HEADERS && st->head_done && st->req_tr != NULL &&
+	    trailers_over_budget(h->s, st))
+		return 0;
 	if (end && st->sent) {
 		st->x->sent_ms = session_now(h->s);
 		h2_resume_up(h, st);

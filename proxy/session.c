@@ -638,7 +638,8 @@ void session_tunnel_begin(struct session *s)
 	s->x->status = 200;
 	s->x->resp_started = true;
 	buf_append(&s->cout, tunnel_ok, sizeof(tunnel_ok) - 1);
-	/* bytes the client sent after its CONNECT head go first, then splice */
+	/* bytes the client sent after its CONNECT head go first (within its budget), then splice */
+	budget_trim(s, &s->cin);
 	relay_dir_init(&s->tun->to_up, s->cfd, s->ufd, &s->cin);
 	relay_dir_init(&s->tun->to_cli, s->ufd, s->cfd, &s->cout);
 	if (s->x->budget != NULL && budget_room(s->x->budget) != UINT64_MAX &&

@@ -388,6 +388,13 @@ bool budget_over(struct session *s, struct exchange *x);
 void budget_refuse(struct session *s); /* 403 budget: s->x's body passed its max-up */
 /* A read limit for x's body (0: none) lowered to a byte past what its max-up has left. */
 size_t budget_read_limit(const struct exchange *x, size_t limit);
+/*
+ * What the client sent behind a head that opened a tunnel or a WebSocket
+ * (b, to go up first) cut to a byte past what s->x's max-up has left, as a
+ * read would have been, and spent at once: the pump then passes the
+ * budget and closes. Once, as the tunnel or WebSocket begins.
+ */
+void budget_trim(struct session *s, struct buf *b);
 /* The line saying x's max-up is spent, into out. */
 void budget_line(struct session *s, const struct exchange *x, char *out, size_t size);
 /* x counts against no budget from now on (its row is written, or it is freed); x may be NULL */

@@ -138,6 +138,7 @@ void upgrade_begin(struct session *s)
 	x->ws->open = true;
 	x->status = 101; /* the row comes when the WebSocket ends */
 	x->replayable = false;
+	budget_trim(s, &s->cin); /* frames sent with the handshake: within its budget */
 	session_enter(s, SS_WEBSOCKET);
 }
 
@@ -172,7 +173,8 @@ static int relay_dir(struct session *s, bool from_up, bool *drained, bool *moved
 	/* an upstream that hung up left epoll: its rest is read without waiting for readiness */
 	if (*end || (*drained && !(from_up && s->u_hup)))
 		return 0;
-	n = sio_read(s, from_up, src, 0, drained);
+	/* toward the origin no further than a byte past what the budget has left */
+	n = sio_read(s, from_up, src, from_up ? 0 : budget_read_limit(x, 0), drained);
 	if (n > 0)
 		*moved = true;
 	else if (n == 0 || !session_would_block())

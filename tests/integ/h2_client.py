@@ -12,6 +12,8 @@ Modes (one line out per stream, in the order the streams were opened):
   hostdiff HOST PATH   :authority is HOST:PORT's own, a host header HOST
   post PATH BYTES [LENGTH]  a POST of BYTES bytes, declaring content-length
                      LENGTH if given: "PATH STATUS BODY"
+  trailers PATH BYTES TBYTES  a POST of BYTES bytes, then a trailer section
+                     of one field x-t of TBYTES bytes: "PATH STATUS BODY"
   badheader PATH     a GET with CR LF inside a header value, then a good
                      GET on the same connection
   rapidreset N PATH  N streams opened and reset at once, then a GET:
@@ -233,6 +235,19 @@ def main():
         s = c.request(args[0], method="POST", body=b"x" * int(args[1]), extra=extra)
         c.wait([s])
         print(c.line(s))
+    elif mode == "trailers":
+        c = Client(sock, host, port)
+        sid = c.c.get_next_available_stream_id()
+        c.c.send_headers(sid, [(":method", "POST"), (":scheme", "https"),
+                               (":authority", c.authority), (":path", args[0]),
+                               ("user-agent", "h2_client.py")])
+        c.streams[sid] = {"path": args[0], "status": None, "body": b"", "done": False,
+                          "reset": None}
+        c.c.send_data(sid, b"x" * int(args[1]))
+        c.c.send_headers(sid, [("x-t", "t" * int(args[2]))], end_stream=True)
+        c.flush()
+        c.wait([sid])
+        print(c.line(sid))
     elif mode == "badheader":
         c = Client(sock, host, port, validate=False)
         bad = c.request(args[0], extra=[("x-evil", "a\r\nInjected: yes")])

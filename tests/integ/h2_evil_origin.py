@@ -13,7 +13,9 @@ By :path:
   /flood?N      N 103 responses, each with 30 fields of a 2000-byte value
                 (HPACK-indexed once: a few bytes each on the wire), then a 200
   /range        a 206 whose body carries the authorization
-  /sink         reads the whole request body, then a 200 "got N"
+  /sink         reads the whole request body, then a 200 "got N" ("got N
+                trailers M" when a trailer section of M bytes, names and
+                values, came)
   anything else 200 "ok"
 """
 import socket
@@ -37,6 +39,7 @@ def serve(conn):
     conn.sendall(c.data_to_send())
     heads = {}
     got = {}
+    tr = {}
     while True:
         try:
             data = conn.recv(65536)
@@ -55,10 +58,15 @@ def serve(conn):
             elif isinstance(e, h2.events.DataReceived):
                 c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
                 got[e.stream_id] = got.get(e.stream_id, 0) + len(e.data)
+            elif isinstance(e, h2.events.TrailersReceived):
+                tr[e.stream_id] = sum(len(k) + len(v) for k, v in e.headers)
             elif isinstance(e, h2.events.StreamEnded) and \
                     heads.get(e.stream_id, {}).get(":path") == "/sink":
                 c.send_headers(e.stream_id, [(":status", "200")])
-                c.send_data(e.stream_id, b"got %d\n" % got.get(e.stream_id, 0), end_stream=True)
+                line = b"got %d" % got.get(e.stream_id, 0)
+                if e.stream_id in tr:
+                    line += b" trailers %d" % tr[e.stream_id]
+                c.send_data(e.stream_id, line + b"\n", end_stream=True)
         out = c.data_to_send()
         if out:
             try:
