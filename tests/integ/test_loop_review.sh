@@ -59,4 +59,15 @@ sleep 1
 tot=$("$PY" -c 'import json,sys; print(sum(json.loads(l).get("len",0) for l in open(sys.argv[1]) if "\"halfclose\"" in l))' "$LAB_DIR/halfclose.jsonl")
 expect_ge "the origin recorded what the tunnels sent (the measurement works)" 1 "$tot"
 expect_lt "8 tunnels at once under --max-up 1k: at most about 1 KiB reached the origin ($tot)" 1100 "$tot"
+# twenty at once, each with 4000 bytes in the same write as its CONNECT head
+sl allow add good.test:9000 --max-up 1k >/dev/null # its counts start again
+sleep 1.2
+: >"$LAB_DIR/halfclose.jsonl"
+hx "$PY" "$INTEG_DIR/tunnels_at_once.py" "$PROXY_ADDR" "$PROXY_PORT" good.test:9000 20 4000 early 2>&1 |
+	sed 's/^/# tun: /'
+sleep 1
+tot=$("$PY" -c 'import json,sys; print(sum(json.loads(l).get("len",0) for l in open(sys.argv[1]) if "\"halfclose\"" in l))' "$LAB_DIR/halfclose.jsonl")
+expect_ge "the origin recorded what those tunnels sent (the measurement works)" 1 "$tot"
+expect_lt "20 tunnels, 4000 bytes behind each head, under --max-up 1k: at most about 1 KiB reached the origin ($tot)" \
+	1100 "$tot"
 lab_done
