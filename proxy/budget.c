@@ -14,9 +14,9 @@
  * killed with -9, keeps them: a budget lasts the grant's life, not the
  * process's. The file is opened at start and sized at the first count (a
  * proxy with no budget keeps it empty); with no room on the disk the
- * counts stay in memory, and stderr says so. A slot is named by SHA-256 of its key: the grant's identity
- * (level, pattern, scopes, added time, budget: what a policy reload keeps)
- * and the principal. A reload rebuilding the policy does not reset them;
+ * counts stay in memory, and stderr says so. A slot is named by SHA-256
+ * of its key: the grant's identity (level, pattern, scopes, added time,
+ * budget: what a policy reload keeps) and the principal. A reload rebuilding the policy does not reset them;
  * re-adding the grant (a new added time) does. In memory a chained FNV
  * table owned by struct proxy finds each key's entry and its slot; a slot
  * from an earlier run is taken up by the first request for its key. When
