@@ -16,16 +16,17 @@
  * proxy with no budget keeps it empty); with no room on the disk the
  * counts stay in memory, and stderr says so. A slot is named by SHA-256
  * of its key: the grant's identity (level, pattern, scopes, added time,
- * budget: what a policy reload keeps) and the principal. A reload rebuilding the policy does not reset them;
- * re-adding the grant (a new added time) does. In memory a chained FNV
- * table owned by struct proxy finds each key's entry and its slot; a slot
- * from an earlier run is taken up by the first request for its key. When
- * every slot is taken, the ones no exchange holds whose window ended or
- * whose grant is gone from the policy are freed, and when none can be, the
- * request is refused (fail closed: forgetting a count would reopen the
- * brake). Windows run on the wall clock, so they go on across a restart.
- * This file counts and words refusals; exchange.c, session.c, h2.c and
- * upgrade.c refuse and close.
+ * budget: what a policy reload keeps) and the principal. A reload
+ * rebuilding the policy does not reset them; re-adding the grant (a new
+ * added time) does. In memory a chained FNV table owned by struct proxy
+ * finds each key's entry and its slot; a slot from an earlier run is
+ * taken up by the first request for its key. When every slot is taken,
+ * the ones no exchange holds whose window ended or whose grant is gone
+ * from the policy are freed, and when none can be, the request is refused
+ * (fail closed: forgetting a count would reopen the brake). Windows run on
+ * the wall clock, so they go on across a restart. This file counts and
+ * words refusals; exchange.c, session.c, h2.c and upgrade.c refuse and
+ * close.
  */
 #include "session.h"
 
