@@ -103,10 +103,16 @@ expect_re "... so the line grants it to every connection" "^sluice allow add oth
 expect_re "... and, not a terminal, nothing was granted" "nothing granted" "$out"
 expect_eq "... the store holds no grant" 0 "$(grep -cv '^#\|^mode \|^learned ' "$STATE/grants")"
 
+# learn_pty ANSWERS: `allow learn` on a pty, ANSWERS typed at its prompts (its output shown)
+learn_pty() {
+	local o
+	o=$("$PY" "$INTEG_DIR/onpty.py" --answer 'grant it? |not only who asked? ' "$1" \
+		ip netns exec "$HNS" "$SLUICE_BUILD/sluice" -c "$CONF" allow learn 2>&1)
+	printf '%s\n' "$o" | sed 's/^/# pty: /' >&2
+	printf '%s\n' "$o"
+}
 # on a terminal: o for good.test (the first: the most refused), v for other.test
-out=$("$PY" "$INTEG_DIR/onpty.py" --answer "grant it? " o,v ip netns exec "$HNS" "$SLUICE_BUILD/sluice" \
-	-c "$CONF" allow learn 2>&1)
-printf '%s\n' "$out" | sed 's/^/# pty: /'
+out=$(learn_pty o,v)
 expect_re "on a terminal, o grants good.test once for 15 min, for the container" \
 	"added good\\.test for $a1@podman once, expires in 15m0s" "$out"
 expect_re "... v: other.test is not offered again" "not offered again" "$out"
@@ -145,17 +151,13 @@ expect_re "allow learn: third.test, asked by the nine" "who: 10\\.88\\.0\\.41@po
 expect_re "... it says the grant would serve every connection, and why" \
 	"more asked than the 8 principals a grant can name: this grant serves every connection" "$block"
 expect_re "... its line names no principal" "^sluice allow add third\\.test\$" "$block"
-ask='grant it? |not only who asked? '
-out=$("$PY" "$INTEG_DIR/onpty.py" --answer "$ask" o,n ip netns exec "$HNS" "$SLUICE_BUILD/sluice" \
-	-c "$CONF" allow learn 2>&1)
-printf '%s\n' "$out" | sed 's/^/# pty: /'
+out=$(learn_pty o,n)
 expect_re "on a terminal, o asks to confirm a grant to every connection" \
 	"to every connection, not only who asked\\? \\[y\\]es, \\[n\\]o: " "$out"
 expect_re "... n: not granted" "not granted" "$out"
 expect_eq "... the store has no third.test" 0 "$(grep -c '^third\.test ' "$STATE/grants")"
 expect_refusal "... and a tenth client is still refused" "$(sget 50 refused-50)" 403 not-granted
-out=$("$PY" "$INTEG_DIR/onpty.py" --answer "$ask" o,y ip netns exec "$HNS" "$SLUICE_BUILD/sluice" \
-	-c "$CONF" allow learn 2>&1)
+out=$(learn_pty o,y)
 expect_re "o and y: third.test granted once for 15 min, for every connection" \
 	"added third\\.test once, expires in 15m0s" "$out"
 served() { [ "$(meta_status "$(sget "$1" "served-$1")")" = 200 ]; }
