@@ -4,7 +4,10 @@
  * A grant with max-requests or max-up (grant.h) lets each principal it
  * serves make that many requests through it and send that many bytes up
  * (request heads as they go upstream, bodies, a tunnel's client-to-origin
- * bytes), over the grant's life or per window of `per` seconds. A window
+ * bytes), over the grant's life or per window of `per` seconds. Bytes are
+ * spent as sluice takes them from the client, gone up or still on their
+ * way (in a pipe toward a stalled origin, say), so the principal's other
+ * requests and tunnels see at once what is left. A window
  * is fixed and begins at the principal's first request through the grant
  * (not aligned to the clock); the next request after it ends opens the
  * next one.
@@ -427,11 +430,10 @@ int budget_take(struct proxy *px, const struct grant *g, const char *who, uint64
 	return 0;
 }
 
-bool budget_spend(struct proxy *px, struct budget_entry *e, uint64_t n)
+bool budget_spend(struct budget_entry *e, uint64_t n)
 {
 	struct budget_slot *sl = e->slot;
 
-	(void)px;
 	window_roll(sl, wall_ms());
 	sl->up = n > UINT64_MAX - sl->up ? UINT64_MAX : sl->up + n;
 	return e->max_up == 0 || sl->up <= e->max_up;
@@ -444,9 +446,8 @@ uint64_t budget_room(const struct budget_entry *e)
 	return e->slot->up < e->max_up ? e->max_up - e->slot->up : 0;
 }
 
-void budget_put(struct proxy *px, struct budget_entry *e)
+void budget_put(struct budget_entry *e)
 {
-	(void)px;
 	if (e != NULL && e->refs > 0)
 		e->refs--;
 }
@@ -480,16 +481,16 @@ int budget_request(struct session *s, const struct http_request *req, const stru
 	return -1;
 }
 
-bool budget_over(struct session *s, struct exchange *x)
+bool budget_over(struct session *s, struct exchange *x, uint64_t taken)
 {
 	char why[sizeof(x->detail) - 32];
 	uint64_t n;
 
-	if (x->budget == NULL || x->up <= x->budget_up)
+	if (x->budget == NULL || taken <= x->budget_up)
 		return false;
-	n = x->up - x->budget_up;
-	x->budget_up = x->up;
-	if (budget_spend(s->px, x->budget, n))
+	n = taken - x->budget_up;
+	x->budget_up = taken;
+	if (budget_spend(x->budget, n))
 		return false;
 	if (policy_mode_at(s->px->policy, time(NULL)) == MODE_ENFORCE)
 		return true;
@@ -508,56 +509,40 @@ void budget_line(struct session *s, const struct exchange *x, char *out, size_t 
 	budget_words(x->budget, true, out, size);
 }
 
-void budget_refuse(struct session *s)
+void budget_refuse(struct session *s, const char *what)
 {
 	char why[sizeof(((struct refusal *)0)->detail)];
 
 	budget_line(s, s->x, why, sizeof(why));
-	session_refuse(s, 403, "budget", "http_request_denied", "%s: the request was cut off",
-		       why);
+	session_refuse(s, 403, "budget", "http_request_denied", "%s: %s", why, what);
 }
 
 void budget_end(struct session *s, struct exchange *x)
 {
 	if (x == NULL)
 		return;
-	budget_put(s->px, x->budget);
+	budget_put(x->budget);
 	x->budget = NULL;
 }
 
-void budget_trim(struct session *s, struct buf *b)
-{
-	struct exchange *x = s->x;
-	uint64_t room, pre;
-
-	if (x == NULL || x->budget == NULL || x->budget_observed)
-		return;
-	room = budget_room(x->budget);
-	if (room == UINT64_MAX)
-		return;
-	if (buf_len(b) > room + 1)
-		buf_truncate(b, (size_t)room + 1);
-	/*
-	 * Spent now, before they go: the principal's other tunnels opening at
-	 * the same time see what is left after them. The byte past the room,
-	 * if any, is spent as it goes, and ends this one.
-	 */
-	pre = buf_len(b) < room ? buf_len(b) : room;
-	budget_spend(s->px, x->budget, pre);
-	x->budget_up += pre;
-}
-
-size_t budget_read_limit(const struct exchange *x, size_t limit)
+uint64_t budget_left(const struct exchange *x, uint64_t taken)
 {
 	uint64_t room, unspent;
 
 	if (x->budget == NULL || x->budget_observed)
-		return limit;
-	/* what went up since the last budget_over is not spent yet, but it is gone */
+		return UINT64_MAX;
 	room = budget_room(x->budget);
-	unspent = x->up > x->budget_up ? x->up - x->budget_up : 0;
-	room = room > unspent ? room - unspent : 0;
-	if (room >= IOBUF_MAX)
+	if (room == UINT64_MAX)
+		return UINT64_MAX;
+	unspent = taken > x->budget_up ? taken - x->budget_up : 0;
+	return room > unspent ? room - unspent : 0;
+}
+
+size_t budget_read_limit(const struct exchange *x, uint64_t taken, size_t limit)
+{
+	uint64_t left = budget_left(x, taken);
+
+	if (left >= IOBUF_MAX)
 		return limit;
-	return limit == 0 || limit > room + 1 ? (size_t)room + 1 : limit;
+	return limit == 0 || limit > left + 1 ? (size_t)left + 1 : limit;
 }

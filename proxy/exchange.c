@@ -561,8 +561,8 @@ static int request_body(struct session *s, struct pass *p)
 			exchange_body_refuse(s, 0);
 			return -1;
 		}
-		if (budget_over(s, x)) {
-			budget_refuse(s);
+		if (budget_over(s, x, x->up)) {
+			budget_refuse(s, "the request was cut off");
 			return -1;
 		}
 		if (x->req_done) {
@@ -576,7 +576,7 @@ static int request_body(struct session *s, struct pass *p)
 				     ? (size_t)x->req_left
 				     : 0;
 
-		n = sio_read(s, false, &s->cin, budget_read_limit(x, lim), &p->c_drained);
+		n = sio_read(s, false, &s->cin, budget_read_limit(x, x->up, lim), &p->c_drained);
 		if (n > 0) {
 			p->moved = true;
 		} else if (n == 0 || !session_would_block()) {

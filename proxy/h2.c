@@ -173,11 +173,11 @@ static bool trailers_over_budget(struct session *s, struct h2_stream *st)
 
 		st->x->up += f.name_len + 2 + f.value_len + 2;
 	}
-	if (!budget_over(s, st->x))
+	if (!budget_over(s, st->x, st->x->up))
 		return false;
 	st->req_tr->n = 0;
 	s->x = st->x;
-	budget_refuse(s);
+	budget_refuse(s, "the request was cut off");
 	s->x = NULL;
 	return true;
 }
@@ -211,7 +211,7 @@ static int srv_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 		return 0;
 	}
 	if (frame->hd.type == NGHTTP2_HEADERS && st->head_done && st->req_tr != NULL &&
-	    trailers_over_budget(h->s, st))
+	    !st->refused && trailers_over_budget(h->s, st))
 		return 0;
 	if (end && st->sent) {
 		st->x->sent_ms = session_now(h->s);
@@ -246,10 +246,10 @@ static int srv_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_
 		s->x = NULL;
 		return 0;
 	}
-	if (budget_over(s, st->x)) {
+	if (budget_over(s, st->x, st->x->up)) {
 		h2_give_back_cli(h, st, len);
 		s->x = st->x;
-		budget_refuse(s);
+		budget_refuse(s, "the request was cut off");
 		s->x = NULL;
 		return 0;
 	}

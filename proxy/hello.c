@@ -44,7 +44,8 @@ static void hello_refuse(struct session *s, const char *reason, int alert, const
  * tunnel: sni-mismatch, or sni-unreadable (no server name, not a
  * ClientHello, one past the caps, the client closed first). Returns 1
  * (more to read), 0 (it passed: *wire is its length at cin's head) or -1
- * (refused).
+ * (refused). Past the grant's max-up it is refused too (budget), before
+ * any of it goes up.
  */
 static int client_hello(struct session *s, bool again, size_t *wire)
 {
@@ -67,8 +68,10 @@ static int client_hello(struct session *s, bool again, size_t *wire)
 		if (r != TLS_HELLO_MORE)
 			break;
 		n = buf_read_fd(&s->cin, s->cfd, cap - buf_len(&s->cin), &drained);
-		if (n > 0)
+		if (n > 0) {
+			s->tun->to_up.taken += (uint64_t)n; /* the relay's: its budget counts it */
 			continue;
+		}
 		if (n == -1 && session_would_block()) {
 			s->tun->to_up.want_read = true;
 			return 1;
@@ -110,6 +113,8 @@ static int client_hello(struct session *s, bool again, size_t *wire)
 	else
 		snprintf(s->x->detail, sizeof(s->x->detail),
 			 "passthrough; no TLS server name (an address)");
+	if (session_tunnel_over_budget(s))
+		return -1;
 	*wire = h.wire;
 	return 0;
 }

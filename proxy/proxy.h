@@ -111,12 +111,12 @@ void budget_release(struct proxy *px);
 int budget_take(struct proxy *px, const struct grant *g, const char *who, uint64_t head,
 		uint64_t body, struct budget_entry **e, char *why, size_t size);
 /* n more bytes up through e. Returns false once its max-up is passed. */
-bool budget_spend(struct proxy *px, struct budget_entry *e, uint64_t n);
+bool budget_spend(struct budget_entry *e, uint64_t n);
 /* Bytes e may still send up; UINT64_MAX: no max-up. */
 uint64_t budget_room(const struct budget_entry *e);
 /* The line a refusal or a close past e's budget carries (up: max-up, else max-requests). */
 void budget_words(const struct budget_entry *e, bool up, char *out, size_t size);
-void budget_put(struct proxy *px, struct budget_entry *e); /* e may be NULL */
+void budget_put(struct budget_entry *e); /* e may be NULL */
 
 /* session.c: close each connection whose build token was removed or expired (row: build-token) */
 void session_builds_check(struct proxy *px);

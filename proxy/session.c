@@ -334,42 +334,40 @@ int session_flush_client(struct session *s)
 /* --- tunnel and drain steps -------------------------------------------- */
 
 /*
- * Read the client no further than one byte past what the tunnel's budget
- * has left now: the budget is the principal's, shared with its other
- * tunnels and requests, so it is read again before every pump. Past it
- * under observe or learn: the row says so, and nothing is held back. A
- * CONNECT tunnel's relay and a spliced WebSocket's alike.
+ * The budget is the principal's, shared with its other tunnels and
+ * requests, and what a relay takes from the client is spent as it is taken
+ * (bytes waiting in a pipe toward a stalled origin count): the cap is set
+ * again before every pump, a byte past what is left. Past it under observe
+ * or learn: the row says so, and nothing is held back. A CONNECT tunnel's
+ * relay and a spliced WebSocket's alike.
  */
-void session_budget_cap(struct session *s)
+void session_budget_cap(struct session *s, uint64_t taken)
 {
-	struct relay_dir *d = &s->tun->to_up;
-	uint64_t room;
+	uint64_t left;
 
 	if (s->x == NULL || s->x->budget == NULL)
 		return;
-	room = budget_room(s->x->budget);
-	d->cap = room == UINT64_MAX || s->x->budget_observed ? UINT64_MAX : d->bytes + room + 1;
+	left = budget_left(s->x, taken);
+	s->tun->to_up.cap = left == UINT64_MAX ? UINT64_MAX : s->tun->to_up.taken + left + 1;
 }
 
-/*
- * A tunnel under a max-up: what it sent is spent, and past the budget it
- * is closed with its row (refuse, budget). Else the client is read no
- * further than one byte past what the budget has left, so it cannot run
- * far past it before the close. Returns true when it was closed.
- */
-static bool tunnel_over_budget(struct session *s)
+bool session_relay_over_budget(struct session *s, uint64_t taken)
+{
+	if (budget_over(s, s->x, taken))
+		return true;
+	session_budget_cap(s, taken); /* observe lifts it now: a relay at its cap waits for nothing */
+	return false;
+}
+
+bool session_tunnel_over_budget(struct session *s)
 {
 	char why[sizeof(s->x->detail)];
 
-	if (s->x->budget == NULL)
+	if (!session_relay_over_budget(s, s->tun->to_up.taken))
 		return false;
-	if (budget_over(s, s->x)) {
-		budget_line(s, s->x, why, sizeof(why));
-		session_tunnel_refuse(s, "budget", "%s: the tunnel was closed", why);
-		return true;
-	}
-	session_budget_cap(s);
-	return false;
+	budget_line(s, s->x, why, sizeof(why));
+	session_tunnel_refuse(s, "budget", "%s: the tunnel was closed", why);
+	return true;
 }
 
 void session_step_tunnel(struct session *s)
@@ -386,7 +384,7 @@ void session_step_tunnel(struct session *s)
 		if (tls_hello_step(s) == -1)
 			return;
 	}
-	session_budget_cap(s);
+	session_budget_cap(s, tun->to_up.taken);
 	/* toward the client the relay never shuts: the end is passed on below */
 	if ((tun->hello == HELLO_DONE &&
 	     relay_dir_pump(&tun->to_up, relay_dir_done(&tun->to_cli)) == -1) ||
@@ -396,7 +394,7 @@ void session_step_tunnel(struct session *s)
 		return;
 	}
 	tunnel_count(s);
-	if (tunnel_over_budget(s))
+	if (session_tunnel_over_budget(s))
 		return;
 	if (tun->to_up.bytes + tun->to_cli.bytes != before)
 		s->active_ms = session_now(s);
@@ -630,6 +628,11 @@ void session_intercept_begin(struct session *s)
 /* The upstream of a CONNECT is up: answer 200 and start relaying. */
 void session_tunnel_begin(struct session *s)
 {
+	/* the bytes the client sent behind its head are taken: past its budget, none goes up */
+	if (budget_over(s, s->x, buf_len(&s->cin))) {
+		budget_refuse(s, "with the bytes sent behind the CONNECT head; none went up");
+		return;
+	}
 	s->tun = calloc(1, sizeof(*s->tun));
 	if (s->tun == NULL) {
 		session_close(s, "out of memory");
@@ -638,13 +641,10 @@ void session_tunnel_begin(struct session *s)
 	s->x->status = 200;
 	s->x->resp_started = true;
 	buf_append(&s->cout, tunnel_ok, sizeof(tunnel_ok) - 1);
-	/* bytes the client sent after its CONNECT head go first (within its budget), then splice */
-	budget_trim(s, &s->cin);
+	/* bytes the client sent after its CONNECT head go first, then splice */
 	relay_dir_init(&s->tun->to_up, s->cfd, s->ufd, &s->cin);
 	relay_dir_init(&s->tun->to_cli, s->ufd, s->cfd, &s->cout);
-	if (s->x->budget != NULL && budget_room(s->x->budget) != UINT64_MAX &&
-	    !s->x->budget_observed)
-		s->tun->to_up.cap = budget_room(s->x->budget) + 1;
+	session_budget_cap(s, s->tun->to_up.taken);
 	/* a passthrough host: its ClientHello is read and checked before anything goes up */
 	s->tun->hello = s->px->tls != NULL ? HELLO_CLIENT : HELLO_DONE;
 	s->tun->hello_ms = session_now(s);

@@ -90,7 +90,7 @@ struct exchange {
 	int status;
 	uint64_t up, down;
 	struct budget_entry *budget; /* the budget it counts against (budget.c); NULL: none */
-	uint64_t budget_up;          /* ... the part of up already spent against it */
+	uint64_t budget_up;          /* ... bytes taken from the client to go up, spent against it */
 	bool budget_observed;        /* past it, but the mode refuses nothing: marked once */
 	double t_start;
 	double dns_ms, connect_ms; /* < 0: did not happen */
@@ -347,7 +347,19 @@ void session_tunnel_refuse(struct session *s, const char *reason, const char *fm
 void session_enter_drain(struct session *s);
 int session_flush_client(struct session *s);
 void session_tunnel_begin(struct session *s);
-void session_budget_cap(struct session *s); /* a relay read no further than its max-up allows */
+/*
+ * A relay toward the origin (s->tun->to_up) under s->x's max-up, taken
+ * what it took (as budget_over has it): read no further than a byte past
+ * what the budget has left.
+ */
+void session_budget_cap(struct session *s, uint64_t taken);
+/*
+ * What it took is spent (budget_over): returns true when that passed the
+ * budget and the mode enforces (the caller closes); else the cap is set again.
+ */
+bool session_relay_over_budget(struct session *s, uint64_t taken);
+/* The same for a CONNECT tunnel, which it closes (refuse, budget): returns true then. */
+bool session_tunnel_over_budget(struct session *s);
 void session_intercept_begin(struct session *s);
 
 /* state.c */
@@ -380,21 +392,24 @@ void exchange_body_refuse(struct session *s, uint64_t declared);
  */
 int budget_request(struct session *s, const struct http_request *req, const struct grant *g);
 /*
- * x's bytes up since the last call, spent against its grant's budget.
- * Returns true when they passed it and the mode enforces: the caller ends
- * the request (budget_refuse) or the tunnel.
+ * x has taken `taken` bytes from its client to go up (since it began; up,
+ * where bytes go up as they are read): those not spent yet are spent
+ * against its grant's budget now, gone up or not, so the principal's other
+ * requests and tunnels see at once what is left. Returns true when they
+ * passed it and the mode enforces: the caller ends the request
+ * (budget_refuse) or the tunnel.
  */
-bool budget_over(struct session *s, struct exchange *x);
-void budget_refuse(struct session *s); /* 403 budget: s->x's body passed its max-up */
-/* A read limit for x's body (0: none) lowered to a byte past what its max-up has left. */
-size_t budget_read_limit(const struct exchange *x, size_t limit);
+bool budget_over(struct session *s, struct exchange *x, uint64_t taken);
+/* 403 budget: what s->x sent passed its max-up; what says what became of it */
+void budget_refuse(struct session *s, const char *what);
 /*
- * What the client sent behind a head that opened a tunnel or a WebSocket
- * (b, to go up first) cut to a byte past what s->x's max-up has left, as a
- * read would have been, and spent at once: the pump then passes the
- * budget and closes. Once, as the tunnel or WebSocket begins.
+ * What x may still take under its max-up, taken (as budget_over has it)
+ * counted as spent: UINT64_MAX when nothing holds it back (no max-up, or
+ * past it under a mode that refuses nothing).
  */
-void budget_trim(struct session *s, struct buf *b);
+uint64_t budget_left(const struct exchange *x, uint64_t taken);
+/* A read limit for x's body (0: none) lowered to a byte past what budget_left leaves. */
+size_t budget_read_limit(const struct exchange *x, uint64_t taken, size_t limit);
 /* The line saying x's max-up is spent, into out. */
 void budget_line(struct session *s, const struct exchange *x, char *out, size_t size);
 /* x counts against no budget from now on (its row is written, or it is freed); x may be NULL */

@@ -131,6 +131,24 @@ int upgrade_response(struct session *s, const struct http_response *resp)
 	return 0;
 }
 
+/* What a relayed WebSocket took from its client: gone up, or still in cin. */
+static uint64_t client_taken(const struct session *s)
+{
+	return s->x->up + buf_len(&s->cin);
+}
+
+/* Past its grant's max-up: the WebSocket closes with its row (refuse, budget). */
+static void budget_close(struct session *s)
+{
+	char why[sizeof(s->x->detail) - 32];
+
+	budget_line(s, s->x, why, sizeof(why));
+	s->x->decision = "refuse";
+	s->x->reason = "budget";
+	snprintf(s->x->detail, sizeof(s->x->detail), "%s: closed", why);
+	session_close(s, NULL);
+}
+
 void upgrade_begin(struct session *s)
 {
 	struct exchange *x = s->x;
@@ -138,8 +156,10 @@ void upgrade_begin(struct session *s)
 	x->ws->open = true;
 	x->status = 101; /* the row comes when the WebSocket ends */
 	x->replayable = false;
-	budget_trim(s, &s->cin); /* frames sent with the handshake: within its budget */
 	session_enter(s, SS_WEBSOCKET);
+	/* frames the client sent with the handshake are taken: past the budget, none goes up */
+	if (budget_over(s, x, client_taken(s)))
+		budget_close(s);
 }
 
 /*
@@ -174,7 +194,8 @@ static int relay_dir(struct session *s, bool from_up, bool *drained, bool *moved
 	if (*end || (*drained && !(from_up && s->u_hup)))
 		return 0;
 	/* toward the origin no further than a byte past what the budget has left */
-	n = sio_read(s, from_up, src, from_up ? 0 : budget_read_limit(x, 0), drained);
+	n = sio_read(s, from_up, src, from_up ? 0 : budget_read_limit(x, client_taken(s), 0),
+		     drained);
 	if (n > 0)
 		*moved = true;
 	else if (n == 0 || !session_would_block())
@@ -341,16 +362,10 @@ static int splice_begin(struct session *s)
 	return 0;
 }
 
-/* Past its grant's max-up: the WebSocket closes with its row (refuse, budget). */
-static void budget_close(struct session *s)
+/* What a spliced WebSocket took: what went up before the splice, and what its relay took since. */
+static uint64_t splice_taken(const struct session *s)
 {
-	char why[sizeof(s->x->detail) - 32];
-
-	budget_line(s, s->x, why, sizeof(why));
-	s->x->decision = "refuse";
-	s->x->reason = "budget";
-	snprintf(s->x->detail, sizeof(s->x->detail), "%s: closed", why);
-	session_close(s, NULL);
+	return s->x->ws->up0 + s->tun->to_up.taken;
 }
 
 static void splice_step(struct session *s)
@@ -359,7 +374,7 @@ static void splice_step(struct session *s)
 	struct exchange *x = s->x;
 	uint64_t before = t->to_up.bytes + t->to_cli.bytes;
 
-	session_budget_cap(s);
+	session_budget_cap(s, splice_taken(s));
 	/* the WebSocket ends with either side: no half-close to pass on */
 	if (relay_dir_pump(&t->to_up, true) == -1 || relay_dir_pump(&t->to_cli, true) == -1) {
 		session_close(s, "websocket: relay error");
@@ -367,7 +382,7 @@ static void splice_step(struct session *s)
 	}
 	x->up = x->ws->up0 + t->to_up.bytes;
 	x->down = x->ws->down0 + t->to_cli.bytes;
-	if (budget_over(s, x)) {
+	if (session_relay_over_budget(s, splice_taken(s))) {
 		budget_close(s);
 		return;
 	}
@@ -403,7 +418,7 @@ void upgrade_step(struct session *s)
 			session_close(s, "websocket: upstream write error");
 			return;
 		}
-		if (budget_over(s, s->x)) {
+		if (budget_over(s, s->x, client_taken(s))) {
 			budget_close(s);
 			return;
 		}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Test origins for the sluice integration lab (runs inside a test namespace).
 
-  origin.py --log FILE [--mode http|halfclose|halfclose2|silent|drip|halfbig|oneshot]
+  origin.py --log FILE [--mode http|halfclose|halfclose2|silent|drip|halfbig|oneshot|stall]
             [--tls CERT KEY] LISTEN...
 
 With --tls every listener speaks TLS (the certificate and key given).
@@ -37,6 +37,8 @@ halfclose:  read to EOF, then answer "got N bytes sha256=...\\n" and close.
 halfclose2: send "banner\\n", shut write, read to EOF, record what was read.
 silent:     accept, read and discard, never answer (closes after 120 s).
 drip:       send "0123456789" one byte every 0.5 s, shut write, read to EOF, close.
+stall:      read nothing for 3 s (a small receive buffer: the sender's bytes back
+            up), then as halfclose: read to EOF, record its length.
 halfbig:    read to EOF, then send BIG_N (8 MiB) bytes of big_data() and close.
 oneshot:    answer the first request on a connection ("one <path>", keep-alive),
             then read the second request and close without answering (a
@@ -298,6 +300,11 @@ def handle_halfclose(s, cid, local, peer):
     s.sendall(b"got %d bytes sha256=%s\n" % (len(data), hashlib.sha256(data).hexdigest().encode()))
 
 
+def handle_stall(s, cid, local, peer):
+    time.sleep(3)
+    handle_halfclose(s, cid, local, peer)
+
+
 def handle_halfclose2(s, cid, local, peer):
     s.sendall(b"banner\n")
     s.shutdown(socket.SHUT_WR)
@@ -378,7 +385,8 @@ def serve_conn(s, local, peer):
     try:
         {"http": handle_http, "halfclose": handle_halfclose, "halfclose2": handle_halfclose2,
          "silent": handle_silent, "drip": handle_drip,
-         "halfbig": handle_halfbig, "oneshot": handle_oneshot}[MODE](s, cid, local, peer)
+         "halfbig": handle_halfbig, "oneshot": handle_oneshot, "stall": handle_stall}[MODE](
+            s, cid, local, peer)
     except (OSError, Closed):
         pass
     finally:
@@ -402,6 +410,8 @@ def listen(spec):
         h, _, p = spec.rpartition(":")
         ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if MODE == "stall":
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096) # accepted ones inherit it
     ls.bind((h, int(p)))
     ls.listen(512)
 

@@ -7,8 +7,9 @@
 # and bodies (a head and declared body that would pass it are refused
 # before a byte goes), and a chunked body, an open tunnel or a WebSocket
 # that passes it is closed with its row, read no further than a byte past
-# it. Counts are per principal and survive a policy reload. The real
-# proxy, real origins.
+# it; bytes sent behind a CONNECT head or with a WebSocket's handshake are
+# taken with it, and past the budget none of them goes. Counts are per
+# principal and survive a policy reload. The real proxy, real origins.
 source "$(dirname "$0")/lab.sh"
 lab_up
 lab_start_stamped_proxy "allow third.test"
@@ -213,34 +214,36 @@ expect_ge "the origin received at least what the budget left the tunnel" "$room"
 expect_lt "... and no more than a byte past it" "$((room + 2))" "$got"
 out=$(raw 'CONNECT good.test:9000 HTTP/1.1\r\nHost: good.test:9000\r\n\r\n' --timeout 5)
 expect_refusal "a new CONNECT through the spent grant is refused" "$out" 403 budget 'max-up 65536 bytes for unattributed is spent'
-# bytes sent behind the CONNECT head, in the same write: within the budget too
+# bytes sent behind the CONNECT head, in the same write, are taken with it: past the budget, none goes
 sl allow add good.test:9000 --max-up 1k >/dev/null 2>&1 # its counts start again
 wait_until 10 reloaded_past "$((n + 6))"
 : >"$LAB_DIR/halfclose.jsonl"
 out=$(raw "CONNECT good.test:9000 HTTP/1.1\r\nHost: good.test:9000\r\n\r\n$(head -c 60000 /dev/zero | tr '\0' q)" --timeout 5)
-expect_re "a CONNECT with 60000 bytes behind its head under max-up 1024: opened, then closed" \
-	'^HTTP/1.1 200 .*closed=1' "$(printf '%s' "$out" | tr -d '\r' | tr '\n' ' ')"
+expect_refusal "a CONNECT with 60000 bytes behind its head under max-up 1024: refused" "$out" 403 budget \
+	'max-up 1024 bytes for unattributed is spent.*behind the CONNECT head; none went up'
 wait_log 5 method=CONNECT port=9000 reason=budget 'detail~max-up 1024'
-expect_eq "... its row's up: what the budget left after the head ($chead), and one byte" \
-	$((1024 - chead + 1)) "$(logq method=CONNECT port=9000 'detail~max-up 1024' --field up)"
+expect_eq "... its row's up: 0" 0 "$(logq method=CONNECT port=9000 'detail~max-up 1024' --field up)"
 wait_until 5 bash -c "grep -q '\"halfclose\"' '$LAB_DIR/halfclose.jsonl'"
-expect_eq "... the origin received that much, no more" $((1024 - chead + 1)) \
+expect_eq "... the origin, dialed (it recorded the connection), received none of them" 0 \
 	"$(jq_ "$LAB_DIR/halfclose.jsonl" ev=halfclose --field len)"
 # --- a plain WebSocket (spliced) that passes max-up is closed; the origin got no more than it left
-lab_bg "$INS" /usr/bin/python3 "$INTEG_DIR/ws_origin.py" 0.0.0.0:9010
+lab_bg "$INS" /usr/bin/python3 "$INTEG_DIR/ws_origin.py" --log "$LAB_DIR/ws.jsonl" 0.0.0.0:9010
 wait_until 10 ix bash -c '</dev/tcp/127.0.0.1/9010' || lab_bail "the WebSocket origin listens"
 sl allow add good.test:9010 --max-up 8k >/dev/null 2>&1
 wait_until 10 reloaded_past "$((n + 7))"
-out=$(hx "$PY" - "$PROXY_ADDR" "$PROXY_PORT" <<'PYEOF' 2>&1
+# ws EARLY PATH: a WebSocket to good.test:9010/PATH whose first EARLY frames
+# (binary, 1024 bytes, a zero mask) come in the same write as its handshake,
+# then one at a time up to 64
+ws() {
+	hx "$PY" - "$PROXY_ADDR" "$PROXY_PORT" "$1" "$2" <<'PYEOF' 2>&1
 import os, select, socket, sys, time
-# binary frames of 1024 bytes, masked (a zero mask: the payload as it is); the
-# first 8 (more than the budget leaves) in the same write as the handshake
 frame = b"\x82\xfe\x04\x00" + b"\x00" * 4 + b"w" * 1024
+early, path = int(sys.argv[3]), sys.argv[4]
 s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5)
-s.sendall(b"GET http://good.test:9010/ws-budget HTTP/1.1\r\nHost: good.test:9010\r\n"
+s.sendall(b"GET http://good.test:9010" + path.encode() + b" HTTP/1.1\r\nHost: good.test:9010\r\n"
           b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
           b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n" +
-          frame * 8)
+          frame * early)
 head = b""
 while b"\r\n\r\n" not in head:
     b = s.recv(1)
@@ -248,7 +251,7 @@ while b"\r\n\r\n" not in head:
         break
     head += b
 print("status", head.split(b" ")[1].decode() if head else "none")
-sent, echoed, closed, t0 = 8, 0, False, time.time()
+sent, echoed, closed, t0 = early, 0, False, time.time()
 s.setblocking(False)
 while not closed and time.time() - t0 < 10:
     if sent < 64:
@@ -270,22 +273,39 @@ while not closed and time.time() - t0 < 10:
         echoed += d.count(b"w")
 print("sent", sent, "echoed", echoed, "closed", closed)
 PYEOF
-)
+}
+# its head goes up as GET PATH, Host and the two Sec-WebSocket-* lines
+whead=$(printf 'GET /ws-budget HTTP/1.1\r\nHost: good.test:9010\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n' | wc -c)
+out=$(ws 4 /ws-budget)
 expect_re "a WebSocket through good.test:9010 (max-up 8192) opened: 101" 'status 101' "$out"
 expect_re "... the proxy closed it as the client sent past the budget" 'closed True' "$out"
 wait_log 5 kind=ws port=9010 reason=budget
 row=$(logq kind=ws port=9010 reason=budget --json)
 expect_re "... its row: ws, refuse, budget, naming max-up 8192" \
 	'"decision": "refuse".*"reason": "budget".*max-up 8192 bytes' "$row"
-# its head goes up as GET /ws-budget, Host and the two Sec-WebSocket-* lines
-whead=$(printf 'GET /ws-budget HTTP/1.1\r\nHost: good.test:9010\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n' | wc -c)
 expect_eq "... its up is what the budget left after the head ($whead), and one byte" \
 	$((8192 - whead + 1)) "$(logq kind=ws port=9010 reason=budget --field up)"
-
+wait_until 5 grep -q '"ended": "/ws-budget"' "$LAB_DIR/ws.jsonl"
+wsgot=$(jq_ "$LAB_DIR/ws.jsonl" ended=/ws-budget --field got)
+expect_ge "... the origin got whole messages of it (the measurement works)" 1024 "$wsgot"
+expect_lt "... and no more than that up, frame heads aside ($wsgot)" $((8192 - whead + 1 - 8 * (wsgot / 1024))) "$wsgot"
+# a frame with the handshake, past what the budget leaves: taken with it, none goes
+sl allow add good.test:9010 --max-up 1k >/dev/null 2>&1
+wait_until 10 reloaded_past "$((n + 8))"
+out=$(ws 1 /ws-early)
+expect_re "a WebSocket whose first frame (1032 bytes) came with its handshake, under max-up 1024: closed" \
+	'closed True' "$out"
+wait_log 5 kind=ws port=9010 reason=budget path=/ws-early
+expect_eq "... its row: refuse, budget, up 0" "refuse budget 0" \
+	"$(logq kind=ws path=/ws-early --field decision) $(logq kind=ws path=/ws-early --field reason) $(logq kind=ws path=/ws-early --field up)"
+expect_re "... naming max-up 1024" 'max-up 1024 bytes' "$(logq kind=ws path=/ws-early --field detail)"
+wait_until 5 grep -q '"ended": "/ws-early"' "$LAB_DIR/ws.jsonl"
+expect_eq "... the origin had the handshake (it recorded it) and got no message" 0 \
+	"$(jq_ "$LAB_DIR/ws.jsonl" ended=/ws-early --field got)"
 
 # --- the config's unbudgeted `allow third.test` comes first; a budgeted grant still brakes it
 sl allow add third.test --max-requests 1 >/dev/null 2>&1
-wait_until 10 reloaded_past "$((n + 8))"
+wait_until 10 reloaded_past "$((n + 9))"
 tget() { raw "GET http://third.test/$1 HTTP/1.1\r\nHost: third.test\r\nConnection: close\r\n\r\n" --timeout 5; }
 expect_eq "third.test, its config grant first and a store grant with --max-requests 1: the first passes" \
 	200 "$(meta_status "$(tget brake-1)")"
@@ -398,5 +418,15 @@ expect_eq "... one whose 6000-byte trailer would pass what is left: refused" \
 wait_log 3 port=8555 reason=budget
 expect_re "... its row: h2, refuse, budget" '"proto": "h2".*"decision": "refuse".*"reason": "budget"' \
 	"$(logq port=8555 reason=budget --json)"
+# a stream refused for its body: the trailers that follow it are not refused again
+sleep 1.1
+sl allow add tls.test:8555 --max-up 4k >/dev/null 2>&1 # a new added time: its counts start again
+sleep 1.5
+expect_eq "an h2 POST whose 6000-byte body passes max-up 4096, then its trailer: refused" \
+	"/sink-body 403 sluice: budget max-up 4096 bytes for unattributed is spent" \
+	"$(h2tr /sink-body 6000 10 | sed 's/ (.*//')"
+wait_log 3 path=/sink-body reason=budget
+sleep 0.5
+expect_eq "... one row for it, not another for its trailer" 1 "$(logq path=/sink-body)"
 proxy_alive && ok "the proxy is still running" || not_ok "the proxy is still running" "$(tail -5 "$LAB_DIR/proxy.err")"
 lab_done

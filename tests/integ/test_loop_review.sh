@@ -4,7 +4,9 @@
 # connection it named stays open no longer serves that connection (it is
 # closed, its row build-token); approving a build's refusal grants the
 # build, not every connection; eight tunnels opened at once under one
-# --max-up 1k get about 1 KiB to the origin between them, not 8 KiB.
+# --max-up 1k get about 1 KiB to the origin between them, not 8 KiB. The
+# second review: tunnels to a stalling origin spend what they take, not what
+# has reached it; observe mode cuts nothing behind a CONNECT head.
 source "$(dirname "$0")/lab.sh"
 lab_up
 lab_start_proxy
@@ -67,7 +69,49 @@ hx "$PY" "$INTEG_DIR/tunnels_at_once.py" "$PROXY_ADDR" "$PROXY_PORT" good.test:9
 	sed 's/^/# tun: /'
 sleep 1
 tot=$("$PY" -c 'import json,sys; print(sum(json.loads(l).get("len",0) for l in open(sys.argv[1]) if "\"halfclose\"" in l))' "$LAB_DIR/halfclose.jsonl")
-expect_ge "the origin recorded what those tunnels sent (the measurement works)" 1 "$tot"
+expect_ge "the origin was dialed and recorded the tunnel it got (the measurement works)" 1 \
+	"$(grep -c '"halfclose"' "$LAB_DIR/halfclose.jsonl")"
 expect_lt "20 tunnels, 4000 bytes behind each head, under --max-up 1k: at most about 1 KiB reached the origin ($tot)" \
 	1100 "$tot"
+
+# The second review. A stalled origin: the bytes a tunnel took from its
+# client count as it takes them, not as they reach the origin, so what sits
+# in its pipe is spent and the principal's other tunnels see it
+lab_bg "$INS" "$PY" "$INTEG_DIR/origin.py" --mode stall --log "$LAB_DIR/stall.jsonl" 0.0.0.0:9004
+wait_until 10 ix bash -c '</dev/tcp/203.0.113.10/9004' || lab_bail "the stalling origin listens"
+stalled() { "$PY" -c 'import json,sys; print(sum(json.loads(l).get("len",0) for l in open(sys.argv[1]) if "\"halfclose\"" in l))' "$LAB_DIR/stall.jsonl"; }
+sl allow add good.test:9004 >/dev/null || not_ok "allow add good.test:9004"
+sleep 1.2
+hx "$PY" "$INTEG_DIR/tunnels_at_once.py" "$PROXY_ADDR" "$PROXY_PORT" good.test:9004 2 100000 2>&1 |
+	sed 's/^/# stall: /'
+wait_until 8 bash -c "[ \"\$(grep -c '\"len\": 100000' '$LAB_DIR/stall.jsonl')\" -ge 2 ]"
+expect_eq "without a budget, two tunnels to the stalling origin deliver 100000 bytes each (it records them)" \
+	200000 "$(stalled)"
+sl allow add good.test:9004 --max-up 256k >/dev/null || not_ok "allow add good.test:9004 --max-up 256k"
+sleep 1.2
+: >"$LAB_DIR/stall.jsonl"
+hx "$PY" "$INTEG_DIR/tunnels_at_once.py" "$PROXY_ADDR" "$PROXY_PORT" good.test:9004 16 1000000 2>&1 |
+	sed 's/^/# stall: /' | sort | uniq -c | sed 's/^ */# /'
+sleep 4
+tot=$(stalled)
+expect_ge "16 tunnels at once to a stalling origin under --max-up 256k: it got bytes (the measurement works)" 1 "$tot"
+expect_lt "... and no more than the budget, and a byte for each tunnel ($tot)" $((262144 + 16 + 1)) "$tot"
+expect_ge "... each tunnel's row says budget" 16 "$(logq port=9004 reason=budget)"
+
+# observe refuses nothing, and cuts nothing: bytes behind a CONNECT head past the budget go whole
+n=$(grep -c 'policy reloaded' "$LAB_DIR/proxy.err")
+sl allow enforce off >/dev/null || not_ok "allow enforce off"
+sl allow add good.test:9000 --max-up 1k >/dev/null # its counts start again
+wait_until 10 bash -c "[ \"\$(grep -c 'policy reloaded' '$LAB_DIR/proxy.err')\" -gt $((n + 1)) ]"
+sleep 1.2
+: >"$LAB_DIR/halfclose.jsonl"
+hx "$PY" "$INTEG_DIR/tunnels_at_once.py" "$PROXY_ADDR" "$PROXY_PORT" good.test:9000 1 4000 early 2>&1 |
+	sed 's/^/# observe: /'
+wait_until 5 bash -c "grep -q '\"halfclose\"' '$LAB_DIR/halfclose.jsonl'"
+expect_eq "under observe, 4000 bytes behind a CONNECT head under --max-up 1k reach the origin whole" 4000 \
+	"$(jq_ "$LAB_DIR/halfclose.jsonl" ev=halfclose --field len)"
+wait_log 5 port=9000 decision=observe reason=budget
+expect_re "... its row: observe, budget, would be refused" 'would be refused: budget max-up 1024' \
+	"$(logq port=9000 decision=observe reason=budget --json | tail -1)"
+sl allow enforce on >/dev/null || not_ok "allow enforce on"
 lab_done

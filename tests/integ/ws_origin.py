@@ -12,7 +12,9 @@ must get it, though it came with the head). badframe: a right 101, then a
 masked frame (which no server may send). splitpong: a right 101, then the
 handshake's Authorization value split between the two fragments of one text
 message with an empty pong between them.
---log FILE appends one JSON line per handshake: path and headers.
+--log FILE appends one JSON line per handshake: path and headers; and in
+echo mode one as the connection ends: {"ended": path, "got": the message
+bytes it received}.
 """
 import argparse
 import asyncio
@@ -36,16 +38,26 @@ def log(path, line):
 async def echo(ws, path=None):
     log(args.log, {"path": ws.path, "headers": dict(ws.request_headers.raw_items())})
     auth = ws.request_headers.get("Authorization", "")
-    async for msg in ws:
-        if msg == "reflect":
-            await ws.send("token=" + auth)
-        elif msg == "reflect-big":
-            await ws.send("x" * 70000 + auth + "y" * 70000)
-        elif msg == "reflect-split":
-            half = len(auth) // 2
-            await ws.send(iter(["first:" + auth[:half], auth[half:] + ":last"]))
-        else:
-            await ws.send(msg)
+    got = 0
+    try:
+        async for msg in ws:
+            got += len(msg)
+            await answer(ws, msg, auth)
+    except websockets.ConnectionClosed:
+        pass
+    log(args.log, {"ended": ws.path, "got": got})
+
+
+async def answer(ws, msg, auth):
+    if msg == "reflect":
+        await ws.send("token=" + auth)
+    elif msg == "reflect-big":
+        await ws.send("x" * 70000 + auth + "y" * 70000)
+    elif msg == "reflect-split":
+        half = len(auth) // 2
+        await ws.send(iter(["first:" + auth[:half], auth[half:] + ":last"]))
+    else:
+        await ws.send(msg)
 
 
 async def raw(reader, writer):
