@@ -490,6 +490,11 @@ lab_run_proxy() {
 	fi
 }
 
+# reloads: how often the proxy has reloaded its policy (its stderr says each time)
+reloads() { grep -c 'policy reloaded' "$LAB_DIR/proxy.err"; }
+# reloaded_past N: the proxy has reloaded its policy more than N times
+reloaded_past() { [ "$(reloads)" -gt "$1" ]; }
+
 lab_stop_proxy() {
 	[ -n "$PROXY_PID" ] || return 0
 	kill "$PROXY_PID" 2>/dev/null

@@ -31,9 +31,6 @@ stamped_get() {
 plain_get() {
 	raw "GET http://good.test$1 HTTP/1.1\r\nHost: good.test\r\nConnection: close\r\n\r\n" --timeout 5
 }
-reloads() { grep -c 'policy reloaded' "$LAB_DIR/proxy.err"; }
-# reloaded_past N: the proxy has reloaded its policy more than N times
-reloaded_past() { [ "$(reloads)" -gt "$1" ]; }
 
 # --- the CLI: flags, store, list
 out=$(sl allow add good.test --max-requests 3 2>&1)

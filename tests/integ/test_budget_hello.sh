@@ -10,8 +10,6 @@ lab_up
 lab_write_conf "intercept on" "passthrough good.test"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 lab_run_proxy
-reloads() { grep -c 'policy reloaded' "$LAB_DIR/proxy.err"; }
-reloaded_past() { [ "$(reloads)" -gt "$1" ]; }
 # origin lens: what halfclose2 (:9002) recorded of each tunnel, summed, and how many
 got() { "$PY" -c 'import json,sys; d=[len(json.loads(l)["data"]) for l in open(sys.argv[1]) if "\"halfclose2\"" in l]; print(sum(d), len(d))' "$LAB_DIR/halfclose2.jsonl"; }
 tunnels() { hx "$PY" "$INTEG_DIR/tunnels_at_once.py" "$PROXY_ADDR" "$PROXY_PORT" good.test:9002 "$@" hello 2>&1 | sed 's/^/# tun: /'; }

@@ -15,6 +15,8 @@ secret=${url#http://sluice-build:}
 secret=${secret%@*}
 auth="Basic $(printf 'sluice-build:%s' "$secret" | base64 -w0)"
 sl allow add good.test --for build:t1 >/dev/null
+# lens FILE: the bytes origin.py's halfclose records in FILE say it read, summed
+lens() { "$PY" -c 'import json,sys; print(sum(json.loads(l).get("len",0) for l in open(sys.argv[1]) if "\"halfclose\"" in l))' "$1"; }
 warm() { [ "$(hx curl -s -o /dev/null -w '%{http_code}' -x "$url" http://good.test/warm)" = 200 ]; }
 wait_until 3 warm || not_ok "the proxy knows the token and grant within 3 s"
 expect_eq "a fresh connection with the token: 200 (the control)" 200 \
@@ -58,7 +60,7 @@ sl allow add good.test:9000 --max-up 1k >/dev/null # its counts start again
 sleep 1.2
 hx "$PY" "$INTEG_DIR/tunnels_at_once.py" "$PROXY_ADDR" "$PROXY_PORT" good.test:9000 8 1000 2>&1 | sed 's/^/# tun: /'
 sleep 1
-tot=$("$PY" -c 'import json,sys; print(sum(json.loads(l).get("len",0) for l in open(sys.argv[1]) if "\"halfclose\"" in l))' "$LAB_DIR/halfclose.jsonl")
+tot=$(lens "$LAB_DIR/halfclose.jsonl")
 expect_ge "the origin recorded what the tunnels sent (the measurement works)" 1 "$tot"
 expect_lt "8 tunnels at once under --max-up 1k: at most about 1 KiB reached the origin ($tot)" 1100 "$tot"
 # twenty at once, each with 4000 bytes in the same write as its CONNECT head
@@ -68,7 +70,7 @@ sleep 1.2
 hx "$PY" "$INTEG_DIR/tunnels_at_once.py" "$PROXY_ADDR" "$PROXY_PORT" good.test:9000 20 4000 early 2>&1 |
 	sed 's/^/# tun: /'
 sleep 1
-tot=$("$PY" -c 'import json,sys; print(sum(json.loads(l).get("len",0) for l in open(sys.argv[1]) if "\"halfclose\"" in l))' "$LAB_DIR/halfclose.jsonl")
+tot=$(lens "$LAB_DIR/halfclose.jsonl")
 expect_ge "the origin was dialed and recorded the tunnel it got (the measurement works)" 1 \
 	"$(grep -c '"halfclose"' "$LAB_DIR/halfclose.jsonl")"
 expect_lt "20 tunnels, 4000 bytes behind each head, under --max-up 1k: at most about 1 KiB reached the origin ($tot)" \
@@ -79,30 +81,29 @@ expect_lt "20 tunnels, 4000 bytes behind each head, under --max-up 1k: at most a
 # in its pipe is spent and the principal's other tunnels see it
 lab_bg "$INS" "$PY" "$INTEG_DIR/origin.py" --mode stall --log "$LAB_DIR/stall.jsonl" 0.0.0.0:9004
 wait_until 10 ix bash -c '</dev/tcp/203.0.113.10/9004' || lab_bail "the stalling origin listens"
-stalled() { "$PY" -c 'import json,sys; print(sum(json.loads(l).get("len",0) for l in open(sys.argv[1]) if "\"halfclose\"" in l))' "$LAB_DIR/stall.jsonl"; }
 sl allow add good.test:9004 >/dev/null || not_ok "allow add good.test:9004"
 sleep 1.2
 hx "$PY" "$INTEG_DIR/tunnels_at_once.py" "$PROXY_ADDR" "$PROXY_PORT" good.test:9004 2 100000 2>&1 |
 	sed 's/^/# stall: /'
 wait_until 8 bash -c "[ \"\$(grep -c '\"len\": 100000' '$LAB_DIR/stall.jsonl')\" -ge 2 ]"
 expect_eq "without a budget, two tunnels to the stalling origin deliver 100000 bytes each (it records them)" \
-	200000 "$(stalled)"
+	200000 "$(lens "$LAB_DIR/stall.jsonl")"
 sl allow add good.test:9004 --max-up 256k >/dev/null || not_ok "allow add good.test:9004 --max-up 256k"
 sleep 1.2
 : >"$LAB_DIR/stall.jsonl"
 hx "$PY" "$INTEG_DIR/tunnels_at_once.py" "$PROXY_ADDR" "$PROXY_PORT" good.test:9004 16 1000000 2>&1 |
 	sed 's/^/# stall: /' | sort | uniq -c | sed 's/^ */# /'
 sleep 4
-tot=$(stalled)
+tot=$(lens "$LAB_DIR/stall.jsonl")
 expect_ge "16 tunnels at once to a stalling origin under --max-up 256k: it got bytes (the measurement works)" 1 "$tot"
 expect_lt "... and no more than the budget, and a byte for each tunnel ($tot)" $((262144 + 16 + 1)) "$tot"
 expect_ge "... each tunnel's row says budget" 16 "$(logq port=9004 reason=budget)"
 
 # observe refuses nothing, and cuts nothing: bytes behind a CONNECT head past the budget go whole
-n=$(grep -c 'policy reloaded' "$LAB_DIR/proxy.err")
+n=$(reloads)
 sl allow enforce off >/dev/null || not_ok "allow enforce off"
 sl allow add good.test:9000 --max-up 1k >/dev/null # its counts start again
-wait_until 10 bash -c "[ \"\$(grep -c 'policy reloaded' '$LAB_DIR/proxy.err')\" -gt $((n + 1)) ]"
+wait_until 10 reloaded_past $((n + 1))
 sleep 1.2
 : >"$LAB_DIR/halfclose.jsonl"
 hx "$PY" "$INTEG_DIR/tunnels_at_once.py" "$PROXY_ADDR" "$PROXY_PORT" good.test:9000 1 4000 early 2>&1 |
