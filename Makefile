@@ -12,7 +12,8 @@
 #   make deps       install the Debian packages in deps/debian-packages if missing
 #   make run        deps, build, start sluice-dns and sluice-proxy on etc/sluice.conf
 #                   (foreground; Ctrl-C stops both)
-#   make test       deps, then check (the README's test command)
+#   make test       deps, tools/test-deps (every module and program the tests use
+#                   comes from deps/debian-packages), then check (the README's test command)
 #
 # V=1 shows commands. Warnings are errors.
 
@@ -192,6 +193,7 @@ run: deps
 		trap 'kill $$dns 2>/dev/null' EXIT INT TERM; $(PROXY) -c etc/sluice.conf
 
 test: deps
+	$(Q)tools/test-deps
 	$(Q)$(MAKE) --no-print-directory check
 
 clean:
