@@ -11,7 +11,8 @@
  *   ca         STATE/ca.crt (with intercept on) is more than 30 days from
  *              its expiry
  *   wall       each wall `sluice wall apply` recorded (STATE/wall-*.live)
- *              still lists in its namespace as it did when applied
+ *              still lists in its namespace as it did when applied; a host
+ *              wall (a VM's) lets it ask only sluice-dns (a dns-listen) for names
  *   run        each run in STATE/runs is live (its supervisor holds the
  *              lock); a dead one is a difference, which --clean removes
  *   provision  with a sandbox's provision record (--provision FILE, default
@@ -268,6 +269,75 @@ static int wall_file_parse(const char *file, char *table, size_t tsize, char *ne
 	return 0;
 }
 
+/* Whether text[0..len) (an address nft listed, maybe "/32" or "/128") is where sluice-dns listens. */
+static bool dns_listens_at(const struct config *c, const char *text, size_t len)
+{
+	char addr[INET6_ADDRSTRLEN + 8], *slash;
+	struct sockaddr_storage ss;
+
+	if (len >= sizeof(addr))
+		return false;
+	memcpy(addr, text, len);
+	addr[len] = '\0';
+	slash = strchr(addr, '/');
+	if (slash != NULL) {
+		if (strcmp(slash, "/32") != 0 && strcmp(slash, "/128") != 0)
+			return false; /* a range: more than one resolver */
+		*slash = '\0';
+	}
+	if (sockaddr_parse(addr, SOCKADDR_NO_PORT, 53, &ss) == -1)
+		return false;
+	for (size_t i = 0; i < c->ndns_listen; i++) {
+		struct sockaddr_storage l = c->dns_listen[i];
+		struct sockaddr_in *in = (struct sockaddr_in *)&l;
+
+		/* a wildcard listener answers on loopback too */
+		if (l.ss_family == AF_INET && in->sin_addr.s_addr == htonl(INADDR_ANY))
+			in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		if (sockaddr_same(&l, &ss))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A host wall (the VM's, `sluice install --sandbox-vm`) may let its cgroup
+ * ask only sluice-dns for names: a DNS accept naming any other address (the
+ * host's own resolver, which Lima's hostResolver asks for the guest) is a
+ * side door. live is nft's listing of the table. Returns 0 when every DNS
+ * accept names a dns-listen address, -1 with the first other one in bad
+ * ("any" for an accept that names none).
+ */
+static int check_host_dns(const struct config *c, const char *live, char *bad, size_t size)
+{
+	char line[512];
+
+	for (const char *l = live; *l != '\0';) {
+		size_t n = strcspn(l, "\n");
+		char *a, *save = NULL;
+
+		snprintf(line, sizeof(line), "%.*s", (int)n, l);
+		l += n + (l[n] == '\n');
+		if (strstr(line, "dport 53 accept") == NULL)
+			continue;
+		a = strstr(line, "daddr ");
+		if (a == NULL) {
+			snprintf(bad, size, "any resolver");
+			return -1;
+		}
+		/* "daddr 127.0.0.1 meta ..." or "daddr { a, b } meta ..." */
+		for (a = strtok_r(a + strlen("daddr "), " {},", &save);
+		     a != NULL && strcmp(a, "meta") != 0 && strcmp(a, "th") != 0;
+		     a = strtok_r(NULL, " {},", &save)) {
+			if (!dns_listens_at(c, a, strlen(a))) {
+				snprintf(bad, size, "%s", a);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
+
 /*
  * One recorded wall against its namespace's listing (libnftables' socket is
  * made in the namespace the context is opened in: one context per wall).
@@ -276,9 +346,10 @@ static void check_wall(struct doctor *d, const char *file)
 {
 	struct nft_ctx *nft;
 	char table[80], netns[PATH_MAX], path[PATH_MAX + NAME_MAX + 2], *want = NULL, *live = NULL;
+	char bad[INET6_ADDRSTRLEN + 8];
 	size_t len;
 	bool own;
-	int saved = -1, rc;
+	int saved = -1, rc, host_dns = 1;
 
 	if (wall_file_parse(file, table, sizeof(table), netns, sizeof(netns), &own) == -1)
 		return;
@@ -296,6 +367,9 @@ static void check_wall(struct doctor *d, const char *file)
 	rc = nft == NULL ? -1 : wall_nft_table_list(nft, table, &live);
 	if (nft != NULL)
 		nft_ctx_free(nft);
+	/* wall_nft_same cuts the listing into lines in place: read its DNS rules first */
+	if (rc == 0 && strncmp(table, "sluice_host_", 12) == 0)
+		host_dns = check_host_dns(d->c, live, bad, sizeof(bad));
 	if (rc == 1)
 		say(d, V_FAIL, "wall", "%s in %s: the table is gone", table, own ? "host" : netns);
 	else if (rc == 0 && wall_nft_same(table, want, live))
@@ -306,6 +380,13 @@ static void check_wall(struct doctor *d, const char *file)
 	else
 		say(d, V_UNKNOWN, "wall", "%s in %s: nft could not list it", table,
 		    own ? "host" : netns);
+	if (host_dns == 0)
+		say(d, V_OK, "wall", "%s in %s lets the VM ask only sluice-dns for names", table,
+		    own ? "host" : netns);
+	else if (host_dns == -1)
+		say(d, V_FAIL, "wall", "%s in %s lets the VM ask %s for names, and no dns-listen is "
+				       "there: apply it with --resolver naming sluice-dns", table,
+		    own ? "host" : netns, bad);
 	if (!own)
 		back(saved);
 out:

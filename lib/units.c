@@ -376,7 +376,16 @@ static void put_wall_host(struct out *o, const struct units_params *p)
 	    slice, p->vm_name);
 	put(o, "\n[Unit]\nRequires=%s\nAfter=%s\nBefore=sluice-lima@%s.service\n", slice, slice,
 	    p->vm_name);
-	put(o, "\n[Service]\nEnvironment=\"SLUICE_WALL_ARGS=--cgroup %s\"\n", cgroup);
+	/*
+	 * DNS only to sluice-dns, where the gateway's port 53 lands: with no
+	 * pinned resolver the wall opens every local one, and Lima's hostResolver
+	 * (192.168.5.3, answered by limactl in this slice) asks the host's own.
+	 */
+	put(o, "\n[Service]\n"
+	       "# DNS only to sluice-dns (%s:53), never the host's own resolver: Lima's\n"
+	       "# hostResolver would ask it any name the guest sends there\n"
+	       "Environment=\"SLUICE_WALL_ARGS=--cgroup %s --resolver %s\"\n",
+	    UNITS_DNS_LIMA_HOST, cgroup, UNITS_DNS_LIMA_HOST);
 }
 
 /* --- the VM ----------------------------------------------------------------- */

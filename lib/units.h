@@ -45,6 +45,7 @@ enum units_vm {
 #define UNITS_PATHS_MAX 8   /* ReadWritePaths= entries per daemon, resolvers */
 #define UNITS_TEXT_MAX (128 * 1024) /* the longest file rendered */
 #define UNITS_GATEWAY_LIMA "192.168.5.2" /* Lima's user-mode network: the host's loopback */
+#define UNITS_DNS_LIMA_HOST "127.0.0.1" /* where the gateway's port 53 lands: sluice-dns, the VM's only resolver */
 
 /*
  * Everything the files depend on. Paths are absolute and of the bytes

@@ -115,6 +115,9 @@ expect_re "under /tmp no PrivateTmp (it would hide the paths)" '^# no PrivateTmp
 	"$(grep PrivateTmp "$OUT/sluice-proxy.service")"
 expect_eq "the egress wall's drop-in names the proxy's user" 'Environment="SLUICE_WALL_ARGS=--user nobody"' \
 	"$(grep ^Environment= "$OUT/sluice-wall@egress.service.d/sluice.conf")"
+expect_re "the VM's host wall pins its DNS to sluice-dns (--resolver 127.0.0.1; test_wall_host shows why)" \
+	'^Environment="SLUICE_WALL_ARGS=--cgroup [^ ]+ --resolver 127\.0\.0\.1"$' \
+	"$(grep ^Environment= "$OUT/sluice-wall@host.service.d/sluice.conf")"
 
 # verify U: systemd-analyze verify's exit status and everything it printed
 verify() {

@@ -51,8 +51,11 @@ cgx mkdir -p "/sys/fs/cgroup/$CGA" "/sys/fs/cgroup/$CGB" || lab_bail "mkdir test
 # resolvers: a local one (allowed) and one at an outside address (refused)
 lab_bg "$HNS" "$PY" "$INTEG_DIR/dns.py" --log "$LAB_DIR/dns-local.jsonl" 127.0.0.1 53
 lab_bg "$INS" "$PY" "$INTEG_DIR/dns.py" --log "$LAB_DIR/dns-out.jsonl" 203.0.113.10 53
+# the host's own resolver (systemd-resolved's stub), which Lima's hostResolver asks
+lab_bg "$HNS" "$PY" "$INTEG_DIR/dns.py" --log "$LAB_DIR/dns-stub.jsonl" 127.0.0.53 53
 PROXY_ADDR=127.0.0.1 PROXY_PORT=41000 PROXY_URL=http://127.0.0.1:41000
-lab_start_proxy "allow good.test" "allow 203.0.113.10" "listen 127.0.0.1:41200"
+# dns-listen: where doctor expects sluice-dns (the stand-in on 127.0.0.1:53)
+lab_start_proxy "allow good.test" "allow 203.0.113.10" "listen 127.0.0.1:41200" "dns-listen 127.0.0.1:53"
 wait_until 10 hx bash -c '</dev/tcp/127.0.0.1/41200' || lab_bail "sluice-proxy listens on 127.0.0.1:41200"
 # a listener inside the sandbox's own cgroup, outside the band (a VM's own forwarded port)
 in_cg "$CGA" "$PY" -m http.server --bind 127.0.0.1 9099 >/dev/null 2>&1 &
@@ -178,4 +181,24 @@ expect_rst "B: direct to the origin is refused again" "$(code in_cg "$CGB" curl 
 expect_eq "remove B" 0 "$(run_rc $S wall remove host --port-base 41200 --netns "/run/netns/$HNS")"
 expect_eq "... A's table stays" "table inet sluice_host_41000" "$(hx nft list tables)"
 expect_eq "status A still as applied" 0 "$(run_rc cgx $S wall status "${WA[@]}")"
+
+# A Lima VM's host wall: limactl runs in the VM's cgroup and answers the guest's
+# hostResolver (192.168.5.3) by asking the host's own resolver. Without a pinned
+# resolver the wall lets it (any name: a DNS channel sluice-dns never sees);
+# `sluice install` renders the wall with --resolver 127.0.0.1, sluice-dns.
+expect_eq "A, no --resolver: the host's own resolver (127.0.0.53) answers the VM's cgroup" answered \
+	"$(udp_probe in_cg "$CGA" -- 127.0.0.53 53 dns)"
+dwall() { cgx $S doctor --before-proxy 2>&1 | grep -E "^[A-Z?a-z]+ +wall +sluice_host_41000 in [^ ]+ lets"; }
+expect_re "... and doctor fails it, naming the range" \
+	"^FAIL +wall +sluice_host_41000 in /run/netns/$HNS lets the VM ask 127.0.0.0/8 for names" "$(dwall)"
+WL=(host --cgroup "$CGA" --port-base 41000 --log-group "$GROUP" --netns "/run/netns/$HNS" --resolver 127.0.0.1)
+expect_eq "apply A as the Lima unit renders it (--resolver 127.0.0.1)" 0 "$(run_rc cgx $S wall apply "${WL[@]}")"
+expect_re "A, pinned: the host's own resolver is refused" '^refused ' \
+	"$(udp_probe in_cg "$CGA" -- 127.0.0.53 53 dns)"
+expect_eq "... which still answers outside the cgroups (control)" answered \
+	"$(udp_probe outside -- 127.0.0.53 53 dns)"
+expect_eq "... and sluice-dns's address (127.0.0.1:53) is answered" answered \
+	"$(udp_probe in_cg "$CGA" -- 127.0.0.1 53 dns)"
+expect_re "... and doctor says the VM asks only sluice-dns" \
+	"^ok +wall +sluice_host_41000 in /run/netns/$HNS lets the VM ask only sluice-dns" "$(dwall)"
 lab_done
