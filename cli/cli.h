@@ -131,6 +131,8 @@ int allow_grant(FILE *out, const struct config *c, struct grant *g, enum grant_l
 
 /* SECONDS with an optional s, m, h or d suffix, 1 s to 366 days. Returns 0 or -1. */
 int allow_duration_parse(const char *s, long long *out);
+/* "1m52s", "3h4m", "2d1h" for a positive number of seconds, into buf; returns buf. */
+char *allow_duration_format(long long secs, char *buf, size_t size);
 
 /* allow_approve.c: `sluice allow approve ID` */
 int allow_approve(int argc, char **argv);

@@ -77,7 +77,6 @@ struct proxy {
 	struct limits *limits; /* limit.c: connections per client */
 	struct budgets *budgets; /* budget.c: what each principal spent of each grant's budget */
 	uint64_t next_conn_id;
-	uint64_t next_refusal; /* refuse_id; 0: not seeded from the run id yet */
 	struct loop_io sig_io;
 	struct loop_timer watch_timer;
 	struct watched_file watch_config;
@@ -211,7 +210,7 @@ void reload_now(struct proxy *px, const char *why);
 void reload_release(struct proxy *px);
 
 /* refuse.c */
-#define REFUSAL_ID_LEN 12 /* lower-case hex */
+#define REFUSAL_ID_LEN 16 /* lower-case hex: 64 random bits */
 
 struct refusal {
 	int status;
@@ -221,11 +220,12 @@ struct refusal {
 	char id[REFUSAL_ID_LEN + 1]; /* a grantable refusal's id (`sluice allow approve`); "" none */
 };
 /*
- * A fresh refusal id into out (REFUSAL_ID_LEN + 1 bytes): 48 bits counting
- * up from the first 12 hex digits of the run id, so ids are unique within a
- * run and start at a random place in each.
+ * A fresh refusal id into out (REFUSAL_ID_LEN + 1 bytes): 64 bits from the
+ * kernel's CSPRNG (getrandom, else OpenSSL's), so a client that sees its
+ * own refusal's id learns nothing of another's. Returns 0, or -1 with out
+ * "" when no random bytes could be had.
  */
-void refuse_id(struct proxy *px, char *out);
+int refuse_id(char *out);
 /* Append a complete refusal response to out. Returns 0 or -1 (no room). */
 int refuse_write(struct buf *out, const struct refusal *r);
 /*
