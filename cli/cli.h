@@ -265,6 +265,12 @@ void log_put_cell(const char *s, int width, bool last);
 /* "11-30 04:01:02" in local time from a log ts, in buf; else ts itself. */
 const char *log_time_cell(const char *ts, char *buf, size_t size);
 
+/*
+ * Whether row is a suppression row (kind "suppressed"); then "N rows
+ * suppressed" into what and its reasons ("too-many-streams 5800, ...") into why.
+ */
+bool log_row_suppressed(json_t *row, char *what, size_t wsize, char *why, size_t ysize);
+
 /* p as the "principal" object of --json output (a new reference), or NULL. */
 json_t *log_principal_json(const struct principal *p);
 

@@ -16,6 +16,7 @@
  * inject.c   credentials onto decrypted requests; masking them in responses
  * token.c    token commands: minted secrets, cached, run without blocking
  * limit.c    connections counted per client address or stamped principal
+ * lograte.c  a refusal-row budget per principal: past it, rows counted, not written
  * priv.c     the drop from root to `user NAME`, and what that user must reach
  * stats.c    its metrics (lib/metrics.h): counted on rows, handshakes, tokens, reloads
  */
@@ -76,6 +77,7 @@ struct proxy {
 	unsigned nsessions;
 	struct limits *limits; /* limit.c: connections per client */
 	struct budgets *budgets; /* budget.c: what each principal spent of each grant's budget */
+	struct lograte *lograte; /* lograte.c: each principal's refusal rows a second */
 	uint64_t next_conn_id;
 	struct loop_io sig_io;
 	struct loop_timer watch_timer;
@@ -119,6 +121,20 @@ void budget_put(struct budget_entry *e); /* e may be NULL */
 
 /* session.c: close each connection whose build token was removed or expired (row: build-token) */
 void session_builds_check(struct proxy *px);
+
+/* lograte.c */
+int lograte_init(struct proxy *px);
+/* Write every suppression row still due (the proxy is stopping) and free it all. */
+void lograte_release(struct proxy *px);
+/*
+ * Whether row r of the principal named key is to be written: false when it
+ * is a refusal that moved no byte and key's budget is spent (it is counted,
+ * and a suppression row tells it within a second). key: the principal
+ * (session_spender's, or "unattributed ADDR").
+ */
+bool lograte_admit(struct proxy *px, const char *key, const struct netlog_row *r);
+/* A client's "addr:port" (or "[v6]:port") as its address alone, into out. */
+void lograte_address(const char *client, char *out, size_t size);
 
 /* limit.c */
 int limit_init(struct proxy *px);
