@@ -36,7 +36,7 @@
 #define PATTERN_MAX (HOST_NAME_MAX_LEN + 16)
 
 /* "1m52s", "3h4m", "2d1h" for a positive number of seconds. */
-static char *duration_format(long long secs, char *buf, size_t size)
+char *allow_duration_format(long long secs, char *buf, size_t size)
 {
 	if (secs < 60)
 		snprintf(buf, size, "%llds", secs);
@@ -282,7 +282,7 @@ static char *budget_text(const struct grant *g, char *buf, size_t size)
 	if (per != NULL)
 		*per = '\0';
 	snprintf(buf, size, "%s%s%s", words, per != NULL ? " per=" : "",
-		 per != NULL ? duration_format(g->per, dur, sizeof(dur)) : "");
+		 per != NULL ? allow_duration_format(g->per, dur, sizeof(dur)) : "");
 	return buf;
 }
 
@@ -361,7 +361,7 @@ int allow_grant(FILE *out, const struct config *c, struct grant *g, enum grant_l
 	scopes_text(g, who, sizeof(who));
 	if (level == GRANT_ONCE)
 		fprintf(out, "%s %s%s once, expires in %s\n", replaced ? "replaced" : "added", pat,
-			who, duration_format(ttl, dur, sizeof(dur)));
+			who, allow_duration_format(ttl, dur, sizeof(dur)));
 	else if (level == GRANT_SESSION)
 		fprintf(out, "%s %s%s session, until sluice-proxy run %s stops\n",
 			replaced ? "replaced" : "added", pat, who, g->run);
@@ -587,7 +587,7 @@ static bool expires_text(const struct grant *g, time_t now, const char *run, cha
 			return false;
 		}
 		snprintf(buf, size, "in %s",
-			 duration_format((long long)(g->expires - now), dur, sizeof(dur)));
+			 allow_duration_format((long long)(g->expires - now), dur, sizeof(dur)));
 		return true;
 	case GRANT_SESSION:
 		if (run != NULL && strcmp(run, g->run) == 0) {

@@ -1,8 +1,9 @@
 /*
  * allow_approve.c: `sluice allow approve ID`: grant what a refusal asked for.
  *
- * sluice-proxy gives each not-granted refusal an id (12 hex digits, in its
- * row's "refusal", its Proxy-Status details and its body's hint). approve
+ * sluice-proxy gives each not-granted refusal an id (16 hex digits, 64
+ * random bits; rows written before that carry 12, still found), in its
+ * row's "refusal", its Proxy-Status details and its body's hint. approve
  * finds that row in the network log (the current file, then the rotated
  * ones, newest first, opened as `sluice log` opens them), and grants
  * exactly its host and port, the way the refusal's hint names them (bare
@@ -10,7 +11,10 @@
  * asked: the stamp's as= when it has one, else its ADDR@NET; a refusal
  * without a stamp gets a grant for every connection, and says so. Once
  * for 15 minutes unless --level and --ttl say otherwise. A refusal more
- * than a day old is not approved: the operator grants it by hand.
+ * than a day old is not approved: the operator grants it by hand. On a
+ * terminal it shows the host, port, scope and level and grants only on y;
+ * without one it grants only with --yes (a script says so), else refuses,
+ * exit 2, granting nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +30,8 @@
 
 #define APPROVE_TTL_DEFAULT (15 * 60)
 #define APPROVE_MAX_AGE_MS (24LL * 3600 * 1000)
-#define REFUSAL_ID_LEN 12              /* proxy.h's */
+#define REFUSAL_ID_LEN 16              /* proxy.h's */
+#define REFUSAL_ID_OLD_LEN 12          /* before ids were random: still in old rows */
 #define LOG_FILE_MAX (1024UL * 1024 * 1024) /* read no more of one log file */
 
 static int usage(const char *msg, const char *arg)
@@ -38,7 +43,7 @@ static int usage(const char *msg, const char *arg)
 
 static bool id_valid(const char *s)
 {
-	if (strlen(s) != REFUSAL_ID_LEN)
+	if (strlen(s) != REFUSAL_ID_LEN && strlen(s) != REFUSAL_ID_OLD_LEN)
 		return false;
 	for (; *s != '\0'; s++)
 		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
@@ -144,7 +149,7 @@ static json_t *refusal_row(const struct config *c, const char *id)
 	}
 	if (row == NULL)
 		fprintf(stderr,
-			"allow: no refusal %s in %s or its %u rotated files (an id is 12 hex digits, "
+			"allow: no refusal %s in %s or its %u rotated files (an id is 16 hex digits, "
 			"from the refusal's body or `sluice log --json`)\n",
 			id, c->log_path, c->log_keep);
 	return row;
@@ -206,11 +211,47 @@ static int grant_of_row(json_t *row, const char *id, struct grant *g, char *who,
 	return 0;
 }
 
+/*
+ * Show what approving grants (host, port, scope, level) and ask. Returns
+ * true when the answer is y or yes; anything else, end of input included,
+ * is no.
+ */
+static bool confirm(json_t *row, const struct grant *g, const char *who,
+		    enum grant_level level, long long ttl)
+{
+	json_int_t port = json_integer_value(json_object_get(row, "port"));
+	const char *kind = str_of(row, "kind");
+	char pat[HOST_NAME_MAX_LEN + 16], dur[64], line[64];
+
+	printf("  grant  %s\n", grant_format(g, pat, sizeof(pat)));
+	printf("  host   %s\n", str_of(row, "host"));
+	printf("  port   %lld (%s)\n", (long long)port, kind != NULL ? kind : "?");
+	if (who[0] != '\0')
+		printf("  scope  %s\n", who);
+	else
+		printf("  scope  every connection (the refusal had no stamp)\n");
+	if (level == GRANT_ONCE)
+		printf("  level  once, for %s\n", allow_duration_format(ttl, dur, sizeof(dur)));
+	else if (level == GRANT_SESSION)
+		printf("  level  session, until sluice-proxy stops\n");
+	else
+		printf("  level  permanent\n");
+	printf("grant it? [y/N] ");
+	fflush(stdout);
+	if (fgets(line, sizeof(line), stdin) == NULL) {
+		putchar('\n');
+		return false;
+	}
+	line[strcspn(line, "\n")] = '\0';
+	return strcmp(line, "y") == 0 || strcmp(line, "Y") == 0 || strcmp(line, "yes") == 0;
+}
+
 int allow_approve(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "level", required_argument, NULL, 'l' },
 		{ "ttl", required_argument, NULL, 't' },
+		{ "yes", no_argument, NULL, 'y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -222,6 +263,7 @@ int allow_approve(int argc, char **argv)
 	struct grant g;
 	json_t *row = NULL;
 	int64_t t_ms;
+	bool yes = false;
 	int opt, ret = EXIT_ERROR;
 
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -232,6 +274,9 @@ int allow_approve(int argc, char **argv)
 			break;
 		case 't':
 			ttl_arg = optarg;
+			break;
+		case 'y':
+			yes = true;
 			break;
 		case 'h':
 			cli_usage(stdout, "allow");
@@ -245,9 +290,14 @@ int allow_approve(int argc, char **argv)
 		return usage("approve takes one refusal ID", NULL);
 	id = argv[optind];
 	if (!id_valid(id))
-		return usage("a refusal id is 12 lower-case hex digits, not", id);
+		return usage("a refusal id is 16 lower-case hex digits, not", id);
 	if (ttl_arg != NULL && allow_ttl_parse(ttl_arg, level, &ttl) != 0)
 		return EXIT_USAGE;
+	if (!yes && !(isatty(STDIN_FILENO) && isatty(STDOUT_FILENO))) {
+		fprintf(stderr, "allow: approve asks on a terminal before it grants; to grant without "
+				"asking pass --yes\n");
+		return EXIT_USAGE;
+	}
 
 	c = cli_config_load();
 	if (c == NULL)
@@ -279,6 +329,10 @@ int allow_approve(int argc, char **argv)
 	}
 	printf("refusal %s of %s: %s\n", id, ts,
 	       who[0] != '\0' ? who : "no stamp, so the grant serves every connection");
+	if (!yes && !confirm(row, &g, who, level, ttl)) {
+		printf("not granted\n");
+		goto out;
+	}
 	if (allow_grant(stdout, c, &g, level, ttl) == 0)
 		ret = EXIT_OK;
 out:

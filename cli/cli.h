@@ -131,6 +131,8 @@ int allow_grant(FILE *out, const struct config *c, struct grant *g, enum grant_l
 
 /* SECONDS with an optional s, m, h or d suffix, 1 s to 366 days. Returns 0 or -1. */
 int allow_duration_parse(const char *s, long long *out);
+/* "1m52s", "3h4m", "2d1h" for a positive number of seconds, into buf; returns buf. */
+char *allow_duration_format(long long secs, char *buf, size_t size);
 
 /* allow_approve.c: `sluice allow approve ID` */
 int allow_approve(int argc, char **argv);
@@ -262,6 +264,12 @@ void log_put_cell(const char *s, int width, bool last);
 
 /* "11-30 04:01:02" in local time from a log ts, in buf; else ts itself. */
 const char *log_time_cell(const char *ts, char *buf, size_t size);
+
+/*
+ * Whether row is a suppression row (kind "suppressed"); then "N rows
+ * suppressed" into what and its reasons ("too-many-streams 5800, ...") into why.
+ */
+bool log_row_suppressed(json_t *row, char *what, size_t wsize, char *why, size_t ysize);
 
 /* p as the "principal" object of --json output (a new reference), or NULL. */
 json_t *log_principal_json(const struct principal *p);

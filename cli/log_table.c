@@ -1,7 +1,9 @@
 /*
  * log_table.c: `sluice log`'s tables: a cell (cut, padded, never a control
  * byte), a time in local time, and the two row kinds' columns, the
- * network log's and the DNS log's. Reading and filtering rows is log.c's.
+ * network log's and the DNS log's. A suppression row (kind "suppressed",
+ * docs/network-log.md) shows its count where a host would be and its
+ * reasons where a grant would. Reading and filtering rows is log.c's.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -71,6 +73,30 @@ static void number_cell(json_t *v, char *buf, size_t size)
 		snprintf(buf, size, "-");
 }
 
+bool log_row_suppressed(json_t *row, char *what, size_t wsize, char *why, size_t ysize)
+{
+	const char *kind = json_string_value(json_object_get(row, "kind"));
+	json_t *rows = json_object_get(row, "rows"), *reasons = json_object_get(row, "reasons");
+	const char *reason;
+	json_t *n;
+	size_t at = 0;
+
+	if (kind == NULL || strcmp(kind, "suppressed") != 0)
+		return false;
+	snprintf(what, wsize, "%lld rows suppressed",
+		 json_is_integer(rows) ? (long long)json_integer_value(rows) : 0LL);
+	why[0] = '\0';
+	json_object_foreach(reasons, reason, n) {
+		int w = snprintf(why + at, ysize - at, "%s%s %lld", at > 0 ? ", " : "", reason,
+				 json_is_integer(n) ? (long long)json_integer_value(n) : 0LL);
+
+		if (w < 0 || (size_t)w >= ysize - at)
+			break;
+		at += (size_t)w;
+	}
+	return true;
+}
+
 static void table_header(void)
 {
 	printf("%-14s  %-20s  %-8s  %-6s  %-7s  %-32s  %-24s  %-16s  %s\n", "TIME", "WHO",
@@ -82,11 +108,14 @@ static void table_row(json_t *row, const struct principal *p)
 	char tbuf[32], status[32], port[32], hostport[HOST_NAME_MAX_LEN + 48], who[LOG_WHO_MAX];
 	const char *ts = str_or_dash(row, "ts");
 	const char *host = str_or_dash(row, "host");
+	char why[256];
+	bool suppressed = log_row_suppressed(row, hostport, sizeof(hostport), why, sizeof(why));
 
 	number_cell(json_object_get(row, "status"), status, sizeof(status));
 	number_cell(json_object_get(row, "port"), port, sizeof(port));
-	snprintf(hostport, sizeof(hostport), strchr(host, ':') != NULL ? "[%s]:%s" : "%s:%s",
-		 host, port);
+	if (!suppressed)
+		snprintf(hostport, sizeof(hostport), strchr(host, ':') != NULL ? "[%s]:%s" : "%s:%s",
+			 host, port);
 	principal_label(p, who, sizeof(who));
 	log_put_cell(log_time_cell(ts, tbuf, sizeof(tbuf)), 14, false);
 	log_put_cell(who, 20, false);
@@ -96,7 +125,8 @@ static void table_row(json_t *row, const struct principal *p)
 	log_put_cell(hostport, 32, false);
 	log_put_cell(str_or_dash(row, "path"), 24, false);
 	log_put_cell(str_or_dash(row, "reason"), 16, false);
-	log_put_cell(str_or_dash(row, "grant"), 60, true);
+	/* a suppression row's last column: why its rows were refused, and how many each */
+	log_put_cell(suppressed ? why : str_or_dash(row, "grant"), 60, true);
 }
 
 static void dns_table_header(void)

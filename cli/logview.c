@@ -14,6 +14,7 @@
  * that grants it: `sluice allow approve ID` of the last refusal when the
  * proxy gave it an id, else `sluice allow add`. --dns --refused:
  * the same per queried name, without principals (a DNS row names none).
+ * A suppression row counts as the refusals it stands for, under host "-".
  * log.c filters and resolves the rows; this file only counts what it is
  * given, in memory (one entry per group, not per row), and prints it at
  * the end.
@@ -184,6 +185,13 @@ int logview_add(struct logview *v, json_t *row, const struct principal *p)
 	const char *reason = json_string_value(json_object_get(row, "reason"));
 	const char *ts = json_string_value(json_object_get(row, "ts"));
 	char who[LABEL_MAX], target[TARGET_MAX];
+	json_t *suppressed = json_object_get(row, "rows");
+	const char *kind = json_string_value(json_object_get(row, "kind"));
+	/* a suppression row stands for the refusals it counted (their hosts unknown: "-") */
+	unsigned long rows = kind != NULL && strcmp(kind, "suppressed") == 0 &&
+				     json_is_integer(suppressed) && json_integer_value(suppressed) > 0
+			     ? (unsigned long)json_integer_value(suppressed)
+			     : 1;
 	struct group *g;
 
 	if (host == NULL)
@@ -207,7 +215,7 @@ int logview_add(struct logview *v, json_t *row, const struct principal *p)
 	else if (decision != NULL && strcmp(decision, "observe") == 0)
 		g->observed++;
 	else
-		g->refused++;
+		g->refused += rows;
 	if (reason != NULL && strcmp(reason, "not-granted") == 0) {
 		const char *id = json_string_value(json_object_get(row, "refusal"));
 

@@ -41,7 +41,7 @@ static const struct verb verbs[] = {
 	  "allow add GRANT [--level once|session|permanent] [--ttl SECONDS] [--for WHO]...\n"
 	  "allow add GRANT [--for WHO]... [--max-up BYTES] [--max-requests N] [--per DURATION]\n"
 	  "allow rm GRANT [--for WHO]...\n"
-	  "allow approve ID [--level once|session|permanent] [--ttl SECONDS]\n"
+	  "allow approve ID [--level once|session|permanent] [--ttl SECONDS] [--yes]\n"
 	  "allow enforce [on|off|learn [--for DURATION]]\n"
 	  "allow learn\n"
 	  "allow list [--json]\n" },

@@ -198,12 +198,15 @@ static char *row_render(struct watch *w, json_t *row, enum mark mark)
 	char line[LINE_MAX_BYTES], tbuf[32], who[LOG_WHO_MAX], status[32], port[32];
 	char hostport[HOST_NAME_MAX_LEN + 48];
 	const char *ts = str_of(row, "ts"), *host = or_dash(str_of(row, "host"));
+	char why[128];
 	size_t at = 0;
 
 	number_text(json_object_get(row, "port"), port, sizeof(port));
 	number_text(json_object_get(row, "status"), status, sizeof(status));
-	snprintf(hostport, sizeof(hostport), strchr(host, ':') != NULL ? "[%s]:%s" : "%s:%s", host,
-		 port);
+	/* a suppression row: its count where the host would be */
+	if (!log_row_suppressed(row, hostport, sizeof(hostport), why, sizeof(why)))
+		snprintf(hostport, sizeof(hostport), strchr(host, ':') != NULL ? "[%s]:%s" : "%s:%s",
+			 host, port);
 	who_label(w, row, who, sizeof(who));
 	at = 2;
 	line[0] = mark == MARK_REFUSE ? '!' : mark == MARK_OBSERVE ? '~' : ' ';

@@ -31,6 +31,9 @@
 #define DEFAULT_STATE "./state"
 #define DEFAULT_ROTATE_BYTES 16777216
 #define DEFAULT_LOG_KEEP 5
+#define DEFAULT_LOG_ROW_RATE 100  /* refusal rows a second, per principal (proxy/lograte.c) */
+#define DEFAULT_LOG_ROW_BURST 200
+#define LOG_ROW_MAX 1000000
 #define DEFAULT_MAX_CONNS 4096
 #define NAMESERVER_PORT 53
 
@@ -204,6 +207,22 @@ static void d_log_keep(struct parser *p, char **w, size_t nw)
 		p->c->log_keep = (unsigned)v;
 }
 
+static void d_log_row_rate(struct parser *p, char **w, size_t nw)
+{
+	uint64_t v;
+
+	if (config_number_arg(p, "log-row-rate", w[1], 0, LOG_ROW_MAX, &v) == 0)
+		p->c->log_row_rate = (unsigned)v;
+}
+
+static void d_log_row_burst(struct parser *p, char **w, size_t nw)
+{
+	uint64_t v;
+
+	if (config_number_arg(p, "log-row-burst", w[1], 1, LOG_ROW_MAX, &v) == 0)
+		p->c->log_row_burst = (unsigned)v;
+}
+
 static void d_log_chain(struct parser *p, char **w, size_t nw)
 {
 	if (strcmp(w[1], "on") == 0)
@@ -330,6 +349,8 @@ static const struct directive directives[] = {
 	{ "log-rotate-bytes", 1, false, false, d_log_rotate_bytes },
 	{ "log-keep", 1, false, false, d_log_keep },
 	{ "log-chain", 1, false, false, d_log_chain },
+	{ "log-row-rate", 1, false, false, d_log_row_rate },
+	{ "log-row-burst", 1, false, false, d_log_row_burst },
 	{ "user", 1, false, false, d_user },
 	{ "doctor-on-start", 1, false, false, d_doctor_on_start },
 	{ "max-connections", 1, false, false, d_max_connections },
@@ -527,6 +548,8 @@ struct config *config_new(void)
 	snprintf(c->log_path, sizeof(c->log_path), "%s/%s", DEFAULT_STATE, LOG_DEFAULT_NAME);
 	c->log_rotate_bytes = DEFAULT_ROTATE_BYTES;
 	c->log_keep = DEFAULT_LOG_KEEP;
+	c->log_row_rate = DEFAULT_LOG_ROW_RATE;
+	c->log_row_burst = DEFAULT_LOG_ROW_BURST;
 	c->max_conns = DEFAULT_MAX_CONNS;
 	c->head_timeout_ms = 10 * 1000;
 	c->connect_timeout_ms = 10 * 1000;
@@ -680,6 +703,8 @@ void config_print(const struct config *c, FILE *out)
 	fprintf(out, "log-chain %s\n", c->log_chain ? "on" : "off");
 	if (c->user[0] != '\0')
 		fprintf(out, "user %s\n", c->user);
+	fprintf(out, "log-row-rate %u\n", c->log_row_rate);
+	fprintf(out, "log-row-burst %u\n", c->log_row_burst);
 	fprintf(out, "doctor-on-start %s\n", c->doctor_on_start ? "on" : "off");
 	fprintf(out, "max-connections %u\n", c->max_conns);
 	fprintf(out, "max-connections-per-client %u\n", config_per_client(c));

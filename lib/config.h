@@ -155,6 +155,8 @@ struct config {
 	uint64_t log_rotate_bytes;
 	unsigned log_keep;
 	bool log_chain;                  /* rows carry prev (netlog.h) */
+	unsigned log_row_rate;           /* a principal's refusal rows a second; 0: no budget */
+	unsigned log_row_burst;          /* ... and at once, past log_row_rate */
 	bool doctor_on_start;            /* sluice-proxy runs `sluice doctor --before-proxy` first */
 	char user[CONFIG_USER_MAX + 1];  /* "" : no user directive */
 	unsigned max_conns;

@@ -214,6 +214,45 @@ int netlog_write(struct netlog *l, const struct netlog_row *r)
 	return netlog_emit(l, o);
 }
 
+#define REASON_CAP 32 /* bytes of a reason code kept in a suppression row */
+
+int netlog_write_suppressed(struct netlog *l, const struct netlog_suppressed *r)
+{
+	struct netlog_out *o = &l->row;
+	const struct stamp *st = r->stamp;
+
+	netlog_put_start(o);
+	netlog_put_cstr(o, "kind", "suppressed");
+	netlog_put_cstr(o, "run", r->run);
+	netlog_put_cstr(o, "who", r->who);
+	netlog_put_cstr(o, "src", st != NULL ? st->src : NULL);
+	netlog_put_cstr(o, "net", st != NULL ? st->net : NULL);
+	netlog_put_cstr(o, "as", st != NULL && st->as[0] != '\0' ? st->as : NULL);
+	netlog_put_cstr(o, "build", r->build);
+	netlog_put_cstr(o, "client", r->client);
+	netlog_put_cstr(o, "decision", "refuse");
+	netlog_put_cstr(o, "reason", "suppressed");
+	netlog_put_num(o, "rows", r->rows);
+	netlog_put_time(o, "first", r->first_ms);
+	netlog_put_time(o, "last", r->last_ms);
+	netlog_put_key(o, "reasons");
+	o->buf[o->len++] = '{';
+	for (size_t i = 0; i < r->nreasons && i < NETLOG_REASONS_MAX; i++) {
+		const char *why = r->reason[i] != NULL ? r->reason[i] : "other";
+
+		if (i > 0)
+			o->buf[o->len++] = ',';
+		o->buf[o->len++] = '"';
+		o->len += netlog_escape(why, strlen(why), REASON_CAP, o->buf + o->len,
+					REASON_CAP * 6 + 8);
+		netlog_put_raw(o, "\":", 2);
+		netlog_put_u64(o, r->count[i]);
+	}
+	o->buf[o->len++] = '}';
+	netlog_put_cstr(o, "detail", r->detail);
+	return netlog_emit(l, o);
+}
+
 /*
  * Write rows[0..len) (whole rows) with one write(2), rotating first when
  * they would pass the size. The chain already stepped over them; from is

@@ -77,6 +77,31 @@ void netlog_close(struct netlog *l);
 /* Format and write one network row. Returns 0 or -1 (already reported). */
 int netlog_write(struct netlog *l, const struct netlog_row *r);
 
+#define NETLOG_REASONS_MAX 8 /* reasons a suppression row names; the rest are "other" */
+
+/*
+ * A suppression row (kind "suppressed"): rows one principal made that were
+ * counted, not written, past its row budget (sluice-proxy's lograte.c).
+ * rows is their number, first_ms and last_ms the wall-clock times (ms since
+ * the epoch) of the first and last, and reason[i] counted count[i] of them
+ * (rows = their sum). NULL strings are written as null.
+ */
+struct netlog_suppressed {
+	const char *run;
+	const char *who;
+	const struct stamp *stamp; /* its src, net and as; NULL: none */
+	const char *build;
+	const char *client; /* an unattributed principal's address (no port); else NULL */
+	uint64_t rows;
+	uint64_t first_ms, last_ms;
+	size_t nreasons;
+	const char *reason[NETLOG_REASONS_MAX];
+	uint64_t count[NETLOG_REASONS_MAX];
+	const char *detail;
+};
+/* Format and write one suppression row. Returns 0 or -1 (already reported). */
+int netlog_write_suppressed(struct netlog *l, const struct netlog_suppressed *r);
+
 /* --- netlog_row.c: a row built by hand -------------------------------- */
 
 #define NETLOG_ROW_MAX 32768 /* 18 strings at NETLOG_TEXT_CAP, as, path, ua (all escaped), numbers */
@@ -90,6 +115,8 @@ struct netlog_out {
 
 /* Start a row: '{' and its "ts" (now, UTC, milliseconds). */
 void netlog_put_start(struct netlog_out *o);
+/* ,"key":"2026-11-30T03:01:02.123Z" for ms since the epoch */
+void netlog_put_time(struct netlog_out *o, const char *key, uint64_t ms);
 /* ,"key": then the value; NULL strings are null, strings capped at cap bytes (then escaped) */
 void netlog_put_key(struct netlog_out *o, const char *key);
 void netlog_put_raw(struct netlog_out *o, const char *s, size_t n);

@@ -151,15 +151,13 @@ void netlog_put_ms(struct netlog_out *o, const char *key, double v)
 	netlog_put_digits(o, (unsigned)(us % 1000), 3);
 }
 
-void netlog_put_start(struct netlog_out *o)
+/* "2026-11-30T03:01:02.123Z", quoted */
+static void put_ts(struct netlog_out *o, time_t sec, unsigned ms)
 {
-	struct timeval tv;
 	struct tm tm;
 
-	gettimeofday(&tv, NULL);
-	gmtime_r(&tv.tv_sec, &tm);
-	o->len = 0;
-	netlog_put_raw(o, "{\"ts\":\"", 7);
+	gmtime_r(&sec, &tm);
+	o->buf[o->len++] = '"';
 	netlog_put_digits(o, (unsigned)tm.tm_year + 1900, 4);
 	o->buf[o->len++] = '-';
 	netlog_put_digits(o, (unsigned)tm.tm_mon + 1, 2);
@@ -172,8 +170,24 @@ void netlog_put_start(struct netlog_out *o)
 	o->buf[o->len++] = ':';
 	netlog_put_digits(o, (unsigned)tm.tm_sec, 2);
 	o->buf[o->len++] = '.';
-	netlog_put_digits(o, (unsigned)(tv.tv_usec / 1000), 3);
+	netlog_put_digits(o, ms, 3);
 	netlog_put_raw(o, "Z\"", 2);
+}
+
+void netlog_put_start(struct netlog_out *o)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	o->len = 0;
+	netlog_put_raw(o, "{\"ts\":", 6);
+	put_ts(o, tv.tv_sec, (unsigned)(tv.tv_usec / 1000));
+}
+
+void netlog_put_time(struct netlog_out *o, const char *key, uint64_t ms)
+{
+	netlog_put_key(o, key);
+	put_ts(o, (time_t)(ms / 1000), (unsigned)(ms % 1000));
 }
 
 void netlog_put_bool(struct netlog_out *o, const char *key, bool v)

@@ -276,7 +276,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	px.loop = loop_new();
-	if (px.loop == NULL || limit_init(&px) == -1 || budget_init(&px) == -1)
+	if (px.loop == NULL || limit_init(&px) == -1 || budget_init(&px) == -1 ||
+	    lograte_init(&px) == -1)
 		goto out_loop;
 	raise_fd_limit();
 	reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -321,6 +322,7 @@ out_loop:
 	token_release_all(&px);
 	limit_release(&px);
 	budget_release(&px);
+	lograte_release(&px); /* the suppression rows still due, before the log closes */
 	for (size_t i = 0; i < px.nlisteners; i++) {
 		int fd = px.listeners[i].io.fd;
 		loop_io_del(px.loop, &px.listeners[i].io);

@@ -16,6 +16,7 @@
  * inject.c   credentials onto decrypted requests; masking them in responses
  * token.c    token commands: minted secrets, cached, run without blocking
  * limit.c    connections counted per client address or stamped principal
+ * lograte.c  a refusal-row budget per principal: past it, rows counted, not written
  * priv.c     the drop from root to `user NAME`, and what that user must reach
  * stats.c    its metrics (lib/metrics.h): counted on rows, handshakes, tokens, reloads
  */
@@ -76,8 +77,8 @@ struct proxy {
 	unsigned nsessions;
 	struct limits *limits; /* limit.c: connections per client */
 	struct budgets *budgets; /* budget.c: what each principal spent of each grant's budget */
+	struct lograte *lograte; /* lograte.c: each principal's refusal rows a second */
 	uint64_t next_conn_id;
-	uint64_t next_refusal; /* refuse_id; 0: not seeded from the run id yet */
 	struct loop_io sig_io;
 	struct loop_timer watch_timer;
 	struct watched_file watch_config;
@@ -120,6 +121,20 @@ void budget_put(struct budget_entry *e); /* e may be NULL */
 
 /* session.c: close each connection whose build token was removed or expired (row: build-token) */
 void session_builds_check(struct proxy *px);
+
+/* lograte.c */
+int lograte_init(struct proxy *px);
+/* Write every suppression row still due (the proxy is stopping) and free it all. */
+void lograte_release(struct proxy *px);
+/*
+ * Whether row r of the principal named key is to be written: false when it
+ * is a refusal that moved no byte and key's budget is spent (it is counted,
+ * and a suppression row tells it within a second). key: the principal
+ * (session_spender's, or "unattributed ADDR").
+ */
+bool lograte_admit(struct proxy *px, const char *key, const struct netlog_row *r);
+/* A client's "addr:port" (or "[v6]:port") as its address alone, into out. */
+void lograte_address(const char *client, char *out, size_t size);
 
 /* limit.c */
 int limit_init(struct proxy *px);
@@ -211,7 +226,7 @@ void reload_now(struct proxy *px, const char *why);
 void reload_release(struct proxy *px);
 
 /* refuse.c */
-#define REFUSAL_ID_LEN 12 /* lower-case hex */
+#define REFUSAL_ID_LEN 16 /* lower-case hex: 64 random bits */
 
 struct refusal {
 	int status;
@@ -221,11 +236,12 @@ struct refusal {
 	char id[REFUSAL_ID_LEN + 1]; /* a grantable refusal's id (`sluice allow approve`); "" none */
 };
 /*
- * A fresh refusal id into out (REFUSAL_ID_LEN + 1 bytes): 48 bits counting
- * up from the first 12 hex digits of the run id, so ids are unique within a
- * run and start at a random place in each.
+ * A fresh refusal id into out (REFUSAL_ID_LEN + 1 bytes): 64 bits from the
+ * kernel's CSPRNG (getrandom, else OpenSSL's), so a client that sees its
+ * own refusal's id learns nothing of another's. Returns 0, or -1 with out
+ * "" when no random bytes could be had.
  */
-void refuse_id(struct proxy *px, char *out);
+int refuse_id(char *out);
 /* Append a complete refusal response to out. Returns 0 or -1 (no room). */
 int refuse_write(struct buf *out, const struct refusal *r);
 /*

@@ -12,10 +12,11 @@
  */
 #include "session.h"
 
-#include <inttypes.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 const char *refuse_status_text(int status)
 {
@@ -50,19 +51,22 @@ static void sf_string(const char *in, char *out, size_t size)
 	out[o] = '\0';
 }
 
-void refuse_id(struct proxy *px, char *out)
+int refuse_id(char *out)
 {
-	const uint64_t mask = (UINT64_C(1) << (4 * REFUSAL_ID_LEN)) - 1;
+	static const char hex[] = "0123456789abcdef";
+	unsigned char r[REFUSAL_ID_LEN / 2];
 
-	if (px->next_refusal == 0) {
-		char seed[REFUSAL_ID_LEN + 1];
-
-		memcpy(seed, px->run_id, REFUSAL_ID_LEN);
-		seed[REFUSAL_ID_LEN] = '\0';
-		px->next_refusal = strtoull(seed, NULL, 16) | (UINT64_C(1) << 63);
+	/* 8 bytes from the kernel's CSPRNG: such a read neither blocks once booted nor comes short */
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r) && RAND_bytes(r, sizeof(r)) != 1) {
+		out[0] = '\0';
+		return -1;
 	}
-	snprintf(out, REFUSAL_ID_LEN + 1, "%012" PRIx64, px->next_refusal & mask);
-	px->next_refusal++;
+	for (size_t i = 0; i < sizeof(r); i++) {
+		out[2 * i] = hex[r[i] >> 4];
+		out[2 * i + 1] = hex[r[i] & 15];
+	}
+	out[REFUSAL_ID_LEN] = '\0';
+	return 0;
 }
 
 int refuse_texts(const struct refusal *r, char *status_line, size_t ssize, char *body,
@@ -131,9 +135,14 @@ static void refuse_ungranted(struct session *s, const struct verdict *v)
 	struct policy_request pr = { 0 };
 
 	grant_hint(&s->x->t, hint, sizeof(hint));
-	refuse_id(s->px, ref.id);
 	session_principal(s, &pr, who, sizeof(who));
-	if (v->scoped != NULL && pr.who == NULL)
+	if (refuse_id(ref.id) == -1) /* no id to approve by: the grant by hand alone */
+		snprintf(ref.detail, sizeof(ref.detail),
+			 "%s is not granted%s; to grant it run: sluice allow add %s%s%s", hint,
+			 v->scoped != NULL ? " to this connection" : "", hint,
+			 v->scoped != NULL && pr.who != NULL ? " --for " : "",
+			 v->scoped != NULL && pr.who != NULL ? (pr.as != NULL ? pr.as : pr.who) : "");
+	else if (v->scoped != NULL && pr.who == NULL)
 		snprintf(ref.detail, sizeof(ref.detail),
 			 "%s is granted only to the principals its grants name, and this connection "
 			 "has no stamp; to grant it to every connection run: sluice allow approve %s "

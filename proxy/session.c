@@ -85,12 +85,24 @@ void exchange_free(struct session *s)
 	s->x = NULL;
 }
 
+/* Whose row budget a row spends (lograte.c): its spender's, an unattributed one its address's. */
+static const char *row_key(const struct session *s, char *buf, size_t size)
+{
+	char addr[INET6_ADDRSTRLEN + 8];
+
+	if (s->stamp != NULL || s->build != NULL)
+		return session_spender(s, buf, size);
+	lograte_address(s->client, addr, sizeof(addr));
+	snprintf(buf, size, "unattributed %s", addr);
+	return buf;
+}
+
 void session_log(struct session *s)
 {
 	struct exchange *x = s->x;
 	struct netlog_row row;
 	struct stamp st;
-	char who[SESSION_WHO_MAX];
+	char who[SESSION_WHO_MAX], key[SESSION_WHO_MAX + STAMP_AS_MAX];
 
 	if (x == NULL || !x->active)
 		return;
@@ -137,7 +149,7 @@ void session_log(struct session *s)
 	row.ua = x->ua_len > 0 ? x->ua : NULL;
 	row.ua_len = x->ua_len;
 	row.detail = x->detail[0] != '\0' ? x->detail : NULL;
-	if (s->px->netlog != NULL)
+	if (s->px->netlog != NULL && lograte_admit(s->px, row_key(s, key, sizeof(key)), &row))
 		netlog_write(s->px->netlog, &row);
 	stats_row(&row);
 	inject_end(s);
@@ -463,6 +475,7 @@ static void refuse_accept(struct proxy *px, int fd, const char *client, const ch
 			       .proxy_status = "connection_limit_reached" };
 	struct netlog_row row;
 	struct buf b;
+	char addr[INET6_ADDRSTRLEN + 8], key[INET6_ADDRSTRLEN + 24];
 
 	snprintf(ref.detail, sizeof(ref.detail), "%s", detail);
 	buf_init(&b, 4096);
@@ -481,7 +494,9 @@ static void refuse_accept(struct proxy *px, int fd, const char *client, const ch
 	row.reason = reason;
 	row.dns_ms = row.connect_ms = -1;
 	row.detail = ref.detail;
-	if (px->netlog != NULL)
+	lograte_address(client, addr, sizeof(addr));
+	snprintf(key, sizeof(key), "unattributed %s", addr);
+	if (px->netlog != NULL && lograte_admit(px, key, &row))
 		netlog_write(px->netlog, &row);
 	stats_row(&row);
 	close(fd);

@@ -55,7 +55,7 @@ expect_none "... B's request never reached the origin" inet 'line~/s-b '
 expect_eq "... B's row: refused, not-granted" "refuse not-granted $a2@podman" \
 	"$(logq path=/s-b --field decision) $(logq path=/s-b --field reason) $(logq path=/s-b --field who)"
 expect_re "... B's refusal names the commands that grant it to B: by its id, or by hand" \
-	"^sluice: good\\.test is granted only to other principals; to grant it to this one run: sluice allow approve [0-9a-f]{12} \\(or: sluice allow add good\\.test --for $a2@podman\\)\$" \
+	"^sluice: good\\.test is granted only to other principals; to grant it to this one run: sluice allow approve [0-9a-f]{16} \\(or: sluice allow add good\\.test --for $a2@podman\\)\$" \
 	"$(body "$c2" "$SBX_FWD" http://good.test/s-b2)"
 expect_eq "a host container is not A either: 403" 403 "$(hcurl "$h1" http://good.test/s-h0)"
 
@@ -105,7 +105,7 @@ expect_eq "... a host container is refused" 403 "$(hcurl "$h1" http://other.test
 # --- unattributed: straight to the proxy, no stamp
 out=$(hx curl -s --max-time 10 -x "http://$SBX_PROXY" http://good.test/unattr 2>&1)
 expect_re "an unattributed connection gets no scoped grant, and is told why" \
-	"^sluice: good\\.test is granted only to the principals its grants name, and this connection has no stamp; to grant it to every connection run: sluice allow approve [0-9a-f]{12} \\(or: sluice allow add good\\.test\\)\$" "$out"
+	"^sluice: good\\.test is granted only to the principals its grants name, and this connection has no stamp; to grant it to every connection run: sluice allow approve [0-9a-f]{16} \\(or: sluice allow add good\\.test\\)\$" "$out"
 expect_eq "... its row" "refuse unattributed" "$(logq path=/unattr --field decision) $(logq path=/unattr --field who)"
 
 # --- list, rm
@@ -130,13 +130,13 @@ expect_eq "... H1 is still served" 200 "$(hcurl "$h1" http://good.test/rm-h1)"
 out=$(sbx_exec "$c2" curl -si --max-time 10 -x "http://$SBX_FWD" http://good.test/ap-b 2>&1)
 ps=$(header_of "$out" Proxy-Status)
 expect_re "a refusal's Proxy-Status details carry its id" \
-	'^sluice; error=http_request_denied; details="not-granted id=[0-9a-f]{12}: ' "$ps"
-rid=$(printf '%s' "$ps" | sed -n 's/.*id=\([0-9a-f]\{12\}\).*/\1/p')
+	'^sluice; error=http_request_denied; details="not-granted id=[0-9a-f]{16}: ' "$ps"
+rid=$(printf '%s' "$ps" | sed -n 's/.*id=\([0-9a-f]\{16\}\).*/\1/p')
 expect_eq "... the same id as its row's" "$rid" "$(logq path=/ap-b --field refusal)"
 expect_re "... and its body's hint" "sluice allow approve $rid " "$(body_of "$out")"
 expect_re "sluice log --refused names approving B's last refusal as the way to grant it" \
 	"sluice allow approve $rid\$" "$(sl log --refused | grep "^$c2 .*good\\.test ")"
-out=$(sl allow approve "$rid" 2>&1)
+out=$(sl allow approve "$rid" --yes 2>&1)
 expect_re "sluice allow approve ID: once (15 min), for B's ADDR@NET" \
 	"^refusal $rid of [0-9T:.-]+Z: $a2@podman
 added good\\.test for $a2@podman once, expires in 15m0s\$" "$out"
@@ -144,12 +144,12 @@ if wait_until 3 code_is 200 "$c2" http://good.test/ap-b2; then ok "B is served w
 	not_ok "B is served within 3 s of the approval" "$(bcurl "$c2" http://good.test/ap-b2)"; fi
 expect_eq "... its row names the approved grant" "good.test (once, for $a2@podman)" "$(logq path=/ap-b2 --field grant)"
 expect_eq "... A is not: the approval was for B alone" 403 "$(bcurl "$c1" http://good.test/ap-a)"
-expect_eq "approving it again replaces that grant" 0 "$(sl allow approve "$rid" --level permanent >/dev/null 2>&1; echo $?)"
+expect_eq "approving it again replaces that grant" 0 "$(sl allow approve "$rid" --level permanent --yes >/dev/null 2>&1; echo $?)"
 expect_re "... now permanent, still one grant for B" "^good\\.test permanent [0-9]+ for=$a2@podman\$" \
 	"$(grep "for=$a2@podman" "$STATE/grants")"
 out=$(hx curl -si --max-time 10 -x "http://$SBX_PROXY" http://other.test/ap-u 2>&1)
-uid=$(header_of "$out" Proxy-Status | sed -n 's/.*id=\([0-9a-f]\{12\}\).*/\1/p')
-out=$(sl allow approve "$uid" 2>&1)
+uid=$(header_of "$out" Proxy-Status | sed -n 's/.*id=\([0-9a-f]\{16\}\).*/\1/p')
+out=$(sl allow approve "$uid" --yes 2>&1)
 expect_re "approving an unattributed refusal says the grant serves every connection" \
 	"^refusal $uid of .*: no stamp, so the grant serves every connection
 added other\\.test once, expires in 15m0s\$" "$out"
@@ -159,14 +159,14 @@ old_ts=$(date -u -d '2 days ago' +%Y-%m-%dT%H:%M:%S.000Z)
 printf '{"ts":"%s","conn":1,"req":1,"who":"10.88.0.99@podman","src":"10.88.0.99","net":"podman","as":null,"kind":"http","host":"good.test","port":80,"decision":"refuse","reason":"not-granted","refusal":"00000000aaaa"}\n' \
 	"$old_ts" >>"$NETLOG"
 expect_eq "a refusal more than a day old is not approved" 1 \
-	"$(sl allow approve 00000000aaaa >/dev/null 2>"$LAB_DIR/ap.err"; echo $?)"
+	"$(sl allow approve 00000000aaaa --yes >/dev/null 2>"$LAB_DIR/ap.err"; echo $?)"
 expect_eq "... saying so, with the command that grants it by hand" \
 	"allow: refusal 00000000aaaa is from $old_ts, more than a day ago: approve takes only refusals of the last day; to grant it anyway run: sluice allow add good.test --for 10.88.0.99@podman" \
 	"$(cat "$LAB_DIR/ap.err")"
 expect_eq "... and nothing was granted for it" 0 "$(grep -c 10.88.0.99 "$STATE/grants")"
-expect_eq "an id no row has is refused" 1 "$(sl allow approve 0123456789ab >/dev/null 2>"$LAB_DIR/ap.err"; echo $?)"
-expect_re "... saying where it looked" "no refusal 0123456789ab in $NETLOG" "$(cat "$LAB_DIR/ap.err")"
-expect_eq "an id that is not 12 hex digits is a usage error" 2 "$(sl allow approve 12345 >/dev/null 2>&1; echo $?)"
+expect_eq "an id no row has is refused" 1 "$(sl allow approve 0123456789abcdef --yes >/dev/null 2>"$LAB_DIR/ap.err"; echo $?)"
+expect_re "... saying where it looked" "no refusal 0123456789abcdef in $NETLOG" "$(cat "$LAB_DIR/ap.err")"
+expect_eq "an id that is not 16 hex digits is a usage error" 2 "$(sl allow approve 12345 --yes >/dev/null 2>&1; echo $?)"
 
 # --- an unscoped grant serves everyone, attributed or not
 ucode_is() { [ "$(hx curl -s -o /dev/null -w '%{http_code}' --max-time 10 -x "http://$SBX_PROXY" "$2")" = "$1" ]; }

@@ -46,7 +46,7 @@ wait_until 3 known || not_ok "the proxy knows t2 within 3 s"
 expect_eq "build t2 is refused other.test" 403 \
 	"$(hx curl -s -o /dev/null -w '%{http_code}' -x "$url2" http://other.test/b2)"
 id=$(logq path=/b2 --field refusal)
-out=$(sl allow approve "$id" 2>&1)
+out=$(sl allow approve "$id" --yes 2>&1)
 expect_re "approving its refusal grants other.test for build:t2" "added other\\.test for build:t2 once" "$out"
 served() { [ "$(hx curl -s -o /dev/null -w '%{http_code}' -x "$url2" http://other.test/b3)" = 200 ]; }
 if wait_until 3 served; then ok "... the build is served"; else not_ok "... the build is served"; fi

@@ -484,6 +484,12 @@ static void test_log_chain_and_user(void **state)
 	c = parse_ok("log-chain off\nuser _s.lu-ice9\n");
 	assert_false(c->log_chain);
 	assert_string_equal(c->user, "_s.lu-ice9");
+	assert_int_equal(c->log_row_rate, 100);
+	assert_int_equal(c->log_row_burst, 200);
+	config_free(c);
+	c = parse_ok("log-row-rate 0\nlog-row-burst 5\n");
+	assert_int_equal(c->log_row_rate, 0);
+	assert_int_equal(c->log_row_burst, 5);
 	config_free(c);
 	c = parse_ok("user abcdefghijklmnopqrstuvwxyz012345\n"); /* 32 bytes */
 	assert_int_equal(strlen(c->user), 32);
@@ -672,6 +678,8 @@ static void test_print_defaults(void **state)
 			       "log-rotate-bytes 16777216\n"
 			       "log-keep 5\n"
 			       "log-chain off\n"
+			       "log-row-rate 100\n"
+			       "log-row-burst 200\n"
 			       "doctor-on-start off\n"
 			       "max-connections 4096\n"
 			       "max-connections-per-client 256\n"

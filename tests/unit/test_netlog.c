@@ -625,9 +625,57 @@ static void test_rotation_keeps_whole_rows(void **state)
 	rmtree(dir);
 }
 
+/* A suppression row: one JSON object, its fields in order, a hostile reason escaped. */
+static void test_suppressed_row(void **state)
+{
+	char dir[64], path[128];
+	struct netlog *l;
+	struct stamp st;
+	struct netlog_suppressed r;
+	size_t len;
+	char *row;
+
+	(void)state;
+	tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/network.log", dir);
+	l = netlog_open(path, 0, 0, true, FILE_NO_UID, NULL);
+	assert_non_null(l);
+	memset(&st, 0, sizeof(st));
+	strcpy(st.src, "10.88.0.5");
+	strcpy(st.net, "podman");
+	memset(&r, 0, sizeof(r));
+	r.run = "r1";
+	r.who = "10.88.0.5@podman";
+	r.stamp = &st;
+	r.rows = 7;
+	r.first_ms = 1796650418123ULL;
+	r.last_ms = 1796650419004ULL;
+	r.nreasons = 2;
+	r.reason[0] = "too-many-streams";
+	r.count[0] = 5;
+	r.reason[1] = "x\"}\n";
+	r.count[1] = 2;
+	r.detail = "d";
+	assert_int_equal(netlog_write_suppressed(l, &r), 0);
+	netlog_close(l);
+	assert_int_equal(check_lines(path), 1);
+	row = slurp(path, &len);
+	assert_non_null(row);
+	assert_non_null(strstr(row, ",\"kind\":\"suppressed\",\"run\":\"r1\",\"who\":\"10.88.0.5@podman\","
+				    "\"src\":\"10.88.0.5\",\"net\":\"podman\",\"as\":null,\"build\":null,"
+				    "\"client\":null,\"decision\":\"refuse\",\"reason\":\"suppressed\","
+				    "\"rows\":7,\"first\":\"2026-12-07T"));
+	assert_non_null(strstr(row, ":38.123Z\",\"last\":\"2026-12-07T"));
+	assert_non_null(strstr(row, ":39.004Z\",\"reasons\":{\"too-many-streams\":5,"
+				    "\"x\\\"}\\u000a\":2},\"detail\":\"d\",\"prev\":null}\n"));
+	free(row);
+	rmtree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_suppressed_row),
 		cmocka_unit_test(test_every_byte_alone),
 		cmocka_unit_test(test_every_byte_in_context),
 		cmocka_unit_test(test_every_pair),

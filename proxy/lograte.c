@@ -1,0 +1,275 @@
+/*
+ * lograte.c: a row budget per principal, so that no one client can rotate
+ * the log's history away (issue 27).
+ *
+ * A refusal costs a client nothing: an HTTP/2 connection opening streams
+ * past the cap made a too-many-streams row per stream, thousands a second,
+ * and rotation by size then deleted every row written before them. So each
+ * principal's refusal rows that moved no byte (decision refuse, up and down
+ * 0) pass through a token bucket: log-row-rate a second, log-row-burst at
+ * once. Past it they are counted, not written, and one suppression row
+ * (netlog_write_suppressed: how many, why, from when to when) is written
+ * once a second after the first of them, by a timer, so it comes out when
+ * the flood stops too; at the latest when the proxy stops, or when the
+ * principal's slot is taken by another. Rows of allowed or observed
+ * requests, and refusals after bytes moved, are never held back: they are
+ * the record of what left, and a budget must not hide any of it.
+ *
+ * The principal is whose budget a request spends (session_spender: a build,
+ * the stamp's as=, else its src@net); an unattributed connection's is its
+ * address, so that one unstamped client cannot silence the others. At most
+ * SLOTS principals are tracked; a full table gives up the slot used least
+ * recently (its suppression row written first), so nothing is ever counted
+ * and forgotten. Counting is in the proxy's metrics as any row is (stats_row
+ * sees every row, written or not).
+ */
+#include "session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#define SLOTS 512
+#define WINDOW_MS 1000 /* a principal's suppressed rows are told at most once this often */
+#define KEY_MAX (STAMP_AS_MAX + STAMP_NET_MAX + 64)
+#define REASON_MAX 32
+
+struct lograte_slot {
+	char key[KEY_MAX]; /* "" : free */
+	uint64_t hash;     /* of key */
+	double tokens;     /* rows it may write now, at most burst */
+	uint64_t at_ms;    /* loop time tokens were counted at */
+	uint64_t rows;     /* counted, not written, since first_ms; 0: none */
+	uint64_t first_ms, last_ms; /* wall clock of the first and last of them */
+	uint64_t due_ms;   /* loop time the suppression row is due */
+	/* who they were, from the first of them */
+	struct stamp stamp;
+	bool has_stamp;
+	char who[SESSION_WHO_MAX];
+	char build[STAMP_AS_MAX + 1];
+	char client[INET6_ADDRSTRLEN + 8];
+	size_t nreasons;
+	char reason[NETLOG_REASONS_MAX][REASON_MAX]; /* the last: "other" once full */
+	uint64_t count[NETLOG_REASONS_MAX];
+};
+
+struct lograte {
+	struct lograte_slot slot[SLOTS];
+	struct loop_timer timer; /* armed while a suppression row is due */
+	struct proxy *px;
+};
+
+static uint64_t key_hash(const char *k)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *k != '\0'; k++)
+		h = (h ^ (unsigned char)*k) * 1099511628211ULL;
+	return h;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+/* Write sl's suppression row and start its count again. */
+static void flush(struct lograte *lr, struct lograte_slot *sl)
+{
+	const struct config *c = lr->px->config;
+	struct netlog_suppressed r;
+	char detail[200];
+
+	if (sl->rows == 0)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.run = lr->px->run_id;
+	r.who = sl->who;
+	r.stamp = sl->has_stamp ? &sl->stamp : NULL;
+	r.build = sl->build[0] != '\0' ? sl->build : NULL;
+	r.client = sl->client[0] != '\0' ? sl->client : NULL;
+	r.rows = sl->rows;
+	r.first_ms = sl->first_ms;
+	r.last_ms = sl->last_ms;
+	r.nreasons = sl->nreasons;
+	for (size_t i = 0; i < sl->nreasons; i++) {
+		r.reason[i] = sl->reason[i];
+		r.count[i] = sl->count[i];
+	}
+	snprintf(detail, sizeof(detail),
+		 "%llu refusal rows of this principal were counted, not written: past its budget "
+		 "of %u rows a second (log-row-rate, burst log-row-burst %u)",
+		 (unsigned long long)sl->rows, c->log_row_rate, c->log_row_burst);
+	r.detail = detail;
+	if (lr->px->netlog != NULL)
+		netlog_write_suppressed(lr->px->netlog, &r);
+	sl->rows = 0;
+	sl->nreasons = 0;
+}
+
+/* Write every suppression row due by now; arm the timer for the next one. */
+static void on_timer(struct loop *l, struct loop_timer *t)
+{
+	struct lograte *lr = t->arg;
+	uint64_t now = loop_now(l), next = 0;
+
+	for (size_t i = 0; i < SLOTS; i++) {
+		struct lograte_slot *sl = &lr->slot[i];
+
+		if (sl->rows > 0 && sl->due_ms <= now)
+			flush(lr, sl);
+		if (sl->rows > 0 && (next == 0 || sl->due_ms < next))
+			next = sl->due_ms;
+	}
+	if (next != 0)
+		loop_timer_set(l, t, next > now ? next - now : 0, on_timer, lr);
+}
+
+/* The bucket refilled to now. */
+static void refill(const struct config *c, struct lograte_slot *sl, uint64_t now)
+{
+	if (now > sl->at_ms)
+		sl->tokens += (double)(now - sl->at_ms) * c->log_row_rate / 1000.0;
+	if (sl->tokens > c->log_row_burst)
+		sl->tokens = c->log_row_burst;
+	sl->at_ms = now;
+}
+
+/* key's slot, a free one, or the one used least recently given up; never NULL. */
+static struct lograte_slot *slot_for(struct lograte *lr, const char *key, uint64_t now)
+{
+	const struct config *c = lr->px->config;
+	uint64_t h = key_hash(key);
+	struct lograte_slot *free_sl = NULL, *old = NULL;
+
+	for (size_t i = 0; i < SLOTS; i++) {
+		struct lograte_slot *sl = &lr->slot[i];
+
+		if (sl->key[0] != '\0' && sl->hash == h && strcmp(sl->key, key) == 0)
+			return sl;
+		if (free_sl != NULL)
+			continue;
+		if (sl->key[0] != '\0' && sl->rows == 0) {
+			refill(c, sl, now); /* a full bucket and nothing counted: as good as free */
+			if (sl->tokens >= c->log_row_burst)
+				sl->key[0] = '\0';
+		}
+		if (sl->key[0] == '\0')
+			free_sl = sl;
+		else if (old == NULL || sl->at_ms < old->at_ms)
+			old = sl;
+	}
+	if (free_sl == NULL) {
+		flush(lr, old); /* what it counted is told before the slot changes hands */
+		free_sl = old;
+	}
+	memset(free_sl, 0, sizeof(*free_sl));
+	snprintf(free_sl->key, sizeof(free_sl->key), "%s", key);
+	free_sl->hash = h;
+	free_sl->tokens = c->log_row_burst;
+	free_sl->at_ms = now;
+	return free_sl;
+}
+
+/* Count r in sl instead of writing it. */
+static void count(struct lograte *lr, struct lograte_slot *sl, const struct netlog_row *r,
+		  uint64_t now)
+{
+	const char *why = r->reason != NULL ? r->reason : "other";
+	size_t i;
+
+	if (sl->rows == 0) {
+		sl->first_ms = wall_ms();
+		sl->due_ms = now + WINDOW_MS;
+		sl->has_stamp = r->stamp != NULL;
+		if (r->stamp != NULL)
+			sl->stamp = *r->stamp;
+		snprintf(sl->who, sizeof(sl->who), "%s", r->who != NULL ? r->who : "unattributed");
+		snprintf(sl->build, sizeof(sl->build), "%s", r->build != NULL ? r->build : "");
+		if (r->stamp == NULL && r->build == NULL)
+			lograte_address(r->client, sl->client, sizeof(sl->client));
+		else
+			sl->client[0] = '\0';
+		if (!loop_timer_armed(&lr->timer) || lr->timer.when_ms > sl->due_ms)
+			loop_timer_set(lr->px->loop, &lr->timer, WINDOW_MS, on_timer, lr);
+	}
+	sl->rows++;
+	sl->last_ms = wall_ms();
+	for (i = 0; i < sl->nreasons; i++)
+		if (strcmp(sl->reason[i], why) == 0)
+			break;
+	if (i == sl->nreasons && i == NETLOG_REASONS_MAX) {
+		i = NETLOG_REASONS_MAX - 1; /* the last one becomes "other" */
+		snprintf(sl->reason[i], sizeof(sl->reason[i]), "other");
+	} else if (i == sl->nreasons) {
+		snprintf(sl->reason[i], sizeof(sl->reason[i]), "%s", why);
+		sl->count[i] = 0;
+		sl->nreasons++;
+	}
+	sl->count[i]++;
+}
+
+void lograte_address(const char *client, char *out, size_t size)
+{
+	const char *end;
+
+	if (client == NULL) {
+		snprintf(out, size, "-");
+	} else if (client[0] == '[' && (end = strchr(client, ']')) != NULL) {
+		snprintf(out, size, "%.*s", (int)(end - client - 1), client + 1);
+	} else if ((end = strrchr(client, ':')) != NULL && strchr(client, ':') == end) {
+		snprintf(out, size, "%.*s", (int)(end - client), client);
+	} else {
+		snprintf(out, size, "%s", client);
+	}
+}
+
+bool lograte_admit(struct proxy *px, const char *key, const struct netlog_row *r)
+{
+	struct lograte *lr = px->lograte;
+	struct lograte_slot *sl;
+	uint64_t now;
+
+	if (lr == NULL || px->config->log_row_rate == 0 || r->decision == NULL ||
+	    strcmp(r->decision, "refuse") != 0 || r->up != 0 || r->down != 0)
+		return true;
+	now = loop_now(px->loop);
+	sl = slot_for(lr, key, now);
+	refill(px->config, sl, now);
+	if (sl->rows > 0 && sl->due_ms <= now)
+		flush(lr, sl); /* the window is over: told before this row */
+	if (sl->rows == 0 && sl->tokens >= 1.0) {
+		sl->tokens -= 1.0;
+		return true;
+	}
+	/* once counting, a window's rows are all counted: its row says when they were */
+	count(lr, sl, r, now);
+	return false;
+}
+
+int lograte_init(struct proxy *px)
+{
+	px->lograte = calloc(1, sizeof(*px->lograte));
+	if (px->lograte == NULL)
+		return -1;
+	px->lograte->px = px;
+	return 0;
+}
+
+void lograte_release(struct proxy *px)
+{
+	struct lograte *lr = px->lograte;
+
+	if (lr == NULL)
+		return;
+	for (size_t i = 0; i < SLOTS; i++)
+		flush(lr, &lr->slot[i]);
+	if (px->loop != NULL)
+		loop_timer_cancel(px->loop, &lr->timer);
+	free(lr);
+	px->lograte = NULL;
+}
