@@ -13,6 +13,10 @@
  * the session or permanently, for every connection; P permanently for the
  * principal that asked only. / filters on a substring of the line. q quits.
  *
+ * Cells are cut and padded by the columns a terminal gives them, and what
+ * a terminal would act on or hide is shown as an escape (utf8_display):
+ * a row cannot drive the operator's terminal.
+ *
  * While the screen is up stderr goes to a memory file, and what lands
  * there (a grant's error, a row that does not parse) is shown on the
  * status line. The terminal itself is watch_term.c's. It writes nothing
@@ -29,9 +33,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "utf8.h"
 
 #define ROWS_KEEP 10000
-#define LINE_MAX_BYTES 512
+#define LINE_MAX_BYTES 4096
 #define STATUS_MAX 400
 #define FILTER_MAX 128
 #define POLL_MS 200
@@ -43,7 +48,7 @@ enum mark { MARK_ALLOW, MARK_REFUSE, MARK_OBSERVE };
 
 struct wrow {
 	json_t *row; /* owned */
-	char *line;  /* rendered: printable ASCII only, owned */
+	char *line;  /* rendered (utf8_display: nothing a terminal acts on), owned */
 	enum mark mark;
 };
 
@@ -118,27 +123,18 @@ static const char *str_of(json_t *row, const char *key)
 }
 
 /*
- * One cell into line at *at (LINE_MAX_BYTES): anything but printable ASCII
- * as '?', cut to width with "..." at its end, padded and two spaces after
- * (last: neither).
+ * One cell into line at *at (LINE_MAX_BYTES), width columns: shown as
+ * utf8_display shows it, cut with "..." at its end, padded and two spaces
+ * after (last: neither).
  */
 static void cell(char *line, size_t *at, const char *s, int width, bool last)
 {
-	size_t len = strlen(s), n = len > (size_t)width ? (size_t)width - 3 : len, i;
+	size_t cols;
 
-	if (len > (size_t)width && width < 3)
-		n = 0; /* too narrow for the dots: only them */
-	for (i = 0; i < n && *at < LINE_MAX_BYTES - 1; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		line[(*at)++] = ch < 0x20 || ch >= 0x7f ? '?' : (char)ch;
-	}
-	if (n < len)
-		for (i = 0; i < 3 && *at < LINE_MAX_BYTES - 1; i++)
-			line[(*at)++] = '.';
+	*at += utf8_display(s, strlen(s), width > 0 ? (size_t)width : 0, true, line + *at,
+			    LINE_MAX_BYTES - *at, &cols);
 	if (!last)
-		for (i = n < len ? (size_t)width : n; i < (size_t)width + 2 &&
-						      *at < LINE_MAX_BYTES - 1; i++)
+		for (size_t i = cols; i < (size_t)width + 2 && *at < LINE_MAX_BYTES - 1; i++)
 			line[(*at)++] = ' ';
 	line[*at] = '\0';
 }
@@ -451,23 +447,27 @@ static void grant_key(struct watch *w, int key)
 
 /* --------------------------------------------------------------- screen */
 
-/* Line y (1-based) of the screen: text cut to the width, in attr ("" none), the rest erased. */
+/*
+ * Line y (1-based) of the screen: text as utf8_display shows it, cut to
+ * the width in columns, in attr ("" none), the rest erased.
+ */
 static void put_line(struct watch *w, struct sbuf *b, int y, const char *attr, const char *text,
 		     bool fill)
 {
-	char pos[32];
-	size_t len = strlen(text), width = (size_t)w->cols;
+	char pos[32], shown_text[LINE_MAX_BYTES];
+	size_t width = w->cols > 0 ? (size_t)w->cols : 0, cols, n;
 
+	n = utf8_display(text, strlen(text), width, false, shown_text, sizeof(shown_text), &cols);
 	snprintf(pos, sizeof(pos), "\x1b[%d;1H", y);
 	sb_put(b, pos);
 	sb_put(b, attr);
-	sb_add(b, text, len < width ? len : width);
+	sb_add(b, shown_text, n);
 	if (fill) /* the attribute across the whole line (the selection) */
-		for (size_t i = len; i < width; i++)
+		for (size_t i = cols; i < width; i++)
 			sb_add(b, " ", 1);
 	if (attr[0] != '\0')
 		sb_put(b, "\x1b[0m");
-	if (len < width && !fill)
+	if (cols < width && !fill)
 		sb_put(b, "\x1b[K");
 }
 
