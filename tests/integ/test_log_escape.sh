@@ -10,8 +10,10 @@
 # escaped ones), in a log of their own: `sluice log`, its grouped views, its
 # --json, the DNS log's table and `sluice watch` (tmux) show each class as
 # a visible escape, and a cell holding wide characters is cut and padded by
-# columns, so the next column stays in place. A query sluice-dns refuses,
-# for a name with C1 bytes in a label: its row holds no raw byte either.
+# columns, so the next column stays in place. sluice-dns writes its rows
+# with the same escaper, and a name in them is ASCII: a query for a name
+# with C1 bytes in a label is refused as malformed, its row naming no name
+# and holding no raw byte.
 source "$(dirname "$0")/lab.sh"
 command -v tmux >/dev/null || lab_bail "tmux is installed (deps/debian-packages)"
 export LANG=C.UTF-8 LC_ALL=C.UTF-8
