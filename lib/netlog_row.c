@@ -2,8 +2,9 @@
  * netlog_row.c: building a log row by hand, not with printf: this runs once
  * per request (or DNS query) on the hot path. NETLOG_ROW_MAX holds the
  * worst case (every string at its cap, every byte escaped: six bytes out
- * for one in, the most any escape takes), so a row is never cut. The rows' fields are netlog.c's (network rows) and
- * sluice-dns's; writing them is netlog.c's.
+ * for one in, the most any escape takes), so a row is never cut. The
+ * rows' fields are netlog.c's (network rows) and sluice-dns's; writing
+ * them is netlog.c's.
  */
 #include "netlog.h"
 
