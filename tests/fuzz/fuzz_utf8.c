@@ -20,7 +20,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* out[0..n) is valid UTF-8 with nothing hidden (but tab, LF, CR when ws_ok); returns its columns. */
+/* out[0..n) is valid UTF-8, nothing hidden (but tab, LF, CR when ws_ok); returns its columns. */
 static size_t check(const char *out, size_t n, size_t size, bool ws_ok)
 {
 	size_t cols = 0;

@@ -518,8 +518,8 @@ static void test_hidden_escaped(void **state)
 		if (cp < 0x10000)
 			snprintf(want, sizeof(want), "\\u%04x", cp);
 		else
-			snprintf(want, sizeof(want), "\\u%04x\\u%04x", 0xd800 + ((cp - 0x10000) >> 10),
-				 0xdc00 + ((cp - 0x10000) & 0x3ff));
+			snprintf(want, sizeof(want), "\\u%04x\\u%04x",
+				 0xd800 + ((cp - 0x10000) >> 10), 0xdc00 + ((cp - 0x10000) & 0x3ff));
 		assert_string_equal(out, want);
 		assert_int_equal(o, strlen(want));
 		in[n] = 'z';
