@@ -257,9 +257,13 @@ struct log_rows {
 extern const struct log_rows log_network_rows, log_dns_rows;
 
 /*
- * One table cell: control bytes shown as '?', cut to width with "..." at
- * the end, padded and followed by two spaces (last: a newline instead).
+ * One table cell of width columns: what a terminal would act on or hide
+ * shown as an escape (utf8_display), cut with "..." at the end, padded
+ * and followed by two spaces (last: a newline instead).
  */
+#define LOG_CELL_MAX 4096 /* bytes of a cell shown */
+/* A JSON text to stdout, what a terminal would act on or hide escaped (utf8_json_unhide). */
+void log_put_json(const char *s, size_t len);
 void log_put_cell(const char *s, int width, bool last);
 
 /* "11-30 04:01:02" in local time from a log ts, in buf; else ts itself. */

@@ -33,6 +33,7 @@
 #include "cli.h"
 #include "digits.h"
 #include "file.h"
+#include "utf8.h"
 
 #define TAIL_MAX 10000000
 #define POLL_NS (200 * 1000 * 1000L)
@@ -157,9 +158,31 @@ static bool is_json_space(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
+void log_put_json(const char *s, size_t len)
+{
+	char *out;
+	size_t i;
+
+	for (i = 0; i < len && (unsigned char)s[i] < 0x7f; i++)
+		;
+	if (i == len) { /* ASCII without DEL: nothing to escape */
+		fwrite(s, 1, len, stdout);
+		return;
+	}
+	out = malloc(len * 6 + 1);
+	if (out == NULL) {
+		fputs("{\"error\":\"out of memory\"}", stdout);
+		return;
+	}
+	fwrite(out, 1, utf8_json_unhide(s, len, out, len * 6 + 1), stdout);
+	free(out);
+}
+
 /*
  * The raw row with ,"principal":{...} added before its closing brace: the
- * row's own bytes are kept as the proxy wrote them. p NULL: the row as it is.
+ * row's own bytes are kept as the proxy wrote them, except what a terminal
+ * would act on, which an older writer left raw (log_put_json). p NULL: the
+ * row as it is.
  */
 static void put_json_row(const char *s, size_t len, const struct principal *p)
 {
@@ -170,12 +193,15 @@ static void put_json_row(const char *s, size_t len, const struct principal *p)
 	while (end > 0 && is_json_space(s[end - 1]))
 		end--;
 	if (text == NULL || end == 0 || s[end - 1] != '}') {
-		fwrite(s, 1, len, stdout); /* no principal, or out of memory */
+		log_put_json(s, len); /* no principal, or out of memory */
 	} else {
 		for (before = end - 1; before > 0 && is_json_space(s[before - 1]); before--)
 			;
-		fwrite(s, 1, end - 1, stdout);
-		printf("%s\"principal\":%s}", before > 0 && s[before - 1] == '{' ? "" : ",", text);
+		log_put_json(s, end - 1);
+		fputs(before > 0 && s[before - 1] == '{' ? "\"principal\":" : ",\"principal\":",
+		      stdout);
+		log_put_json(text, strlen(text));
+		putchar('}');
 	}
 	putchar('\n');
 	free(text);

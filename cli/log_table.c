@@ -1,9 +1,10 @@
 /*
- * log_table.c: `sluice log`'s tables: a cell (cut, padded, never a control
- * byte), a time in local time, and the two row kinds' columns, the
- * network log's and the DNS log's. A suppression row (kind "suppressed",
- * docs/network-log.md) shows its count where a host would be and its
- * reasons where a grant would. Reading and filtering rows is log.c's.
+ * log_table.c: `sluice log`'s tables: a cell (cut and padded by the
+ * columns a terminal gives it, never a control: lib/utf8.c), a time in
+ * local time, and the two row kinds' columns, the network log's and the
+ * DNS log's. A suppression row (kind "suppressed", docs/network-log.md)
+ * shows its count where a host would be and its reasons where a grant
+ * would. Reading and filtering rows is log.c's.
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -11,32 +12,21 @@
 #include <time.h>
 
 #include "cli.h"
+#include "utf8.h"
 
-/* a row must not drive the terminal: control bytes are shown as '?' */
+/* a row must not drive the terminal: utf8_display shows what would as escapes */
 void log_put_cell(const char *s, int width, bool last)
 {
-	size_t len = strlen(s), n = len;
-	int pad;
+	char out[LOG_CELL_MAX];
+	size_t cols;
 
-	if (len > (size_t)width) {
-		n = (size_t)width - 3;
-		/* do not cut a UTF-8 sequence in two */
-		while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-			n--;
-	}
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		putchar(ch < 0x20 || ch == 0x7f ? '?' : ch);
-	}
-	if (n < len)
-		fputs("...", stdout);
-	pad = width - (int)(n < len ? n + 3 : n);
+	utf8_display(s, strlen(s), width > 0 ? (size_t)width : 0, true, out, sizeof(out), &cols);
+	fputs(out, stdout);
 	if (last) {
 		putchar('\n');
 		return;
 	}
-	printf("%*s  ", pad > 0 ? pad : 0, "");
+	printf("%*s  ", width - (int)cols > 0 ? width - (int)cols : 0, "");
 }
 
 static const char *str_or_dash(json_t *row, const char *key)

@@ -289,8 +289,10 @@ static void print_json(const struct logview *v, const struct group *g)
 		json_object_set_new(o, "grant", g->grantable ? json_string(grant) : json_null());
 	}
 	text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	if (text != NULL)
-		puts(text);
+	if (text != NULL) {
+		log_put_json(text, strlen(text));
+		putchar('\n');
+	}
 	free(text);
 	json_decref(o);
 }

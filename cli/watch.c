@@ -7,11 +7,20 @@
  * engine snapshots, read again when STATE/engine.jsonl changes), kind,
  * method, host:port, a short path, status, decision and reason; refusals in
  * red and marked '!', observe rows in yellow and marked '~', the selection
- * in reverse video. The selection starts on the newest row and follows new
- * rows while it is there. On a not-granted refusal (refuse or observe) o, s
- * and p grant what it asked for (allow_row_grant) once for 15 minutes, for
- * the session or permanently, for every connection; P permanently for the
- * principal that asked only. / filters on a substring of the line. q quits.
+ * in reverse video. The selection (the cursor) starts on the newest row and
+ * follows new rows while it is there; j, k and the arrows move it. On a
+ * not-granted refusal (refuse or observe) o, s and p grant what it asked
+ * for (allow_row_grant) once for 15 minutes, for the session or
+ * permanently, for every connection; P permanently for the principal that
+ * asked only. The key acts on the row under the cursor in the frame on
+ * the screen, never on a newer one, and stores nothing yet: a confirmation
+ * names that row's refusal id, its full host and port and the grant's
+ * scope, and only y stores it (any other key cancels); rows arriving
+ * meanwhile change neither. / filters on a substring of the line. q quits.
+ *
+ * Cells are cut and padded by the columns a terminal gives them, and what
+ * a terminal would act on or hide is shown as an escape (utf8_display):
+ * a row cannot drive the operator's terminal.
  *
  * While the screen is up stderr goes to a memory file, and what lands
  * there (a grant's error, a row that does not parse) is shown on the
@@ -29,10 +38,13 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "utf8.h"
 
 #define ROWS_KEEP 10000
-#define LINE_MAX_BYTES 512
+#define LINE_MAX_BYTES 4096
 #define STATUS_MAX 400
+#define PROMPT_MAX 1024
+#define REFUSAL_ID_MAX 16 /* hex digits (12 from older proxies) */
 #define FILTER_MAX 128
 #define POLL_MS 200
 #define ONCE_TTL (15 * 60)
@@ -43,7 +55,7 @@ enum mark { MARK_ALLOW, MARK_REFUSE, MARK_OBSERVE };
 
 struct wrow {
 	json_t *row; /* owned */
-	char *line;  /* rendered: printable ASCII only, owned */
+	char *line;  /* rendered (utf8_display: nothing a terminal acts on), owned */
 	enum mark mark;
 };
 
@@ -65,6 +77,13 @@ struct watch {
 	int lines, cols;
 	bool dirty;
 	struct watch_capture err; /* stderr while the screen is up */
+	bool drawn;         /* the last frame had a row under the cursor: drawn_sel */
+	size_t drawn_sel;   /* its seq */
+	struct {
+		json_t *row; /* the row a grant key came on (a reference), NULL: no confirmation */
+		int key;     /* 'o', 's', 'p' or 'P' */
+		char prompt[PROMPT_MAX];
+	} confirm;
 };
 
 /* A growing screen buffer; on out of memory it stops growing and the frame is dropped. */
@@ -118,27 +137,18 @@ static const char *str_of(json_t *row, const char *key)
 }
 
 /*
- * One cell into line at *at (LINE_MAX_BYTES): anything but printable ASCII
- * as '?', cut to width with "..." at its end, padded and two spaces after
- * (last: neither).
+ * One cell into line at *at (LINE_MAX_BYTES), width columns: shown as
+ * utf8_display shows it, cut with "..." at its end, padded and two spaces
+ * after (last: neither).
  */
 static void cell(char *line, size_t *at, const char *s, int width, bool last)
 {
-	size_t len = strlen(s), n = len > (size_t)width ? (size_t)width - 3 : len, i;
+	size_t cols;
 
-	if (len > (size_t)width && width < 3)
-		n = 0; /* too narrow for the dots: only them */
-	for (i = 0; i < n && *at < LINE_MAX_BYTES - 1; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		line[(*at)++] = ch < 0x20 || ch >= 0x7f ? '?' : (char)ch;
-	}
-	if (n < len)
-		for (i = 0; i < 3 && *at < LINE_MAX_BYTES - 1; i++)
-			line[(*at)++] = '.';
+	*at += utf8_display(s, strlen(s), width > 0 ? (size_t)width : 0, true, line + *at,
+			    LINE_MAX_BYTES - *at, &cols);
 	if (!last)
-		for (i = n < len ? (size_t)width : n; i < (size_t)width + 2 &&
-						      *at < LINE_MAX_BYTES - 1; i++)
+		for (size_t i = cols; i < (size_t)width + 2 && *at < LINE_MAX_BYTES - 1; i++)
 			line[(*at)++] = ' ';
 	line[*at] = '\0';
 }
@@ -410,68 +420,167 @@ static void grant_store(struct watch *w, struct grant *g, enum grant_level level
 	free(said);
 }
 
-static void grant_key(struct watch *w, int key)
+/*
+ * The grant key on row: the grant into g (scoped to who asked for P), or
+ * -1 with why on the status line.
+ */
+static int row_grant(struct watch *w, json_t *row, int key, struct grant *g, char *who,
+		     size_t size)
 {
-	char why[STATUS_MAX], who[SCOPE_TEXT_MAX + 1];
-	const char *err = "bad scope", *text;
-	struct grant g;
-	size_t seq;
-	json_t *row;
+	char why[STATUS_MAX];
+	const char *err = "bad scope", *text = not_grantable(row, why, sizeof(why));
 
-	if (!selected(w, &seq)) {
-		status_set(w, "no row selected: nothing granted");
-		return;
-	}
-	row = row_at(w, seq)->row;
-	text = not_grantable(row, why, sizeof(why));
 	if (text != NULL) {
 		status_set(w, "%s", text);
-		return;
+		return -1;
 	}
-	if (allow_row_grant(row, &g, who, sizeof(who), &err) == -1) {
+	if (allow_row_grant(row, g, who, size, &err) == -1) {
 		status_set(w, "this refusal cannot be granted: %s", err);
+		return -1;
+	}
+	if (key != 'P')
+		return 0;
+	if (who[0] == '\0') {
+		status_set(w, "P: this refusal is unattributed (no stamp), so a grant "
+			   "cannot be scoped to who asked: nothing granted (o, s, p grant "
+			   "it for every connection)");
+		return -1;
+	}
+	if (grant_scope_add(g, who, &err) == -1) {
+		status_set(w, "P: its principal %s: %s: nothing granted", who, err);
+		return -1;
+	}
+	return 0;
+}
+
+/* A refusal id as the proxy writes it (hex, 12 or 16 digits), else "". */
+static const char *refusal_id(json_t *row)
+{
+	const char *id = str_of(row, "refusal");
+	size_t n = id != NULL ? strlen(id) : 0;
+
+	if (n != 12 && n != REFUSAL_ID_MAX)
+		return "";
+	for (size_t i = 0; i < n; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+			return "";
+	return id;
+}
+
+static void confirm_clear(struct watch *w)
+{
+	json_decref(w->confirm.row);
+	w->confirm.row = NULL;
+	w->dirty = true;
+}
+
+/*
+ * A grant key: on the row under the cursor in the frame on the screen
+ * (drawn_sel), never a newer one; nothing is stored yet, the confirmation
+ * says what y would store.
+ */
+static void grant_key(struct watch *w, int key)
+{
+	char who[SCOPE_TEXT_MAX + 1], hostport[HOST_NAME_MAX_LEN + 16], idtext[48];
+	const char *host, *id, *level;
+	struct grant g;
+	json_t *row;
+
+	if (!w->drawn || w->drawn_sel < oldest(w) || w->drawn_sel >= w->total) {
+		status_set(w, "no row under the cursor: nothing granted");
 		return;
 	}
-	if (key == 'P') {
-		if (who[0] == '\0') {
-			status_set(w, "P: this refusal is unattributed (no stamp), so a grant "
-				   "cannot be scoped to who asked: nothing granted (o, s, p grant "
-				   "it for every connection)");
-			return;
-		}
-		if (grant_scope_add(&g, who, &err) == -1) {
-			status_set(w, "P: its principal %s: %s: nothing granted", who, err);
-			return;
-		}
+	row = row_at(w, w->drawn_sel)->row;
+	if (row_grant(w, row, key, &g, who, sizeof(who)) == -1)
+		return;
+	host = str_of(row, "host");
+	snprintf(hostport, sizeof(hostport), strchr(host, ':') != NULL ? "[%s]:%lld" : "%s:%lld",
+		 host, (long long)json_integer_value(json_object_get(row, "port")));
+	id = refusal_id(row);
+	level = key == 'o' ? "once, for 15 minutes" : key == 's' ? "for this proxy run (session)"
+							   : "permanently";
+	snprintf(idtext, sizeof(idtext), id[0] != '\0' ? " (refusal %s)" : "", id);
+	snprintf(w->confirm.prompt, sizeof(w->confirm.prompt),
+		 "%c: grant %s %s, %s%s%s? y stores it, any other key cancels", key, hostport,
+		 level, key == 'P' ? "only to " : "to every connection", key == 'P' ? who : "",
+		 idtext);
+	json_decref(w->confirm.row);
+	w->confirm.row = json_incref(row);
+	w->confirm.key = key;
+	status_set(w, "confirm the grant below");
+}
+
+/* The key after a confirmation: y stores the grant of the row it names, anything else cancels. */
+static void confirm_key(struct watch *w, int key)
+{
+	char who[SCOPE_TEXT_MAX + 1];
+	struct grant g;
+	json_t *row = w->confirm.row;
+	int gkey = w->confirm.key;
+
+	w->confirm.row = NULL;
+	w->dirty = true;
+	if (key != 'y') {
+		status_set(w, "nothing granted (cancelled)");
+	} else if (row_grant(w, row, gkey, &g, who, sizeof(who)) == 0) {
+		if (gkey == 'o')
+			grant_store(w, &g, GRANT_ONCE, ONCE_TTL);
+		else if (gkey == 's')
+			grant_store(w, &g, GRANT_SESSION, 0);
+		else
+			grant_store(w, &g, GRANT_PERMANENT, 0);
 	}
-	if (key == 'o')
-		grant_store(w, &g, GRANT_ONCE, ONCE_TTL);
-	else if (key == 's')
-		grant_store(w, &g, GRANT_SESSION, 0);
-	else
-		grant_store(w, &g, GRANT_PERMANENT, 0);
+	json_decref(row);
 }
 
 /* --------------------------------------------------------------- screen */
 
-/* Line y (1-based) of the screen: text cut to the width, in attr ("" none), the rest erased. */
-static void put_line(struct watch *w, struct sbuf *b, int y, const char *attr, const char *text,
-		     bool fill)
+/*
+ * Line y (1-based) of the screen: text as utf8_display shows it, cut to
+ * the width in columns, in attr ("" none), the rest erased. Returns the
+ * bytes of text shown (for safe text: the prefix that fits).
+ */
+static size_t put_line(struct watch *w, struct sbuf *b, int y, const char *attr,
+		       const char *text, bool fill)
 {
-	char pos[32];
-	size_t len = strlen(text), width = (size_t)w->cols;
+	char pos[32], shown_text[LINE_MAX_BYTES];
+	size_t width = w->cols > 0 ? (size_t)w->cols : 0, cols, n;
 
+	n = utf8_display(text, strlen(text), width, false, shown_text, sizeof(shown_text), &cols);
 	snprintf(pos, sizeof(pos), "\x1b[%d;1H", y);
 	sb_put(b, pos);
 	sb_put(b, attr);
-	sb_add(b, text, len < width ? len : width);
+	sb_add(b, shown_text, n);
 	if (fill) /* the attribute across the whole line (the selection) */
-		for (size_t i = len; i < width; i++)
+		for (size_t i = cols; i < width; i++)
 			sb_add(b, " ", 1);
 	if (attr[0] != '\0')
 		sb_put(b, "\x1b[0m");
-	if (len < width && !fill)
+	if (cols < width && !fill)
 		sb_put(b, "\x1b[K");
+	return n;
+}
+
+/*
+ * The confirmation as shown (utf8_display) into text, and the lines it
+ * takes wrapped at the screen's width: never cut, whatever its host.
+ */
+static int confirm_lines(struct watch *w, char *text, size_t size)
+{
+	size_t width = w->cols > 0 ? (size_t)w->cols : 1, at = 0, n, len;
+	char scratch[LINE_MAX_BYTES];
+	int k = 0;
+
+	len = utf8_display(w->confirm.prompt, strlen(w->confirm.prompt), SIZE_MAX, false, text,
+			   size, NULL);
+	while (at < len) {
+		n = utf8_display(text + at, len - at, width, false, scratch, sizeof(scratch), NULL);
+		k++;
+		if (n == 0)
+			break;
+		at += n;
+	}
+	return k > 0 ? k : 1;
 }
 
 static size_t shown_count(struct watch *w, size_t from, size_t to, size_t cap)
@@ -506,12 +615,15 @@ static size_t view_bottom(struct watch *w, size_t sel, size_t height)
 static void draw(struct watch *w)
 {
 	struct sbuf b = { 0 };
-	char line[LINE_MAX_BYTES], title[LINE_MAX_BYTES];
-	int height = w->lines - HEAD_LINES - FOOT_LINES, y;
+	char line[LINE_MAX_BYTES], title[LINE_MAX_BYTES], prompt[PROMPT_MAX * 2];
+	int foot = w->confirm.row != NULL ? 1 + confirm_lines(w, prompt, sizeof(prompt))
+					  : FOOT_LINES;
+	int height = w->lines - HEAD_LINES - foot, y;
 	size_t sel = 0, bottom, s, shown_n;
 	bool any = selected(w, &sel);
 
 	w->dirty = false;
+	w->drawn = false;
 	shown_n = shown_count(w, oldest(w), w->total, SIZE_MAX);
 	snprintf(title, sizeof(title), "sluice watch  %s  %zu row%s%s%s%s%s", w->r.path, shown_n,
 		 shown_n == 1 ? "" : "s", w->filter[0] != '\0' ? " matching \"" : "", w->filter,
@@ -538,13 +650,22 @@ static void draw(struct watch *w)
 				 : x->mark == MARK_OBSERVE ? "33"
 							   : "39");
 			put_line(w, &b, y--, attr, x->line, s == sel);
+			if (s == sel) {
+				w->drawn = true;
+				w->drawn_sel = s;
+			}
 		}
 	}
 	for (; y > HEAD_LINES; y--)
 		put_line(w, &b, y, "", "", false);
 	if (w->lines > HEAD_LINES)
-		put_line(w, &b, w->lines - 1, "", w->status, false);
-	if (w->editing) {
+		put_line(w, &b, w->lines - foot + 1, "", w->status, false);
+	if (w->confirm.row != NULL) {
+		size_t at = 0, len = strlen(prompt);
+
+		for (y = w->lines - foot + 2; y <= w->lines; y++)
+			at += put_line(w, &b, y, "\x1b[1;7m", at < len ? prompt + at : "", false);
+	} else if (w->editing) {
 		snprintf(line, sizeof(line),
 			 "filter: %.*s_  (Enter applies, Esc cancels, empty clears)", (int)w->elen,
 			 w->edit);
@@ -552,7 +673,7 @@ static void draw(struct watch *w)
 	} else {
 		put_line(w, &b, w->lines, "\x1b[2m",
 			 "q quit  j/k or arrows move  o once (15m)  s session  p permanent  "
-			 "P permanent for who asked  / filter", false);
+			 "P permanent for who asked (each asks y first)  / filter", false);
 	}
 	if (!b.failed && watch_term_write(b.p, b.len) == -1)
 		status_set(w, "write to the terminal failed");
@@ -594,6 +715,10 @@ static bool key_handle(struct watch *w, int key)
 
 	if (w->editing) {
 		filter_key(w, key);
+		return true;
+	}
+	if (w->confirm.row != NULL) {
+		confirm_key(w, key);
 		return true;
 	}
 	switch (key) {
@@ -673,9 +798,14 @@ static int run(struct watch *w)
 		r = watch_term_keys(POLL_MS, keys, sizeof(keys) / sizeof(keys[0]), &nkeys);
 		if (r != 0)
 			return r == 1 ? EXIT_OK : EXIT_ERROR;
-		for (size_t i = 0; i < nkeys; i++)
+		/* a frame after each key that changed it: a grant key acts on the row the
+		 * frame before it showed under the cursor, after any move typed ahead */
+		for (size_t i = 0; i < nkeys; i++) {
 			if (!key_handle(w, keys[i]))
 				return EXIT_OK;
+			if (w->dirty && i + 1 < nkeys)
+				draw(w);
+		}
 		if (log_reader_poll(&w->r) == -1)
 			status_set(w, "read %s: %s", w->r.path, strerror(errno));
 	}
@@ -743,6 +873,7 @@ int cmd_watch(int argc, char **argv)
 		status_set(&w, "stderr is not captured: a message may spoil the screen (Ctrl-L "
 			       "redraws)");
 	ret = run(&w);
+	confirm_clear(&w);
 	watch_capture_end(&w.err);
 	sig = watch_term_close();
 	if (ret != EXIT_OK)

@@ -142,8 +142,12 @@ int netlog_hold(struct netlog *l, struct netlog_out *o);
 int netlog_flush(struct netlog *l);
 /*
  * JSON-escape s[0..len) into out (size bytes, NUL-terminated), at most cap
- * input bytes. Control bytes, '"', '\\' and bytes >= 0x80 that are not
- * valid UTF-8 are escaped. Returns the output length.
+ * input bytes. '"' and '\\' are escaped, the code points a terminal acts
+ * on or hides (utf8_hidden: C0, DEL, C1, the format characters such as the
+ * bidi controls, the line and paragraph separators) are written \uXXXX
+ * (a surrogate pair past U+FFFF), and a byte that is not valid UTF-8 is
+ * written \u00XX; the rest is kept as it is. Never cuts an escape or a
+ * sequence. Returns the output length.
  */
 size_t netlog_escape(const char *s, size_t len, size_t cap, char *out, size_t size);
 

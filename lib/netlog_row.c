@@ -1,9 +1,10 @@
 /*
  * netlog_row.c: building a log row by hand, not with printf: this runs once
  * per request (or DNS query) on the hot path. NETLOG_ROW_MAX holds the
- * worst case (every string at its cap, every byte escaped), so a row is
- * never cut. The rows' fields are netlog.c's (network rows) and
- * sluice-dns's; writing them is netlog.c's.
+ * worst case (every string at its cap, every byte escaped: six bytes out
+ * for one in, the most any escape takes), so a row is never cut. The
+ * rows' fields are netlog.c's (network rows) and sluice-dns's; writing
+ * them is netlog.c's.
  */
 #include "netlog.h"
 
@@ -11,63 +12,43 @@
 #include <sys/time.h>
 #include <time.h>
 
-/* Length of a valid UTF-8 sequence at s (max n bytes), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	size_t len;
-	uint32_t cp;
-
-	if (s[0] < 0xc2 || s[0] > 0xf4)
-		return 0;
-	len = s[0] < 0xe0 ? 2 : s[0] < 0xf0 ? 3 : 4;
-	if (len > n)
-		return 0;
-	cp = s[0] & (0x7f >> len);
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
+#include "utf8.h"
 
 size_t netlog_escape(const char *s, size_t len, size_t cap, char *out, size_t size)
 {
-	static const char hex[] = "0123456789abcdef";
-	const unsigned char *p = (const unsigned char *)s;
-	size_t o = 0;
+	size_t o = 0, i = 0;
 
+	if (size == 0)
+		return 0;
 	if (len > cap)
 		len = cap;
-	for (size_t i = 0; i < len && size > 0; i++) {
-		unsigned char c = p[i];
-		size_t seq;
+	while (i < len) {
+		char esc[UTF8_JSON_ESC_MAX];
+		const char *put = esc;
+		unsigned char c = (unsigned char)s[i];
+		uint32_t cp;
+		size_t seq = utf8_decode(s + i, len - i, &cp), n;
 
-		if (o + 7 >= size)
-			break;
 		if (c == '"' || c == '\\') {
-			out[o++] = '\\';
-			out[o++] = (char)c;
-		} else if (c >= 0x20 && c < 0x7f) {
-			out[o++] = (char)c;
-		} else if (c >= 0x80 && (seq = utf8_seq(p + i, len - i)) > 0) {
-			memcpy(out + o, p + i, seq);
-			o += seq;
-			i += seq - 1;
+			esc[0] = '\\';
+			esc[1] = (char)c;
+			n = 2;
+		} else if (seq == 0) { /* not UTF-8: the byte, as its Latin-1 code point */
+			n = utf8_json_escape(c, esc);
+			seq = 1;
+		} else if (utf8_hidden(cp)) { /* a control, format character or separator */
+			n = utf8_json_escape(cp, esc);
 		} else {
-			out[o++] = '\\';
-			out[o++] = 'u';
-			out[o++] = '0';
-			out[o++] = '0';
-			out[o++] = hex[c >> 4];
-			out[o++] = hex[c & 15];
+			put = s + i;
+			n = seq;
 		}
+		if (o + n >= size)
+			break;
+		memcpy(out + o, put, n);
+		o += n;
+		i += seq;
 	}
-	if (size > 0)
-		out[o] = '\0';
+	out[o] = '\0';
 	return o;
 }
 

@@ -1,18 +1,26 @@
 #!/bin/bash
 # sluice watch, the live view of the network log, driven in tmux against the
 # real proxy: a refused request (403) appears at the bottom, highlighted; o
-# on it stores a once grant (STATE/grants) and says so on the status line;
+# on it asks first (a confirmation naming its host, port, level and scope),
+# y stores a once grant (STATE/grants) and says so on the status line;
 # the retried request passes (the origin saw it) and its row shows as
 # allowed; keys on an allowed row grant nothing and say why; P on a stamped
 # refusal stores a permanent grant for SRC@NET (the stamped retry passes,
 # an unstamped one is still refused), P on an unattributed refusal grants
 # nothing; who asked is named from STATE/engine.jsonl, read again when it
 # changes; / filters (Enter applies, Esc cancels, empty clears); a resize
-# redraws; q and SIGTERM leave the terminal as it was (the alternate screen
+# redraws; the grant keys act on the row under the cursor: refusals A (a
+# host longer than the table's column) then B, the cursor moved to A, o: the
+# confirmation names A's full host and refusal id, a row arriving meanwhile
+# changes nothing, y stores A's grant (A is served, B still refused), a key
+# other than y cancels; q and SIGTERM leave the terminal as it was (the alternate screen
 # left, canonical mode and echo back); without a terminal it exits 2.
 # tmux runs on its own socket (-L), killed in the teardown.
 source "$(dirname "$0")/lab.sh"
 command -v tmux >/dev/null || lab_bail "tmux is installed (deps/debian-packages)"
+LONG=a-host-name-longer-than-the-column-for-the-cursor.test # A: > 27 characters
+LAB_HOSTS+="203.0.113.11 $LONG
+"
 lab_up
 TM=sluice-watch-$$
 tmx() { tmux -L "$TM" "$@"; }
@@ -76,7 +84,12 @@ expect_not_re "the allowed row is not red" "$ESC\\[([0-9;]*;)?31m" "$(rowe w '/w
 expect_eq "no grant of other.test yet" "" "$(grants | grep '^other\.test ')"
 r0=$(reloads)
 tmx send-keys -t w o
-if wait_until 5 has w 'added other\.test once'; then ok "o: the status line says the once grant was added"; else
+if wait_until 5 has w 'o: grant other\.test:80 once, for 15 minutes, to every connection \(refusal [0-9a-f]+\)\? y stores it'; then
+	ok "o: a confirmation names the host, port, level and scope"; else
+	not_ok "o: a confirmation names the host, port, level and scope" "$(cap w | tail -3)"; fi
+expect_eq "... and nothing is stored before y" "" "$(grants | grep '^other\.test ')"
+tmx send-keys -t w y
+if wait_until 5 has w 'added other\.test once'; then ok "o, y: the status line says the once grant was added"; else
 	not_ok "o: the status line says the once grant was added" "$(line w 39)"; fi
 expect_re "... the status line names its expiry" "added other\\.test once, expires in 15" "$(line w 39)"
 expect_re "... STATE/grants holds other.test once, for every connection" \
@@ -117,6 +130,10 @@ if wait_until 5 has w '^! .* web-w +http +GET +third\.test:80 +/w-stamped'; then
 	not_ok "a new engine snapshot names the row's container (web-w), read again while watching" "$(line w 38)"; fi
 r0=$(reloads)
 tmx send-keys -t w P
+if wait_until 5 has w 'P: grant third\.test:80 permanently, only to 10\.88\.0\.8@podman'; then
+	ok "P: the confirmation names the principal it is scoped to"; else
+	not_ok "P: the confirmation names the principal it is scoped to" "$(cap w | tail -3)"; fi
+tmx send-keys -t w y
 if wait_until 5 has w 'added third\.test for 10\.88\.0\.8@podman permanent'; then
 	ok "P: the status line says a permanent grant for 10.88.0.8@podman was added"; else
 	not_ok "P: the status line says a permanent grant for 10.88.0.8@podman was added" "$(line w 39)"; fi
@@ -178,6 +195,58 @@ tmx resize-window -t w -x 120 -y 20
 if wait_until 3 has w '^q quit' && [ "$(line w 20 | cut -c1-6)" = "q quit" ]; then
 	ok "a resize to 120x20 redraws: the keys on line 20"; else not_ok "a resize to 120x20 redraws" "$(cap w)"; fi
 expect_re "... the newest row on line 18" '/w-later' "$(line w 18)"
+
+# --- the grant keys act on the row under the cursor, and ask first
+tmx resize-window -t w -x 180 -y 40
+expect_eq "A: a request to $LONG: 403" 403 "$(pcode "http://$LONG/w-curA")"
+wait_log 5 path=/w-curA || lab_bail "the proxy logs /w-curA"
+expect_eq "B: a request to b-cursor.test: 403" 403 "$(pcode http://b-cursor.test/w-curB)"
+if wait_until 5 has w '/w-curB'; then ok "A and B are shown, B the newest"; else
+	not_ok "A and B are shown, B the newest" "$(cap w | tail -6)"; fi
+expect_re "... A's host is cut in the table, with its marker" "${LONG:0:20}[-a-z.]*\.\.\. +/w-curA" \
+	"$(cap w | grep /w-curA)"
+tmx send-keys -t w k
+if wait_until 3 test -n "$(rowe w '/w-curA' | grep -E "$ESC\\[([0-9;]*;)?7m")"; then
+	ok "k: the cursor is on A"; else not_ok "k: the cursor is on A" "$(cape w | tail -6)"; fi
+idA=$(logq path=/w-curA --field refusal)
+expect_re "A's row has a refusal id" '^[0-9a-f]{12,16}$' "$idA"
+before=$(grants | md5sum)
+tmx send-keys -t w o
+if wait_until 5 has w "o: grant $LONG:80 once"; then
+	ok "o: the confirmation shows A's full host ($LONG, ${#LONG} characters)"; else
+	not_ok "o: the confirmation shows A's full host" "$(cap w | tail -4)"; fi
+expect_re "... its port, level, scope and refusal id" \
+	"o: grant ${LONG//./\\.}:80 once, for 15 minutes, to every connection \\(refusal $idA\\)\\? y stores it, any other key cancels" \
+	"$(cap w | tail -3 | tr -d '\n')"
+expect_eq "... nothing stored yet" "$before" "$(grants | md5sum)"
+expect_eq "C: a refusal arrives while it asks" 403 "$(pcode http://c-cursor.test/w-curC)"
+if wait_until 5 has w '/w-curC'; then ok "... its row is shown"; else not_ok "... its row is shown" "$(cap w | tail -6)"; fi
+r0=$(reloads)
+tmx send-keys -t w y
+if wait_until 5 has w "added $LONG once"; then ok "y: A's grant is stored, not the newest row's"; else
+	not_ok "y: A's grant is stored, not the newest row's" "$(cap w | tail -3)"; fi
+expect_re "... STATE/grants holds A once" "^${LONG//./\\.} once [0-9]+ [0-9]+\$" "$(grants | grep "^$LONG ")"
+expect_eq "... and neither B nor C" "" "$(grants | grep -E '^(b|c)-cursor\.test ')"
+wait_until 5 reloaded_past "$r0" || not_ok "the proxy reloads the grants" "$(tail -3 "$LAB_DIR/proxy.err")"
+expect_eq "a request to A is served" 200 "$(pcode "http://$LONG/w-curA2")"
+expect_eq "... the origin saw it" 1 "$(inetq ev=req 'line~/w-curA2 ' --count)"
+expect_eq "a request to B is still refused" 403 "$(pcode http://b-cursor.test/w-curB2)"
+wait_until 5 has w '/w-curB2'
+tmx send-keys -t w G
+if wait_until 3 test -n "$(rowe w '/w-curB2' | grep -E "$ESC\\[([0-9;]*;)?7m")"; then
+	ok "G: the cursor on B's new refusal"; else not_ok "G: the cursor on B's new refusal" "$(cape w | tail -6)"; fi
+before=$(grants | md5sum)
+tmx send-keys -t w o
+wait_until 5 has w 'o: grant b-cursor\.test:80 once' || not_ok "o on B asks" "$(cap w | tail -3)"
+tmx send-keys -t w n
+if wait_until 5 has w 'nothing granted \(cancelled\)'; then ok "a key other than y cancels"; else
+	not_ok "a key other than y cancels" "$(cap w | tail -3)"; fi
+expect_eq "... nothing is stored" "$before" "$(grants | md5sum)"
+tmx send-keys -t w k o
+if wait_until 5 has w 'this row was allowed'; then
+	ok "k o typed at once: o acts on the row k moved to (A's allowed retry), not B's"; else
+	not_ok "k o typed at once: o acts on the row k moved to" "$(cap w | tail -3)"; fi
+expect_eq "... and asks nothing" 0 "$(cap w | grep -c 'grant b-cursor')"
 
 # --- q: the terminal as it was
 wpid=$(cat "$LAB_DIR/w.pid")

@@ -4,8 +4,13 @@
  * and the invalid UTF-8 forms (overlong, surrogate, past U+10FFFF, cut
  * short, stray continuation) are fed through it, from guard pages; the
  * output must be a valid JSON string body (valid UTF-8, no raw control
- * byte) that decodes back to the input, \u00XX standing for byte XX. Rows
- * written to a file are whole lines of valid JSON, rotation included.
+ * byte, no raw code point a terminal acts on or hides) that decodes back
+ * to the input, \u00XX standing for byte XX (or for U+00XX: a C1 control,
+ * the soft hyphen), \uXXXX and surrogate pairs for the other code points
+ * it escapes. Every such code point of the issue's classes (C0, C1, the
+ * bidi controls, the invisible format characters and separators) comes
+ * out as exactly its escape. Rows written to a file are whole lines of
+ * valid JSON, rotation included.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -72,10 +77,51 @@ static int hexval(unsigned char c)
 	return -1;
 }
 
+/* cp in UTF-8 into out; returns its length. */
+static size_t u8put(uint32_t cp, unsigned char *out)
+{
+	if (cp < 0x80) {
+		out[0] = (unsigned char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (unsigned char)(0xc0 | cp >> 6);
+		out[1] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (unsigned char)(0xe0 | cp >> 12);
+		out[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+		out[2] = (unsigned char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (unsigned char)(0xf0 | cp >> 18);
+	out[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3f));
+	out[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+	out[3] = (unsigned char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/* Four hex digits at p (6 bytes of \uXXXX there), or -1. */
+static long hex4at(const unsigned char *p)
+{
+	long v = 0;
+
+	for (int i = 2; i < 6; i++) {
+		int h = hexval(p[i]);
+
+		if (h < 0)
+			return -1;
+		v = v << 4 | h;
+	}
+	return v;
+}
+
 /*
  * Decode a JSON string body [p, end) (no quotes) into out (bytes; \u00XX
- * gives byte XX, the escaper's convention). Returns the decoded length, or
- * -1 if it is not a valid JSON string body.
+ * gives byte XX, the escaper's convention for a byte that is not UTF-8;
+ * a higher \uXXXX, or a surrogate pair, the code point in UTF-8). Returns
+ * the decoded length, or -1 if it is not a valid JSON string body.
  */
 static long decode_body(const unsigned char *p, const unsigned char *end, unsigned char *out)
 {
@@ -98,21 +144,25 @@ static long decode_body(const unsigned char *p, const unsigned char *end, unsign
 			case 'r': out[o++] = '\r'; p += 2; continue;
 			case 't': out[o++] = '\t'; p += 2; continue;
 			case 'u': {
-				int v = 0;
+				long v, lo;
 
-				if (end - p < 6)
+				if (end - p < 6 || (v = hex4at(p)) < 0)
 					return -1;
-				for (int i = 2; i < 6; i++) {
-					int h = hexval(p[i]);
-
-					if (h < 0)
-						return -1;
-					v = v << 4 | h;
-				}
-				if (v > 0xff) /* the escaper only writes \u00XX */
-					return -1;
-				out[o++] = (unsigned char)v;
 				p += 6;
+				if (v <= 0xff) {
+					out[o++] = (unsigned char)v;
+					continue;
+				}
+				if (v >= 0xdc00 && v <= 0xdfff)
+					return -1; /* a lone low surrogate */
+				if (v >= 0xd800 && v <= 0xdbff) {
+					if (end - p < 6 || p[0] != '\\' || p[1] != 'u' ||
+					    (lo = hex4at(p)) < 0xdc00 || lo > 0xdfff)
+						return -1; /* a high surrogate without its low one */
+					v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
+					p += 6;
+				}
+				o += (long)u8put((uint32_t)v, out + o);
 				continue;
 			}
 			default:
@@ -263,12 +313,76 @@ static long row_str(const char *row, const char *k, unsigned char *out)
 
 /* ------------------------------------------------------------- escaping */
 
+/*
+ * The issue's classes, written out here apart from lib/utf8.c's table:
+ * C0, DEL, C1, the soft hyphen, the bidi controls and isolates, the
+ * zero-width characters, the line and paragraph separators, the word
+ * joiner and invisible operators, the BOM, the tags.
+ */
+static bool must_escape(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0xad || cp == 0x61c ||
+	       (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+	       (cp >= 0x2060 && cp <= 0x2064) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff ||
+	       cp == 0xe0001 || (cp >= 0xe0020 && cp <= 0xe007f);
+}
+
+/* The code point of the valid sequence at p (n = u8len). */
+static uint32_t u8cp(const unsigned char *p, size_t n)
+{
+	uint32_t cp = n == 1 ? p[0] : p[0] & (0x7f >> n);
+
+	for (size_t i = 1; i < n; i++)
+		cp = cp << 6 | (p[i] & 0x3f);
+	return cp;
+}
+
+/*
+ * What in[0..n) decodes back to: itself, except that an escaped code
+ * point below U+0100 (C1, the soft hyphen) decodes as \u00XX does, to
+ * byte XX. Returns the length in out.
+ */
+static size_t canon(const unsigned char *in, size_t n, unsigned char *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n;) {
+		size_t k = u8len(in + i, in + n);
+
+		if (k == 2 && (u8cp(in + i, 2) <= 0x9f || u8cp(in + i, 2) == 0xad)) {
+			out[o++] = (unsigned char)u8cp(in + i, 2);
+			i += 2;
+		} else {
+			k = k == 0 ? 1 : k;
+			memcpy(out + o, in + i, k);
+			o += k;
+			i += k;
+		}
+	}
+	return o;
+}
+
+/* No raw code point of the classes in out[0..o). */
+static void no_raw_hidden(const char *out, size_t o)
+{
+	const unsigned char *p = (const unsigned char *)out, *end = p + o;
+
+	while (p < end) {
+		size_t k = u8len(p, end);
+
+		assert_true(k > 0);
+		if (must_escape(u8cp(p, k)))
+			fail_msg("U+%04X written raw: %s", u8cp(p, k), out);
+		p += k;
+	}
+}
+
 /* Escape in[0..n) (from a guard page when guard); check the output and that it decodes back to in. */
 static void roundtrip_g(const unsigned char *in, size_t n, bool guard)
 {
 	char *g = guard ? guard_copy(in, n) : (char *)in, out[4096];
-	unsigned char back[4096];
-	size_t o;
+	unsigned char back[4096], want[4096];
+	size_t o, w;
 	long b;
 
 	assert_true(n * 6 + 8 <= sizeof(out));
@@ -278,8 +392,10 @@ static void roundtrip_g(const unsigned char *in, size_t n, bool guard)
 	if (b < 0)
 		fail_msg("escape of %zu bytes (first 0x%02x) is not a valid JSON string body: %s", n,
 			 n ? in[0] : 0, out);
-	assert_int_equal((size_t)b, n);
-	assert_memory_equal(back, in, n);
+	no_raw_hidden(out, o);
+	w = canon(in, n, want);
+	assert_int_equal((size_t)b, w);
+	assert_memory_equal(back, want, w);
 	if (guard)
 		guard_free(g, n);
 }
@@ -361,7 +477,7 @@ static void test_multibyte_leads(void **state)
 static void test_valid_utf8_passes_raw(void **state)
 {
 	static const char *const ok[] = {
-		"\xc2\x80", "\xc3\xa9", "\xdf\xbf", "\xe0\xa0\x80", "\xe2\x82\xac", "\xed\x9f\xbf",
+		"\xc2\xa0", "\xc3\xa9", "\xdf\xbf", "\xe0\xa0\x80", "\xe2\x82\xac", "\xed\x9f\xbf",
 		"\xee\x80\x80", "\xef\xbf\xbf", "\xf0\x90\x80\x80", "\xf0\x9d\x84\x9e",
 		"\xf4\x8f\xbf\xbf", "b\xc3\xbc" "cher",
 	};
@@ -374,6 +490,49 @@ static void test_valid_utf8_passes_raw(void **state)
 		assert_int_equal(o, n);
 		assert_memory_equal(out, ok[i], n);
 		roundtrip((const unsigned char *)ok[i], n);
+	}
+}
+
+/*
+ * Every code point of the issue's classes, alone and between letters:
+ * exactly its escape (a surrogate pair past U+FFFF), never raw; and the
+ * wide and other visible ones around them pass as they are.
+ */
+static void test_hidden_escaped(void **state)
+{
+	static const char *const visible[] = {
+		"\xe6\xbc\xa2\xe5\xad\x97", "\xf0\x9f\x98\x80", "\xe2\x80\xaf", /* narrow nbsp */
+		"\xee\x80\x80", "\xd8\xb9", /* Arabic letter */ "\xcc\x81", /* combining acute */
+	};
+
+	(void)state;
+	for (uint32_t cp = 0; cp < 0x110000; cp++) {
+		unsigned char in[8];
+		char out[64], want[16];
+		size_t n, o;
+
+		if (!must_escape(cp))
+			continue;
+		n = u8put(cp, in);
+		o = netlog_escape((const char *)in, n, n, out, sizeof(out));
+		if (cp < 0x10000)
+			snprintf(want, sizeof(want), "\\u%04x", cp);
+		else
+			snprintf(want, sizeof(want), "\\u%04x\\u%04x",
+				 0xd800 + ((cp - 0x10000) >> 10), 0xdc00 + ((cp - 0x10000) & 0x3ff));
+		assert_string_equal(out, want);
+		assert_int_equal(o, strlen(want));
+		in[n] = 'z';
+		memmove(in + 1, in, n + 1);
+		in[0] = 'a';
+		roundtrip(in, n + 2);
+	}
+	for (size_t i = 0; i < sizeof(visible) / sizeof(visible[0]); i++) {
+		char out[64];
+		size_t n = strlen(visible[i]), o = netlog_escape(visible[i], n, n, out, sizeof(out));
+
+		assert_int_equal(o, n);
+		assert_memory_equal(out, visible[i], n);
 	}
 }
 
@@ -681,6 +840,7 @@ int main(void)
 		cmocka_unit_test(test_every_pair),
 		cmocka_unit_test(test_multibyte_leads),
 		cmocka_unit_test(test_valid_utf8_passes_raw),
+		cmocka_unit_test(test_hidden_escaped),
 		cmocka_unit_test(test_invalid_utf8_escaped),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_row_with_hostile_strings),
