@@ -357,8 +357,8 @@ void exchange_head(struct session *s)
 		return; /* the previous response first */
 	for (;;) {
 		if (buf_len(&s->cin) > 0) {
-			ssize_t n = http_parse_request(buf_head(&s->cin), buf_len(&s->cin), &req, hdrs,
-						       HEADERS_MAX);
+			ssize_t n = http_parse_request(buf_head(&s->cin), buf_len(&s->cin), HEAD_MAX,
+						       &req, hdrs, HEADERS_MAX);
 
 			if (n > 0) {
 				s->head_ms = 0;
@@ -379,8 +379,8 @@ void exchange_head(struct session *s)
 				case HTTP_E_TOO_LARGE:
 					session_refuse(s, 431, "head-too-large",
 						       "http_request_error",
-						       "a request line or header over %d bytes",
-						       HTTP_MAX_LINE);
+						       "request head over %d bytes; nothing was sent",
+						       HEAD_MAX);
 					break;
 				default:
 					session_refuse(s, 400, "malformed", "http_request_error",
@@ -393,11 +393,6 @@ void exchange_head(struct session *s)
 						       : req.error == HTTP_E_ZONE_ID ? "IPv6 zone id"
 										     : "syntax");
 				}
-				return;
-			}
-			if (buf_len(&s->cin) >= HEAD_MAX) {
-				session_refuse(s, 431, "head-too-large", "http_request_error",
-					       "request head over %d bytes", HEAD_MAX);
 				return;
 			}
 		}
@@ -494,11 +489,24 @@ static int response_head(struct session *s)
 	struct http_header hdrs[HEADERS_MAX];
 	struct http_response resp;
 	struct exchange *x = s->x;
-	ssize_t n = http_parse_response(buf_head(&s->uin), buf_len(&s->uin), x->method, &resp, hdrs,
-					HEADERS_MAX);
+	ssize_t n = http_parse_response(buf_head(&s->uin), buf_len(&s->uin), RESP_HEAD_MAX,
+					x->method, &resp, hdrs, HEADERS_MAX);
 
-	if (n == -2 && buf_len(&s->uin) < RESP_HEAD_MAX)
+	if (n == -2)
 		return 0;
+	if (n == -1 && (resp.error == HTTP_E_TOO_LARGE || resp.error == HTTP_E_TOO_MANY)) {
+		if (resp.error == HTTP_E_TOO_MANY)
+			session_refuse(s, 502, "upstream-head-too-large",
+				       "http_response_header_section_size",
+				       "%s sent a response head of more than %d header lines; nothing "
+				       "of it was passed on", x->t.host.name, HEADERS_MAX);
+		else
+			session_refuse(s, 502, "upstream-head-too-large",
+				       "http_response_header_section_size",
+				       "%s sent a response head over %d bytes; nothing of it was "
+				       "passed on", x->t.host.name, RESP_HEAD_MAX);
+		return -1;
+	}
 	if (n < 0) {
 		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
 			       "%s sent a response sluice-proxy cannot pass on", x->t.host.name);
@@ -533,8 +541,8 @@ static int response_head(struct session *s)
 	size_t head_at = buf_len(&s->cout);
 
 	if (head_client(s, &resp) == -1) {
-		session_refuse(s, 502, "upstream-malformed", "http_response_header_section_size",
-			       "%s sent a response head too large", x->t.host.name);
+		session_refuse(s, 502, "upstream-head-too-large", "http_response_header_section_size",
+			       "%s sent a response head too large to pass on", x->t.host.name);
 		return -1;
 	}
 	if (inject_scrub_head(s, head_at) == -1) {
