@@ -4,7 +4,9 @@
  * Reads a request head and begins it in steps (request_begin: the row's
  * fields and the connection's stamp; request_target; request_judge: the
  * policy on the target and Host; request_credential; request_send: the
- * head upstream, on the kept upstream or a new dial), then streams the
+ * head upstream, on the kept upstream or a new dial; a request that waited
+ * for its token, or is re-issued after a 401, has its head read again and
+ * resumes at request_credential: judged once), then streams the
  * request body and the response back under their framing (exchange_http,
  * one pass of named steps at a time), writes the row, and keeps the
  * upstream for the next request to the same target or drops it. A
