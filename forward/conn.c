@@ -285,9 +285,12 @@ static void step_head(struct conn *c)
 		ssize_t n;
 
 		if (buf_len(&c->in) > 0) {
-			n = http_parse_request(buf_head(&c->in), buf_len(&c->in), &req, hdrs, 100);
+			n = http_parse_request(buf_head(&c->in), buf_len(&c->in), FWD_HEAD_MAX, &req,
+					       hdrs, 100);
 			if (n == -1) {
-				refuse(c, "the first request head is not canonical HTTP/1.1");
+				refuse(c, req.error == HTTP_E_TOO_LARGE
+						  ? "the first request head is too large"
+						  : "the first request head is not canonical HTTP/1.1");
 				return;
 			}
 			if (n > 0) {
@@ -296,10 +299,6 @@ static void step_head(struct conn *c)
 					return;
 				}
 				dial(c);
-				return;
-			}
-			if (buf_len(&c->in) >= FWD_HEAD_MAX) {
-				refuse(c, "the first request head is too large");
 				return;
 			}
 		}

@@ -101,39 +101,25 @@ bool http_list_has(const char *v, size_t vlen, const char *tok, size_t tok_len)
 
 /*
  * The next CRLF-terminated line at c, CRLF excluded. Returns 1 with *line
- * set and c past the CRLF, 0 when the line is not complete yet, -1 with *err
- * on a bare LF or a line longer than HTTP_MAX_LINE (complete or not). A bare
- * CR stays in the line for the caller's byte classes to refuse.
+ * set and c past the CRLF, 0 when the line is not complete in c, -1 with
+ * *err on a bare LF. A line is bounded only by c, which its caller bounds
+ * by the whole head's (or trailer section's) ceiling. A bare CR stays in the
+ * line for the caller's byte classes to refuse.
  */
 static int cur_line(struct cursor *c, struct span *line, enum http_error *err)
 {
-	size_t left = cur_left(c);
-	size_t window = left < HTTP_MAX_LINE + 2 ? left : HTTP_MAX_LINE + 2;
 	const unsigned char *start = c->p + c->off;
-	const unsigned char *lf = memchr(start, '\n', window);
+	const unsigned char *lf = memchr(start, '\n', cur_left(c));
 	size_t n;
 
-	if (lf == NULL) {
-		/* unterminated: may still end in CR LF if within bounds */
-		n = window;
-		if (n > 0 && start[n - 1] == '\r')
-			n--;
-		if (left >= HTTP_MAX_LINE + 2 || n > HTTP_MAX_LINE) {
-			*err = HTTP_E_TOO_LARGE;
-			return -1;
-		}
+	if (lf == NULL)
 		return 0;
-	}
 	n = (size_t)(lf - start);
 	if (n == 0 || start[n - 1] != '\r') {
 		*err = HTTP_E_MALFORMED;
 		return -1;
 	}
 	n--;
-	if (n > HTTP_MAX_LINE) {
-		*err = HTTP_E_TOO_LARGE;
-		return -1;
-	}
 	line->p = (const char *)start;
 	line->len = n;
 	c->off += n + 2;
@@ -503,7 +489,16 @@ static int check_request_headers(struct http_request *req)
 	return 0;
 }
 
-ssize_t http_parse_request(const char *buf, size_t len, struct http_request *req,
+/* A head that is not complete: need more (-2), or past its ceiling (-1, HTTP_E_TOO_LARGE). */
+static ssize_t short_head(size_t len, size_t cap, enum http_error *err)
+{
+	if (len < cap)
+		return -2;
+	*err = HTTP_E_TOO_LARGE;
+	return -1;
+}
+
+ssize_t http_parse_request(const char *buf, size_t len, size_t cap, struct http_request *req,
 			   struct http_header *headers, size_t max)
 {
 	struct cursor c;
@@ -514,10 +509,13 @@ ssize_t http_parse_request(const char *buf, size_t len, struct http_request *req
 	memset(req, 0, sizeof(*req));
 	req->headers = headers;
 	req->host_header = -1;
-	cur_init(&c, buf, len);
+	/* the head never reads past its ceiling, complete or not */
+	cur_init(&c, buf, len < cap ? len : cap);
 	r = cur_line(&c, &line, &req->error);
-	if (r != 1)
-		return r == 0 ? -2 : -1;
+	if (r == 0)
+		return short_head(len, cap, &req->error);
+	if (r == -1)
+		return -1;
 	if (line.len == 0) {
 		req->error = HTTP_E_MALFORMED; /* no leading empty lines */
 		return -1;
@@ -525,6 +523,8 @@ ssize_t http_parse_request(const char *buf, size_t len, struct http_request *req
 	if (parse_request_line(req, &line) == -1)
 		return -1;
 	n = parse_headers(&c, headers, max, &req->nheaders, &req->error);
+	if (n == -2)
+		return short_head(len, cap, &req->error);
 	if (n < 0)
 		return n;
 	if (check_request_headers(req) == -1)
@@ -596,7 +596,7 @@ static int check_response_headers(struct http_response *resp, enum http_method m
 	return 0;
 }
 
-ssize_t http_parse_response(const char *buf, size_t len, enum http_method method,
+ssize_t http_parse_response(const char *buf, size_t len, size_t cap, enum http_method method,
 			    struct http_response *resp, struct http_header *headers,
 			    size_t max)
 {
@@ -607,13 +607,17 @@ ssize_t http_parse_response(const char *buf, size_t len, enum http_method method
 
 	memset(resp, 0, sizeof(*resp));
 	resp->headers = headers;
-	cur_init(&c, buf, len);
+	cur_init(&c, buf, len < cap ? len : cap);
 	r = cur_line(&c, &line, &resp->error);
-	if (r != 1)
-		return r == 0 ? -2 : -1;
+	if (r == 0)
+		return short_head(len, cap, &resp->error);
+	if (r == -1)
+		return -1;
 	if (parse_status_line(resp, &line) == -1)
 		return -1;
 	n = parse_headers(&c, headers, max, &resp->nheaders, &resp->error);
+	if (n == -2)
+		return short_head(len, cap, &resp->error);
 	if (n < 0)
 		return n;
 	if (check_response_headers(resp, method) == -1)

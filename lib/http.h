@@ -51,10 +51,9 @@ enum http_error {
 	HTTP_E_ZONE_ID,       /* 400: IPv6 zone id in the target */
 	HTTP_E_FRAMING,       /* 400: CL+TE, repeated/bad CL, TE not final chunked */
 	HTTP_E_TOO_MANY,      /* 431: more headers than the array holds */
-	HTTP_E_TOO_LARGE,     /* 431: a single line longer than HTTP_MAX_LINE */
+	HTTP_E_TOO_LARGE,     /* 431: the head does not end within its ceiling (cap) */
 };
 
-#define HTTP_MAX_LINE 8192 /* bytes in one request line or header line */
 #define HTTP_TRAILER_MAX 8192 /* bytes in a chunked body's trailer section, final CRLF included */
 
 struct http_header {
@@ -118,23 +117,26 @@ struct http_response {
 /*
  * Parse a request head from buf[0..len). Returns the length of the head
  * including the final CRLF CRLF, -2 when more bytes are needed, or -1 when
- * the head is refused (req->error says why). headers/max give the array
- * the parser fills. Allocates nothing; all pointers point into buf.
+ * the head is refused (req->error says why). cap is the head's ceiling in
+ * bytes, its final CRLF CRLF included: any one line may be as long as the
+ * head allows, and a head that does not end within cap bytes is
+ * HTTP_E_TOO_LARGE (len >= cap: no more bytes can help). Reads at most cap
+ * bytes of buf. headers/max give the array the parser fills. Allocates
+ * nothing; all pointers point into buf.
  * Absolute-form targets must be "http://"; a request whose target is
  * "https://" or any other scheme is HTTP_E_MALFORMED. CONNECT requires
  * authority-form with a port; authority-form is valid only for CONNECT.
- * A head that does not end within HTTP_MAX_LINE bytes of the last line
- * start is HTTP_E_TOO_LARGE even when more bytes could come.
  */
-ssize_t http_parse_request(const char *buf, size_t len, struct http_request *req,
+ssize_t http_parse_request(const char *buf, size_t len, size_t cap, struct http_request *req,
 			   struct http_header *headers, size_t max);
 
 /*
- * Parse a response head. method is the request's, so HEAD responses carry
- * no body. Returns as http_parse_request. 1xx responses other than 101 are
- * returned like any other; the caller forwards them and parses again.
+ * Parse a response head, its ceiling cap as http_parse_request's. method
+ * is the request's, so HEAD responses carry no body. Returns as
+ * http_parse_request. 1xx responses other than 101 are returned like any
+ * other; the caller forwards them and parses again.
  */
-ssize_t http_parse_response(const char *buf, size_t len, enum http_method method,
+ssize_t http_parse_response(const char *buf, size_t len, size_t cap, enum http_method method,
 			    struct http_response *resp, struct http_header *headers,
 			    size_t max);
 

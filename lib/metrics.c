@@ -295,7 +295,7 @@ static void scrape_read(struct scrape *c)
 		return;
 	}
 	c->inlen += (size_t)n;
-	n = http_parse_request(c->in, c->inlen, &req, hdrs, HEADERS_MAX);
+	n = http_parse_request(c->in, c->inlen, sizeof(c->in), &req, hdrs, HEADERS_MAX);
 	if (n > 0) {
 		route(c, &req);
 	} else if (n == -1) {
@@ -303,8 +303,6 @@ static void scrape_read(struct scrape *c)
 			answer(c, 431, "Request Header Fields Too Large", NULL);
 		else
 			answer(c, 400, "Bad Request", NULL);
-	} else if (c->inlen == sizeof(c->in)) {
-		answer(c, 431, "Request Header Fields Too Large", NULL);
 	}
 }
 

@@ -4,7 +4,9 @@
  * Reads a request head and begins it in steps (request_begin: the row's
  * fields and the connection's stamp; request_target; request_judge: the
  * policy on the target and Host; request_credential; request_send: the
- * head upstream, on the kept upstream or a new dial), then streams the
+ * head upstream, on the kept upstream or a new dial; a request that waited
+ * for its token, or is re-issued after a 401, has its head read again and
+ * resumes at request_credential: judged once), then streams the
  * request body and the response back under their framing (exchange_http,
  * one pass of named steps at a time), writes the row, and keeps the
  * upstream for the next request to the same target or drops it. A
@@ -200,7 +202,8 @@ void exchange_body_refuse(struct session *s, uint64_t declared)
  * Before anything goes out: the body's cap, then the credential (which may
  * wait for its token command), and for a minted token the head kept to be
  * re-issued once after a 401. Returns 0 go on, 1 waiting for the token
- * (SS_TOKEN; the head is read again), -1 refused.
+ * (SS_TOKEN; the head is read again and resumes here, XP_CREDENTIAL: its
+ * row, judgement and budget are the ones it has), -1 refused.
  */
 static int request_credential(struct session *s, const struct http_request *req, size_t len)
 {
@@ -214,8 +217,7 @@ static int request_credential(struct session *s, const struct http_request *req,
 		return -1;
 	case 1:
 		/* its token is being minted: this head is read again when it is */
-		x->active = false;
-		s->nreq--;
+		x->phase = XP_CREDENTIAL;
 		s->phase_ms = session_now(s);
 		session_enter(s, SS_TOKEN);
 		return 1;
@@ -275,9 +277,24 @@ static void request_send(struct session *s, const struct http_request *req, size
 }
 
 /*
+ * The judged request whose head is cin[0..len) from its credential on:
+ * where a new request goes on after its judgement, and where one resumes
+ * (XP_CREDENTIAL) after waiting for its token or to be re-issued.
+ */
+static void resume_request(struct session *s, const struct http_request *req, size_t len)
+{
+	s->x->phase = XP_JUDGE; /* request_credential sets it again should it wait again */
+	if (request_credential(s, req, len) != 0)
+		return;
+	if (s->x->ws != NULL)
+		upgrade_scrubbed(s);
+	request_send(s, req, len);
+}
+
+/*
  * Begin the request whose head is cin[0..len): its row, its target, the
- * policy's verdict; a CONNECT then dials (or is intercepted), any other
- * request gets its credential and goes upstream.
+ * policy's verdict (and its budget taken); a CONNECT then dials (or is
+ * intercepted), any other request gets its credential and goes upstream.
  */
 static void start_request(struct session *s, const struct http_request *req, size_t len)
 {
@@ -295,11 +312,7 @@ static void start_request(struct session *s, const struct http_request *req, siz
 			dial_start(s);
 		return;
 	}
-	if (request_credential(s, req, len) != 0)
-		return;
-	if (s->x->ws != NULL)
-		upgrade_scrubbed(s);
-	request_send(s, req, len);
+	resume_request(s, req, len);
 }
 
 int exchange_judge(struct session *s, const struct http_request *req)
@@ -346,12 +359,15 @@ void exchange_head(struct session *s)
 		return; /* the previous response first */
 	for (;;) {
 		if (buf_len(&s->cin) > 0) {
-			ssize_t n = http_parse_request(buf_head(&s->cin), buf_len(&s->cin), &req, hdrs,
-						       HEADERS_MAX);
+			ssize_t n = http_parse_request(buf_head(&s->cin), buf_len(&s->cin), HEAD_MAX,
+						       &req, hdrs, HEADERS_MAX);
 
 			if (n > 0) {
 				s->head_ms = 0;
-				start_request(s, &req, (size_t)n);
+				if (s->x != NULL && s->x->active && s->x->phase == XP_CREDENTIAL)
+					resume_request(s, &req, (size_t)n);
+				else
+					start_request(s, &req, (size_t)n);
 				s->again = true;
 				return;
 			}
@@ -365,8 +381,8 @@ void exchange_head(struct session *s)
 				case HTTP_E_TOO_LARGE:
 					session_refuse(s, 431, "head-too-large",
 						       "http_request_error",
-						       "a request line or header over %d bytes",
-						       HTTP_MAX_LINE);
+						       "request head over %d bytes; nothing was sent",
+						       HEAD_MAX);
 					break;
 				default:
 					session_refuse(s, 400, "malformed", "http_request_error",
@@ -379,11 +395,6 @@ void exchange_head(struct session *s)
 						       : req.error == HTTP_E_ZONE_ID ? "IPv6 zone id"
 										     : "syntax");
 				}
-				return;
-			}
-			if (buf_len(&s->cin) >= HEAD_MAX) {
-				session_refuse(s, 431, "head-too-large", "http_request_error",
-					       "request head over %d bytes", HEAD_MAX);
 				return;
 			}
 		}
@@ -409,11 +420,44 @@ void exchange_head(struct session *s)
 }
 
 /*
+ * What a try of the exchange set goes, its judgement stays: its row's
+ * fields, its verdict and grant, its budget and what it took of it
+ * (reissue).
+ */
+static void exchange_rewind(struct exchange *x)
+{
+	struct exchange j = *x;
+
+	memset(x, 0, sizeof(*x));
+	x->active = j.active;
+	x->req = j.req;
+	x->t = j.t;
+	x->method = j.method;
+	x->minor = j.minor;
+	memcpy(x->path, j.path, sizeof(x->path));
+	x->path_len = j.path_len;
+	memcpy(x->ua, j.ua, sizeof(x->ua));
+	x->ua_len = j.ua_len;
+	memcpy(x->grant, j.grant, sizeof(x->grant));
+	x->decision = j.decision;
+	x->reason = j.reason;
+	memcpy(x->detail, j.detail, sizeof(x->detail));
+	x->budget = j.budget;
+	x->budget_up = j.budget_up;
+	x->budget_observed = j.budget_observed;
+	x->t_start = j.t_start;
+	x->dns_ms = x->connect_ms = -1;
+	x->client_close = j.client_close;
+	x->ws = j.ws;
+}
+
+/*
  * The upstream refused the minted token (401) of a bodiless request, and
  * token_refused says another token can be had: drop this upstream and its
  * answer, and put the client's head back in front of what it sent since,
- * to be judged and sent once more (a second 401 goes to the client).
- * Returns true when re-issued.
+ * to be sent once more from its credential on (XP_CREDENTIAL: judged and
+ * charged once; a second 401 goes to the client). Returns true when
+ * re-issued.
  */
 static bool reissue(struct session *s)
 {
@@ -430,8 +474,8 @@ static bool reissue(struct session *s)
 	s->cin = b;
 	dial_close(s);
 	inject_end(s);
-	x->active = false; /* no row for the refused try; the re-issued one says so */
-	s->nreq--;
+	exchange_rewind(x); /* one row: the re-issued try's, saying so */
+	x->phase = XP_CREDENTIAL;
 	s->reissued = true;
 	s->head_ms = session_now(s);
 	session_enter(s, SS_HEAD);
@@ -447,11 +491,24 @@ static int response_head(struct session *s)
 	struct http_header hdrs[HEADERS_MAX];
 	struct http_response resp;
 	struct exchange *x = s->x;
-	ssize_t n = http_parse_response(buf_head(&s->uin), buf_len(&s->uin), x->method, &resp, hdrs,
-					HEADERS_MAX);
+	ssize_t n = http_parse_response(buf_head(&s->uin), buf_len(&s->uin), RESP_HEAD_MAX,
+					x->method, &resp, hdrs, HEADERS_MAX);
 
-	if (n == -2 && buf_len(&s->uin) < RESP_HEAD_MAX)
+	if (n == -2)
 		return 0;
+	if (n == -1 && (resp.error == HTTP_E_TOO_LARGE || resp.error == HTTP_E_TOO_MANY)) {
+		if (resp.error == HTTP_E_TOO_MANY)
+			session_refuse(s, 502, "upstream-head-too-large",
+				       "http_response_header_section_size",
+				       "%s sent a response head of more than %d header lines; nothing "
+				       "of it was passed on", x->t.host.name, HEADERS_MAX);
+		else
+			session_refuse(s, 502, "upstream-head-too-large",
+				       "http_response_header_section_size",
+				       "%s sent a response head over %d bytes; nothing of it was "
+				       "passed on", x->t.host.name, RESP_HEAD_MAX);
+		return -1;
+	}
 	if (n < 0) {
 		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
 			       "%s sent a response sluice-proxy cannot pass on", x->t.host.name);
@@ -486,8 +543,8 @@ static int response_head(struct session *s)
 	size_t head_at = buf_len(&s->cout);
 
 	if (head_client(s, &resp) == -1) {
-		session_refuse(s, 502, "upstream-malformed", "http_response_header_section_size",
-			       "%s sent a response head too large", x->t.host.name);
+		session_refuse(s, 502, "upstream-head-too-large", "http_response_header_section_size",
+			       "%s sent a response head too large to pass on", x->t.host.name);
 		return -1;
 	}
 	if (inject_scrub_head(s, head_at) == -1) {

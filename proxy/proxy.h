@@ -160,7 +160,18 @@ void stats_reload(bool ok);
 void token_release_all(struct proxy *px);
 
 /* tls.c */
+/* With intercept on: the CA, leaf cache and contexts. Returns 0, or -1 said on stderr. */
 int tls_init(struct proxy *px);
+/*
+ * Config c is to replace the running one at a reload: when it turns
+ * intercept on in a proxy that has no TLS set up (it started with intercept
+ * off), set it up now from c (the CA read again: as the proxy's user, if
+ * it dropped root). Returns 0, or -1 said on stderr: the reload keeps the
+ * running config. Turning it off needs nothing here: tls_active.
+ */
+int tls_reload(struct proxy *px, const struct config *c);
+/* Whether new CONNECTs are intercepted: TLS set up and the running config's intercept on. */
+bool tls_active(const struct proxy *px);
 void tls_release(struct proxy *px);
 bool tls_intercepts(const struct proxy *px, const struct host *h, uint16_t port);
 

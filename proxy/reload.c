@@ -5,8 +5,11 @@
  * `sluice allow` (STATE/grants) and the machine's own addresses, whenever
  * SIGHUP arrives or either file changes (checked every second). A config
  * with errors is refused and the running one kept; a damaged store means
- * enforcing with no stored grants, said loudly with the file's name. After
- * a rebuild every open connection is re-judged (session.c). A once grant
+ * enforcing with no stored grants, said loudly with the file's name. A
+ * config's `intercept` takes effect at the next CONNECT (tls.c: turning it
+ * on in a proxy started without it reads the CA then, and a CA that cannot
+ * be read refuses the config, naming the directive); open tunnels stay as
+ * they began. After a rebuild every open connection is re-judged (session.c). A once grant
  * reaching its expiry also rebuilds the policy, but does not cut
  * connections it already let through: expiry is not an operator narrowing.
  * The end of a learn window (`sluice allow enforce learn --for D`) is: the
@@ -149,8 +152,21 @@ void reload_now(struct proxy *px, const char *why)
 			memcpy(c->user, px->config->user, sizeof(c->user));
 			c->metrics_on = px->config->metrics_on; /* bound too (stats.c) */
 			c->metrics_listen = px->config->metrics_listen;
-			config_free(px->config);
-			px->config = c;
+			if (tls_reload(px, c) == -1) {
+				fprintf(stderr, "sluice-proxy: reload (%s): intercept on cannot take "
+						"effect (above); keeping the running config\n", why);
+				config_free(c);
+				cfg_ok = false;
+			} else {
+				if (c->intercept != px->config->intercept)
+					fprintf(stderr, "sluice-proxy: reload: intercept %s: new CONNECTs "
+							"are %s; open tunnels stay as they began\n",
+						c->intercept ? "on" : "off",
+						c->intercept ? "decrypted (but passthrough hosts)"
+							     : "tunnelled");
+				config_free(px->config);
+				px->config = c;
+			}
 		}
 	}
 	if (rebuild(px) == 0) {

@@ -661,7 +661,7 @@ void session_tunnel_begin(struct session *s)
 	relay_dir_init(&s->tun->to_cli, s->ufd, s->cfd, &s->cout);
 	session_budget_cap(s, s->tun->to_up.taken);
 	/* a passthrough host: its ClientHello is read and checked before anything goes up */
-	s->tun->hello = s->px->tls != NULL ? HELLO_CLIENT : HELLO_DONE;
+	s->tun->hello = tls_active(s->px) ? HELLO_CLIENT : HELLO_DONE;
 	s->tun->hello_ms = session_now(s);
 	session_enter(s, SS_TUNNEL);
 }

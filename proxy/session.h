@@ -64,6 +64,15 @@ struct target {
 };
 
 /*
+ * Where an HTTP/1.1 exchange's head, read again from cin, resumes
+ * (exchange_head): a head is judged once, and charged to its budget once.
+ */
+enum x_phase {
+	XP_JUDGE = 0,  /* a new head: begun, its target, its judgement, then on */
+	XP_CREDENTIAL, /* judged: it waited for its token, or is re-issued after a 401 */
+};
+
+/*
  * An exchange: one request (or CONNECT) and its response, from its head to
  * its row. It owns its judgement (target, verdict), its dial list, its
  * injection and scrubbing and its one log row; the connection (struct
@@ -73,6 +82,7 @@ struct target {
 struct exchange {
 	bool active; /* begun and its row not written yet */
 	bool h2;     /* an HTTP/2 stream (h2.c): its row says so */
+	enum x_phase phase; /* where its head resumes when read again */
 	uint64_t req; /* its number on the connection, for the row */
 	struct target t;
 	enum http_method method;

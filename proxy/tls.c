@@ -215,14 +215,12 @@ static SSL_CTX *client_ctx(const char *extra_bundle)
 	return ctx;
 }
 
-int tls_init(struct proxy *px)
+/* The CA, the leaf cache and the contexts, from config c. Returns 0, or -1 said on stderr. */
+static int tls_setup(struct proxy *px, const struct config *c)
 {
-	const struct config *c = px->config;
 	struct tls *t;
 	const char *err = NULL;
 
-	if (!c->intercept)
-		return 0;
 	if (sess_idx == -1) {
 		sess_idx = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 		ssl_idx_key = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
@@ -274,6 +272,28 @@ int tls_init(struct proxy *px)
 	return 0;
 }
 
+int tls_init(struct proxy *px)
+{
+	if (!px->config->intercept)
+		return 0;
+	return tls_setup(px, px->config);
+}
+
+int tls_reload(struct proxy *px, const struct config *c)
+{
+	if (!c->intercept || px->tls != NULL)
+		return 0;
+	if (tls_setup(px, c) == 0)
+		return 0;
+	tls_release(px);
+	return -1;
+}
+
+bool tls_active(const struct proxy *px)
+{
+	return px->tls != NULL && px->config->intercept;
+}
+
 void tls_release(struct proxy *px)
 {
 	struct tls *t = px->tls;
@@ -295,12 +315,16 @@ void tls_release(struct proxy *px)
 	px->tls = NULL;
 }
 
-/* Every CONNECT but passthrough hosts; a host and port a rule injects for always. */
+/*
+ * With intercept on (the running config's, so a reload's takes effect at
+ * the next CONNECT): every CONNECT but passthrough hosts; a host and port
+ * a rule injects for always.
+ */
 bool tls_intercepts(const struct proxy *px, const struct host *h, uint16_t port)
 {
 	const struct config *c = px->config;
 
-	if (px->tls == NULL)
+	if (!tls_active(px))
 		return false;
 	for (size_t i = 0; i < c->nrules; i++)
 		if (c->rules[i].port == port && strcmp(c->rules[i].host, h->name) == 0)

@@ -98,9 +98,10 @@ static void kill_group(pid_t pid)
 }
 
 /*
- * Wake every session waiting on t: each goes back to its head and asks
- * again (an HTTP/2 connection's waiting streams, whatever token each waits
- * for: one still running keeps its stream waiting).
+ * Wake every session waiting on t: each goes back to its head, read again
+ * from its credential step on (exchange.c: judged once), and asks again
+ * (an HTTP/2 connection's waiting streams, whatever token each waits for:
+ * one still running keeps its stream waiting).
  */
 static void wake(struct token *t)
 {

@@ -6,10 +6,13 @@
  *   1  http_parse_response; (byte >> 2) % 10 is the request's method
  *   2  http_chunked_scan (and, held at the trailer, http_parse_trailers)
  *   3  http_parse_request, then the same on what follows a chunked head
+ * and its top two bits the head's ceiling (cap): 64 KiB, 32 KiB, 1 KiB, 64 bytes.
  * Besides the sanitizers it checks what the header promises: lengths within
- * the input, pointers into it, nheaders within the array, a head's result
- * unchanged by the bytes after it, every prefix of an accepted head "need
- * more", chunked scanning giving the same answer however it is split, and
+ * the input, pointers into it, nheaders within the array, a head within
+ * its ceiling and "too large" only when no more bytes could end it, a
+ * head's result unchanged by the bytes after it, every prefix of an
+ * accepted head "need more", chunked scanning giving the same answer
+ * however it is split, and
  * a scan held at the trailer section plus http_parse_trailers on the rest
  * agreeing with the scan that validates the section byte by byte.
  */
@@ -59,15 +62,27 @@ static void check_headers(const struct http_header *h, size_t n, const char *buf
 	assert(!http_is_hop_header(h, n, n));
 }
 
-static ssize_t fuzz_request(const char *buf, size_t len, struct http_request *req)
+/* What a parse said of the head's ceiling: within it, "too large" only at it. */
+static void check_cap(ssize_t n, size_t len, size_t cap, enum http_error err)
+{
+	if (n > 0)
+		assert((size_t)n <= cap);
+	if (n == -2)
+		assert(len < cap);
+	if (n == -1 && err == HTTP_E_TOO_LARGE)
+		assert(len >= cap);
+}
+
+static ssize_t fuzz_request(const char *buf, size_t len, size_t cap, struct http_request *req)
 {
 	struct http_header h[NHDR], h2[NHDR];
 	struct http_request again;
 	ssize_t n, m;
 	char *p;
 
-	n = http_parse_request(buf, len, req, h, NHDR);
+	n = http_parse_request(buf, len, cap, req, h, NHDR);
 	assert(n == -2 || n == -1 || (n > 0 && (size_t)n <= len));
+	check_cap(n, len, cap, req->error);
 	if (n == -2)
 		assert(req->error == HTTP_OK);
 	if (n == -1)
@@ -92,23 +107,24 @@ static ssize_t fuzz_request(const char *buf, size_t len, struct http_request *re
 
 	/* the head alone parses the same; one byte short needs more */
 	p = copy(buf, (size_t)n);
-	m = http_parse_request(p, (size_t)n, &again, h2, NHDR);
+	m = http_parse_request(p, (size_t)n, cap, &again, h2, NHDR);
 	assert(m == n && again.body == req->body && again.nheaders == req->nheaders);
-	m = http_parse_request(p, (size_t)n - 1, &again, h2, NHDR);
+	m = http_parse_request(p, (size_t)n - 1, cap, &again, h2, NHDR);
 	assert(m == -2);
 	free(p);
 	return n;
 }
 
-static void fuzz_response(const char *buf, size_t len, enum http_method method)
+static void fuzz_response(const char *buf, size_t len, size_t cap, enum http_method method)
 {
 	struct http_header h[NHDR], h2[NHDR];
 	struct http_response resp, again;
 	ssize_t n, m;
 	char *p;
 
-	n = http_parse_response(buf, len, method, &resp, h, NHDR);
+	n = http_parse_response(buf, len, cap, method, &resp, h, NHDR);
 	assert(n == -2 || n == -1 || (n > 0 && (size_t)n <= len));
+	check_cap(n, len, cap, resp.error);
 	if (n == -1)
 		assert(resp.error != HTTP_OK);
 	if (n <= 0)
@@ -120,9 +136,9 @@ static void fuzz_response(const char *buf, size_t len, enum http_method method)
 	check_headers(h, resp.nheaders, buf, (size_t)n);
 
 	p = copy(buf, (size_t)n);
-	m = http_parse_response(p, (size_t)n, method, &again, h2, NHDR);
+	m = http_parse_response(p, (size_t)n, cap, method, &again, h2, NHDR);
 	assert(m == n && again.body == resp.body && again.status == resp.status);
-	m = http_parse_response(p, (size_t)n - 1, method, &again, h2, NHDR);
+	m = http_parse_response(p, (size_t)n - 1, cap, method, &again, h2, NHDR);
 	assert(m == -2);
 	free(p);
 }
@@ -267,27 +283,29 @@ static void fuzz_chunked(const char *buf, size_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static const size_t caps[4] = { 64 * 1024, 32 * 1024, 1024, 64 };
 	struct http_request req;
 	const char *buf;
 	ssize_t n;
-	size_t len;
+	size_t len, cap;
 
 	if (size == 0)
 		return 0;
 	buf = (const char *)data + 1;
 	len = size - 1;
+	cap = caps[data[0] >> 6];
 	switch (data[0] & 3) {
 	case 0:
-		(void)fuzz_request(buf, len, &req);
+		(void)fuzz_request(buf, len, cap, &req);
 		break;
 	case 1:
-		fuzz_response(buf, len, (enum http_method)((data[0] >> 2) % 10));
+		fuzz_response(buf, len, cap, (enum http_method)((data[0] >> 2) % 10));
 		break;
 	case 2:
 		fuzz_chunked(buf, len);
 		break;
 	case 3:
-		n = fuzz_request(buf, len, &req);
+		n = fuzz_request(buf, len, cap, &req);
 		if (n > 0 && req.body == HTTP_BODY_CHUNKED)
 			fuzz_chunked(buf + n, len - (size_t)n);
 		break;

@@ -30,11 +30,11 @@ static long headers_of(const char *prefix, const uint8_t *p, size_t n, char *buf
 	memcpy(buf + pl, p, n);
 	memcpy(buf + pl + n, "\r\n\r\n", 4);
 	if (request) {
-		if (http_parse_request(buf, pl + n + 4, &req, h, max) <= 0)
+		if (http_parse_request(buf, pl + n + 4, cap, &req, h, max) <= 0)
 			return -1;
 		return (long)req.nheaders;
 	}
-	if (http_parse_response(buf, pl + n + 4, HTTP_GET, &resp, h, max) <= 0)
+	if (http_parse_response(buf, pl + n + 4, cap, HTTP_GET, &resp, h, max) <= 0)
 		return -1;
 	return (long)resp.nheaders;
 }

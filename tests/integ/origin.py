@@ -22,6 +22,8 @@ http mode routes (any method; HEAD gets headers only):
   /204 /304  bodiless responses
   /hop       a response carrying hop-by-hop headers
   /setcookie a response with Set-Cookie
+  /longhead?n=N&name=H  a 200 with one header H (default Set-Cookie) whose
+             value is N bytes ("sid=" then 'c's), body "long head ok"
   /close     answers with Connection: close
   /truncate  promises 1000 bytes, sends 100, closes
   /dupcl     a response with two different Content-Lengths
@@ -246,6 +248,12 @@ def handle_http(s, cid, local, peer):
             b = b"cookie set\n"
             send_resp(s, 200, [("Content-Length", str(len(b))),
                                ("Set-Cookie", "sid=SETCOOKIESECRET777; Path=/")], b, head_only)
+        elif path == "/longhead":
+            n = int(q.get("n", ["61440"])[0])
+            name = q.get("name", ["Set-Cookie"])[0]
+            b = b"long head ok\n"
+            send_resp(s, 200, [("Content-Length", str(len(b))),
+                               (name, "sid=" + "c" * max(n - 4, 0))], b, head_only)
         elif path == "/truncate":
             s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"x" * 100)
             return

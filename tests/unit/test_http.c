@@ -76,12 +76,14 @@ static int teardown(void **state)
 /* --- helpers -------------------------------------------------------------- */
 
 #define NHDR 32
+#define REQ_CAP (32 * 1024)  /* the heads' ceilings, as sluice-proxy's */
+#define RESP_CAP (64 * 1024)
 
 static struct http_header hdrs[NHDR];
 
 static ssize_t req_n(const char *s, size_t len, struct http_request *r, size_t max)
 {
-	return http_parse_request(guarded(s, len), len, r, hdrs, max);
+	return http_parse_request(guarded(s, len), len, REQ_CAP, r, hdrs, max);
 }
 
 static ssize_t req(const char *s, struct http_request *r)
@@ -91,7 +93,7 @@ static ssize_t req(const char *s, struct http_request *r)
 
 static ssize_t resp_n(const char *s, size_t len, enum http_method m, struct http_response *r)
 {
-	return http_parse_response(guarded(s, len), len, m, r, hdrs, NHDR);
+	return http_parse_response(guarded(s, len), len, RESP_CAP, m, r, hdrs, NHDR);
 }
 
 static ssize_t resp(const char *s, enum http_method m, struct http_response *r)
@@ -467,67 +469,110 @@ static void test_max_headers(void **state)
 }
 
 /* A request whose X header line has exactly value_len bytes of value. */
-static size_t long_head(char *buf, size_t size, size_t line_len, bool complete)
+/*
+ * "GET http://a/ HTTP/1.1\r\nHost: a\r\nX: vvv...\r\n\r\n" of total bytes
+ * (complete) or total bytes without the final CRLF CRLF.
+ */
+static size_t long_head(char *buf, size_t size, size_t total, bool complete)
 {
 	size_t n = (size_t)snprintf(buf, size, "GET http://a/ HTTP/1.1\r\nHost: a\r\nX: ");
 
-	assert_true(line_len >= 3 && n + line_len + 4 < size);
-	memset(buf + n, 'v', line_len - 3);
-	n += line_len - 3;
-	if (complete) {
-		memcpy(buf + n, "\r\n\r\n", 4);
-		n += 4;
-	}
-	return n;
+	assert_true(total >= n + 5 && total <= size);
+	memset(buf + n, 'v', total - n - 4);
+	if (complete)
+		memcpy(buf + total - 4, "\r\n\r\n", 4);
+	return complete ? total : total - 4;
 }
 
+/* A header line may be as long as the head's ceiling allows, no longer. */
 static void test_line_limit(void **state)
 {
-	static char buf[HTTP_MAX_LINE + 128];
+	static char buf[REQ_CAP + 128];
 	struct http_request r;
 	size_t n;
 
-	n = long_head(buf, sizeof(buf), HTTP_MAX_LINE, true);
+	/* a 12 KiB header line (past the old 8 KiB line limit) in a head under its ceiling */
+	n = long_head(buf, sizeof(buf), 12 * 1024 + 64, true);
 	assert_int_equal(req_n(buf, n, &r, NHDR), (ssize_t)n);
-	n = long_head(buf, sizeof(buf), HTTP_MAX_LINE + 1, true);
+	assert_int_equal(r.nheaders, 2);
+	assert_int_equal(r.headers[1].value_len, n - 36 - 4);
+	guard_release();
+	/* the whole head exactly at its ceiling; a byte more is too large */
+	n = long_head(buf, sizeof(buf), REQ_CAP, true);
+	assert_int_equal(req_n(buf, n, &r, NHDR), (ssize_t)n);
+	n = long_head(buf, sizeof(buf), REQ_CAP + 1, true);
 	assert_int_equal(req_n(buf, n, &r, NHDR), -1);
 	assert_int_equal(r.error, HTTP_E_TOO_LARGE);
 	guard_release();
 
-	/* incomplete: HTTP_MAX_LINE bytes is still fine, so is a CR after them */
-	n = long_head(buf, sizeof(buf), HTTP_MAX_LINE, false);
+	/* incomplete: short of the ceiling is "need more", at it "too large" */
+	n = long_head(buf, sizeof(buf), REQ_CAP, false);
 	assert_int_equal(req_n(buf, n, &r, NHDR), -2);
-	buf[n] = '\r';
-	assert_int_equal(req_n(buf, n + 1, &r, NHDR), -2);
-	buf[n] = 'v';
-	assert_int_equal(req_n(buf, n + 1, &r, NHDR), -1);
+	memcpy(buf + n, "\r\n\r", 3);
+	assert_int_equal(req_n(buf, n + 3, &r, NHDR), -2);
+	buf[n + 3] = 'v';
+	assert_int_equal(req_n(buf, n + 4, &r, NHDR), -1);
 	assert_int_equal(r.error, HTTP_E_TOO_LARGE);
 	guard_release();
-	n = long_head(buf, sizeof(buf), HTTP_MAX_LINE + 10, false);
+	n = long_head(buf, sizeof(buf), REQ_CAP + 100, false);
 	assert_int_equal(req_n(buf, n, &r, NHDR), -1);
+	assert_int_equal(r.error, HTTP_E_TOO_LARGE);
+	guard_release();
+	/* a smaller ceiling: the same 12 KiB line is too large, complete or not */
+	n = long_head(buf, sizeof(buf), 12 * 1024 + 64, true);
+	assert_int_equal(http_parse_request(guarded(buf, n), n, 8192, &r, hdrs, NHDR), -1);
 	assert_int_equal(r.error, HTTP_E_TOO_LARGE);
 }
 
 static void test_request_line_limit(void **state)
 {
-	static char buf[HTTP_MAX_LINE + 128];
+	static char buf[REQ_CAP + 128];
 	struct http_request r;
 	size_t n;
 
+	/* a target of 20 KiB: one long request line */
 	memcpy(buf, "GET http://a/", 13);
-	memset(buf + 13, 'p', HTTP_MAX_LINE);
-	n = 13 + HTTP_MAX_LINE;
-	assert_int_equal(req_n(buf, n, &r, NHDR), -1);
-	assert_int_equal(r.error, HTTP_E_TOO_LARGE);
-	guard_release();
-	n = HTTP_MAX_LINE - 9;
+	memset(buf + 13, 'p', REQ_CAP);
+	n = 20 * 1024;
 	memcpy(buf + n, " HTTP/1.1\r\nHost: a\r\n\r\n", 22);
 	assert_int_equal(req_n(buf, n + 22, &r, NHDR), (ssize_t)n + 22);
-	assert_int_equal(r.path_len, HTTP_MAX_LINE - 9 - 12);
-	n++;
+	assert_int_equal(r.path_len, n - 12);
+	guard_release();
+	/* a request line that does not end within the ceiling */
+	memset(buf + n, 'p', 22);
+	assert_int_equal(req_n(buf, REQ_CAP, &r, NHDR), -1);
+	assert_int_equal(r.error, HTTP_E_TOO_LARGE);
+	n = REQ_CAP - 22;
+	memcpy(buf + n, " HTTP/1.1\r\nHost: a\r\n\r\n", 22);
+	assert_int_equal(req_n(buf, n + 22, &r, NHDR), (ssize_t)n + 22);
+	buf[n++] = 'p'; /* one byte more of target: the head ends a byte past the ceiling */
 	memcpy(buf + n, " HTTP/1.1\r\nHost: a\r\n\r\n", 22);
 	assert_int_equal(req_n(buf, n + 22, &r, NHDR), -1);
 	assert_int_equal(r.error, HTTP_E_TOO_LARGE);
+}
+
+/* A response's Set-Cookie of 60 KiB passes under a 64 KiB ceiling; past it is too large. */
+static void test_response_line_limit(void **state)
+{
+	static char buf[RESP_CAP + 128];
+	static const char st[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nSet-Cookie: ";
+	struct http_response r;
+	size_t n = sizeof(st) - 1;
+
+	memcpy(buf, st, n);
+	memset(buf + n, 'c', 60 * 1024);
+	n += 60 * 1024;
+	memcpy(buf + n, "\r\n\r\n", 4);
+	assert_int_equal(resp_n(buf, n + 4, HTTP_GET, &r), (ssize_t)n + 4);
+	assert_int_equal(r.nheaders, 2);
+	assert_int_equal(r.headers[1].value_len, 60 * 1024);
+	guard_release();
+	n = sizeof(st) - 1;
+	memset(buf + n, 'c', RESP_CAP);
+	memcpy(buf + RESP_CAP - 3, "\r\n\r\n", 4);
+	assert_int_equal(resp_n(buf, RESP_CAP + 1, HTTP_GET, &r), -1);
+	assert_int_equal(r.error, HTTP_E_TOO_LARGE);
+	assert_int_equal(resp_n(buf, RESP_CAP - 3, HTTP_GET, &r), -2);
 }
 
 static void test_headers_with_nul(void **state)
@@ -1302,6 +1347,7 @@ int main(void)
 		T(test_max_headers),
 		T(test_line_limit),
 		T(test_request_line_limit),
+		T(test_response_line_limit),
 		T(test_headers_with_nul),
 		T(test_method_lower),
 		T(test_method_mixed),
