@@ -111,6 +111,7 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 
 # unit tests of CLI modules also link those modules
 $(BUILD)/tests/test_principal: $(call obj,cli/principal.c cli/snapshot.c)
+$(BUILD)/tests/test_run_filter: $(call obj,cli/run_filter.c)
 
 # the load generator also links its parts; make lists them after $(LIB) in $^,
 # so the link below puts the library last

@@ -2,10 +2,11 @@
  * run.h: `sluice run`'s parts, shared by run.c (the verb: arguments, the
  * order things are made in, waiting for CMD), run_proc.c (processes: the
  * daemons and tools it starts, verify inside), run_init.c (the sandbox's
- * init: CMD's mounts, user and filter), run_sandbox.c (CMD's environment
- * and files) and run_record.c (what a run made, recorded in STATE/runs/ID/record as it is
- * made, and taken down from there: by the run itself, or by a later run or
- * `sluice doctor --clean` when the run was killed).
+ * init: CMD's mounts and user), run_filter.c (CMD's seccomp filter),
+ * run_sandbox.c (CMD's environment and files) and run_record.c (what a
+ * run made, recorded in STATE/runs/ID/record as it is made, and taken
+ * down from there: by the run itself, or by a later run or `sluice doctor
+ * --clean` when the run was killed).
  *
  * A run is a network namespace /run/netns/sluice-ID with only loopback
  * (and, with --image, the podman network sluice-ID's bridge): the
@@ -280,5 +281,22 @@ int run_reaper(char *const argv[]);
  */
 int run_verify(const char *netns, const struct run_user *user, int argc, char **argv, int err_fd,
 	       int close_fd);
+
+
+/* run_filter.c */
+
+struct sock_filter;
+
+#define RUN_FILTER_MAX 64 /* instructions */
+
+/*
+ * CMD's seccomp program (see run_filter.c for what it refuses) into out,
+ * RUN_FILTER_MAX instructions. Returns its length, 0 for an architecture
+ * it has none for.
+ */
+size_t run_filter_build(struct sock_filter *out);
+
+/* Install it on this thread (no_new_privs set). Returns 0, or -1 after printing: CMD must not start. */
+int run_filter_install(void);
 
 #endif

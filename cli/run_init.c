@@ -11,18 +11,13 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/openat2.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
 #include <linux/keyctl.h>
-#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -310,7 +305,7 @@ out:
 /*
  * A session keyring of CMD's own (empty, the user's): it would possess the
  * operator's, whose keys /proc/keys then lists by name. After the drop and
- * before cmd_filter refuses keyctl. Returns 0 (also for a kernel without
+ * before run_filter_install refuses keyctl. Returns 0 (also for a kernel without
  * keys) or -1 after printing.
  */
 static int session_keyring_own(void)
@@ -334,95 +329,6 @@ static void supervised(int alive_fd)
 	if (poll(&pfd, 1, 0) != 0)
 		_exit(126);
 	close(alive_fd);
-}
-
-/*
- * CMD's seccomp filter, for the init and all it starts (needs no_new_privs,
- * set by the drop). It refuses (EPERM):
- *
- * - TIOCSTI and TIOCLINUX. CMD shares the operator's terminal (so that ^C
- *   reaches it); TIOCSTI on it pushes input that the operator's shell,
- *   root's, reads once the run ends, and TIOCLINUX on a console pastes a
- *   selection there. The request is the kernel's unsigned int, so only the
- *   argument's low 32 bits are looked at (high bits set would not get past).
- * - The key calls (add_key, request_key, keyctl). Keyrings are no
- *   namespace's: CMD possesses the operator's session keyring, and the
- *   sandbox user's own is the same for every project's runs.
- *
- * 32-bit calls are filtered the same (their own numbers); x32's and other
- * architectures' are refused. Returns 0, or -1 after printing (then CMD
- * must not start).
- */
-#if defined(__x86_64__)
-#define RUN_ARCH AUDIT_ARCH_X86_64
-#define RUN_ARCH32 AUDIT_ARCH_I386
-#define RUN_IOCTL32 54
-#define RUN_KEYS32 286 /* add_key; request_key and keyctl follow */
-#elif defined(__aarch64__)
-#define RUN_ARCH AUDIT_ARCH_AARCH64
-#define RUN_ARCH32 AUDIT_ARCH_ARM
-#define RUN_IOCTL32 54
-#define RUN_KEYS32 309
-#endif
-#define RUN_X32_BIT 0x40000000
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define RUN_ARG1_LOW (offsetof(struct seccomp_data, args[1]) + 4)
-#else
-#define RUN_ARG1_LOW offsetof(struct seccomp_data, args[1])
-#endif
-#define LD(what) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (what))
-#define RET(what) BPF_STMT(BPF_RET | BPF_K, (what))
-/* at instruction at, go to instruction to when equal to k (when ge: at least k), else on */
-#define IF_EQ(at, k, to) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (to) - (at) - 1, 0)
-#define IF_GE(at, k, to) BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (k), (to) - (at) - 1, 0)
-
-static int cmd_filter(void)
-{
-#ifdef RUN_ARCH
-	enum {
-		ARCH, IS64, IS32, OTHER,
-		NR, X32, IOCTL, ADD, REQ, CTL, ALLOW,
-		NR32, IOCTL32, ADD32, REQ32, CTL32, ALLOW32,
-		ARG, STI, LINUX, ALLOW_IOCTL,
-		DENY, LEN
-	};
-	struct sock_filter f[LEN] = {
-		[ARCH] = LD(offsetof(struct seccomp_data, arch)),
-		[IS64] = IF_EQ(IS64, RUN_ARCH, NR),
-		[IS32] = IF_EQ(IS32, RUN_ARCH32, NR32),
-		[OTHER] = RET(SECCOMP_RET_ERRNO | EPERM),
-
-		[NR] = LD(offsetof(struct seccomp_data, nr)),
-		[X32] = IF_GE(X32, RUN_X32_BIT, DENY),
-		[IOCTL] = IF_EQ(IOCTL, __NR_ioctl, ARG),
-		[ADD] = IF_EQ(ADD, __NR_add_key, DENY),
-		[REQ] = IF_EQ(REQ, __NR_request_key, DENY),
-		[CTL] = IF_EQ(CTL, __NR_keyctl, DENY),
-		[ALLOW] = RET(SECCOMP_RET_ALLOW),
-
-		[NR32] = LD(offsetof(struct seccomp_data, nr)),
-		[IOCTL32] = IF_EQ(IOCTL32, RUN_IOCTL32, ARG),
-		[ADD32] = IF_EQ(ADD32, RUN_KEYS32, DENY),
-		[REQ32] = IF_EQ(REQ32, RUN_KEYS32 + 1, DENY),
-		[CTL32] = IF_EQ(CTL32, RUN_KEYS32 + 2, DENY),
-		[ALLOW32] = RET(SECCOMP_RET_ALLOW),
-
-		[ARG] = LD(RUN_ARG1_LOW),
-		[STI] = IF_EQ(STI, TIOCSTI, DENY),
-		[LINUX] = IF_EQ(LINUX, TIOCLINUX, DENY),
-		[ALLOW_IOCTL] = RET(SECCOMP_RET_ALLOW),
-
-		[DENY] = RET(SECCOMP_RET_ERRNO | EPERM),
-	};
-	struct sock_fprog prog = { .len = LEN, .filter = f };
-
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0)
-		return 0;
-	fprintf(stderr, "run: the seccomp filter: %s\n", strerror(errno));
-#else
-	fprintf(stderr, "run: no seccomp filter for this architecture; CMD not started\n");
-#endif
-	return -1;
 }
 
 /* What the init passes on to CMD. */
@@ -474,7 +380,7 @@ static int init_main(const struct run_exec *x)
 	close_range((unsigned)x->alive_fd + 1, ~0U, 0);
 	if (run_netns_enter(x->netns) == -1 || sandbox_mounts(x) == -1 ||
 	    priv_switch("run", x->user->name, x->user->uid, x->user->gid) == -1 ||
-	    session_keyring_own() == -1 || cmd_filter() == -1)
+	    session_keyring_own() == -1 || run_filter_install() == -1)
 		_exit(126);
 	supervised(x->alive_fd);
 	sigemptyset(&set);
