@@ -193,11 +193,20 @@ static int private_of(const struct privates *pv, const char *path, bool *exact)
 	return -1;
 }
 
+/* Whether a fresh directory (a private one, or /run) hides path; *exact when path is one. */
+static bool hidden(const struct privates *pv, const char *path, bool *exact)
+{
+	if (private_of(pv, path, exact) != -1)
+		return true;
+	*exact = strcmp(path, "/run") == 0;
+	return *exact || path_under(path, "/run");
+}
+
 /*
  * A copy of CMD's working directory, the operator's, when CMD is to write
- * it (the user may: cwd_writable) or see it under a private directory,
- * which hides it; not when it is that directory itself (CMD gets the
- * fresh one). Opened without following a symlink: getcwd's path has none,
+ * it (the user may: cwd_writable) or see it under a fresh directory
+ * (hidden), which hides it; not when it is that directory itself (CMD gets
+ * the fresh one). Opened without following a symlink: getcwd's path has none,
  * and one put there since is not followed as root. Returns the fd, -1
  * none (CMD starts in the read-only view, or at home), -2 failed (said).
  */
@@ -205,13 +214,13 @@ static int cwd_copy(const struct run_exec *x, const struct privates *pv)
 {
 	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-	bool exact = false;
-	int under, dir, t;
+	bool exact = false, under;
+	int dir, t;
 
 	if (x->cwd == NULL)
 		return -1;
-	under = private_of(pv, x->cwd, &exact);
-	if (exact || (under == -1 && !x->cwd_writable))
+	under = hidden(pv, x->cwd, &exact);
+	if (exact || (!under && !x->cwd_writable))
 		return -1;
 	dir = (int)syscall(SYS_openat2, AT_FDCWD, x->cwd, &how, sizeof(how));
 	if (dir == -1) {
@@ -223,16 +232,82 @@ static int cwd_copy(const struct run_exec *x, const struct privates *pv)
 	return t == -1 ? -2 : t;
 }
 
-/* tree on target, made first (as root, 0755: only the way to it) when a private dir hid it. */
+/* tree on target, made first (as root, 0755: only the way to it) when a fresh dir hid it. */
 static int attach_at(int tree, const char *target, const struct privates *pv)
 {
 	bool exact;
 
-	if (private_of(pv, target, &exact) != -1 && file_mkdir_p(target, 0755) == -1) {
+	if (hidden(pv, target, &exact) && file_mkdir_p(target, 0755) == -1) {
 		fprintf(stderr, "run: mkdir %s: %s\n", target, strerror(errno));
 		return -1;
 	}
 	return tree_attach(tree, target);
+}
+
+/*
+ * A fresh /run: a tmpfs of the run's own holding only the mount points of
+ * what the run puts there (sluice, for the pub files; the private
+ * directories under /run), made read-only by run_seal once all is
+ * attached. What the machine keeps there (its daemons' sockets: D-Bus,
+ * systemd-resolved's, nscd's; the network namespaces) CMD does not see,
+ * nor what the machine binds there later. /etc/resolv.conf, a link into
+ * /run on some machines, has the run's own attached on the link itself.
+ * Returns the mount's fd, or -1 after printing.
+ */
+static int run_fresh(const struct privates *pv)
+{
+	int fs = fsopen("tmpfs", FSOPEN_CLOEXEC), mnt = -1;
+
+	if (fs == -1 || fsconfig(fs, FSCONFIG_SET_STRING, "size", "64k", 0) == -1 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) == -1 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == -1 ||
+	    (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) == -1 ||
+	    mkdirat(mnt, "sluice", 0755) == -1)
+		goto fail;
+	for (size_t i = 0; i < pv->n; i++)
+		if (path_under(pv->dir[i].path, "/run") && mkdirat(mnt, pv->dir[i].path + 5, 0755) == -1)
+			goto fail;
+	if (tree_attach(mnt, "/run") == -1)
+		goto out;
+	close(fs);
+	return mnt;
+fail:
+	fprintf(stderr, "run: a fresh /run: %s\n", strerror(errno));
+out:
+	if (mnt != -1)
+		close(mnt);
+	if (fs != -1)
+		close(fs);
+	return -1;
+}
+
+/*
+ * The fresh /run (its mount at fd, which this closes) read-only, and on
+ * /var/run too where that is no link to it. Returns 0 or -1 after printing.
+ */
+static int run_seal(int fd)
+{
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
+	struct stat st;
+	int t, ret = -1;
+
+	if (mount_setattr(fd, "", AT_EMPTY_PATH, &ro, sizeof(ro)) == -1) {
+		fprintf(stderr, "run: a fresh /run read-only: %s\n", strerror(errno));
+		goto out;
+	}
+	if (lstat("/var/run", &st) == 0 && S_ISDIR(st.st_mode)) {
+		if ((t = tree_copy(AT_FDCWD, "/run", 0, "/run")) == -1)
+			goto out;
+		if (tree_attach(t, "/var/run") == -1) {
+			close(t);
+			goto out;
+		}
+		close(t);
+	}
+	ret = 0;
+out:
+	close(fd);
+	return ret;
 }
 
 /* A devpts of the sandbox's own: a pty one run opens (the same uid's) is not another's. */
@@ -257,19 +332,20 @@ static int devpts_own(void)
  * user namespace of CMD's cannot undo it), but what CMD is to write: the
  * private directories (private_scan, private_mount), the user's home (the
  * project's, home_dir, for sluice-sandbox), and the working directory
- * when the user may write it. Also a fresh /proc, a devpts of its own,
- * the run's pub directory on /run/sluice and its resolv.conf on
- * /etc/resolv.conf. What is attached writable is copied before / goes
- * read-only, and before the private directories hide it. Returns 0 or -1
- * after printing.
+ * when the user may write it. Also a fresh /proc, /run (run_fresh) and
+ * devpts, the run's pub directory on /run/sluice and its resolv.conf on
+ * /etc/resolv.conf, and an empty file over each of the machine's sockets
+ * (socks, run_socks_cover). What is attached writable is copied before /
+ * goes read-only, and before the fresh directories hide it. Returns 0 or
+ * -1 after printing.
  */
-static int sandbox_mounts(const struct run_exec *x)
+static int sandbox_mounts(const struct run_exec *x, const struct run_socks *socks)
 {
 	enum { PUB, RESOLV, HOME, CWD, NTREES };
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	char resolv[4200];
 	struct privates pv;
-	int t[NTREES] = { -1, -1, -1, -1 }, ret = -1;
+	int t[NTREES] = { -1, -1, -1, -1 }, run = -1, ret = -1;
 
 	snprintf(resolv, sizeof(resolv), "%s/resolv.conf", x->pub_dir);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1) {
@@ -289,13 +365,16 @@ static int sandbox_mounts(const struct run_exec *x)
 		fprintf(stderr, "run: mount /proc: %s\n", strerror(errno));
 		goto out;
 	}
-	if (private_mount(&pv) == -1 || devpts_own() == -1 ||
+	if ((run = run_fresh(&pv)) == -1 || private_mount(&pv) == -1 || devpts_own() == -1 ||
 	    tree_attach(t[PUB], "/run/sluice") == -1 || tree_attach(t[RESOLV], "/etc/resolv.conf") == -1 ||
 	    (t[HOME] != -1 && attach_at(t[HOME], x->user->home, &pv) == -1) ||
 	    (t[CWD] >= 0 && attach_at(t[CWD], x->cwd, &pv) == -1))
 		goto out;
-	ret = 0;
+	ret = run_seal(run) == -1 || run_socks_cover(socks) == -1 ? -1 : 0;
+	run = -1;
 out:
+	if (run != -1)
+		close(run);
 	for (size_t i = 0; i < NTREES; i++)
 		if (t[i] >= 0)
 			close(t[i]);
@@ -365,6 +444,7 @@ static void cmd_exec(const struct run_exec *x)
 static int init_main(const struct run_exec *x)
 {
 	struct sigaction sa = { .sa_handler = on_forwarded };
+	struct run_socks socks;
 	sigset_t set;
 	pid_t cmd;
 	int st, code = 127;
@@ -378,10 +458,12 @@ static int init_main(const struct run_exec *x)
 	if (x->alive_fd > 3)
 		close_range(3, (unsigned)x->alive_fd - 1, 0);
 	close_range((unsigned)x->alive_fd + 1, ~0U, 0);
-	if (run_netns_enter(x->netns) == -1 || sandbox_mounts(x) == -1 ||
+	/* the machine's sockets are listed first: the scan enters other namespaces, and needs its /proc */
+	if (run_socks_scan(&socks) == -1 || run_netns_enter(x->netns) == -1 || sandbox_mounts(x, &socks) == -1 ||
 	    priv_switch("run", x->user->name, x->user->uid, x->user->gid) == -1 ||
 	    session_keyring_own() == -1 || run_filter_install() == -1)
 		_exit(126);
+	run_socks_release(&socks);
 	supervised(x->alive_fd);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
@@ -423,10 +505,6 @@ pid_t run_exec_start(const struct run_exec *x)
 
 	if (x->user == NULL)
 		return run_spawn_tty(x->argv, x->netns, x->close_fd);
-	if (mkdir("/run/sluice", 0755) == -1 && errno != EEXIST) {
-		fprintf(stderr, "run: mkdir /run/sluice: %s\n", strerror(errno));
-		return -1;
-	}
 	if (pipe2(alive, O_CLOEXEC) == -1) {
 		fprintf(stderr, "run: pipe: %s\n", strerror(errno));
 		return -1;
