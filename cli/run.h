@@ -294,6 +294,16 @@ struct run_socks {
 };
 
 /*
+ * The name in one line of /proc/net/unix (len bytes, without its newline):
+ * "ADDR: REFS PROTO FLAGS TYPE STATE INODE[ NAME]", six fields of hex
+ * digits after the address, the inode padded with spaces. Returns the
+ * name's length, *name pointing into line, for an absolute path; 0 for
+ * none (unbound, abstract '@', relative, a NUL in it, the header, a line
+ * not of that shape). Reads nothing past line[len - 1].
+ */
+size_t run_socks_line(const char *line, size_t len, const char **name);
+
+/*
  * List the sockets bound to an absolute path in every network namespace
  * the machine's /proc (still mounted) shows a process in, and those named
  * in /run/netns (entered: leaves the caller in one of them, or where it

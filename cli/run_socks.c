@@ -15,6 +15,7 @@
  * a path that reaches it here: bound relative to a directory or through
  * /proc/self/fd, in another mount namespace, or with a newline in its name.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -72,12 +73,34 @@ static int names_add(struct run_socks *s, const char *name, size_t len)
 	return 0;
 }
 
-/*
- * The absolute paths of one /proc/net/unix (open at fd, which this
- * closes). A line is "ADDR: REFS PROTO FLAGS TYPE STATE INODE[ PATH]";
- * an abstract name starts with '@', a relative one says not where it is.
- * Returns 0 or -1 after printing.
- */
+size_t run_socks_line(const char *line, size_t len, const char **name)
+{
+	size_t i = 0;
+
+	while (i < len && line[i] != ' ')
+		i++;
+	if (i == 0 || line[i - 1] != ':')
+		return 0; /* the header, or not a line of the table */
+	for (int field = 0; field < 6; field++) {
+		size_t start;
+
+		if (i == len || line[i] != ' ')
+			return 0;
+		while (i < len && line[i] == ' ') /* the inode is padded to 5 */
+			i++;
+		start = i;
+		while (i < len && isxdigit((unsigned char)line[i]))
+			i++;
+		if (i == start)
+			return 0;
+	}
+	if (len - i < 2 || line[i] != ' ' || line[i + 1] != '/' || memchr(line + i, '\0', len - i) != NULL)
+		return 0;
+	*name = line + i + 1;
+	return len - i - 1;
+}
+
+/* The absolute paths of one /proc/net/unix (open at fd, which this closes). Returns 0 or -1 after printing. */
 static int table_read(struct run_socks *s, int fd)
 {
 	FILE *f = fdopen(fd, "r");
@@ -91,14 +114,14 @@ static int table_read(struct run_socks *s, int fd)
 		return 0;
 	}
 	while (ret == 0 && (n = getline(&line, &cap, f)) > 0) {
-		int at = -1;
+		const char *name;
+		size_t len;
 
 		if (line[n - 1] == '\n')
-			line[--n] = '\0';
-		if (sscanf(line, "%*s %*x %*x %*x %*x %*x %*u%n", &at) != 0 || at <= 0 || line[at] != ' ' ||
-		    line[at + 1] != '/')
-			continue;
-		ret = names_add(s, line + at + 1, (size_t)n - (size_t)at - 1);
+			n--;
+		len = run_socks_line(line, (size_t)n, &name);
+		if (len > 0)
+			ret = names_add(s, name, len);
 	}
 	free(line);
 	fclose(f);
