@@ -247,14 +247,14 @@ static int attach_at(int tree, const char *target, const struct privates *pv)
 /*
  * A fresh /run: a tmpfs of the run's own holding only the mount points of
  * what the run puts there (sluice, for the pub files; the private
- * directories under /run), made read-only by run_seal once all is
+ * directories under /run), made read-only by fresh_run_seal once all is
  * attached. What the machine keeps there (its daemons' sockets: D-Bus,
  * systemd-resolved's, nscd's; the network namespaces) CMD does not see,
  * nor what the machine binds there later. /etc/resolv.conf, a link into
  * /run on some machines, has the run's own attached on the link itself.
  * Returns the mount's fd, or -1 after printing.
  */
-static int run_fresh(const struct privates *pv)
+static int fresh_run(const struct privates *pv)
 {
 	int fs = fsopen("tmpfs", FSOPEN_CLOEXEC), mnt = -1;
 
@@ -265,7 +265,7 @@ static int run_fresh(const struct privates *pv)
 	    mkdirat(mnt, "sluice", 0755) == -1)
 		goto fail;
 	for (size_t i = 0; i < pv->n; i++)
-		if (path_under(pv->dir[i].path, "/run") && mkdirat(mnt, pv->dir[i].path + 5, 0755) == -1)
+		if (path_under(pv->dir[i].path, "/run") && mkdirat(mnt, pv->dir[i].path + strlen("/run/"), 0755) == -1)
 			goto fail;
 	if (tree_attach(mnt, "/run") == -1)
 		goto out;
@@ -285,7 +285,7 @@ out:
  * The fresh /run (its mount at fd, which this closes) read-only, and on
  * /var/run too where that is no link to it. Returns 0 or -1 after printing.
  */
-static int run_seal(int fd)
+static int fresh_run_seal(int fd)
 {
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	struct stat st;
@@ -332,7 +332,7 @@ static int devpts_own(void)
  * user namespace of CMD's cannot undo it), but what CMD is to write: the
  * private directories (private_scan, private_mount), the user's home (the
  * project's, home_dir, for sluice-sandbox), and the working directory
- * when the user may write it. Also a fresh /proc, /run (run_fresh) and
+ * when the user may write it. Also a fresh /proc, /run (fresh_run) and
  * devpts, the run's pub directory on /run/sluice and its resolv.conf on
  * /etc/resolv.conf, and an empty file over each of the machine's sockets
  * (socks, run_socks_cover). What is attached writable is copied before /
@@ -365,12 +365,12 @@ static int sandbox_mounts(const struct run_exec *x, const struct run_socks *sock
 		fprintf(stderr, "run: mount /proc: %s\n", strerror(errno));
 		goto out;
 	}
-	if ((run = run_fresh(&pv)) == -1 || private_mount(&pv) == -1 || devpts_own() == -1 ||
+	if ((run = fresh_run(&pv)) == -1 || private_mount(&pv) == -1 || devpts_own() == -1 ||
 	    tree_attach(t[PUB], "/run/sluice") == -1 || tree_attach(t[RESOLV], "/etc/resolv.conf") == -1 ||
 	    (t[HOME] != -1 && attach_at(t[HOME], x->user->home, &pv) == -1) ||
 	    (t[CWD] >= 0 && attach_at(t[CWD], x->cwd, &pv) == -1))
 		goto out;
-	ret = run_seal(run) == -1 || run_socks_cover(socks) == -1 ? -1 : 0;
+	ret = fresh_run_seal(run) == -1 || run_socks_cover(socks) == -1 ? -1 : 0;
 	run = -1;
 out:
 	if (run != -1)
@@ -383,9 +383,9 @@ out:
 
 /*
  * A session keyring of CMD's own (empty, the user's): it would possess the
- * operator's, whose keys /proc/keys then lists by name. After the drop and
- * before run_filter_install refuses keyctl. Returns 0 (also for a kernel without
- * keys) or -1 after printing.
+ * operator's, whose keys /proc/keys then lists by name. After the drop
+ * and before run_filter_install refuses keyctl. Returns 0 (also for a
+ * kernel without keys) or -1 after printing.
  */
 static int session_keyring_own(void)
 {

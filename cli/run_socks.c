@@ -100,7 +100,10 @@ size_t run_socks_line(const char *line, size_t len, const char **name)
 	return len - i - 1;
 }
 
-/* The absolute paths of one /proc/net/unix (open at fd, which this closes). Returns 0 or -1 after printing. */
+/*
+ * The absolute paths of one /proc/net/unix (open at fd, which this
+ * closes). Returns 0 or -1 after printing.
+ */
 static int table_read(struct run_socks *s, int fd)
 {
 	FILE *f = fdopen(fd, "r");
@@ -193,8 +196,34 @@ out:
 }
 
 /*
- * A clone of the empty file at dir/name, for one socket: read-only, no
- * suid, devices or exec. Returns the fd or -1 with errno.
+ * What covers are cloned from: a small tmpfs of the init's (detached),
+ * holding one empty file of mode 0, "empty". Returns the mount's fd, or -1
+ * after printing.
+ */
+static int cover_source(void)
+{
+	int fs = fsopen("tmpfs", FSOPEN_CLOEXEC), mnt = -1, f = -1;
+
+	if (fs == -1 || fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) == -1 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) == -1 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == -1 ||
+	    (mnt = fsmount(fs, FSMOUNT_CLOEXEC, 0)) == -1 ||
+	    (f = openat(mnt, "empty", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0)) == -1) {
+		fprintf(stderr, "run: an empty file to cover sockets with: %s\n", strerror(errno));
+		if (mnt != -1)
+			close(mnt);
+		mnt = -1;
+	}
+	if (f != -1)
+		close(f);
+	if (fs != -1)
+		close(fs);
+	return mnt;
+}
+
+/*
+ * A clone of the empty file in the tmpfs at dir, for one socket: read-only,
+ * no suid, devices or exec. Returns the fd or -1 with errno.
  */
 static int cover_clone(int dir)
 {
@@ -214,24 +243,10 @@ static int cover_clone(int dir)
 
 int run_socks_cover(const struct run_socks *s)
 {
-	int fs = fsopen("tmpfs", FSOPEN_CLOEXEC), mnt = -1, ret = -1;
+	int mnt = cover_source(), ret = -1;
 
-	if (fs == -1 || fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) == -1 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0700", 0) == -1 ||
-	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == -1 ||
-	    (mnt = fsmount(fs, FSMOUNT_CLOEXEC, 0)) == -1) {
-		fprintf(stderr, "run: a tmpfs for covering sockets: %s\n", strerror(errno));
-		goto out;
-	}
-	{
-		int f = openat(mnt, "empty", O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0);
-
-		if (f == -1) {
-			fprintf(stderr, "run: a file for covering sockets: %s\n", strerror(errno));
-			goto out;
-		}
-		close(f);
-	}
+	if (mnt == -1)
+		return -1;
 	for (size_t at = 0; at < s->len; at += strlen(s->names + at) + 1) {
 		const char *path = s->names + at;
 		int target = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC), t;
@@ -256,10 +271,7 @@ int run_socks_cover(const struct run_socks *s)
 	}
 	ret = 0;
 out:
-	if (mnt != -1)
-		close(mnt);
-	if (fs != -1)
-		close(fs);
+	close(mnt);
 	return ret;
 }
 
