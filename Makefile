@@ -112,6 +112,8 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 
 # unit tests of CLI modules also link those modules
 $(BUILD)/tests/test_principal: $(call obj,cli/principal.c cli/snapshot.c)
+$(BUILD)/tests/test_run_filter: $(call obj,cli/run_filter.c)
+$(BUILD)/tests/test_run_socks: $(call obj,cli/run_socks.c)
 
 # the load generator also links its parts; make lists them after $(LIB) in $^,
 # so the link below puts the library last
@@ -161,6 +163,11 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS)
 # the engine snapshot parser lives in the CLI and reads JSON with jansson
 $(FUZZ_BUILD)/fuzz_snapshot: tests/fuzz/fuzz_snapshot.c $(FUZZ_LIB_OBJS) \
 		$(FUZZ_BUILD)/obj/cli/snapshot.o $(FUZZ_BUILD)/obj/cli/principal.o
+	$(call say,FUZZ,$@)
+	$(Q)clang $(FUZZ_CFLAGS) -Icli -fsanitize=fuzzer -o $@ $^ $(call pkglibs,$(PKG_PROXY) $(PKG_CLI))
+
+# the /proc/net/unix line reader lives in the CLI
+$(FUZZ_BUILD)/fuzz_socks_line: tests/fuzz/fuzz_socks_line.c $(FUZZ_LIB_OBJS) $(FUZZ_BUILD)/obj/cli/run_socks.o
 	$(call say,FUZZ,$@)
 	$(Q)clang $(FUZZ_CFLAGS) -Icli -fsanitize=fuzzer -o $@ $^ $(call pkglibs,$(PKG_PROXY) $(PKG_CLI))
 

@@ -2,10 +2,12 @@
  * run.h: `sluice run`'s parts, shared by run.c (the verb: arguments, the
  * order things are made in, waiting for CMD), run_proc.c (processes: the
  * daemons and tools it starts, verify inside), run_init.c (the sandbox's
- * init: CMD's mounts, user and filter), run_sandbox.c (CMD's environment
- * and files) and run_record.c (what a run made, recorded in STATE/runs/ID/record as it is
- * made, and taken down from there: by the run itself, or by a later run or
- * `sluice doctor --clean` when the run was killed).
+ * init: CMD's mounts and user), run_socks.c (the machine's unix
+ * sockets, covered), run_filter.c (CMD's seccomp filter), run_sandbox.c
+ * (CMD's environment and files) and run_record.c (what a run made,
+ * recorded in STATE/runs/ID/record as it is made, and taken down from
+ * there: by the run itself, or by a later run or `sluice doctor --clean`
+ * when the run was killed).
  *
  * A run is a network namespace /run/netns/sluice-ID with only loopback
  * (and, with --image, the podman network sluice-ID's bridge): the
@@ -258,8 +260,9 @@ struct run_exec {
  * Start CMD in the sandbox: for a user, as PID 1's child in new PID, mount
  * and IPC namespaces (the machine read-only but for fresh world-writable
  * directories, home_dir on the user's home and a writable cwd;
- * /etc/resolv.conf and /run/sluice from pub_dir, a fresh /proc and
- * devpts), as that user with no_new_privs; for NULL (podman) as root in
+ * /etc/resolv.conf and /run/sluice from pub_dir, a fresh /proc, /run and
+ * devpts, the machine's unix sockets covered: run_socks.c), as that user
+ * with no_new_privs; for NULL (podman) as root in
  * the namespace alone. Returns the pid we wait for (the PID namespace's init,
  * which exits with CMD's status), or -1 after printing.
  */
@@ -280,5 +283,59 @@ int run_reaper(char *const argv[]);
  */
 int run_verify(const char *netns, const struct run_user *user, int argc, char **argv, int err_fd,
 	       int close_fd);
+
+
+/* run_socks.c */
+
+/* The machine's pathname unix sockets: their names, NUL-ended one after another. */
+struct run_socks {
+	char *names;
+	size_t len, cap; /* bytes */
+};
+
+/*
+ * The name in one line of /proc/net/unix (len bytes, without its newline):
+ * "ADDR: REFS PROTO FLAGS TYPE STATE INODE[ NAME]", six fields of hex
+ * digits after the address, the inode padded with spaces. Returns the
+ * name's length, *name pointing into line, for an absolute path; 0 for
+ * none (unbound, abstract '@', relative, a NUL in it, the header, a line
+ * not of that shape). Reads nothing past line[len - 1].
+ */
+size_t run_socks_line(const char *line, size_t len, const char **name);
+
+/*
+ * List the sockets bound to an absolute path in every network namespace
+ * the machine's /proc (still mounted) shows a process in, and those named
+ * in /run/netns (entered: leaves the caller in one of them, or where it
+ * was). For the sandbox's init, as root. Returns 0 or -1 after printing;
+ * free s with run_socks_release.
+ */
+int run_socks_scan(struct run_socks *s);
+
+/*
+ * Bind an empty file (mode 0, read-only) over each listed name that still
+ * leads to a socket in this mount namespace. Returns 0, or -1 after
+ * printing (one could not be covered: CMD must not start).
+ */
+int run_socks_cover(const struct run_socks *s);
+
+void run_socks_release(struct run_socks *s);
+
+
+/* run_filter.c */
+
+struct sock_filter;
+
+#define RUN_FILTER_MAX 64 /* instructions */
+
+/*
+ * CMD's seccomp program (see run_filter.c for what it refuses) into out,
+ * RUN_FILTER_MAX instructions. Returns its length, 0 for an architecture
+ * it has none for.
+ */
+size_t run_filter_build(struct sock_filter *out);
+
+/* Install it on this thread (no_new_privs set). Returns 0, or -1 after printing: CMD must not start. */
+int run_filter_install(void);
 
 #endif

@@ -11,18 +11,13 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/openat2.h>
-#include <linux/audit.h>
-#include <linux/filter.h>
 #include <linux/keyctl.h>
-#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -198,11 +193,20 @@ static int private_of(const struct privates *pv, const char *path, bool *exact)
 	return -1;
 }
 
+/* Whether a fresh directory (a private one, or /run) hides path; *exact when path is one. */
+static bool hidden(const struct privates *pv, const char *path, bool *exact)
+{
+	if (private_of(pv, path, exact) != -1)
+		return true;
+	*exact = strcmp(path, "/run") == 0;
+	return *exact || path_under(path, "/run");
+}
+
 /*
  * A copy of CMD's working directory, the operator's, when CMD is to write
- * it (the user may: cwd_writable) or see it under a private directory,
- * which hides it; not when it is that directory itself (CMD gets the
- * fresh one). Opened without following a symlink: getcwd's path has none,
+ * it (the user may: cwd_writable) or see it under a fresh directory
+ * (hidden), which hides it; not when it is that directory itself (CMD gets
+ * the fresh one). Opened without following a symlink: getcwd's path has none,
  * and one put there since is not followed as root. Returns the fd, -1
  * none (CMD starts in the read-only view, or at home), -2 failed (said).
  */
@@ -210,13 +214,13 @@ static int cwd_copy(const struct run_exec *x, const struct privates *pv)
 {
 	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 				.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
-	bool exact = false;
-	int under, dir, t;
+	bool exact = false, under;
+	int dir, t;
 
 	if (x->cwd == NULL)
 		return -1;
-	under = private_of(pv, x->cwd, &exact);
-	if (exact || (under == -1 && !x->cwd_writable))
+	under = hidden(pv, x->cwd, &exact);
+	if (exact || (!under && !x->cwd_writable))
 		return -1;
 	dir = (int)syscall(SYS_openat2, AT_FDCWD, x->cwd, &how, sizeof(how));
 	if (dir == -1) {
@@ -228,16 +232,82 @@ static int cwd_copy(const struct run_exec *x, const struct privates *pv)
 	return t == -1 ? -2 : t;
 }
 
-/* tree on target, made first (as root, 0755: only the way to it) when a private dir hid it. */
+/* tree on target, made first (as root, 0755: only the way to it) when a fresh dir hid it. */
 static int attach_at(int tree, const char *target, const struct privates *pv)
 {
 	bool exact;
 
-	if (private_of(pv, target, &exact) != -1 && file_mkdir_p(target, 0755) == -1) {
+	if (hidden(pv, target, &exact) && file_mkdir_p(target, 0755) == -1) {
 		fprintf(stderr, "run: mkdir %s: %s\n", target, strerror(errno));
 		return -1;
 	}
 	return tree_attach(tree, target);
+}
+
+/*
+ * A fresh /run: a tmpfs of the run's own holding only the mount points of
+ * what the run puts there (sluice, for the pub files; the private
+ * directories under /run), made read-only by fresh_run_seal once all is
+ * attached. What the machine keeps there (its daemons' sockets: D-Bus,
+ * systemd-resolved's, nscd's; the network namespaces) CMD does not see,
+ * nor what the machine binds there later. /etc/resolv.conf, a link into
+ * /run on some machines, has the run's own attached on the link itself.
+ * Returns the mount's fd, or -1 after printing.
+ */
+static int fresh_run(const struct privates *pv)
+{
+	int fs = fsopen("tmpfs", FSOPEN_CLOEXEC), mnt = -1;
+
+	if (fs == -1 || fsconfig(fs, FSCONFIG_SET_STRING, "size", "64k", 0) == -1 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "mode", "0755", 0) == -1 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == -1 ||
+	    (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC)) == -1 ||
+	    mkdirat(mnt, "sluice", 0755) == -1)
+		goto fail;
+	for (size_t i = 0; i < pv->n; i++)
+		if (path_under(pv->dir[i].path, "/run") && mkdirat(mnt, pv->dir[i].path + strlen("/run/"), 0755) == -1)
+			goto fail;
+	if (tree_attach(mnt, "/run") == -1)
+		goto out;
+	close(fs);
+	return mnt;
+fail:
+	fprintf(stderr, "run: a fresh /run: %s\n", strerror(errno));
+out:
+	if (mnt != -1)
+		close(mnt);
+	if (fs != -1)
+		close(fs);
+	return -1;
+}
+
+/*
+ * The fresh /run (its mount at fd, which this closes) read-only, and on
+ * /var/run too where that is no link to it. Returns 0 or -1 after printing.
+ */
+static int fresh_run_seal(int fd)
+{
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
+	struct stat st;
+	int t, ret = -1;
+
+	if (mount_setattr(fd, "", AT_EMPTY_PATH, &ro, sizeof(ro)) == -1) {
+		fprintf(stderr, "run: a fresh /run read-only: %s\n", strerror(errno));
+		goto out;
+	}
+	if (lstat("/var/run", &st) == 0 && S_ISDIR(st.st_mode)) {
+		if ((t = tree_copy(AT_FDCWD, "/run", 0, "/run")) == -1)
+			goto out;
+		if (tree_attach(t, "/var/run") == -1) {
+			close(t);
+			goto out;
+		}
+		close(t);
+	}
+	ret = 0;
+out:
+	close(fd);
+	return ret;
 }
 
 /* A devpts of the sandbox's own: a pty one run opens (the same uid's) is not another's. */
@@ -262,19 +332,20 @@ static int devpts_own(void)
  * user namespace of CMD's cannot undo it), but what CMD is to write: the
  * private directories (private_scan, private_mount), the user's home (the
  * project's, home_dir, for sluice-sandbox), and the working directory
- * when the user may write it. Also a fresh /proc, a devpts of its own,
- * the run's pub directory on /run/sluice and its resolv.conf on
- * /etc/resolv.conf. What is attached writable is copied before / goes
- * read-only, and before the private directories hide it. Returns 0 or -1
- * after printing.
+ * when the user may write it. Also a fresh /proc, /run (fresh_run) and
+ * devpts, the run's pub directory on /run/sluice and its resolv.conf on
+ * /etc/resolv.conf, and an empty file over each of the machine's sockets
+ * (socks, run_socks_cover). What is attached writable is copied before /
+ * goes read-only, and before the fresh directories hide it. Returns 0 or
+ * -1 after printing.
  */
-static int sandbox_mounts(const struct run_exec *x)
+static int sandbox_mounts(const struct run_exec *x, const struct run_socks *socks)
 {
 	enum { PUB, RESOLV, HOME, CWD, NTREES };
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	char resolv[4200];
 	struct privates pv;
-	int t[NTREES] = { -1, -1, -1, -1 }, ret = -1;
+	int t[NTREES] = { -1, -1, -1, -1 }, run = -1, ret = -1;
 
 	snprintf(resolv, sizeof(resolv), "%s/resolv.conf", x->pub_dir);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1) {
@@ -294,13 +365,16 @@ static int sandbox_mounts(const struct run_exec *x)
 		fprintf(stderr, "run: mount /proc: %s\n", strerror(errno));
 		goto out;
 	}
-	if (private_mount(&pv) == -1 || devpts_own() == -1 ||
+	if ((run = fresh_run(&pv)) == -1 || private_mount(&pv) == -1 || devpts_own() == -1 ||
 	    tree_attach(t[PUB], "/run/sluice") == -1 || tree_attach(t[RESOLV], "/etc/resolv.conf") == -1 ||
 	    (t[HOME] != -1 && attach_at(t[HOME], x->user->home, &pv) == -1) ||
 	    (t[CWD] >= 0 && attach_at(t[CWD], x->cwd, &pv) == -1))
 		goto out;
-	ret = 0;
+	ret = fresh_run_seal(run) == -1 || run_socks_cover(socks) == -1 ? -1 : 0;
+	run = -1;
 out:
+	if (run != -1)
+		close(run);
 	for (size_t i = 0; i < NTREES; i++)
 		if (t[i] >= 0)
 			close(t[i]);
@@ -309,9 +383,9 @@ out:
 
 /*
  * A session keyring of CMD's own (empty, the user's): it would possess the
- * operator's, whose keys /proc/keys then lists by name. After the drop and
- * before cmd_filter refuses keyctl. Returns 0 (also for a kernel without
- * keys) or -1 after printing.
+ * operator's, whose keys /proc/keys then lists by name. After the drop
+ * and before run_filter_install refuses keyctl. Returns 0 (also for a
+ * kernel without keys) or -1 after printing.
  */
 static int session_keyring_own(void)
 {
@@ -334,95 +408,6 @@ static void supervised(int alive_fd)
 	if (poll(&pfd, 1, 0) != 0)
 		_exit(126);
 	close(alive_fd);
-}
-
-/*
- * CMD's seccomp filter, for the init and all it starts (needs no_new_privs,
- * set by the drop). It refuses (EPERM):
- *
- * - TIOCSTI and TIOCLINUX. CMD shares the operator's terminal (so that ^C
- *   reaches it); TIOCSTI on it pushes input that the operator's shell,
- *   root's, reads once the run ends, and TIOCLINUX on a console pastes a
- *   selection there. The request is the kernel's unsigned int, so only the
- *   argument's low 32 bits are looked at (high bits set would not get past).
- * - The key calls (add_key, request_key, keyctl). Keyrings are no
- *   namespace's: CMD possesses the operator's session keyring, and the
- *   sandbox user's own is the same for every project's runs.
- *
- * 32-bit calls are filtered the same (their own numbers); x32's and other
- * architectures' are refused. Returns 0, or -1 after printing (then CMD
- * must not start).
- */
-#if defined(__x86_64__)
-#define RUN_ARCH AUDIT_ARCH_X86_64
-#define RUN_ARCH32 AUDIT_ARCH_I386
-#define RUN_IOCTL32 54
-#define RUN_KEYS32 286 /* add_key; request_key and keyctl follow */
-#elif defined(__aarch64__)
-#define RUN_ARCH AUDIT_ARCH_AARCH64
-#define RUN_ARCH32 AUDIT_ARCH_ARM
-#define RUN_IOCTL32 54
-#define RUN_KEYS32 309
-#endif
-#define RUN_X32_BIT 0x40000000
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define RUN_ARG1_LOW (offsetof(struct seccomp_data, args[1]) + 4)
-#else
-#define RUN_ARG1_LOW offsetof(struct seccomp_data, args[1])
-#endif
-#define LD(what) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (what))
-#define RET(what) BPF_STMT(BPF_RET | BPF_K, (what))
-/* at instruction at, go to instruction to when equal to k (when ge: at least k), else on */
-#define IF_EQ(at, k, to) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (to) - (at) - 1, 0)
-#define IF_GE(at, k, to) BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, (k), (to) - (at) - 1, 0)
-
-static int cmd_filter(void)
-{
-#ifdef RUN_ARCH
-	enum {
-		ARCH, IS64, IS32, OTHER,
-		NR, X32, IOCTL, ADD, REQ, CTL, ALLOW,
-		NR32, IOCTL32, ADD32, REQ32, CTL32, ALLOW32,
-		ARG, STI, LINUX, ALLOW_IOCTL,
-		DENY, LEN
-	};
-	struct sock_filter f[LEN] = {
-		[ARCH] = LD(offsetof(struct seccomp_data, arch)),
-		[IS64] = IF_EQ(IS64, RUN_ARCH, NR),
-		[IS32] = IF_EQ(IS32, RUN_ARCH32, NR32),
-		[OTHER] = RET(SECCOMP_RET_ERRNO | EPERM),
-
-		[NR] = LD(offsetof(struct seccomp_data, nr)),
-		[X32] = IF_GE(X32, RUN_X32_BIT, DENY),
-		[IOCTL] = IF_EQ(IOCTL, __NR_ioctl, ARG),
-		[ADD] = IF_EQ(ADD, __NR_add_key, DENY),
-		[REQ] = IF_EQ(REQ, __NR_request_key, DENY),
-		[CTL] = IF_EQ(CTL, __NR_keyctl, DENY),
-		[ALLOW] = RET(SECCOMP_RET_ALLOW),
-
-		[NR32] = LD(offsetof(struct seccomp_data, nr)),
-		[IOCTL32] = IF_EQ(IOCTL32, RUN_IOCTL32, ARG),
-		[ADD32] = IF_EQ(ADD32, RUN_KEYS32, DENY),
-		[REQ32] = IF_EQ(REQ32, RUN_KEYS32 + 1, DENY),
-		[CTL32] = IF_EQ(CTL32, RUN_KEYS32 + 2, DENY),
-		[ALLOW32] = RET(SECCOMP_RET_ALLOW),
-
-		[ARG] = LD(RUN_ARG1_LOW),
-		[STI] = IF_EQ(STI, TIOCSTI, DENY),
-		[LINUX] = IF_EQ(LINUX, TIOCLINUX, DENY),
-		[ALLOW_IOCTL] = RET(SECCOMP_RET_ALLOW),
-
-		[DENY] = RET(SECCOMP_RET_ERRNO | EPERM),
-	};
-	struct sock_fprog prog = { .len = LEN, .filter = f };
-
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0)
-		return 0;
-	fprintf(stderr, "run: the seccomp filter: %s\n", strerror(errno));
-#else
-	fprintf(stderr, "run: no seccomp filter for this architecture; CMD not started\n");
-#endif
-	return -1;
 }
 
 /* What the init passes on to CMD. */
@@ -459,6 +444,7 @@ static void cmd_exec(const struct run_exec *x)
 static int init_main(const struct run_exec *x)
 {
 	struct sigaction sa = { .sa_handler = on_forwarded };
+	struct run_socks socks;
 	sigset_t set;
 	pid_t cmd;
 	int st, code = 127;
@@ -472,10 +458,12 @@ static int init_main(const struct run_exec *x)
 	if (x->alive_fd > 3)
 		close_range(3, (unsigned)x->alive_fd - 1, 0);
 	close_range((unsigned)x->alive_fd + 1, ~0U, 0);
-	if (run_netns_enter(x->netns) == -1 || sandbox_mounts(x) == -1 ||
+	/* the machine's sockets are listed first: the scan enters other namespaces, and needs its /proc */
+	if (run_socks_scan(&socks) == -1 || run_netns_enter(x->netns) == -1 || sandbox_mounts(x, &socks) == -1 ||
 	    priv_switch("run", x->user->name, x->user->uid, x->user->gid) == -1 ||
-	    session_keyring_own() == -1 || cmd_filter() == -1)
+	    session_keyring_own() == -1 || run_filter_install() == -1)
 		_exit(126);
+	run_socks_release(&socks);
 	supervised(x->alive_fd);
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
@@ -517,10 +505,6 @@ pid_t run_exec_start(const struct run_exec *x)
 
 	if (x->user == NULL)
 		return run_spawn_tty(x->argv, x->netns, x->close_fd);
-	if (mkdir("/run/sluice", 0755) == -1 && errno != EEXIST) {
-		fprintf(stderr, "run: mkdir /run/sluice: %s\n", strerror(errno));
-		return -1;
-	}
 	if (pipe2(alive, O_CLOEXEC) == -1) {
 		fprintf(stderr, "run: pipe: %s\n", strerror(errno));
 		return -1;
