@@ -11,6 +11,12 @@
                                          MAC), copied (signed for another question): prints
                                          the answer's rcode name, or "timeout"
   dns_asker.py tcp NAME                  one TCP query: the rcode name, or "reset"/"closed"
+  dns_asker.py tcp2 NAME1 NAME2 NET KEYFILE
+                                         one TCP connection: NAME1 plainly, then NAME2 with
+                                         a tag naming NET signed with KEYFILE's current key:
+                                         both rcode names
+  dns_asker.py garbage                   a UDP datagram with a query's header and no
+                                         question: the rcode name of the answer, or "timeout"
 
 The tag is written here from its documented format (lib/dnstag.h), not with
 sluice's code, so a format change the two sides disagree on shows.
@@ -66,8 +72,8 @@ def recv_exact(s, n):
     return b
 
 
-def tcp_ask(s, qid, name):
-    q = query(qid, name)
+def tcp_ask(s, qid, name, opt=None):
+    q = query(qid, name, opt)
     s.sendall(struct.pack(">H", len(q)) + q)
     return recv_exact(s, struct.unpack(">H", recv_exact(s, 2))[0])
 
@@ -122,6 +128,27 @@ def main():
     elif mode == "tcp":
         _, r = one_tcp(sys.argv[2], 7)
         print(r)
+    elif mode == "tcp2":
+        n1, n2, net, keyfile = sys.argv[2:6]
+        kid, key = current_key(keyfile)
+        s, r1 = one_tcp(n1, 8)
+        r2 = "none"
+        if s is not None:
+            try:
+                r2 = rcode(tcp_ask(s, 9, n2, tag(kid, key, net, 9, n2)))
+            except (ConnectionResetError, BrokenPipeError):
+                r2 = "reset"
+            except EOFError:
+                r2 = "closed"
+        print(r1, r2)
+    elif mode == "garbage":
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.settimeout(4)
+        s.sendto(struct.pack(">HHHHHH", 4242, 0x0100, 2, 0, 0, 0), ADDR)
+        try:
+            print(rcode(s.recv(65535)))
+        except socket.timeout:
+            print("timeout")
     else:
         raise SystemExit("usage: dns_asker.py hold|tagged|tcp ...")
 

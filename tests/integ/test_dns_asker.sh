@@ -85,6 +85,19 @@ expect_eq "run A's client sends a tag naming run B, signed with the real key: it
 expect_eq "... the row names run A, not run B" "runA 0" \
 	"$(dnsq name=n8.wild.test --field net) $(dnsq name=n8.wild.test net=runB --count)"
 
+out=$(asker "$SA" tcp2 n1.wild.test n9.wild.test runB "$STATE/stamp.key")
+expect_eq "over TCP through run A's forwarder: a first query, then one with a tag naming run B: both answered" \
+	"NOERROR NXDOMAIN" "$out"
+expect_eq "... the second's row names run A, the connection's asker (its first query's tag)" "runA tcp 0" \
+	"$(dnsq name=n9.wild.test --field net) $(dnsq name=n9.wild.test --field transport) $(dnsq name=n9.wild.test net=runB --count)"
+
+# --- what does not read as a query is answered by the forwarder, and goes nowhere
+rows=$(dnsq --count)
+out=$(asker "$SA" garbage)
+expect_eq "a datagram that is no query, through run A's forwarder: FORMERR" FORMERR "$out"
+sleep 0.3
+expect_eq "... from the forwarder: sluice-dns saw nothing of it (no row)" "$rows" "$(dnsq --count)"
+
 # --- tags sent straight to sluice-dns: the host's unattributed queries are one principal
 out=$(sdig "$HNS" n1.wild.test A)
 expect_eq "a host client without a tag is answered" NOERROR "$(status_of "$out")"
