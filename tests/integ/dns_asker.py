@@ -17,6 +17,8 @@
                                          both rcode names
   dns_asker.py garbage                   a UDP datagram with a query's header and no
                                          question: the rcode name of the answer, or "timeout"
+  dns_asker.py tcpgarbage                the same as a TCP connection's first message: the
+                                         rcode name, then "fin" or "reset" or "open"
 
 The tag is written here from its documented format (lib/dnstag.h), not with
 sluice's code, so a format change the two sides disagree on shows.
@@ -149,6 +151,20 @@ def main():
             print(rcode(s.recv(65535)))
         except socket.timeout:
             print("timeout")
+    elif mode == "tcpgarbage":
+        s = socket.create_connection(ADDR, timeout=4)
+        m = struct.pack(">HHHHHH", 4242, 0x0100, 2, 0, 0, 0)
+        s.sendall(struct.pack(">H", len(m)) + m)
+        try:
+            r = rcode(recv_exact(s, struct.unpack(">H", recv_exact(s, 2))[0]))
+            end = "fin" if s.recv(1) == b"" else "more"
+        except (ConnectionResetError, BrokenPipeError):
+            r, end = "none", "reset"
+        except EOFError:
+            r, end = "none", "fin"
+        except socket.timeout:
+            r, end = "none", "open"
+        print(r, end)
     else:
         raise SystemExit("usage: dns_asker.py hold|tagged|tcp ...")
 

@@ -96,7 +96,10 @@ rows=$(dnsq --count)
 out=$(asker "$SA" garbage)
 expect_eq "a datagram that is no query, through run A's forwarder: FORMERR" FORMERR "$out"
 sleep 0.3
-expect_eq "... from the forwarder: sluice-dns saw nothing of it (no row)" "$rows" "$(dnsq --count)"
+out=$(asker "$SA" tcpgarbage)
+expect_eq "the same as a TCP connection's first message: FORMERR, then a FIN" "FORMERR fin" "$out"
+sleep 0.3
+expect_eq "... from the forwarder: sluice-dns saw nothing of either (no row)" "$rows" "$(dnsq --count)"
 
 # --- tags sent straight to sluice-dns: the host's unattributed queries are one principal
 out=$(sdig "$HNS" n1.wild.test A)
