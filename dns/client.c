@@ -8,7 +8,14 @@
  * they are ready; it is closed after DNS_TCP_IDLE_MS without a whole query
  * (bytes of one do not count), and stops being read while DNS_TCP_INFLIGHT
  * of its queries wait (read again, and its buffered queries handled, when
- * one is answered). One address holds at most DNS_TCP_PER_CLIENT. A client
+ * one is answered). A connection's first query says who asks on it (its
+ * forwarder's tag, query.c): one asker holds at most DNS_TCP_PER_CLIENT
+ * connections, and so does one address for its connections that named
+ * none (unattributed, or no whole query yet), so one run's forwarder
+ * cannot take the others' share though all of them connect from the same
+ * address. A connection's bytes are read as it is accepted, so a
+ * forwarder's first query (written as it connects) usually names its
+ * asker before the next accept is counted. A client
  * that half-closes gets its answers, then a FIN; a reset or an error ends
  * it at once. A connection that closes while queries wait stays allocated
  * (not open) until the last of them is answered into nothing.
@@ -36,9 +43,17 @@
 #define DNS_TCP_INFLIGHT 64
 #define DNS_TCP_OUT_MAX (256 * 1024)
 
+enum tcp_asker {
+	TCP_PENDING, /* no query yet: counted by address */
+	TCP_ADDR,    /* its first query was unattributed: counted by address */
+	TCP_TAGGED,  /* its first query's tag was believed: counted by asker */
+};
+
 struct tcp_client {
 	struct tcp_client *next, *prev;
 	struct dnsd *d;
+	enum tcp_asker bound;
+	struct dnstag asker; /* TCP_TAGGED: who */
 	struct loop_io io;
 	struct loop_timer idle;
 	bool open;
@@ -342,13 +357,13 @@ static void on_tcp(struct loop *l, struct loop_io *io, uint32_t events)
 
 static int reserve_fd = -1; /* given up to accept and refuse when out of fds */
 
-/* How many open connections come from peer's address. */
+/* How many open connections come from peer's address and name no asker. */
 static size_t tcp_from(struct dnsd *d, const struct sockaddr_storage *peer)
 {
 	size_t n = 0;
 
 	for (struct tcp_client *c = d->tcp_clients; c != NULL; c = c->next) {
-		if (!c->open || c->peer.ss_family != peer->ss_family)
+		if (!c->open || c->bound == TCP_TAGGED || c->peer.ss_family != peer->ss_family)
 			continue;
 		if (peer->ss_family == AF_INET
 			    ? memcmp(&((struct sockaddr_in *)&c->peer)->sin_addr,
@@ -358,6 +373,38 @@ static size_t tcp_from(struct dnsd *d, const struct sockaddr_storage *peer)
 			n++;
 	}
 	return n;
+}
+
+/* How many open connections name net as their asker. */
+static size_t tcp_of(struct dnsd *d, const char *net)
+{
+	size_t n = 0;
+
+	for (struct tcp_client *c = d->tcp_clients; c != NULL; c = c->next)
+		if (c->open && c->bound == TCP_TAGGED && strcmp(c->asker.net, net) == 0)
+			n++;
+	return n;
+}
+
+int tcp_client_asker(struct dnsd *d, struct tcp_client *c, bool believed, struct dnstag *asker,
+		     bool *tagged)
+{
+	if (c->bound == TCP_PENDING && believed) {
+		if (tcp_of(d, asker->net) >= DNS_TCP_PER_CLIENT) {
+			tcp_close(d, c);
+			return -1;
+		}
+		c->bound = TCP_TAGGED;
+		c->asker = *asker;
+	} else if (c->bound == TCP_PENDING) {
+		c->bound = TCP_ADDR;
+	}
+	*tagged = c->bound == TCP_TAGGED;
+	if (*tagged)
+		*asker = c->asker; /* a later query's own tag, believed or not, changes nothing */
+	else
+		memset(asker, 0, sizeof(*asker));
+	return 0;
 }
 
 static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
@@ -407,6 +454,7 @@ static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
 			c->next->prev = c;
 		d->tcp_clients = c;
 		d->ntcp++;
+		on_tcp(l, &c->io, EPOLLIN); /* its first query names its asker now (c may go) */
 	}
 }
 

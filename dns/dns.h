@@ -4,9 +4,11 @@
  *
  *   main.c      arguments, config, listeners, drop to `user`, the loop
  *   judge.c     the policy: which names and types may be answered; the
- *               grant store re-read each second; the wildcard budget
- *   client.c    the listeners: UDP in batches, TCP connections
- *   query.c     one query from parse to answer and row
+ *               grant store and the stamp keys re-read each second; the
+ *               wildcard budget, per asker
+ *   client.c    the listeners: UDP in batches, TCP connections (capped per
+ *               asker)
+ *   query.c     one query from its asker tag (lib/dnstag.h) to answer and row
  *   cache.c     answers by name and type, with TTLs and a hard cap;
  *               fetches in flight, so identical queries wait for one
  *   upstream.c  the pinned upstreams: UDP, TCP and DNS over TLS
@@ -25,6 +27,7 @@
 
 #include "config.h"
 #include "dns_msg.h"
+#include "dnstag.h"
 #include "loop.h"
 #include "netlog.h"
 #include "policy.h"
@@ -62,6 +65,8 @@ struct query {
 	struct query *next; /* a fetch's waiters */
 	struct reply_to to;
 	struct dns_query q;
+	struct dnstag asker; /* who asked: the forwarder's tag, believed (tagged) */
+	bool tagged;         /* false: unattributed (asker zeroed) */
 	uint8_t question[DNS_QUESTION_MAX]; /* as the client wrote it, echoed */
 	size_t question_len;
 	double start_ms;
@@ -133,7 +138,9 @@ struct dnsd {
 	uint64_t policy_gen; /* counts the snapshots; the first is 1 */
 	time_t next_expiry;  /* the earliest once grant's expiry ahead, 0 none */
 	char run_id[GRANT_RUN_ID_LEN + 1]; /* the running proxy's, "" none */
-	struct watched_file watch_config, watch_store, watch_run;
+	struct watched_file watch_config, watch_store, watch_run, watch_keys;
+	struct stamp_key keys[STAMP_KEYS_MAX]; /* STATE/stamp.key: what a tag is verified with */
+	size_t nkeys;
 	struct loop_timer watch_timer;
 	struct loop_io sig_io;
 	int run_fd; /* STATE/dns.run, share-locked while we run */
@@ -142,7 +149,7 @@ struct dnsd {
 	struct upstream *upstreams;
 	size_t nupstreams;
 	void *cache;   /* cache.c's */
-	void *budget;  /* judge.c's wildcard budgets */
+	void *budget;  /* judge.c's wildcard budgets, one per asker and suffix */
 	struct tcp_client *tcp_clients;
 	size_t ntcp;
 	struct netlog_out row; /* row.c's scratch */
@@ -165,6 +172,14 @@ void client_release(struct dnsd *d);
 /* Send a finished answer (msg[0..len)) to where the query came from. */
 void client_send(struct dnsd *d, struct reply_to *to, const uint8_t *msg, size_t len);
 void tcp_client_hold(struct tcp_client *c);                     /* a waiter needs it */
+/*
+ * Who asks on c: set by its first query (believed: its tag was, into
+ * *asker) and kept for the connection's life; *asker and *tagged then say
+ * it for this query. Returns 0, or -1 when c's asker already holds
+ * DNS_TCP_PER_CLIENT connections (c is reset; the query is dropped).
+ */
+int tcp_client_asker(struct dnsd *d, struct tcp_client *c, bool believed, struct dnstag *asker,
+		     bool *tagged);
 void tcp_client_release(struct dnsd *d, struct tcp_client *c); /* a waiter is done with it */
 
 /* query.c */

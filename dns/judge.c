@@ -4,15 +4,20 @@
  * store or the proxy's run id (session grants) change, or a once grant
  * expires, checked each second.
  *
+ * Also re-read here: the stamp keys (STATE/stamp.key), which verify the
+ * asker tags of relayed queries (query.c).
+ *
  * A name is answerable when a live grant names it, at any level and any
  * port, or a *.suffix grant covers it, or an allow-private or inject line
  * names it. A and AAAA are answered (their CNAMEs inside), their
  * addresses through policy_judge_addr (the deny list, allow-private, the
  * machine's own addresses); HTTPS and SVCB get NODATA; other types NODATA
  * unless dns-allow-type allows them for the name. A name answerable only
- * through a wildcard spends the suffix's budget: at most
- * dns-wildcard-budget distinct names in its window, past which names not
- * yet seen get NXDOMAIN. In observe mode an unanswerable name is looked
+ * through a wildcard spends the suffix's budget of the asker (the run whose
+ * forwarder tagged the query, by its net; every unattributed query
+ * together is one more): at most dns-wildcard-budget distinct names in its
+ * window, past which names not yet seen get NXDOMAIN, for that asker only.
+ * In observe mode an unanswerable name is looked
  * up anyway and marked observe; types and addresses are checked in both
  * modes.
  */
@@ -24,6 +29,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "file.h"
+
 #define WATCH_MS 1000
 #define BUDGETS_MAX 1024
 
@@ -34,6 +41,7 @@
  */
 struct budget {
 	struct budget *next;
+	char asker[STAMP_NET_MAX + 1]; /* the tag's net; "" for the unattributed */
 	char suffix[HOST_NAME_MAX_LEN + 1];
 	size_t live;  /* names in the window (as of the last sweep) */
 	size_t nslots; /* a power of two, at least twice the budget */
@@ -48,6 +56,34 @@ struct budgets {
 	struct budget *list;
 	size_t count;
 };
+
+/*
+ * The stamp keys. Missing: no tag is believed, every query unattributed.
+ * Damaged or unreadable: the same, said loudly; attribution never fails
+ * open into a wrong name.
+ */
+static void load_keys(struct dnsd *d)
+{
+	const char *path = d->watch_keys.path, *err = NULL;
+	size_t len, line = 0;
+	char *buf;
+
+	explicit_bzero(d->keys, sizeof(d->keys));
+	d->nkeys = 0;
+	if (file_read(path, 64 * 1024, &buf, &len) == -1) {
+		if (errno != ENOENT)
+			fprintf(stderr, "sluice-dns: ERROR: stamp keys %s unreadable: %s; every "
+					"query is unattributed\n", path, strerror(errno));
+		return;
+	}
+	if (stamp_keys_parse(buf, len, d->keys, STAMP_KEYS_MAX, &d->nkeys, &line, &err) == -1) {
+		fprintf(stderr, "sluice-dns: ERROR: stamp keys %s:%zu: %s; every query is "
+				"unattributed\n", path, line, err);
+		d->nkeys = 0;
+	}
+	explicit_bzero(buf, len);
+	free(buf);
+}
 
 static int rebuild(struct dnsd *d)
 {
@@ -104,9 +140,10 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 	bool cfg = watch_changed(&d->watch_config);
 	bool store = watch_changed(&d->watch_store);
 	bool run = watch_changed(&d->watch_run);
-
 	char now_run[GRANT_RUN_ID_LEN + 1];
 
+	if (watch_changed(&d->watch_keys))
+		load_keys(d);
 	if (cfg || store || run) {
 		judge_reload(d, cfg ? "config changed" : store ? "grant store changed"
 							: "the proxy's run changed");
@@ -132,6 +169,10 @@ int judge_init(struct dnsd *d)
 		 d->config->state_dir);
 	snprintf(d->watch_run.path, sizeof(d->watch_run.path), "%s/proxy.run",
 		 d->config->state_dir);
+	snprintf(d->watch_keys.path, sizeof(d->watch_keys.path), "%s/stamp.key",
+		 d->config->state_dir);
+	watch_changed(&d->watch_keys);
+	load_keys(d);
 	watch_changed(&d->watch_config);
 	watch_changed(&d->watch_store);
 	watch_changed(&d->watch_run);
@@ -146,6 +187,8 @@ void judge_release(struct dnsd *d)
 	struct budgets *b = d->budget;
 
 	loop_timer_cancel(d->loop, &d->watch_timer);
+	explicit_bzero(d->keys, sizeof(d->keys));
+	d->nkeys = 0;
 	policy_free(d->policy);
 	d->policy = NULL;
 	if (b != NULL) {
@@ -270,8 +313,11 @@ static void budget_sweep(struct budget *b, uint64_t now, uint64_t window)
 	free(keep);
 }
 
-/* Whether name may be answered under suffix's budget (a name seen in the window always may). */
-static bool budget_spend(struct dnsd *d, const char *suffix, const char *name)
+/*
+ * Whether name may be answered under the asker's budget for suffix (a name
+ * it asked in the window always may). asker: the tag's net, "" unattributed.
+ */
+static bool budget_spend(struct dnsd *d, const char *asker, const char *suffix, const char *name)
 {
 	struct budgets *bs = d->budget;
 	const struct config *c = d->config;
@@ -280,7 +326,9 @@ static bool budget_spend(struct dnsd *d, const char *suffix, const char *name)
 	struct budget *b;
 	size_t mask, i;
 
-	for (b = bs->list; b != NULL && strcmp(b->suffix, suffix) != 0; b = b->next)
+	for (b = bs->list;
+	     b != NULL && (strcmp(b->suffix, suffix) != 0 || strcmp(b->asker, asker) != 0);
+	     b = b->next)
 		;
 	if (b == NULL) {
 		size_t n = 2;
@@ -293,6 +341,7 @@ static bool budget_spend(struct dnsd *d, const char *suffix, const char *name)
 		if (b == NULL)
 			return false;
 		snprintf(b->suffix, sizeof(b->suffix), "%s", suffix);
+		snprintf(b->asker, sizeof(b->asker), "%s", asker);
 		b->nslots = n;
 		b->swept_ms = now;
 		b->next = bs->list;
@@ -368,12 +417,13 @@ int judge_query(struct dnsd *d, struct query *qr, struct cache_entry *memo)
 				 : "; dns-allow-type NAME TYPE in the config answers it");
 		return RCODE_NOERROR; /* NODATA */
 	}
-	if (suffix != NULL && !budget_spend(d, suffix, h->name)) {
+	if (suffix != NULL && !budget_spend(d, qr->tagged ? qr->asker.net : "", suffix, h->name)) {
 		qr->decision = "refuse";
 		qr->reason = "wildcard-budget";
 		snprintf(qr->detail, sizeof(qr->detail),
-			 "over %u names under *.%.100s in %u s (dns-wildcard-budget)",
-			 d->config->dns_wildcard_budget, suffix, d->config->dns_wildcard_window);
+			 "over %u names under *.%.80s in %u s for %s (dns-wildcard-budget)",
+			 d->config->dns_wildcard_budget, suffix, d->config->dns_wildcard_window,
+			 qr->tagged ? qr->asker.net : "the unattributed");
 		return RCODE_NXDOMAIN;
 	}
 	qr->filter = qr->q.qtype == DNS_T_A || qr->q.qtype == DNS_T_AAAA ||

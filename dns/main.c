@@ -92,6 +92,13 @@ static int drop(struct dnsd *d)
 			d->watch_store.path, slash != NULL ? dir : ".", strerror(errno));
 		return -1;
 	}
+	if (access(d->watch_keys.path, R_OK) == -1 && errno != ENOENT) {
+		fprintf(stderr, "sluice-dns: user %s cannot read the stamp keys %s (asker tags are "
+				"verified with them, re-read as %s): %s; make them readable by its "
+				"group (root:GROUP 0640)\n", user, d->watch_keys.path, user,
+			strerror(errno));
+		return -1;
+	}
 	if (access(d->config->state_dir, W_OK) == 0) {
 		fprintf(stderr, "sluice-dns: user %s can write the state directory %s: what runs as "
 				"%s could plant links there that root follows; keep it root:GROUP 0750 "

@@ -1,7 +1,11 @@
 /*
  * query.c: one client query, from its bytes to its answer and its row.
  *
- * Parse (lib/dns_msg.c: anything malformed is FORMERR, or dropped when
+ * Who asked first: the asker tag a forwarder added (lib/dnstag.c), taken
+ * out of every query that reads, whoever wrote it, and believed only when
+ * it verifies under a live stamp key (else the query is unattributed);
+ * over TCP the connection's first query names the asker of them all. Then
+ * parse (lib/dns_msg.c: anything malformed is FORMERR, or dropped when
  * not even its header is a query's), judge (judge.c), then the cache: a
  * hit is answered at once; a miss waits on the fetch for its name and
  * type, made when none is in flight (coalescing), and is answered when it
@@ -13,6 +17,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define FETCHES_MAX 4096 /* upstream lookups in flight */
 #define WAITERS_MAX 1024 /* queries waiting on one */
@@ -61,9 +66,22 @@ long query_handle(struct dnsd *d, const uint8_t *msg, size_t len, struct reply_t
 	size_t n;
 	int rc;
 
+	static uint8_t clean[DNS_MSG_MAX];
+	bool believed;
+	long cl;
+
 	memset(&qr, 0, sizeof(qr));
 	qr.to = *to;
 	qr.start_ms = loop_clock_ms();
+	cl = dnstag_take(msg, len, clean, sizeof(clean), d->keys, d->nkeys, time(NULL), &qr.asker,
+			 &believed);
+	if (cl >= 0) { /* what follows sees the query without any tag */
+		msg = clean;
+		len = (size_t)cl;
+	}
+	qr.tagged = believed;
+	if (to->tcp != NULL && tcp_client_asker(d, to->tcp, believed, &qr.asker, &qr.tagged) == -1)
+		return -1;
 	if (dns_query_read(msg, len, &qr.q, &why) == -1) {
 		n = wire_formerr(msg, len, out, outmax); /* NOTIMP for an opcode not QUERY */
 		qr.decision = "error";

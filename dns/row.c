@@ -1,6 +1,7 @@
 /*
  * row.c: a query's row in the DNS log (docs/network-log.md, kind "dns"),
- * built with lib/netlog_row.c. Rows of a batch of UDP queries are held
+ * built with lib/netlog_row.c, naming who asked (the forwarder's tag:
+ * src@net, or unattributed). Rows of a batch of UDP queries are held
  * and written with one write(2) before the batch's answers go out
  * (client.c); a row for an answer sent later is written before it is.
  * Each row also counts its query in sluice_dns_queries_total, by decision
@@ -41,13 +42,18 @@ void row_write(struct dnsd *d, const struct query *qr, int rcode, unsigned kept,
 	       unsigned removed, bool hold, bool parsed)
 {
 	struct netlog_out *o = &d->row;
-	char client[64], tb[DNS_TYPE_TEXT_MAX];
+	char client[64], tb[DNS_TYPE_TEXT_MAX], who[sizeof(qr->asker.src) + sizeof(qr->asker.net)];
 
 	sockaddr_format(&qr->to.peer, client, sizeof(client));
+	if (qr->tagged)
+		snprintf(who, sizeof(who), "%s@%s", qr->asker.src, qr->asker.net);
 	netlog_put_start(o);
 	netlog_put_cstr(o, "kind", "dns");
 	netlog_put_cstr(o, "client", client);
 	netlog_put_cstr(o, "transport", qr->to.udp_fd >= 0 ? "udp" : "tcp");
+	netlog_put_cstr(o, "who", qr->tagged ? who : "unattributed");
+	netlog_put_cstr(o, "src", qr->tagged ? qr->asker.src : NULL);
+	netlog_put_cstr(o, "net", qr->tagged ? qr->asker.net : NULL);
 	netlog_put_cstr(o, "name", parsed ? qr->q.name : NULL);
 	netlog_put_cstr(o, "type", parsed ? dns_type_name(qr->q.qtype, tb) : NULL);
 	netlog_put_cstr(o, "decision", qr->decision);

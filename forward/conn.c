@@ -9,8 +9,13 @@
  * passes everything else (Proxy-Authorization included) untouched, then
  * relays bytes both ways and parses nothing more. Upstream sockets carry
  * --mark's SO_MARK; one that cannot fails its dial. A connection on a
- * --dns listener starts raw: no head, no stamp (DNS over TCP is
- * length-framed binary), dialled at once, then relayed like the others.
+ * --dns listener has no head (DNS over TCP is length-framed binary): with
+ * --key and --net it reads the first query (at most FWD_DNS_QUERY_MAX, in
+ * 10 s) and tags it (dns.c: lib/dnstag.h), so sluice-dns learns who asks
+ * from the connection's first message, as the proxy does from its first
+ * head; a first query that does not read gets FORMERR and a close. The
+ * queries after it pass as bytes. Without a key it starts raw, dialled at
+ * once. Either way it is then relayed like the others.
  *
  * The stamped head is written as soon as the connect is issued: on loopback
  * or a fast link the handshake is already done, the write proves it, and
@@ -38,6 +43,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "dnstag.h"
 #include "http.h"
 #include "relay.h"
 #include "sock.h"
@@ -47,6 +53,7 @@
 enum conn_state {
 	C_HEAD,     /* reading the first head */
 	C_RAW,      /* --dns: nothing to read first, the upstream is dialled at once */
+	C_QUERY,    /* --dns with a tag: reading the first query */
 	C_DIAL,     /* connecting upstream */
 	C_RELAY,    /* relaying both ways */
 	C_RST_WAIT, /* upstream closed first: waiting for the client's acks */
@@ -65,6 +72,7 @@ static const struct conn_state_def {
 	[C_HEAD] = { "head", "the client's first request head", "close (10 s)" },
 	[C_RAW] = { "raw", "nothing: dialled at once (--dns: no head, no stamp)",
 		    "none: it is left at once" },
+	[C_QUERY] = { "query", "the client's first DNS query, to tag (--dns)", "close (10 s)" },
 	[C_DIAL] = { "dial", "the upstream's connect",
 		     "re-dial on a new socket (every 2 s, 8 tries), then reset the client" },
 	[C_RELAY] = { "relay", "bytes either way", "none: relaying has no deadline" },
@@ -314,6 +322,80 @@ static void step_head(struct conn *c)
 	}
 }
 
+/* Put the tagged first query (q[0..len) as it came) in place of the client's. */
+static int tag_first(struct conn *c, size_t len)
+{
+	static uint8_t tagged[2 + FWD_DNS_QUERY_MAX + DNSTAG_GROW];
+	const uint8_t *q = (const uint8_t *)buf_head(&c->in) + 2;
+	long n = dns_tag(c->fw, c->src, q, len, tagged + 2, sizeof(tagged) - 2);
+	struct buf b;
+
+	if (n == -1)
+		return -1;
+	tagged[0] = (uint8_t)(n >> 8);
+	tagged[1] = (uint8_t)n;
+	buf_init(&b, CONN_IO_MAX + DNSTAG_GROW);
+	if (buf_append(&b, tagged, 2 + (size_t)n) == -1 ||
+	    buf_append(&b, buf_head(&c->in) + 2 + len, buf_len(&c->in) - 2 - len) == -1) {
+		buf_release(&b);
+		return -1;
+	}
+	buf_release(&c->in);
+	c->in = b;
+	return 0;
+}
+
+/* The first query that does not read: FORMERR (when it has a header), then a FIN. */
+static void refuse_query(struct conn *c, size_t len)
+{
+	uint8_t e[2 + 12];
+	size_t n = dns_formerr((const uint8_t *)buf_head(&c->in) + 2, len, e + 2);
+
+	if (n > 0) {
+		e[0] = 0;
+		e[1] = (uint8_t)n;
+		(void)!write(c->cfd, e, 2 + n);
+	}
+	shutdown(c->cfd, SHUT_WR);
+	conn_close(c, false);
+}
+
+static void step_query(struct conn *c)
+{
+	bool drained = false;
+
+	for (;;) {
+		ssize_t n;
+
+		if (buf_len(&c->in) >= 2) {
+			const uint8_t *h = (const uint8_t *)buf_head(&c->in);
+			size_t len = (size_t)h[0] << 8 | h[1];
+
+			if (len > FWD_DNS_QUERY_MAX) {
+				conn_close(c, true); /* no query is that long */
+				return;
+			}
+			if (buf_len(&c->in) >= 2 + len) {
+				if (tag_first(c, len) == -1) {
+					refuse_query(c, len);
+					return;
+				}
+				dial(c);
+				return;
+			}
+		}
+		if (drained)
+			return;
+		n = buf_read_fd(&c->in, c->cfd, 2 + FWD_DNS_QUERY_MAX - buf_len(&c->in), &drained);
+		if (n > 0)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			return;
+		conn_close(c, false);
+		return;
+	}
+}
+
 static void dial_done(struct conn *c, uint32_t events)
 {
 	if (events & (EPOLLERR | EPOLLHUP)) {
@@ -373,6 +455,7 @@ static void update_interest(struct conn *c)
 
 	switch (c->state) {
 	case C_HEAD:
+	case C_QUERY:
 		ci = EPOLLIN;
 		break;
 	case C_RAW:
@@ -402,6 +485,8 @@ static void conn_pump(struct conn *c)
 {
 	if (c->state == C_HEAD)
 		step_head(c);
+	else if (c->state == C_QUERY)
+		step_query(c);
 	else if (c->state == C_RAW)
 		dial(c);
 	if (!c->closed && c->state == C_RELAY)
@@ -420,6 +505,7 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 			conn_states[c->state].name, conn_states[c->state].late);
 	switch (c->state) {
 	case C_HEAD:
+	case C_QUERY:
 		conn_close(c, false);
 		return;
 	case C_RAW:
@@ -492,8 +578,7 @@ static void on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
 	conn_pump(c);
 }
 
-/* The client's address as the stamp names it: IPv4-mapped becomes IPv4. */
-static void client_addr(const struct sockaddr_storage *ss, char *out, size_t size)
+void conn_addr_text(const struct sockaddr_storage *ss, char *out, size_t size)
 {
 	if (ss->ss_family == AF_INET) {
 		inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)ss)->sin_addr, out,
@@ -525,7 +610,7 @@ void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,
 	c->up.pipe[0] = c->up.pipe[1] = c->down.pipe[0] = c->down.pipe[1] = -1;
 	buf_init(&c->in, CONN_IO_MAX);
 	buf_init(&c->out, CONN_IO_MAX);
-	client_addr(peer, c->src, sizeof(c->src));
+	conn_addr_text(peer, c->src, sizeof(c->src));
 	if (as != NULL)
 		snprintf(c->as, sizeof(c->as), "%s", as);
 	if (loop_io_add(fw->loop, &c->cio, fd, EPOLLIN, on_client, c) == -1) {
@@ -534,8 +619,8 @@ void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,
 		return;
 	}
 	fw->nconns++;
-	c->state = ln->kind == FWD_DNS_TCP ? C_RAW : C_HEAD;
-	if (c->state == C_HEAD)
+	c->state = ln->kind != FWD_DNS_TCP ? C_HEAD : fw->dns_tag ? C_QUERY : C_RAW;
+	if (c->state != C_RAW)
 		loop_timer_set(fw->loop, &c->timer, FWD_HEAD_TIMEOUT_MS, on_timer, c);
 	conn_pump(c);
 }

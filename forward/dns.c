@@ -6,8 +6,11 @@
  * whose connections conn.c relays from its raw state (no head, no stamp),
  * and a UDP socket, here. Each client, by its address (ip:port) and the
  * address it sent to, gets a flow: a UDP socket connected to UPSTREAM, made
- * in our own namespace (with --mark's SO_MARK). A datagram from the client
- * goes up its flow's socket as it came; what comes back there (the connected
+ * in our own namespace (with --mark's SO_MARK). A query from the client
+ * goes up its flow's socket tagged (with --key and --net, lib/dnstag.h:
+ * every tag the client wrote removed, ours naming --net and the client's
+ * address appended, signed; one that does not read as a query is answered
+ * FORMERR here and goes nowhere), or as it came without them; what comes back there (the connected
  * socket takes datagrams from UPSTREAM only) goes to that client from the
  * listener socket, from the address the client sent to (IP(V6)_PKTINFO: a
  * wildcard LISTEN answers from the address asked, which is where resolvers
@@ -27,10 +30,10 @@
  * wake-up reads at most DNS_BATCH datagrams from a socket, so a flood on one
  * leaves the loop to the others (TCP accepts included) every round.
  *
- * Not here: no DNS parsing (bytes only, up to 65535 a datagram), no answer
- * of our own (an upstream that is down or refuses leaves the client to its
- * own timeout; over TCP conn.c resets it), no policy (the upstream,
- * sluice-dns, has it).
+ * Not here: no DNS parsing but the tag's (answers pass as bytes, up to
+ * 65535 a datagram), no answer of our own but FORMERR (an upstream that is
+ * down or refuses leaves the client to its own timeout; over TCP conn.c
+ * resets it), no policy (the upstream, sluice-dns, has it).
  */
 #include "forward.h"
 
@@ -42,8 +45,10 @@
 #include <sys/epoll.h>
 #include <sys/random.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "dnstag.h"
 #include "sockaddr.h"
 
 #define DNS_DGRAM_MAX 65535
@@ -86,6 +91,7 @@ struct dns_relay {
 	struct loop_timer sweep;
 	bool said_full;                /* the pool was full once (said once) */
 	unsigned char dgram[DNS_DGRAM_MAX];
+	unsigned char tagged[DNS_DGRAM_MAX + DNSTAG_GROW];
 };
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -350,6 +356,43 @@ static struct dns_flow *flow_open(struct dns_relay *r, struct fwd_listener *ln,
 	return f;
 }
 
+long dns_tag(struct forwarder *fw, const char *src, const uint8_t *q, size_t len, uint8_t *out,
+	     size_t max)
+{
+	struct dnstag t;
+
+	memset(&t, 0, sizeof(t));
+	snprintf(t.src, sizeof(t.src), "%s", src);
+	memcpy(t.net, fw->net, sizeof(t.net));
+	t.time = (uint64_t)time(NULL);
+	return dnstag_add(q, len, &t, &fw->key, out, max);
+}
+
+size_t dns_formerr(const uint8_t *q, size_t len, uint8_t *out)
+{
+	if (len < 12)
+		return 0;
+	memcpy(out, q, 2);
+	out[2] = (uint8_t)(0x80 | (q[2] & 0x79)); /* QR, the opcode and RD as asked */
+	out[3] = 1;                               /* FORMERR */
+	memset(out + 4, 0, 8);
+	return 12;
+}
+
+/* The query in r->dgram up f's socket, tagged. Returns 0, or -1 when it is no query. */
+static int tag_and_send(struct dns_relay *r, struct dns_flow *f, size_t n)
+{
+	char src[INET6_ADDRSTRLEN];
+	long t;
+
+	conn_addr_text(&f->client, src, sizeof(src));
+	t = dns_tag(r->fw, src, r->dgram, n, r->tagged, sizeof(r->tagged));
+	if (t == -1)
+		return -1;
+	(void)!send(f->io.fd, r->tagged, (size_t)t, MSG_DONTWAIT);
+	return 0;
+}
+
 /* The PKTINFO a datagram came with, into local. */
 static void local_of(struct msghdr *msg, struct dns_local *local)
 {
@@ -406,7 +449,18 @@ void dns_on_query(struct loop *l, struct loop_io *io, uint32_t events)
 		if (f == NULL)
 			continue; /* no socket for it now: dropped */
 		flow_touch(r, f);
-		(void)!send(f->io.fd, r->dgram, (size_t)n, MSG_DONTWAIT);
+		if (!r->fw->dns_tag) {
+			(void)!send(f->io.fd, r->dgram, (size_t)n, MSG_DONTWAIT);
+			continue;
+		}
+		if (tag_and_send(r, f, (size_t)n) == -1) {
+			size_t e = dns_formerr(r->dgram, (size_t)n, r->tagged);
+
+			if (e > 0) {
+				memcpy(r->dgram, r->tagged, e);
+				answer(r, f, e);
+			}
+		}
 	}
 }
 

@@ -7,9 +7,11 @@
  *           there is re-created) and in our own namespace (--own)
  * conn.c    one client connection: read the first head, refuse it unless
  *           canonical, strip every client stamp, add ours, then relay bytes;
- *           on a --dns listener (TCP) relay bytes from the start (raw)
+ *           on a --dns listener (TCP) the first query tagged (with --key
+ *           and --net; else nothing), then bytes relayed
  * dns.c     --dns over UDP: one connected upstream socket per client
- *           address, a bounded pool of them, datagrams passed as they are
+ *           address, a bounded pool of them, each query tagged with who
+ *           asked (lib/dnstag.h: with --key and --net; else passed as is)
  * cgroup.c  who is behind a connection on an --own listener: the client
  *           socket's cgroup (sock_diag), classified into a principal
  *           (lib/cgpath.c) where the engine made it, for a container the
@@ -17,9 +19,10 @@
  * wait.c    --wait: until something listens on ADDR:PORT in a namespace
  *
  * Runs inside the sandbox as root, at the last point where a container
- * still has its own address. Parses nothing after the first head, and
- * nothing at all of --dns traffic. Upstream sockets are always made in our
- * own namespace.
+ * still has its own address. Parses nothing after the first head; of
+ * --dns traffic only what tagging needs (each UDP query, a TCP
+ * connection's first). Upstream sockets are always made in our own
+ * namespace.
  */
 #ifndef SLUICE_FORWARD_H
 #define SLUICE_FORWARD_H
@@ -46,11 +49,12 @@
 #define FWD_DNS_FLOWS_MAX 1024     /* UDP clients relayed at once; past it the LRU one goes */
 #define FWD_DNS_IDLE_MS 10000      /* a UDP flow without a datagram this long is closed */
 #define FWD_DNS_SWEEP_MS 1000      /* how often idle flows are looked for */
+#define FWD_DNS_QUERY_MAX 4096     /* a TCP connection's first query, to be tagged */
 
 enum fwd_kind {
 	FWD_STAMP,   /* LISTEN=UPSTREAM or --own: TCP, the first head stamped */
-	FWD_DNS_TCP, /* --dns: TCP, bytes relayed from the start, no head, no stamp */
-	FWD_DNS_UDP, /* --dns: UDP, each client's datagrams on its own upstream socket */
+	FWD_DNS_TCP, /* --dns: TCP, the first query tagged (dns_tag), then bytes relayed */
+	FWD_DNS_UDP, /* --dns: UDP, each client's queries tagged, on its own upstream socket */
 };
 
 struct fwd_listener {
@@ -108,6 +112,7 @@ struct forwarder {
 	size_t nlisteners;
 	struct stamp_key key; /* the current key, used to sign */
 	char net[STAMP_NET_MAX + 1];
+	bool dns_tag;         /* --key and --net: --dns queries carry a tag (lib/dnstag.h) */
 	char boot[17];        /* random per start */
 	uint64_t seq;         /* per boot, one per connection */
 	uint32_t mark;        /* --mark: SO_MARK on upstream sockets; 0 none */
@@ -144,6 +149,8 @@ void listen_stop(struct forwarder *fw);
 void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,
 		 const struct sockaddr_storage *peer, const char *as);
 void conn_free_dead(struct forwarder *fw);
+/* A client's address as a stamp or a tag names it (IPv4-mapped becomes IPv4). */
+void conn_addr_text(const struct sockaddr_storage *ss, char *out, size_t size);
 
 /* dns.c */
 /* The flow pool, when a listener is FWD_DNS_UDP. Returns 0, or -1 after printing. */
@@ -159,6 +166,15 @@ int dns_socket(const struct sockaddr_storage *addr);
 void dns_on_query(struct loop *l, struct loop_io *io, uint32_t events);
 /* Close the flows of ln, whose socket is being replaced (their clients were elsewhere). */
 void dns_forget(struct forwarder *fw, const struct fwd_listener *ln);
+/*
+ * The query q[0..len) from the client at src (conn_addr_text) tagged with
+ * fw's net and key into out: its length, or -1 when q is no query
+ * lib/dnstag.c can read (the caller answers dns_formerr) or out is short.
+ */
+long dns_tag(struct forwarder *fw, const char *src, const uint8_t *q, size_t len, uint8_t *out,
+	     size_t max);
+/* A FORMERR answer to q[0..len) into out[12]: its length, 0 when q has no header. */
+size_t dns_formerr(const uint8_t *q, size_t len, uint8_t *out);
 
 /* cgroup.c */
 /*

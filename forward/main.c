@@ -7,8 +7,9 @@
  * connection attributed by its client's cgroup, where the engine makes
  * them: --engine-cgroup, --engine-uid, --engine-state; --dns relays, UDP
  * and TCP, beside the LISTEN=UPSTREAM ones), signals, the loop. --key and
- * --net are needed only with a stamping listener: `--dns` alone stamps
- * nothing and takes neither (given, the key is still read, and on SIGHUP).
+ * --net are needed only with a stamping listener; with --dns, given both,
+ * every relayed query is tagged (lib/dnstag.h), and `--dns` alone takes
+ * neither and relays as it came (given, the key is still read, and on SIGHUP).
  * SIGHUP re-reads the key file (after `sluice key rotate`); SIGINT and
  * SIGTERM stop it. Once listening it keeps only the capabilities its
  * options still use (drop_caps) and sets no_new_privs; it stays uid 0,
@@ -52,11 +53,15 @@ static void usage(void)
 		"                    a sluice-proxy `listen unix:PATH` on this host (no TCP hop)\n"
 		"  --key FILE        the stamp keys (STATE/stamp.key from `sluice key init`);\n"
 		"                    with --net, needed only for LISTEN=UPSTREAM and --own\n"
-		"  --net NAME        the network name every stamp carries\n"
+		"  --net NAME        the network name every stamp (and, with --key, every\n"
+		"                    --dns query's tag) carries\n"
 		"  --netns PATH      LISTEN=UPSTREAM pairs and --dns listen inside this network\n"
 		"                    namespace (e.g. /run/netns/vm), followed when it is re-created\n"
-		"  --dns LISTEN=UPSTREAM  a DNS relay, no stamp, nothing parsed: UDP and TCP on\n"
-		"                    LISTEN (a wildcard address covers interfaces made later),\n"
+		"  --dns LISTEN=UPSTREAM  a DNS relay: UDP and TCP on LISTEN (a wildcard\n"
+		"                    address covers interfaces made later); with --key and --net\n"
+		"                    each UDP query and each TCP connection's first carries a\n"
+		"                    signed EDNS tag naming --net and the client (sluice-dns\n"
+		"                    believes it), else relayed as it came;\n"
 		"                    each UDP client on its own socket to UPSTREAM (at most %d at\n"
 		"                    once, the least recently used giving way; closed after %d s\n"
 		"                    idle), TCP bytes relayed both ways; repeatable, at most %d\n"
@@ -356,6 +361,7 @@ int main(int argc, char **argv)
 	}
 	if (net != NULL)
 		snprintf(fw.net, sizeof(fw.net), "%s", net);
+	fw.dns_tag = ndns > 0 && key_path != NULL && net != NULL;
 	if (fw.cgroups.nparents == 0) {
 		for (size_t i = 0; i < sizeof(default_parents) / sizeof(default_parents[0]); i++)
 			fw.cgroups.parents[fw.cgroups.nparents++] = default_parents[i];
@@ -413,8 +419,9 @@ int main(int argc, char **argv)
 		goto out;
 	if (key_path != NULL)
 		fprintf(stderr, "sluice-forward: running: net %s, boot %s, key %u, %zu listeners "
-				"(%zu own), %zu dns relays\n",
-			fw.net, fw.boot, fw.key.kid, fw.nlisteners - 2 * ndns, nown, ndns);
+				"(%zu own), %zu dns relays%s\n",
+			fw.net, fw.boot, fw.key.kid, fw.nlisteners - 2 * ndns, nown, ndns,
+			fw.dns_tag ? " (queries tagged)" : "");
 	else
 		fprintf(stderr, "sluice-forward: running: no stamping listener, %zu dns relays\n",
 			ndns);
