@@ -33,7 +33,8 @@ Modes (one line out per stream, in the order the streams were opened):
                      streams reset with REFUSED_STREAM; "goaway CODE" added
                      when the connection ended
   retry par|seq PATH...  one GET per path, on one connection, all at once
-                     (par) or each once the one before it ended (seq); a
+                     (par: the heads in one write) or each once the one
+                     before it ended (seq); a
                      stream the server says it did not process (reset
                      with REFUSED_STREAM, or past the last-stream-id of its
                      GOAWAY) is sent again, as RFC 9113 8.7 allows, on a
@@ -293,7 +294,8 @@ def retry(phost, pport, host, port, cafile, kind, paths):
         again = []
         if kind == "par":
             c = connect()
-            sids = [c.request(p) for p in todo]
+            sids = [c.request(p, flush=False) for p in todo]
+            c.flush()  # the heads in one write: they arrive together
             for p in todo:
                 tries[p] += 1
             wait(c, sids)

@@ -26,6 +26,7 @@ By :path:
                 0.5 s later, a 200 "slow"; the streams after it are not
                 processed; then the connection is closed (a graceful
                 shutdown with a request in flight)
+  /die          the connection is closed at once, no GOAWAY, nothing answered
 After its GOAWAY the origin answers no stream past its last-stream-id.
   anything else 200 "ok"
 """
@@ -107,6 +108,8 @@ def serve1(conn):
                     armed = None
                     c.reset_stream(e.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
                     continue
+                if path == "/die":
+                    return
                 if path in ("/goaway-next", "/refuse-next"):
                     armed = path[1:-5]
                 elif path == "/goaway-slow":

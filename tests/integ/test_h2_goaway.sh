@@ -13,7 +13,12 @@ lab_tls_origin
 T=$LAB_DIR/tls
 lab_bg "$INS" "$PY" "$(dirname "$0")/h2_evil_origin.py" "$T/srv.crt" "$T/srv.key" 203.0.113.13 8555
 wait_until 10 ix bash -c '</dev/tcp/203.0.113.13/8555' || lab_bail "evil origin did not start"
-lab_write_conf "intercept on" "allow tls.test:8555" "upstream-ca tls.test $T/ca.crt"
+# a token command that takes its time: a stream waits for it, unsent
+printf '#!/bin/sh\nsleep 0.5\necho "%s"\necho 60\n' "$LAB_TOKEN" >"$LAB_DIR/mint.sh"
+chmod 700 "$LAB_DIR/mint.sh"
+lab_write_conf "intercept on" "allow tls.test:8555" "upstream-ca tls.test $T/ca.crt" \
+	"inject gtok host=tls.test:8555 path=/ta header=x-tok command=$LAB_DIR/mint.sh unattributed=yes" \
+	"inject gtok2 host=tls.test:8555 path=/tb header=x-tok command=$LAB_DIR/mint.sh unattributed=yes"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 lab_run_proxy
 CA=$STATE/ca.crt
@@ -54,6 +59,30 @@ expect_re "... told REFUSED_STREAM, no GOAWAY (the origin goes on with its conne
 	"^conn 1: /refuse-next 200 \| /z reset 7$" "$out"
 wait_log 3 path=/z reason=upstream-refused
 expect_re "... its row says so" "REFUSED_STREAM" "$(logq path=/z reason=upstream-refused --field detail)"
+;; esac
+
+case ${CASE:-all} in all|token)
+# a stream still waiting for its token (not sent) when the origin's GOAWAY
+# comes, then when the origin's connection just ends (no GOAWAY): it never
+# went up, so it is refused, not answered 502; the stream that did go up
+# and was cut off (/die) may have been processed: 502, not retried
+out=$(h2py tls.test 8555 "$CA" retry par /goaway-slow /ta)
+echo "$out" | sed 's/^/# /'
+expect_re "a stream waiting for its token when the origin's GOAWAY comes: retried, answered" \
+	"^/ta 200 ok tries=2$" "$out"
+expect_re "... reset REFUSED_STREAM before the GOAWAY (last-stream-id 1)" \
+	"^conn 1: /ta reset 7 \| goaway 1 0 \| /goaway-slow 200$" "$out"
+wait_log 3 path=/ta reason=upstream-refused
+expect_re "... its row" "GOAWAY \(last stream 1\) before it took this stream" \
+	"$(logq path=/ta reason=upstream-refused --field detail)"
+# (another rule: the first one's token is cached now)
+out=$(h2py tls.test 8555 "$CA" retry par /die /tb)
+echo "$out" | sed 's/^/# /'
+expect_re "a stream waiting for its token when the origin's connection ends: retried, answered" \
+	"^/tb 200 ok tries=2$" "$out"
+expect_re "... the one that went up and was cut off: 502, not retried" "^/die 502 .* tries=1$" "$out"
+expect_re "... the GOAWAY's last-stream-id is the 502's stream, not the refused one" \
+	"^conn 1: (/die 502 \| /tb reset 7|/tb reset 7 \| /die 502) \| goaway 1 0$" "$out"
 ;; esac
 
 case ${CASE:-all} in all|curl)
