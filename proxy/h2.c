@@ -207,9 +207,10 @@ static int srv_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) &&
-	    h->goaway_due && memcmp(frame->ping.opaque_data, H2_GOAWAY_PING, 8) == 0) {
-		h->goaway_due = false;
-		h2_goaway_send(h);
+	    h->goaway_due && h->goaway_at == 0 &&
+	    memcmp(frame->ping.opaque_data, H2_GOAWAY_PING, 8) == 0) {
+		h->goaway_at = session_now(h->s) + H2_GOAWAY_GRACE_MS; /* h2_late sends it */
+		session_arm_timer(h->s);
 		return 0;
 	}
 	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
@@ -691,14 +692,26 @@ uint64_t h2_due(const struct session *s, const struct config *c)
 	for (const struct h2_stream *st = s->h2->streams; st != NULL; st = st->next)
 		if (stream_waits(st, &at, TOKEN_WAIT_MS, c->response_timeout_ms) && at < due)
 			due = at;
+	if (s->h2->goaway_at != 0 && s->h2->goaway_at < due)
+		due = s->h2->goaway_at;
 	return due;
 }
 
-/* The streams past their deadline get a 504; with none, the connection was idle. */
+/*
+ * A GOAWAY whose time came goes; the streams past their deadline get a
+ * 504; with neither, the connection was idle.
+ */
 void h2_late(struct session *s, const struct config *c)
 {
 	uint64_t now = session_now(s), at;
 	bool any = false;
+
+	if (s->h2->goaway_at != 0 && now >= s->h2->goaway_at) {
+		s->h2->goaway_at = 0;
+		s->h2->goaway_due = false;
+		h2_goaway_send(s->h2);
+		any = true;
+	}
 
 	for (struct h2_stream *st = s->h2->streams; st != NULL; st = st->next) {
 		if (!stream_waits(st, &at, TOKEN_WAIT_MS, c->response_timeout_ms) || at > now)

@@ -23,7 +23,8 @@
 #define H2_QUEUED_MAX 512 /* frames queued for a hop past which the other is not read */
 #define H2_READS 4  /* reads of one hop per round ... */
 #define H2_ROUNDS 4 /* ... and rounds per step, before a busy connection yields */
-#define H2_GOAWAY_PING ((const uint8_t *)"sluice:g") /* our PING's data before a GOAWAY */
+#define H2_GOAWAY_PING ((const uint8_t *)"sluice:g") /* our PING's data before a GOAWAY ... */
+#define H2_GOAWAY_GRACE_MS 100 /* ... which goes this long after its ACK */
 
 /* One field of a header block: offsets into its h2_fields' data. */
 struct h2_field {
@@ -83,7 +84,8 @@ struct h2 {
 	bool wipe_up;  /* a credential went into uout: what it sent is wiped */
 	bool up_goaway; /* the upstream sent GOAWAY: no new stream goes to it ... */
 	int32_t up_last; /* ... and its streams past this were not processed (INT32_MAX: none) */
-	bool goaway_due; /* a GOAWAY for the client waits for our PING's ACK (h2_goaway) */
+	bool goaway_due; /* a GOAWAY for the client waits for our PING's ACK (h2_goaway) ... */
+	uint64_t goaway_at; /* ... then for this time (0: the ACK did not come yet) */
 	bool cli_goaway; /* we sent the client GOAWAY ... */
 	int32_t cli_last; /* ... with this last-stream-id */
 	char goaway_why[96]; /* how the upstream went: its refused streams' rows */
@@ -103,7 +105,7 @@ struct h2_stream *h2_stream_get(nghttp2_session *ng, int32_t id);
  * refused streams' rows). Again later: a lower last-stream-id, if any.
  */
 void h2_goaway(struct h2 *h, const char *why);
-/* ... the GOAWAY itself, once the client acknowledged our PING (H2_GOAWAY_PING) */
+/* ... the GOAWAY itself, H2_GOAWAY_GRACE_MS after the client acknowledged our PING */
 void h2_goaway_send(struct h2 *h);
 
 /* h2_up.c: the upstream session's callbacks */

@@ -232,10 +232,12 @@ void h2_goaway_send(struct h2 *h)
 
 /*
  * A stream reset REFUSED_STREAM now is followed by a PING, and the GOAWAY
- * waits for its ACK (srv_frame): a client then has read the reset before
- * the GOAWAY (RFC 9113 6.8 allows it a round trip). curl 7.88 retries a
- * refused stream, but not when the GOAWAY came in the same read and left
- * it no stream open (it ends the transfer: "partial file").
+ * goes H2_GOAWAY_GRACE_MS after its ACK (srv_frame, h2_late): the client
+ * has read the reset by then, and acted on it (RFC 9113 6.8 allows it at
+ * least a round trip). curl 7.88 retries a refused stream, but not when
+ * the GOAWAY came before it acted on the reset and left it no stream open
+ * (it ends the transfer: "partial file"); it acts on it at its next read,
+ * a moment later.
  */
 void h2_goaway(struct h2 *h, const char *why)
 {

@@ -4,7 +4,9 @@
 # resets with REFUSED_STREAM, is reset to the client with REFUSED_STREAM (RFC
 # 9113 8.7: not processed, it may be sent again), and the origin's GOAWAY is
 # passed on when it arrives, its last-stream-id leaving out the streams
-# sluice resets as refused. Clients that retry: curl --http2 (several URLs on
+# sluice resets as refused. A stream that never went up (its token awaited)
+# is refused the same way when the origin goes; one that went up and was cut
+# off is 502. Clients that retry: curl --http2 (several URLs on
 # one connection) and h2_client.py's retry mode; origin: h2_evil_origin.py.
 source "$(dirname "$0")/lab.sh"
 "$PY" -c 'import h2' 2>/dev/null || lab_bail "python3-h2 is installed (deps/debian-packages)"
@@ -87,19 +89,24 @@ expect_re "... the GOAWAY's last-stream-id is the 502's stream, not the refused 
 
 case ${CASE:-all} in all|curl)
 # curl --http2, two URLs: the second goes on the first's connection and races
-# the GOAWAY (or is refused); curl retries a REFUSED_STREAM on a fresh connection
+# the GOAWAY (or is refused); curl retries a REFUSED_STREAM on a fresh
+# connection. Three times each: curl 7.88 gives up on a refused stream whose
+# GOAWAY comes too soon after the reset ("partial file"), a race.
+for i in 1 2 3; do
 for first in goaway-next refuse-next; do
+	second=after-$first-$i
 	out=$(pcurl --http2 --cacert "$CA" -v -w '%{url_effective} %{http_code} %{num_connects}\n' \
-		-o /dev/null "$U/$first" -o /dev/null "$U/after-$first" 2>"$LAB_DIR/curl.err")
+		-o /dev/null "$U/$first" -o /dev/null "$U/$second" 2>"$LAB_DIR/curl-$second.err")
 	echo "$out" | sed 's/^/# /'
-	sed "s/^/# curl: /" "$LAB_DIR/curl.err" | grep -v "^# curl: [{}]" | tail -25
-	expect_re "curl, /$first then a second URL on its connection: the second gets its answer" \
-		"^$U/after-$first 200 1$" "$out"
+	grep -i "veived goaway\|refused\|retry\|Connection #\|curl: (" "$LAB_DIR/curl-$second.err" | sed "s/^/# curl: /"
+	expect_re "curl, /$first then a second URL on its connection: the second gets its answer ($i)" \
+		"^$U/$second 200 1$" "$out"
 	expect_re "... curl retried it on a fresh connection (REFUSED_STREAM)" \
-		"retrying a fresh connect" "$(cat "$LAB_DIR/curl.err")"
-	wait_log 3 path=/after-$first status=200
+		"retrying a fresh connect" "$(cat "$LAB_DIR/curl-$second.err")"
+	wait_log 3 path=/$second status=200
 	expect_eq "... its rows: the refused try (upstream-refused), then the answered one (granted, 200)" \
-		"1 1" "$(logq path=/after-$first reason=upstream-refused) $(logq path=/after-$first reason=granted status=200)"
+		"1 1" "$(logq path=/$second reason=upstream-refused) $(logq path=/$second reason=granted status=200)"
+done
 done
 ;; esac
 
