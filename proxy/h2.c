@@ -207,10 +207,13 @@ static int srv_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) &&
-	    h->goaway_due && h->goaway_at == 0 &&
-	    memcmp(frame->ping.opaque_data, H2_GOAWAY_PING, 8) == 0) {
-		h->goaway_at = session_now(h->s) + H2_GOAWAY_GRACE_MS; /* h2_late sends it */
-		session_arm_timer(h->s);
+	    h->goaway_due && memcmp(frame->ping.opaque_data, H2_GOAWAY_PING, 8) == 0) {
+		uint64_t at = session_now(h->s) + H2_GOAWAY_GRACE_MS;
+
+		if (at < h->goaway_at) {
+			h->goaway_at = at; /* h2_late sends it */
+			session_arm_timer(h->s);
+		}
 		return 0;
 	}
 	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
@@ -295,16 +298,21 @@ static int srv_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_
  */
 static int srv_sent(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 {
+	struct h2 *h = arg;
 	struct h2_stream *st;
 
 	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	/* a reset before a GOAWAY went: the PING after it (h2_goaway) */
+	if (frame->hd.type == NGHTTP2_RST_STREAM &&
+	    frame->rst_stream.error_code == NGHTTP2_REFUSED_STREAM && h->goaway_due &&
+	    !h->goaway_pinged &&
+	    nghttp2_submit_ping(ng, NGHTTP2_FLAG_NONE, H2_GOAWAY_PING) == 0)
+		h->goaway_pinged = true;
 	/* a stream refused before it was ours (nghttp2's limit, or ours above): its row */
 	if (frame->hd.type == NGHTTP2_RST_STREAM &&
 	    frame->rst_stream.error_code == NGHTTP2_REFUSED_STREAM &&
 	    h2_stream_get(ng, frame->hd.stream_id) == NULL) {
-		struct h2 *h = arg;
-
 		if (no_new_stream(h, frame->hd.stream_id))
 			refused_row(h->s, "upstream-refused",
 				    "refused: opened after the upstream's HTTP/2 connection went away "
@@ -692,7 +700,7 @@ uint64_t h2_due(const struct session *s, const struct config *c)
 	for (const struct h2_stream *st = s->h2->streams; st != NULL; st = st->next)
 		if (stream_waits(st, &at, TOKEN_WAIT_MS, c->response_timeout_ms) && at < due)
 			due = at;
-	if (s->h2->goaway_at != 0 && s->h2->goaway_at < due)
+	if (s->h2->goaway_due && s->h2->goaway_at < due)
 		due = s->h2->goaway_at;
 	return due;
 }
@@ -706,8 +714,7 @@ void h2_late(struct session *s, const struct config *c)
 	uint64_t now = session_now(s), at;
 	bool any = false;
 
-	if (s->h2->goaway_at != 0 && now >= s->h2->goaway_at) {
-		s->h2->goaway_at = 0;
+	if (s->h2->goaway_due && now >= s->h2->goaway_at) {
 		s->h2->goaway_due = false;
 		h2_goaway_send(s->h2);
 		any = true;

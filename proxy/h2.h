@@ -24,7 +24,8 @@
 #define H2_READS 4  /* reads of one hop per round ... */
 #define H2_ROUNDS 4 /* ... and rounds per step, before a busy connection yields */
 #define H2_GOAWAY_PING ((const uint8_t *)"sluice:g") /* our PING's data before a GOAWAY ... */
-#define H2_GOAWAY_GRACE_MS 100 /* ... which goes this long after its ACK */
+#define H2_GOAWAY_GRACE_MS 100 /* ... which goes this long after its ACK ... */
+#define H2_GOAWAY_WAIT_MS 2000 /* ... or this long after the PING, with no ACK */
 
 /* One field of a header block: offsets into its h2_fields' data. */
 struct h2_field {
@@ -84,8 +85,9 @@ struct h2 {
 	bool wipe_up;  /* a credential went into uout: what it sent is wiped */
 	bool up_goaway; /* the upstream sent GOAWAY: no new stream goes to it ... */
 	int32_t up_last; /* ... and its streams past this were not processed (INT32_MAX: none) */
-	bool goaway_due; /* a GOAWAY for the client waits for our PING's ACK (h2_goaway) ... */
-	uint64_t goaway_at; /* ... then for this time (0: the ACK did not come yet) */
+	bool goaway_due; /* a GOAWAY for the client waits (h2_goaway) ... */
+	bool goaway_pinged; /* ... for the ACK of the PING that followed the reset ... */
+	uint64_t goaway_at; /* ... until this time (h2_late sends it) */
 	bool cli_goaway; /* we sent the client GOAWAY ... */
 	int32_t cli_last; /* ... with this last-stream-id */
 	char goaway_why[96]; /* how the upstream went: its refused streams' rows */

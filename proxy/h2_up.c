@@ -231,8 +231,10 @@ void h2_goaway_send(struct h2 *h)
 }
 
 /*
- * A stream reset REFUSED_STREAM now is followed by a PING, and the GOAWAY
- * goes H2_GOAWAY_GRACE_MS after its ACK (srv_frame, h2_late): the client
+ * A stream reset REFUSED_STREAM now is followed by a PING (sent after the
+ * reset, srv_sent), and the GOAWAY
+ * goes H2_GOAWAY_GRACE_MS after its ACK (srv_frame, h2_late; with no ACK,
+ * H2_GOAWAY_WAIT_MS after the PING): the client
  * has read the reset by then, and acted on it (RFC 9113 6.8 allows it at
  * least a round trip). curl 7.88 retries a refused stream, but not when
  * the GOAWAY came before it acted on the reset and left it no stream open
@@ -242,9 +244,12 @@ void h2_goaway_send(struct h2 *h)
 void h2_goaway(struct h2 *h, const char *why)
 {
 	snprintf(h->goaway_why, sizeof(h->goaway_why), "%s", why);
-	if (refuse_unprocessed(h) && !h->goaway_due &&
-	    nghttp2_submit_ping(h->srv, NGHTTP2_FLAG_NONE, H2_GOAWAY_PING) == 0)
-		h->goaway_due = true;
+	if (refuse_unprocessed(h) && !h->goaway_due) {
+		h->goaway_due = true; /* srv_sent sends the PING once a reset went */
+		h->goaway_pinged = false;
+		h->goaway_at = session_now(h->s) + H2_GOAWAY_WAIT_MS; /* no ACK: then anyway */
+		session_arm_timer(h->s);
+	}
 	if (!h->goaway_due)
 		h2_goaway_send(h);
 }

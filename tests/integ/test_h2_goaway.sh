@@ -53,6 +53,14 @@ expect_re "the next request races the origin's GOAWAY: the client retries it and
 	"^/y 200 ok tries=2$" "$out"
 expect_re "... told REFUSED_STREAM, and a GOAWAY whose last-stream-id is the stream before" \
 	"^conn 1: /goaway-next 200 \| (/y reset 7 \| goaway 1 0|goaway 1 0 \| /y reset 7)$" "$out"
+# a client that does not answer our PING still gets the GOAWAY, later
+t0=$(now)
+out=$(H2_NO_PING_ACK=1 h2py tls.test 8555 "$CA" retry seq /goaway-next /w)
+took=$(elapsed "$t0")
+echo "$out" | sed 's/^/# /'
+expect_re "a client that does not acknowledge the PING after the reset: still retries and gets its answer" \
+	"^/w 200 ok tries=2$" "$out"
+expect_re "... and the GOAWAY still comes (${took} s)" "^conn 1: /goaway-next 200 \| /w reset 7 \| ping \| goaway 1 0$" "$out"
 out=$(h2py tls.test 8555 "$CA" retry seq /refuse-next /z)
 echo "$out" | sed 's/^/# /'
 expect_re "the origin resets a stream with REFUSED_STREAM: the client retries it and gets its answer" \
