@@ -77,6 +77,12 @@ static void refused_row(struct session *s, const char *reason, const char *detai
 	s->x = NULL;
 }
 
+/* The client's stream id is not taken: the upstream takes none, or past our GOAWAY. */
+static bool no_new_stream(const struct h2 *h, int32_t id)
+{
+	return h->up_goaway || h->up_end || h->up_ended || (h->cli_goaway && id > h->cli_last);
+}
+
 static int srv_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 {
 	struct h2 *h = arg;
@@ -86,6 +92,16 @@ static int srv_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, vo
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
 	if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
 		return 0;
+	/*
+	 * The upstream takes no new stream (its GOAWAY, or its connection
+	 * ended), or past the last-stream-id of our GOAWAY (queued, not yet
+	 * sent): not processed, nor judged (no budget, no token).
+	 */
+	if (no_new_stream(h, frame->hd.stream_id)) {
+		nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+					  NGHTTP2_REFUSED_STREAM);
+		return 0;
+	}
 	/*
 	 * SETTINGS_MAX_CONCURRENT_STREAMS, held here too (nghttp2 applies ours
 	 * only once the client acknowledged them); streams whose upstream half
@@ -190,6 +206,16 @@ static int srv_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 
 	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK) &&
+	    h->goaway_due && memcmp(frame->ping.opaque_data, H2_GOAWAY_PING, 8) == 0) {
+		uint64_t at = session_now(h->s) + H2_GOAWAY_GRACE_MS;
+
+		if (at < h->goaway_at) {
+			h->goaway_at = at; /* h2_late sends it */
+			session_arm_timer(h->s);
+		}
+		return 0;
+	}
 	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
 		return 0;
 	st = h2_stream_get(ng, frame->hd.stream_id);
@@ -197,7 +223,7 @@ static int srv_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 		return 0;
 	if (end)
 		st->req_end = true;
-	if (frame->hd.type == NGHTTP2_HEADERS && !st->head_done && st->bad == NULL) {
+	if (frame->hd.type == NGHTTP2_HEADERS && !st->head_done && st->bad == NULL && !st->refused) {
 		st->bodiless = end;
 		h2_stream_head(h->s, st);
 		return 0;
@@ -272,17 +298,29 @@ static int srv_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_
  */
 static int srv_sent(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 {
+	struct h2 *h = arg;
 	struct h2_stream *st;
 
 	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	/* a reset before a GOAWAY went: the PING after it (h2_goaway) */
+	if (frame->hd.type == NGHTTP2_RST_STREAM &&
+	    frame->rst_stream.error_code == NGHTTP2_REFUSED_STREAM && h->goaway_due &&
+	    !h->goaway_pinged &&
+	    nghttp2_submit_ping(ng, NGHTTP2_FLAG_NONE, H2_GOAWAY_PING) == 0)
+		h->goaway_pinged = true;
 	/* a stream refused before it was ours (nghttp2's limit, or ours above): its row */
 	if (frame->hd.type == NGHTTP2_RST_STREAM &&
 	    frame->rst_stream.error_code == NGHTTP2_REFUSED_STREAM &&
 	    h2_stream_get(ng, frame->hd.stream_id) == NULL) {
-		refused_row(((struct h2 *)arg)->s, "too-many-streams",
-			    "refused: the connection had its 100 streams open "
-			    "(SETTINGS_MAX_CONCURRENT_STREAMS), or 200 not yet closed upstream");
+		if (no_new_stream(h, frame->hd.stream_id))
+			refused_row(h->s, "upstream-refused",
+				    "refused: opened after the upstream's HTTP/2 connection went away "
+				    "(its GOAWAY, or its end); the client may send it again");
+		else
+			refused_row(h->s, "too-many-streams",
+				    "refused: the connection had its 100 streams open "
+				    "(SETTINGS_MAX_CONCURRENT_STREAMS), or 200 not yet closed upstream");
 		return 0;
 	}
 	if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
@@ -436,6 +474,7 @@ void h2_begin(struct session *s)
 		return;
 	}
 	h->s = s;
+	h->up_last = INT32_MAX;
 	s->h2 = h;
 	if (sessions_new(h) == -1) {
 		session_close(s, "HTTP/2 setup failed");
@@ -558,8 +597,9 @@ static int h2_send(struct session *s, bool up, bool *moved)
 
 /*
  * The upstream's connection ended: its open streams are answered (502
- * before a response, reset during one), the client told to go elsewhere
- * for new ones (GOAWAY), and the upstream dropped.
+ * before a response, reset during one; REFUSED_STREAM those it never
+ * had), the client told to go elsewhere for new ones (GOAWAY), and the
+ * upstream dropped.
  */
 static void up_gone(struct session *s)
 {
@@ -575,8 +615,8 @@ static void up_gone(struct session *s)
 			h2_stream_free(h, st);
 			continue;
 		}
-		if (!open || st->resp_end || st->refused)
-			continue;
+		if (!open || st->resp_end || st->refused || !st->sent)
+			continue; /* the unsent: h2_goaway below */
 		s->x = st->x;
 		if (!st->answered) {
 			session_refuse(s, 502, "upstream-closed", "destination_unavailable",
@@ -591,9 +631,7 @@ static void up_gone(struct session *s)
 		}
 		s->x = NULL;
 	}
-	nghttp2_submit_goaway(h->srv, NGHTTP2_FLAG_NONE,
-			      nghttp2_session_get_last_proc_stream_id(h->srv), NGHTTP2_NO_ERROR,
-			      NULL, 0);
+	h2_goaway(h, " ended its HTTP/2 connection before this stream was sent");
 	nghttp2_session_del(h->up);
 	h->up = NULL;
 	dial_close(s);
@@ -662,14 +700,25 @@ uint64_t h2_due(const struct session *s, const struct config *c)
 	for (const struct h2_stream *st = s->h2->streams; st != NULL; st = st->next)
 		if (stream_waits(st, &at, TOKEN_WAIT_MS, c->response_timeout_ms) && at < due)
 			due = at;
+	if (s->h2->goaway_due && s->h2->goaway_at < due)
+		due = s->h2->goaway_at;
 	return due;
 }
 
-/* The streams past their deadline get a 504; with none, the connection was idle. */
+/*
+ * A GOAWAY whose time came goes; the streams past their deadline get a
+ * 504; with neither, the connection was idle.
+ */
 void h2_late(struct session *s, const struct config *c)
 {
 	uint64_t now = session_now(s), at;
 	bool any = false;
+
+	if (s->h2->goaway_due && now >= s->h2->goaway_at) {
+		s->h2->goaway_due = false;
+		h2_goaway_send(s->h2);
+		any = true;
+	}
 
 	for (struct h2_stream *st = s->h2->streams; st != NULL; st = st->next) {
 		if (!stream_waits(st, &at, TOKEN_WAIT_MS, c->response_timeout_ms) || at > now)

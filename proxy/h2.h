@@ -23,6 +23,9 @@
 #define H2_QUEUED_MAX 512 /* frames queued for a hop past which the other is not read */
 #define H2_READS 4  /* reads of one hop per round ... */
 #define H2_ROUNDS 4 /* ... and rounds per step, before a busy connection yields */
+#define H2_GOAWAY_PING ((const uint8_t *)"sluice:g") /* our PING's data before a GOAWAY ... */
+#define H2_GOAWAY_GRACE_MS 100 /* ... which goes this long after its ACK ... */
+#define H2_GOAWAY_WAIT_MS 2000 /* ... or this long after the PING, with no ACK */
 
 /* One field of a header block: offsets into its h2_fields' data. */
 struct h2_field {
@@ -55,6 +58,7 @@ struct h2_stream {
 	uint64_t wait_ms;    /* ... since (TOKEN_WAIT_MS) */
 	bool sent;           /* its head went upstream */
 	bool refused;        /* answered by sluice: the rest of its request is thrown away */
+	bool retry;          /* ... by RST_STREAM(REFUSED_STREAM): nothing of it was processed */
 	bool req_end;        /* the client ended its side */
 	bool bodiless;       /* ... with its head (END_STREAM on HEADERS) */
 	bool up_deferred;    /* the upstream's DATA provider waits for bytes */
@@ -79,11 +83,32 @@ struct h2 {
 	bool up_end;   /* the upstream's connection ended */
 	bool up_ended; /* ... and its open streams were answered (up_gone) */
 	bool wipe_up;  /* a credential went into uout: what it sent is wiped */
+	bool up_goaway; /* the upstream sent GOAWAY: no new stream goes to it ... */
+	int32_t up_last; /* ... and its streams past this were not processed (INT32_MAX: none) */
+	bool goaway_due; /* a GOAWAY for the client waits (h2_goaway) ... */
+	bool goaway_pinged; /* ... for the ACK of the PING that followed the reset ... */
+	uint64_t goaway_at; /* ... until this time (h2_late sends it) */
+	bool cli_goaway; /* we sent the client GOAWAY ... */
+	int32_t cli_last; /* ... with this last-stream-id */
+	char goaway_why[96]; /* how the upstream went: its refused streams' rows */
+	int32_t done_cid; /* the highest client stream freed that was not refused for a retry */
 };
 
 /* h2.c */
 bool h2_gone(void *arg); /* a callback's connection was closed: nghttp2 must stop */
 struct h2_stream *h2_stream_get(nghttp2_session *ng, int32_t id);
+
+/*
+ * The client is told to open no new stream here (GOAWAY, NO_ERROR), the
+ * upstream's GOAWAY passed on, or its connection gone: the open streams
+ * nothing upstream processed or will (not sent, or past the upstream's
+ * last-stream-id) are reset with REFUSED_STREAM, and the last-stream-id
+ * sent is the highest of the others. why: how the upstream went (the
+ * refused streams' rows). Again later: a lower last-stream-id, if any.
+ */
+void h2_goaway(struct h2 *h, const char *why);
+/* ... the GOAWAY itself, H2_GOAWAY_GRACE_MS after the client acknowledged our PING */
+void h2_goaway_send(struct h2 *h);
 
 /* h2_up.c: the upstream session's callbacks */
 void h2_up_callbacks(nghttp2_session_callbacks *cb);
@@ -106,6 +131,14 @@ void h2_stream_head(struct session *s, struct h2_stream *st); /* its head is who
 void h2_answer_up(struct session *s, struct h2_stream *st, bool end); /* the upstream's head */
 void h2_resp_ended(struct h2 *h, struct h2_stream *st);  /* the upstream's body ended */
 void h2_cancel_up(struct h2 *h, struct h2_stream *st);   /* its upstream half ends now */
+/*
+ * Nothing of st's request was processed upstream (the origin refused it,
+ * left it out of its GOAWAY, or its connection takes no new stream): the
+ * client's stream is reset with REFUSED_STREAM, which tells the client it
+ * may send it again (RFC 9113 8.7). The row: refuse, upstream-refused,
+ * "HOST why".
+ */
+void h2_refuse_retry(struct h2 *h, struct h2_stream *st, const char *why);
 /* flow control by hand: n DATA bytes taken by the other hop, their window given back */
 void h2_give_back_up(struct h2 *h, struct h2_stream *st, size_t n);
 void h2_give_back_cli(struct h2 *h, struct h2_stream *st, size_t n);

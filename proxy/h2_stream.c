@@ -123,6 +123,8 @@ void h2_stream_free(struct h2 *h, struct h2_stream *st)
 {
 	struct session *s = h->s;
 
+	if (!st->retry && st->cid > h->done_cid)
+		h->done_cid = st->cid;
 	nghttp2_session_consume_connection(h->srv, st->cli_in - st->cli_done);
 	if (h->up != NULL)
 		nghttp2_session_consume_connection(h->up, st->up_in - st->up_done);
@@ -336,6 +338,24 @@ void h2_refuse(struct session *s, const struct refusal *r)
 		nghttp2_submit_rst_stream(h->srv, NGHTTP2_FLAG_NONE, st->cid, NGHTTP2_INTERNAL_ERROR);
 }
 
+void h2_refuse_retry(struct h2 *h, struct h2_stream *st, const char *why)
+{
+	struct exchange *x = st->x;
+
+	if (st->refused || st->cli_closed)
+		return;
+	if (!x->active)
+		h2_exchange_open(h->s, x); /* its head was not whole: not judged */
+	x->decision = "refuse";
+	x->reason = "upstream-refused";
+	snprintf(x->detail, sizeof(x->detail), "%s%s; reset REFUSED_STREAM: the client may send it again",
+		 x->t.host.name, why);
+	st->refused = st->retry = true;
+	st->waiting = false;
+	h2_cancel_up(h, st);
+	nghttp2_submit_rst_stream(h->srv, NGHTTP2_FLAG_NONE, st->cid, NGHTTP2_REFUSED_STREAM);
+}
+
 /* --- the upstream's side ------------------------------------------------------- */
 
 /* The request body for the upstream, then the client's trailers. */
@@ -379,9 +399,9 @@ static void submit_up(struct session *s, struct h2_stream *st, const struct http
 	ssize_t plen, clen = 0;
 	int32_t id = -1;
 
-	if (h->up_end) {
-		session_refuse(s, 502, "upstream-closed", "destination_unavailable",
-			       "the upstream's HTTP/2 connection ended; open a new connection");
+	if (h->up_end || h->up_goaway) {
+		h2_refuse_retry(h, st, h->up_goaway ? " sent GOAWAY: its connection takes no new stream"
+						   : " ended its HTTP/2 connection before this stream was sent");
 		return;
 	}
 	head_authority(s, authority, sizeof(authority));
@@ -430,9 +450,16 @@ static void submit_up(struct session *s, struct h2_stream *st, const struct http
 	}
 	if (id < 0) {
 		x->injected = false;
-		session_refuse(s, 502, "upstream-h2", "http_protocol_error",
-			       "the request could not be opened upstream: %s",
-			       plen < 0 || clen < 0 ? "out of memory" : nghttp2_strerror(id));
+		if (plen < 0 || clen < 0)
+			session_refuse(s, 502, "upstream-h2", "http_protocol_error",
+				       "the request could not be opened upstream: out of memory");
+		else { /* nothing went: its stream ids used up, or nghttp2's memory */
+			char why[96];
+
+			snprintf(why, sizeof(why), "'s HTTP/2 connection took no new stream (%s)",
+				 nghttp2_strerror(id));
+			h2_refuse_retry(h, st, why);
+		}
 		return;
 	}
 	h->wipe_up = h->wipe_up || x->injected;

@@ -1,7 +1,9 @@
 /*
  * h2_up.c: the upstream's nghttp2 session's callbacks (h2.c is the
  * connection): response heads, interim responses, DATA, trailers and
- * stream ends, each handed to the stream it belongs to (h2_stream.c).
+ * stream ends, each handed to the stream it belongs to (h2_stream.c); and
+ * the upstream going away (its GOAWAY, its end): the streams it did not
+ * process reset REFUSED_STREAM, the GOAWAY passed on to the client.
  */
 #include "h2.h"
 
@@ -60,6 +62,18 @@ static int up_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 
 	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	if (frame->hd.type == NGHTTP2_GOAWAY) {
+		char why[96];
+
+		/* nghttp2 closes our streams past its last-stream-id next (REFUSED_STREAM) */
+		h->up_goaway = true;
+		if (frame->goaway.last_stream_id < h->up_last)
+			h->up_last = frame->goaway.last_stream_id;
+		snprintf(why, sizeof(why), " sent GOAWAY (last stream %d) before it took this stream",
+			 (int)h->up_last);
+		h2_goaway(h, why);
+		return 0;
+	}
 	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
 		return 0;
 	st = h2_stream_get(ng, frame->hd.stream_id);
@@ -154,7 +168,10 @@ static int up_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 		struct session *s = h->s;
 
 		s->x = st->x;
-		if (!st->answered)
+		if (!st->answered && code == NGHTTP2_REFUSED_STREAM)
+			/* RFC 9113 8.7: it did not process it; the client may send it again */
+			h2_refuse_retry(h, st, " refused the stream (REFUSED_STREAM) before it processed it");
+		else if (!st->answered)
 			session_refuse(s, 502, "upstream-h2", "http_protocol_error",
 				       "%s reset the stream (%s) before it answered",
 				       st->x->t.host.name, nghttp2_http2_strerror(code));
@@ -168,6 +185,73 @@ static int up_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 		s->x = NULL;
 	}
 	return 0;
+}
+
+/* --- the upstream going away ------------------------------------------------- */
+
+/*
+ * A stream open on the client's side whose request nothing upstream
+ * processed or will: not sent (its head still coming, a token awaited),
+ * or sent past the upstream's GOAWAY. A stream answered or reset is not.
+ */
+static bool unprocessed(const struct h2 *h, const struct h2_stream *st)
+{
+	if (st->cli_closed || st->answered || st->refused || st->bad != NULL)
+		return false;
+	return !st->sent || st->uid > h->up_last;
+}
+
+/* The unprocessed streams are reset REFUSED_STREAM (h->goaway_why). Returns whether any was. */
+static bool refuse_unprocessed(struct h2 *h)
+{
+	bool any = false;
+
+	for (struct h2_stream *st = h->streams; st != NULL; st = st->next)
+		if (unprocessed(h, st)) {
+			h2_refuse_retry(h, st, h->goaway_why);
+			any = true;
+		}
+	return any;
+}
+
+void h2_goaway_send(struct h2 *h)
+{
+	int32_t last = h->done_cid;
+
+	refuse_unprocessed(h); /* those begun since the upstream went */
+	for (struct h2_stream *st = h->streams; st != NULL; st = st->next)
+		if (!st->retry && st->cid > last)
+			last = st->cid;
+	if (h->cli_goaway && last >= h->cli_last)
+		return;
+	if (nghttp2_submit_goaway(h->srv, NGHTTP2_FLAG_NONE, last, NGHTTP2_NO_ERROR, NULL, 0) == 0) {
+		h->cli_goaway = true;
+		h->cli_last = last;
+	}
+}
+
+/*
+ * A stream reset REFUSED_STREAM now is followed by a PING (sent after the
+ * reset, srv_sent), and the GOAWAY
+ * goes H2_GOAWAY_GRACE_MS after its ACK (srv_frame, h2_late; with no ACK,
+ * H2_GOAWAY_WAIT_MS after the PING): the client
+ * has read the reset by then, and acted on it (RFC 9113 6.8 allows it at
+ * least a round trip). curl 7.88 retries a refused stream, but not when
+ * the GOAWAY came before it acted on the reset and left it no stream open
+ * (it ends the transfer: "partial file"); it acts on it at its next read,
+ * a moment later.
+ */
+void h2_goaway(struct h2 *h, const char *why)
+{
+	snprintf(h->goaway_why, sizeof(h->goaway_why), "%s", why);
+	if (refuse_unprocessed(h) && !h->goaway_due) {
+		h->goaway_due = true; /* srv_sent sends the PING once a reset went */
+		h->goaway_pinged = false;
+		h->goaway_at = session_now(h->s) + H2_GOAWAY_WAIT_MS; /* no ACK: then anyway */
+		session_arm_timer(h->s);
+	}
+	if (!h->goaway_due)
+		h2_goaway_send(h);
 }
 
 void h2_up_callbacks(nghttp2_session_callbacks *cb)

@@ -32,12 +32,27 @@ Modes (one line out per stream, in the order the streams were opened):
                      switched off): "ok=K refused=R other=O", refused the
                      streams reset with REFUSED_STREAM; "goaway CODE" added
                      when the connection ended
+  retry par|seq PATH...  one GET per path, on one connection, all at once
+                     (par: the heads in one write) or each once the one
+                     before it ended (seq); a
+                     stream the server says it did not process (reset
+                     with REFUSED_STREAM, or past the last-stream-id of its
+                     GOAWAY) is sent again, as RFC 9113 8.7 allows, on a
+                     new connection (as curl does), at most 3 times. At the
+                     end each connection is read until it closes or sends
+                     GOAWAY (4 s at most). H2_NO_PING_ACK=1: the server's
+                     PINGs are not acknowledged ("ping"). Out: one line per
+                     connection, "conn K: EVENT | EVENT ..." (what came, in
+                     order: "goaway LAST CODE", "PATH STATUS", "PATH reset
+                     CODE", "PATH not processed"), then "PATH STATUS BODY
+                     tries=N" for each path
   grpcslow N MS SECONDS PATH  a gRPC server-streaming call to /t.T/Count
                      (grpc_origin.py) for N messages MS apart: "data BYTES"
                      as each arrives, then its line ("reset CODE" if it
                      was reset) within SECONDS, then a GET of PATH on the
                      same connection and its line
 """
+import os
 import socket
 import ssl
 import sys
@@ -103,6 +118,10 @@ class Client:
         self.goaway = None
         self.closed = False
         self.raw = b""
+        self.keep_goaway = False  # GOAWAY read here, python3-h2 shown the rest (retry)
+        self.goaway_last = None
+        self.frames = b""
+        self.trace = []
 
     def flush(self):
         data = self.c.data_to_send()
@@ -161,6 +180,19 @@ class Client:
             self.closed = True
             return False
         self.raw += data
+        if self.keep_goaway:
+            # frame by frame: a GOAWAY is noted here, in its place among the others
+            for f in self.take_frames(data):
+                if f[3] == 6 and not f[4] & 1 and os.environ.get("H2_NO_PING_ACK"):
+                    self.trace.append("ping")  # not acknowledged: not shown to python3-h2
+                elif f[3] == 7 and len(f) >= 17:
+                    self.goaway_last = int.from_bytes(f[9:13], "big") & 0x7fffffff
+                    self.goaway = int.from_bytes(f[13:17], "big")
+                    self.trace.append(f"goaway {self.goaway_last} {self.goaway}")
+                else:
+                    self.handle(self.c.receive_data(f))
+            self.flush()
+            return True
         try:
             events = self.c.receive_data(data)
         except h2.exceptions.ProtocolError:
@@ -168,12 +200,18 @@ class Client:
             self.goaway = raw_goaway(self.raw)
             self.closed = True
             return False
+        self.handle(events)
+        self.flush()
+        return True
+
+    def handle(self, events):
         for e in events:
             st = self.streams.get(getattr(e, "stream_id", None))
             if isinstance(e, h2.events.InformationalResponseReceived) and st is not None:
                 st.setdefault("heads", []).append(e.headers)
             elif isinstance(e, h2.events.ResponseReceived) and st is not None:
                 st["status"] = dict(e.headers).get(":status")
+                self.trace.append(f"{st['path']} {st['status']}")
                 st.setdefault("heads", []).append(e.headers)
             elif isinstance(e, h2.events.TrailersReceived) and st is not None:
                 st.setdefault("heads", []).append(e.headers)
@@ -185,11 +223,22 @@ class Client:
                 st["done"] = True
             elif isinstance(e, h2.events.StreamReset) and st is not None:
                 st["reset"] = e.error_code
+                self.trace.append(f"{st['path']} reset {int(e.error_code)}")
                 st["done"] = True
             elif isinstance(e, h2.events.ConnectionTerminated):
                 self.goaway = e.error_code
-        self.flush()
-        return True
+
+    def take_frames(self, data):
+        """The whole frames data completes (the rest kept for the next read)."""
+        self.frames += data
+        out = []
+        while len(self.frames) >= 9:
+            n = int.from_bytes(self.frames[:3], "big")
+            if len(self.frames) < 9 + n:
+                break
+            out.append(self.frames[:9 + n])
+            self.frames = self.frames[9 + n:]
+        return out
 
     def wait(self, sids, deadline=10):
         end = time.time() + deadline
@@ -207,9 +256,90 @@ class Client:
         return f"{st['path']} {st['status']} {first}"
 
 
+def retry(phost, pport, host, port, cafile, kind, paths):
+    """The retry mode: what a client that follows RFC 9113 8.7 and 6.8 does."""
+    tries = {p: 0 for p in paths}
+    result = {}
+    conns = []
+
+    def connect():
+        c = Client(tunnel(phost, pport, host, port, cafile), host, port)
+        c.keep_goaway = True
+        conns.append(c)
+        return c
+
+    def settled(c, sid):
+        st = c.streams[sid]
+        return st["done"] or (c.goaway_last is not None and sid > c.goaway_last)
+
+    def wait(c, sids):
+        end = time.time() + 10
+        while time.time() < end and not all(settled(c, s) for s in sids):
+            if c.closed or not c.read_once(end - time.time()):
+                break
+
+    def judge(c, sid):
+        st = c.streams[sid]
+        p = st["path"]
+        unprocessed = st["reset"] == 7 or (st["status"] is None and c.goaway_last is not None
+                                            and sid > c.goaway_last)
+        if unprocessed:
+            if st["reset"] != 7:
+                c.trace.append(f"{p} not processed")
+            return None
+        return c.line(sid)
+
+    c = None
+    refused = []  # connections that refused a stream: not used again
+    todo = list(paths)
+    for _ in range(3):
+        if not todo:
+            break
+        again = []
+        if kind == "par":
+            c = connect()
+            sids = [c.request(p, flush=False) for p in todo]
+            c.flush()  # the heads in one write: they arrive together
+            for p in todo:
+                tries[p] += 1
+            wait(c, sids)
+            for sid in sids:
+                line = judge(c, sid)
+                if line is None:
+                    again.append(c.streams[sid]["path"])
+                else:
+                    result[c.streams[sid]["path"]] = line
+        else:
+            for p in todo:
+                if c is None or c.closed or c.goaway_last is not None or c in refused:
+                    c = connect()
+                sid = c.request(p)
+                tries[p] += 1
+                wait(c, [sid])
+                line = judge(c, sid)
+                if line is None:
+                    again.append(p)
+                    refused.append(c)
+                else:
+                    result[p] = line
+        todo = again
+    end = time.time() + 4
+    for c in conns:
+        while time.time() < end and not c.closed and c.goaway_last is None:
+            if not c.read_once(end - time.time()):
+                break
+    for k, c in enumerate(conns, 1):
+        print(f"conn {k}: " + " | ".join(c.trace))
+    for p in paths:
+        print(f"{result.get(p, p + ' unanswered')} tries={tries[p]}")
+
+
 def main():
     phost, pport, host, port, cafile, mode = sys.argv[1:7]
     args = sys.argv[7:]
+    if mode == "retry":
+        retry(phost, pport, host, port, cafile, args[0], args[1:])
+        return
     sock = tunnel(phost, pport, host, port, cafile)
     if mode == "get":
         c = Client(sock, host, port)

@@ -16,12 +16,26 @@ By :path:
   /sink         reads the whole request body, then a 200 "got N" ("got N
                 trailers M" when a trailer section of M bytes, names and
                 values, came)
+  /goaway-next  a 200 "ok"; the connection's next request is not processed:
+                GOAWAY(NO_ERROR, last-stream-id the one before it) instead,
+                then the connection is closed (a server going away just as
+                a request raced it)
+  /refuse-next  a 200 "ok"; the connection's next request is reset with
+                RST_STREAM(REFUSED_STREAM), the connection goes on
+  /goaway-slow  GOAWAY(NO_ERROR, last-stream-id this stream) at once, then,
+                0.5 s later, a 200 "slow"; the streams after it are not
+                processed; then the connection is closed (a graceful
+                shutdown with a request in flight)
+  /die          the connection is closed at once, no GOAWAY, nothing answered
+After its GOAWAY the origin answers no stream past its last-stream-id.
   anything else 200 "ok"
 """
 import socket
 import ssl
+import struct
 import sys
 import threading
+import time
 
 import h2.config
 import h2.connection
@@ -29,7 +43,34 @@ import h2.events
 import h2.errors
 
 
+def goaway(c, conn, last):
+    """A GOAWAY(NO_ERROR) written by hand: python3-h2's own would end the
+    connection for the streams up to last as well."""
+    conn.sendall(c.data_to_send() + struct.pack(">I", 8)[1:] + b"\x07\x00" +
+                 struct.pack(">III", 0, last, 0))
+
+
 def serve(conn):
+    try:
+        serve1(conn)
+    finally:
+        # what the peer sent last is read before the close, which would otherwise be a
+        # reset that can throw away what we wrote (the GOAWAY) before the peer read it
+        try:
+            conn.settimeout(1)
+            socket.socket.shutdown(conn, socket.SHUT_WR)
+            end = time.time() + 1
+            while time.time() < end and conn.recv(65536):
+                pass
+        except (OSError, ValueError, ssl.SSLError):
+            pass
+        try:
+            conn.close()
+        except OSError:
+            pass
+
+
+def serve1(conn):
     cfg = h2.config.H2Configuration(client_side=False, header_encoding="utf-8",
                                     validate_inbound_headers=False,
                                     validate_outbound_headers=False,
@@ -40,6 +81,8 @@ def serve(conn):
     heads = {}
     got = {}
     tr = {}
+    armed = None   # what the connection's next request gets: "goaway" or "refuse"
+    last = None    # the last-stream-id of our GOAWAY
     while True:
         try:
             data = conn.recv(65536)
@@ -54,6 +97,29 @@ def serve(conn):
         for e in events:
             if isinstance(e, h2.events.RequestReceived):
                 heads[e.stream_id] = dict(e.headers)
+                path = heads[e.stream_id].get(":path")
+                if last is not None and e.stream_id > last:
+                    continue  # past our GOAWAY: not processed
+                if armed == "goaway":
+                    last = e.stream_id - 2
+                    goaway(c, conn, last)
+                    return
+                if armed == "refuse":
+                    armed = None
+                    c.reset_stream(e.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                    continue
+                if path == "/die":
+                    return
+                if path in ("/goaway-next", "/refuse-next"):
+                    armed = path[1:-5]
+                elif path == "/goaway-slow":
+                    last = e.stream_id
+                    goaway(c, conn, last)
+                    time.sleep(0.5)
+                    c.send_headers(e.stream_id, [(":status", "200")])
+                    c.send_data(e.stream_id, b"slow\n", end_stream=True)
+                    conn.sendall(c.data_to_send())
+                    return
                 answer(c, e.stream_id, heads[e.stream_id], conn)
             elif isinstance(e, h2.events.DataReceived):
                 c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
