@@ -172,7 +172,8 @@ static int stamp_head(struct conn *c, const struct http_request *req, size_t hea
 	memset(&st, 0, sizeof(st));
 	st.version = 1;
 	st.kid = fw->key.kid;
-	memcpy(st.src, c->src, sizeof(c->src));
+	/* --src: the sandbox's one principal, whatever address the client bound */
+	snprintf(st.src, sizeof(st.src), "%s", fw->src[0] != '\0' ? fw->src : c->src);
 	memcpy(st.net, fw->net, sizeof(st.net));
 	memcpy(st.as, c->as, sizeof(st.as));
 	memcpy(st.boot, fw->boot, sizeof(st.boot));

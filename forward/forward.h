@@ -108,6 +108,7 @@ struct forwarder {
 	size_t nlisteners;
 	struct stamp_key key; /* the current key, used to sign */
 	char net[STAMP_NET_MAX + 1];
+	char src[46];         /* --src: every stamp's src, canonical; "": the client's address */
 	char boot[17];        /* random per start */
 	uint64_t seq;         /* per boot, one per connection */
 	uint32_t mark;        /* --mark: SO_MARK on upstream sockets; 0 none */

@@ -45,7 +45,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sluice-forward --key FILE --net NAME [--netns PATH] [--own LISTEN=UPSTREAM]...\n"
 		"                      [--engine-cgroup PATH]... [--engine-uid N] [--engine-state FILE]\n"
-		"                      [--dns LISTEN=UPSTREAM]... [--mark N] [--trace] [LISTEN=UPSTREAM]...\n"
+		"                      [--dns LISTEN=UPSTREAM]... [--src ADDR] [--mark N] [--trace]\n"
+		"                      [LISTEN=UPSTREAM]...\n"
 		"       sluice-forward [--netns PATH] --dns LISTEN=UPSTREAM... [--mark N] [--trace]\n"
 		"       sluice-forward --wait NETNS_PATH ADDR:PORT [--timeout SECONDS]\n"
 		"  LISTEN, UPSTREAM  numeric ADDR:PORT or [V6]:PORT; UPSTREAM also unix:PATH,\n"
@@ -53,6 +54,9 @@ static void usage(void)
 		"  --key FILE        the stamp keys (STATE/stamp.key from `sluice key init`);\n"
 		"                    with --net, needed only for LISTEN=UPSTREAM and --own\n"
 		"  --net NAME        the network name every stamp carries\n"
+		"  --src ADDR        every stamp names ADDR as the client's address, whatever\n"
+		"                    address the client bound: everything behind this\n"
+		"                    forwarder is one principal (sluice run's sandbox)\n"
 		"  --netns PATH      LISTEN=UPSTREAM pairs and --dns listen inside this network\n"
 		"                    namespace (e.g. /run/netns/vm), followed when it is re-created\n"
 		"  --dns LISTEN=UPSTREAM  a DNS relay, no stamp, nothing parsed: UDP and TCP on\n"
@@ -182,6 +186,21 @@ static int parse_mark(const char *s, uint32_t *mark)
 	return 0;
 }
 
+/* --src: an address, into its canonical text (as a stamp's src must be). Returns 0 or -1. */
+static int parse_src(const char *s, char *out, size_t size)
+{
+	struct sockaddr_storage ss;
+	const void *a;
+
+	if (sockaddr_parse(s, SOCKADDR_NO_PORT, 1, &ss) == -1 ||
+	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+		return -1;
+	a = ss.ss_family == AF_INET
+		    ? (const void *)&((const struct sockaddr_in *)(const void *)&ss)->sin_addr
+		    : (const void *)&((const struct sockaddr_in6 *)(const void *)&ss)->sin6_addr;
+	return inet_ntop(ss.ss_family, a, out, (socklen_t)size) == NULL ? -1 : 0;
+}
+
 /* --engine-uid: decimal, at most ten digits, below (uid_t)-1. Returns 0 or -1. */
 static int parse_uid(const char *s, uid_t *uid)
 {
@@ -283,6 +302,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "key", required_argument, NULL, 'k' },
 		{ "net", required_argument, NULL, 'n' },
+		{ "src", required_argument, NULL, 'S' },
 		{ "netns", required_argument, NULL, 's' },
 		{ "own", required_argument, NULL, 'o' },
 		{ "mark", required_argument, NULL, 'm' },
@@ -311,6 +331,13 @@ int main(int argc, char **argv)
 		case 'k': key_path = optarg; break;
 		case 'T': fw.trace = true; break;
 		case 'n': net = optarg; break;
+		case 'S':
+			if (parse_src(optarg, fw.src, sizeof(fw.src)) == -1) {
+				fprintf(stderr, "sluice-forward: bad --src \"%s\" (an IPv4 or IPv6 "
+						"address)\n", optarg);
+				return 2;
+			}
+			break;
 		case 's': fw.netns = optarg; break;
 		case 'o':
 			if (add_pair(&fw, optarg, FWD_STAMP, true) == -1)

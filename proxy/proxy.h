@@ -101,15 +101,16 @@ struct budget_entry;
 int budget_init(struct proxy *px);
 void budget_release(struct proxy *px);
 /*
- * A request grant g allowed for principal who, its head bytes going up now
- * and its declared body after (0 unknown or none): counted, the head
- * charged against max-up, unless one of g's budgets is spent for who or
- * head and body would pass it. Returns 0 with *e its count (give it back
+ * A request grant g allowed for principal who (of network net, the
+ * stamp's; NULL for none), its head bytes going up now and its declared
+ * body after (0 unknown or none): counted, the head charged against max-up,
+ * unless one of g's budgets is spent for who, head and body would pass it,
+ * or who is new and net holds its share of the counts. Returns 0 with *e its count (give it back
  * with budget_put), or 1 refused with the one line saying why (the budget,
  * when it comes back, the command that raises it) in why.
  */
-int budget_take(struct proxy *px, const struct grant *g, const char *who, uint64_t head,
-		uint64_t body, struct budget_entry **e, char *why, size_t size);
+int budget_take(struct proxy *px, const struct grant *g, const char *who, const char *net,
+		uint64_t head, uint64_t body, struct budget_entry **e, char *why, size_t size);
 /* n more bytes up through e. Returns false once its max-up is passed. */
 bool budget_spend(struct budget_entry *e, uint64_t n);
 /* Bytes e may still send up; UINT64_MAX: no max-up. */
