@@ -215,6 +215,24 @@ static void relay_begin(struct conn *c)
 	c->cev = c->uev = EPOLLIN | EPOLLOUT; /* the first pump looks at both ways */
 }
 
+/* Whether ss is an IPv4 address in 127.0.0.0/8. */
+static bool loopback4(const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)ss;
+
+	return ss->ss_family == AF_INET && (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+}
+
+/* Bind fd to from's address, its port left for connect to choose. Returns 0 or -1 with errno. */
+static int bind_from(int fd, const struct sockaddr_storage *from)
+{
+	int one = 1;
+
+	/* a source of our own, its port chosen with the destination known: no port runs out */
+	setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+	return bind(fd, (const struct sockaddr *)from, sizeof(struct sockaddr_in));
+}
+
 static void dial(struct conn *c)
 {
 	const struct sockaddr_storage *ss = &c->ln->upstream;
@@ -245,6 +263,19 @@ static void dial(struct conn *c)
 	    setsockopt(fd, SOL_SOCKET, SO_MARK, &c->fw->mark, sizeof(c->fw->mark)) == -1) {
 		fprintf(stderr, "sluice-forward: dial for client %s: SO_MARK 0x%x: %s: reset\n",
 			c->src, (unsigned)c->fw->mark, strerror(errno));
+		close(fd);
+		conn_close(c, true);
+		return;
+	}
+	/*
+	 * Toward a loopback upstream (the proxy on this host), from our own
+	 * loopback address: the proxy tells this forwarder's connections from
+	 * every other's (and the host's own clients') as it accepts them.
+	 */
+	if (ss->ss_family == AF_INET && c->fw->dial_from.ss_family == AF_INET &&
+	    loopback4(ss) && bind_from(fd, &c->fw->dial_from) == -1) {
+		fprintf(stderr, "sluice-forward: dial for client %s: bind source: %s: reset\n",
+			c->src, strerror(errno));
 		close(fd);
 		conn_close(c, true);
 		return;

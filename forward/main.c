@@ -201,6 +201,22 @@ static int parse_src(const char *s, char *out, size_t size)
 	return inet_ntop(ss.ss_family, a, out, (socklen_t)size) == NULL ? -1 : 0;
 }
 
+/*
+ * Our own source address toward a loopback upstream, from the boot id's
+ * random bytes: 127.A.B.C with A and C in 1..254, so never 127.0.x.x (the
+ * host's own clients) and never a broadcast. The proxy counts connections
+ * by it before their stamp is read, one forwarder apart from another.
+ */
+static void dial_from_init(struct forwarder *fw, const unsigned char raw[8])
+{
+	struct sockaddr_in *in = (struct sockaddr_in *)(void *)&fw->dial_from;
+
+	memset(&fw->dial_from, 0, sizeof(fw->dial_from));
+	in->sin_family = AF_INET;
+	in->sin_addr.s_addr = htonl(127u << 24 | (1u + raw[0] % 254u) << 16 | (unsigned)raw[1] << 8 |
+				    (1u + raw[2] % 254u));
+}
+
 /* --engine-uid: decimal, at most ten digits, below (uid_t)-1. Returns 0 or -1. */
 static int parse_uid(const char *s, uid_t *uid)
 {
@@ -405,6 +421,7 @@ int main(int argc, char **argv)
 		return 1;
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(fw.boot + 2 * i, 3, "%02x", raw[i]);
+	dial_from_init(&fw, raw);
 
 	fw.loop = loop_new();
 	if (fw.loop == NULL)

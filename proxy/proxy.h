@@ -126,12 +126,16 @@ void session_builds_check(struct proxy *px);
 int limit_init(struct proxy *px);
 void limit_release(struct proxy *px);
 /*
- * Count one more connection for key, unless key already holds
- * config_per_client of them. Returns its entry (give it back with
- * limit_put), or NULL when over the cap or out of memory: refuse.
+ * Count s for key (leaving what it was counted for), unless key already
+ * holds config_per_client connections. Returns its entry (s->limit; s
+ * leaves it with limit_put or session_close), or NULL when at the cap or
+ * out of memory, s counted where it was: then free one (limit_idle_oldest)
+ * or refuse.
  */
-struct limit_entry *limit_take(struct proxy *px, const char *key);
-void limit_put(struct proxy *px, struct limit_entry *e); /* e may be NULL */
+struct limit_entry *limit_take(struct proxy *px, const char *key, struct session *s);
+/* The oldest of key's connections that is idle (session_idle), NULL when none is. */
+struct session *limit_idle_oldest(struct proxy *px, const char *key);
+void limit_put(struct proxy *px, struct session *s); /* s counted nowhere: nothing */
 
 /* stats.c: families made, and the listener opened when metrics-listen is given */
 int stats_init(struct proxy *px); /* 0, or -1 after printing */
