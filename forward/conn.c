@@ -272,13 +272,17 @@ static void dial(struct conn *c)
 	 * loopback address: the proxy tells this forwarder's connections from
 	 * every other's (and the host's own clients') as it accepts them.
 	 */
-	if (ss->ss_family == AF_INET && c->fw->dial_from.ss_family == AF_INET &&
-	    loopback4(ss) && bind_from(fd, &c->fw->dial_from) == -1) {
-		fprintf(stderr, "sluice-forward: dial for client %s: bind source: %s: reset\n",
-			c->src, strerror(errno));
-		close(fd);
-		conn_close(c, true);
-		return;
+	if (c->fw->dial_from.ss_family == AF_INET && loopback4(ss) &&
+	    bind_from(fd, &c->fw->dial_from) == -1) {
+		char a[INET_ADDRSTRLEN];
+
+		/* a loopback without 127/8 (an unusual namespace): said once, then as before */
+		inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)&c->fw->dial_from)->sin_addr, a,
+			  sizeof(a));
+		fprintf(stderr, "sluice-forward: dial from %s: %s; dialling the proxy from the "
+				"kernel's choice of address (counted with the host's clients)\n",
+			a, strerror(errno));
+		c->fw->dial_from.ss_family = AF_UNSPEC;
 	}
 	if (connect(fd, (const struct sockaddr *)ss, len) == -1 && errno != EINPROGRESS) {
 		close(fd);

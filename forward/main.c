@@ -334,6 +334,7 @@ int main(int argc, char **argv)
 	static const char *const default_parents[] = { "/libpod_parent", "/machine.slice" };
 	const char *net = NULL, *err = NULL, *engine_state = NULL;
 	unsigned char raw[8];
+	char from[INET_ADDRSTRLEN] = "?";
 	size_t nown = 0, ndns = 0;
 	bool stamping;
 	int opt, sig_fd, ret = 1;
@@ -457,8 +458,11 @@ int main(int argc, char **argv)
 		goto out;
 	if (key_path != NULL)
 		fprintf(stderr, "sluice-forward: running: net %s, boot %s, key %u, %zu listeners "
-				"(%zu own), %zu dns relays\n",
-			fw.net, fw.boot, fw.key.kid, fw.nlisteners - 2 * ndns, nown, ndns);
+				"(%zu own), %zu dns relays, a loopback upstream dialled from %s\n",
+			fw.net, fw.boot, fw.key.kid, fw.nlisteners - 2 * ndns, nown, ndns,
+			inet_ntop(AF_INET,
+				  &((const struct sockaddr_in *)(const void *)&fw.dial_from)->sin_addr,
+				  from, sizeof(from)));
 	else
 		fprintf(stderr, "sluice-forward: running: no stamping listener, %zu dns relays\n",
 			ndns);

@@ -115,6 +115,12 @@ expect_eq "the host's own client kept its 4 idle connections" "open 4 closed 0" 
 expect_eq "run B kept both of its own" "open 2 closed 0" "$(grep '^open' "$LAB_DIR/hold-b.out")"
 expect_eq "run A kept its newest 4" "open 4 closed 2" "$(grep '^open' "$LAB_DIR/hold-a.out")"
 expect_eq "no one was refused" 0 "$(($(logq reason=client-limit) - base_refused))"
+from_a=$(sed -n 's/.*a loopback upstream dialled from \([0-9.]*\)$/\1/p' "$LAB_DIR/forward-a.err")
+from_b=$(sed -n 's/.*a loopback upstream dialled from \([0-9.]*\)$/\1/p' "$LAB_DIR/forward-b.err")
+expect_re "each forwarder dials the proxy from a loopback address of its own, not 127.0.x.x" \
+	'^127\.[1-9][0-9]*\.[0-9]+\.[0-9]+ 127\.[1-9][0-9]*\.[0-9]+\.[0-9]+$' "$from_a $from_b"
+expect_eq "... and run A's rows name its address as the client" "$from_a" \
+	"$(logq who=127.0.0.1@run-a --field client | sed 's/:[0-9]*$//')"
 
 # --- the directive is checked
 printf 'max-connections-per-client 0\n' >"$LAB_DIR/bad.conf"
