@@ -79,6 +79,21 @@ wait "$hpid"
 expect_eq "the client kept its newest 99 (the request took the 100th slot), the older 901 were closed" \
 	"open 99 closed 901" "$(grep '^open' "$LAB_DIR/hold3.out")"
 
+# --- a connection part-way through a head is not idle: at the cap, the next one is refused
+lab_stop_proxy
+lab_start_proxy "max-connections 4096" "max-connections-per-client 2" "head-timeout 30" "allow good.test"
+idle_before=$(logq reason=client-limit-idle)
+hold --src 127.0.0.3 --until "$LAB_DIR/release5" --max 40 2 'GET http://good.test/half HTTP/1.1\r\nHost: goo' \
+	>"$LAB_DIR/hold5.out" 2>&1 &
+hpid=$!
+held "$LAB_DIR/hold5.out" || not_ok "hold.py sent two half heads" "$(cat "$LAB_DIR/hold5.out")"
+out=$(hx curl -s -o /dev/null -w '%{http_code}' --max-time 5 --interface 127.0.0.3 -x "$PROXY_URL" http://good.test/busy)
+expect_eq "a client whose 2 connections (its cap) are each part-way through a head: its next is refused 503" 503 "$out"
+expect_eq "... and neither of those was closed for it" 0 "$(($(logq reason=client-limit-idle) - idle_before))"
+touch "$LAB_DIR/release5"
+wait "$hpid"
+expect_eq "... both still open when it let go" "open 2 closed 0" "$(grep '^open' "$LAB_DIR/hold5.out")"
+
 # --- two runs' forwarders and the host's own client: none closes another's idle connections
 FA=$((PROXY_PORT + 7)) FB=$((PROXY_PORT + 8))
 for n in a b; do
