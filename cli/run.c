@@ -343,6 +343,32 @@ static int netns_make(struct run *x)
 	return 0;
 }
 
+/*
+ * Who the run is, to the proxy: every connection its forwarder stamps names
+ * one source (sluice-forward --src), whatever address CMD binds, so a run
+ * is one principal for budgets, connection caps and scoped grants
+ * (`allow approve` of its refusal: ADDR@sluice-ID). Without --image that
+ * is 127.0.0.1; with it, the container's own address, which it is given
+ * (--ip: the one after the gateway, gw on the bridge), so `sluice log`
+ * names the container from the engine's snapshot. The one place the run's
+ * principal is chosen. Returns 0, or -1 after printing.
+ */
+static int run_principal(struct run *x, const struct sockaddr_storage *gw)
+{
+	struct in_addr a;
+
+	if (gw == NULL) {
+		snprintf(x->principal_src, sizeof(x->principal_src), "127.0.0.1");
+		return 0;
+	}
+	a.s_addr = htonl(ntohl(((const struct sockaddr_in *)(const void *)gw)->sin_addr.s_addr) + 1);
+	if (inet_ntop(AF_INET, &a, x->principal_src, sizeof(x->principal_src)) == NULL) {
+		fprintf(stderr, "run: podman network %s: no address after its gateway\n", x->r.name);
+		return -1;
+	}
+	return 0;
+}
+
 /* --image: a podman network of the run's own; the sandbox reaches the forwarder at its gateway. */
 static int network_make(struct run *x)
 {
@@ -370,7 +396,7 @@ static int network_make(struct run *x)
 		return -1;
 	}
 	snprintf(x->gateway, sizeof(x->gateway), "%s", out);
-	return 0;
+	return run_principal(x, &ss);
 }
 
 static int walls_apply(struct run *x)
@@ -438,8 +464,8 @@ static int listening(struct run *x, unsigned port, pid_t pid)
 static int forwarder_start(struct run *x)
 {
 	char path[PATH_MAX + 32], key[PATH_MAX + 16], pair[200], dns[200];
-	char *argv[] = { path, "--key", key, "--net", x->r.name, "--netns", x->netns,
-			 "--dns", dns, pair, NULL };
+	char *argv[] = { path, "--key", key, "--net", x->r.name, "--src", x->principal_src,
+			 "--netns", x->netns, "--dns", dns, pair, NULL };
 	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s/sluice-forward", x->bindir);
@@ -744,6 +770,7 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	x.fwd_port = x.r.base + RUN_FWD_OFF;
 	snprintf(x.gateway, sizeof(x.gateway), "127.0.0.1");
+	run_principal(&x, NULL);
 	/*
 	 * A dead run that cannot be taken down (each thing named above) keeps
 	 * its record for `sluice doctor --clean` or a later try; it is no reason

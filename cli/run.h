@@ -103,6 +103,7 @@ struct run {
 	pid_t proxy_pid, dns_pid;  /* from their run files: told to reload after our grants */
 	char proxy_up[128], dns_up[128]; /* the forwarder's upstreams */
 	char gateway[64];       /* where the sandbox reaches the forwarder: 127.0.0.1, or the bridge's */
+	char principal_src[64]; /* what every stamp of the run names as its source (run_principal) */
 	unsigned fwd_port;
 	int lock_fd, log_fd;
 	int users_fd;           /* STATE/runs/.users.lock, shared while we run (run_users_join) */

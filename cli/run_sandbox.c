@@ -215,7 +215,7 @@ char **run_image_argv(struct run *x, char **env, char *words, size_t wsize, char
 {
 	size_t n = run_podman_argv(x, words, wsize, argv, PODMAN_ARGS_MAX);
 	const char *fixed[] = { "run", "--rm", "--name", x->r.name, "--network", x->r.name,
-				"--dns", x->gateway, "-v", x->ca_volumes[0], "-v", x->ca_volumes[1] };
+				"--ip", x->principal_src, "--dns", x->gateway, "-v", x->ca_volumes[0], "-v", x->ca_volumes[1] };
 
 	snprintf(x->ca_volumes[0], sizeof(x->ca_volumes[0]),
 		 "%s/pub/ca-bundle.crt:/etc/sluice/ca-bundle.crt:ro", x->dir);

@@ -180,7 +180,8 @@ static int stamp_head(struct conn *c, const struct http_request *req, size_t hea
 	memset(&st, 0, sizeof(st));
 	st.version = 1;
 	st.kid = fw->key.kid;
-	memcpy(st.src, c->src, sizeof(c->src));
+	/* --src: the sandbox's one principal, whatever address the client bound */
+	snprintf(st.src, sizeof(st.src), "%s", fw->src[0] != '\0' ? fw->src : c->src);
 	memcpy(st.net, fw->net, sizeof(st.net));
 	memcpy(st.as, c->as, sizeof(st.as));
 	memcpy(st.boot, fw->boot, sizeof(st.boot));
@@ -222,6 +223,24 @@ static void relay_begin(struct conn *c)
 	c->cev = c->uev = EPOLLIN | EPOLLOUT; /* the first pump looks at both ways */
 }
 
+/* Whether ss is an IPv4 address in 127.0.0.0/8. */
+static bool loopback4(const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)ss;
+
+	return ss->ss_family == AF_INET && (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+}
+
+/* Bind fd to from's address, its port left for connect to choose. Returns 0 or -1 with errno. */
+static int bind_from(int fd, const struct sockaddr_storage *from)
+{
+	int one = 1;
+
+	/* a source of our own, its port chosen with the destination known: no port runs out */
+	setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+	return bind(fd, (const struct sockaddr *)from, sizeof(struct sockaddr_in));
+}
+
 static void dial(struct conn *c)
 {
 	const struct sockaddr_storage *ss = &c->ln->upstream;
@@ -255,6 +274,23 @@ static void dial(struct conn *c)
 		close(fd);
 		conn_close(c, true);
 		return;
+	}
+	/*
+	 * Toward a loopback upstream (the proxy on this host), from our own
+	 * loopback address: the proxy tells this forwarder's connections from
+	 * every other's (and the host's own clients') as it accepts them.
+	 */
+	if (c->fw->dial_from.ss_family == AF_INET && loopback4(ss) &&
+	    bind_from(fd, &c->fw->dial_from) == -1) {
+		char a[INET_ADDRSTRLEN];
+
+		/* a loopback without 127/8 (an unusual namespace): said once, then as before */
+		inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)&c->fw->dial_from)->sin_addr, a,
+			  sizeof(a));
+		fprintf(stderr, "sluice-forward: dial from %s: %s; dialling the proxy from the "
+				"kernel's choice of address (counted with the host's clients)\n",
+			a, strerror(errno));
+		c->fw->dial_from.ss_family = AF_UNSPEC;
 	}
 	if (connect(fd, (const struct sockaddr *)ss, len) == -1 && errno != EINPROGRESS) {
 		close(fd);

@@ -362,7 +362,8 @@ long dns_tag(struct forwarder *fw, const char *src, const uint8_t *q, size_t len
 	struct dnstag t;
 
 	memset(&t, 0, sizeof(t));
-	snprintf(t.src, sizeof(t.src), "%s", src);
+	/* --src: the run is one principal, for its names as for its connections */
+	snprintf(t.src, sizeof(t.src), "%s", fw->src[0] != '\0' ? fw->src : src);
 	memcpy(t.net, fw->net, sizeof(t.net));
 	t.time = (uint64_t)time(NULL);
 	return dnstag_add(q, len, &t, &fw->key, out, max);

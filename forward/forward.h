@@ -113,6 +113,8 @@ struct forwarder {
 	struct stamp_key key; /* the current key, used to sign */
 	char net[STAMP_NET_MAX + 1];
 	bool dns_tag;         /* --key and --net: --dns queries carry a tag (lib/dnstag.h) */
+	char src[46];         /* --src: every stamp's src, canonical; "": the client's address */
+	struct sockaddr_storage dial_from; /* our own loopback source toward a loopback upstream */
 	char boot[17];        /* random per start */
 	uint64_t seq;         /* per boot, one per connection */
 	uint32_t mark;        /* --mark: SO_MARK on upstream sockets; 0 none */

@@ -46,7 +46,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sluice-forward --key FILE --net NAME [--netns PATH] [--own LISTEN=UPSTREAM]...\n"
 		"                      [--engine-cgroup PATH]... [--engine-uid N] [--engine-state FILE]\n"
-		"                      [--dns LISTEN=UPSTREAM]... [--mark N] [--trace] [LISTEN=UPSTREAM]...\n"
+		"                      [--dns LISTEN=UPSTREAM]... [--src ADDR] [--mark N] [--trace]\n"
+		"                      [LISTEN=UPSTREAM]...\n"
 		"       sluice-forward [--netns PATH] --dns LISTEN=UPSTREAM... [--mark N] [--trace]\n"
 		"       sluice-forward --wait NETNS_PATH ADDR:PORT [--timeout SECONDS]\n"
 		"  LISTEN, UPSTREAM  numeric ADDR:PORT or [V6]:PORT; UPSTREAM also unix:PATH,\n"
@@ -55,6 +56,9 @@ static void usage(void)
 		"                    with --net, needed only for LISTEN=UPSTREAM and --own\n"
 		"  --net NAME        the network name every stamp (and, with --key, every\n"
 		"                    --dns query's tag) carries\n"
+		"  --src ADDR        every stamp names ADDR as the client's address, whatever\n"
+		"                    address the client bound: everything behind this\n"
+		"                    forwarder is one principal (sluice run's sandbox)\n"
 		"  --netns PATH      LISTEN=UPSTREAM pairs and --dns listen inside this network\n"
 		"                    namespace (e.g. /run/netns/vm), followed when it is re-created\n"
 		"  --dns LISTEN=UPSTREAM  a DNS relay: UDP and TCP on LISTEN (a wildcard\n"
@@ -187,6 +191,37 @@ static int parse_mark(const char *s, uint32_t *mark)
 	return 0;
 }
 
+/* --src: an address, into its canonical text (as a stamp's src must be). Returns 0 or -1. */
+static int parse_src(const char *s, char *out, size_t size)
+{
+	struct sockaddr_storage ss;
+	const void *a;
+
+	if (sockaddr_parse(s, SOCKADDR_NO_PORT, 1, &ss) == -1 ||
+	    (ss.ss_family != AF_INET && ss.ss_family != AF_INET6))
+		return -1;
+	a = ss.ss_family == AF_INET
+		    ? (const void *)&((const struct sockaddr_in *)(const void *)&ss)->sin_addr
+		    : (const void *)&((const struct sockaddr_in6 *)(const void *)&ss)->sin6_addr;
+	return inet_ntop(ss.ss_family, a, out, (socklen_t)size) == NULL ? -1 : 0;
+}
+
+/*
+ * Our own source address toward a loopback upstream, from the boot id's
+ * random bytes: 127.A.B.C with A and C in 1..254, so never 127.0.x.x (the
+ * host's own clients) and never a broadcast. The proxy counts connections
+ * by it before their stamp is read, one forwarder apart from another.
+ */
+static void dial_from_init(struct forwarder *fw, const unsigned char raw[8])
+{
+	struct sockaddr_in *in = (struct sockaddr_in *)(void *)&fw->dial_from;
+
+	memset(&fw->dial_from, 0, sizeof(fw->dial_from));
+	in->sin_family = AF_INET;
+	in->sin_addr.s_addr = htonl(127u << 24 | (1u + raw[0] % 254u) << 16 | (unsigned)raw[1] << 8 |
+				    (1u + raw[2] % 254u));
+}
+
 /* --engine-uid: decimal, at most ten digits, below (uid_t)-1. Returns 0 or -1. */
 static int parse_uid(const char *s, uid_t *uid)
 {
@@ -288,6 +323,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "key", required_argument, NULL, 'k' },
 		{ "net", required_argument, NULL, 'n' },
+		{ "src", required_argument, NULL, 'S' },
 		{ "netns", required_argument, NULL, 's' },
 		{ "own", required_argument, NULL, 'o' },
 		{ "mark", required_argument, NULL, 'm' },
@@ -303,6 +339,7 @@ int main(int argc, char **argv)
 	static const char *const default_parents[] = { "/libpod_parent", "/machine.slice" };
 	const char *net = NULL, *err = NULL, *engine_state = NULL;
 	unsigned char raw[8];
+	char from[INET_ADDRSTRLEN] = "?";
 	size_t nown = 0, ndns = 0;
 	bool stamping;
 	int opt, sig_fd, ret = 1;
@@ -316,6 +353,13 @@ int main(int argc, char **argv)
 		case 'k': key_path = optarg; break;
 		case 'T': fw.trace = true; break;
 		case 'n': net = optarg; break;
+		case 'S':
+			if (parse_src(optarg, fw.src, sizeof(fw.src)) == -1) {
+				fprintf(stderr, "sluice-forward: bad --src \"%s\" (an IPv4 or IPv6 "
+						"address)\n", optarg);
+				return 2;
+			}
+			break;
 		case 's': fw.netns = optarg; break;
 		case 'o':
 			if (add_pair(&fw, optarg, FWD_STAMP, true) == -1)
@@ -384,6 +428,7 @@ int main(int argc, char **argv)
 		return 1;
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(fw.boot + 2 * i, 3, "%02x", raw[i]);
+	dial_from_init(&fw, raw);
 
 	fw.loop = loop_new();
 	if (fw.loop == NULL)
@@ -419,9 +464,12 @@ int main(int argc, char **argv)
 		goto out;
 	if (key_path != NULL)
 		fprintf(stderr, "sluice-forward: running: net %s, boot %s, key %u, %zu listeners "
-				"(%zu own), %zu dns relays%s\n",
+				"(%zu own), %zu dns relays%s, a loopback upstream dialled from %s\n",
 			fw.net, fw.boot, fw.key.kid, fw.nlisteners - 2 * ndns, nown, ndns,
-			fw.dns_tag ? " (queries tagged)" : "");
+			fw.dns_tag ? " (queries tagged)" : "",
+			inet_ntop(AF_INET,
+				  &((const struct sockaddr_in *)(const void *)&fw.dial_from)->sin_addr,
+				  from, sizeof(from)));
 	else
 		fprintf(stderr, "sluice-forward: running: no stamping listener, %zu dns relays\n",
 			ndns);

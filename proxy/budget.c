@@ -26,7 +26,12 @@
  * taken up by the first request for its key. When every slot is taken,
  * the ones no exchange holds whose window ended or whose grant is gone
  * from the policy are freed, and when none can be, the request is refused
- * (fail closed: forgetting a count would reopen the brake). Windows run on
+ * (fail closed: forgetting a count would reopen the brake). So that no one
+ * forwarder can fill the table (and refuse every other principal for the
+ * grant's life), a slot carries its principal's network (the stamp's net)
+ * and one network holds at most BUDGET_NET_MAX of them: past that its new
+ * principals are refused, the same way. An unstamped principal
+ * (unattributed, a build token's) belongs to no network. Windows run on
  * the wall clock, so they go on across a restart. This file counts and
  * words refusals; exchange.c, session.c, h2.c and upgrade.c refuse and
  * close.
@@ -45,9 +50,12 @@
 
 #define BUDGET_BUCKETS 1024 /* a power of two */
 #define BUDGET_MAX 8192     /* counts kept, at most */
+#define BUDGET_NET_MAX (BUDGET_MAX / 16) /* of them, one network's principals' */
+#define BUDGET_NET_DIGEST 16 /* bytes of SHA-256 of a network name a slot keeps */
 /* "LEVEL PATTERN SCOPES ADDED BUDGET": each part's most, and the spaces */
 #define BUDGET_GKEY_MAX (16 + HOST_NAME_MAX_LEN + 16 + GRANT_SCOPES_TEXT + 24 + 96 + 8)
-#define BUDGET_MAGIC "sluice budgets v1"
+#define BUDGET_MAGIC "sluice budgets v2"
+#define BUDGET_MAGIC_V1 "sluice budgets v1"
 
 /* What one principal spent of one grant's budget, in STATE/budgets. */
 struct budget_slot {
@@ -58,11 +66,28 @@ struct budget_slot {
 	int64_t window_ms;                         /* wall-clock ms this window began */
 	uint32_t per;                              /* seconds; 0: the grant's life */
 	uint32_t used;                             /* 0: free */
+	unsigned char net[BUDGET_NET_DIGEST];      /* of the principal's network; zeros: none */
 };
 
 struct budget_file {
 	struct state_head head;
 	struct budget_slot slot[BUDGET_MAX];
+};
+
+/* The slot and file before networks were kept (v1): read once, to carry its counts over. */
+struct budget_slot_v1 {
+	unsigned char key[SHA256_DIGEST_LENGTH];
+	unsigned char grant[SHA256_DIGEST_LENGTH];
+	uint64_t requests;
+	uint64_t up;
+	int64_t window_ms;
+	uint32_t per;
+	uint32_t used;
+};
+
+struct budget_file_v1 {
+	struct state_head head;
+	struct budget_slot_v1 slot[BUDGET_MAX];
 };
 
 struct budget_entry {
@@ -110,6 +135,31 @@ static bool window_over(const struct budget_slot *sl, int64_t now)
 }
 
 /*
+ * A budget file of v1 (before slots kept their network) at fd: its counts,
+ * read whole, and the file emptied for v2 (its slots then belong to no
+ * network). NULL: no such file (or out of memory: state_map_fd then says
+ * it is not of this version and starts an empty one).
+ */
+static struct budget_file_v1 *budget_read_v1(int fd)
+{
+	struct budget_file_v1 *v1;
+	struct stat st;
+
+	if (fstat(fd, &st) == -1 || st.st_size != (off_t)sizeof(*v1))
+		return NULL;
+	v1 = malloc(sizeof(*v1));
+	if (v1 == NULL)
+		return NULL;
+	if (pread(fd, v1, sizeof(*v1), 0) != (ssize_t)sizeof(*v1) ||
+	    strncmp(v1->head.magic, BUDGET_MAGIC_V1, sizeof(v1->head.magic)) != 0 ||
+	    v1->head.size != sizeof(*v1) || ftruncate(fd, 0) == -1) {
+		free(v1);
+		return NULL;
+	}
+	return v1;
+}
+
+/*
  * STATE/budgets mapped: the counts from before, the ones whose window
  * ended dropped. A disk with no room for it (or another failure) leaves
  * the counts in memory only, loudly: a restart would start them again.
@@ -122,6 +172,8 @@ static int budget_map(struct proxy *px)
 	size_t kept = 0;
 	int64_t now = wall_ms();
 
+	struct budget_file_v1 *v1 = budget_read_v1(b->fd);
+
 	f = state_map_fd(b->fd, b->path, BUDGET_MAGIC, sizeof(*f), "a budget file");
 	close(b->fd);
 	b->fd = -1;
@@ -133,6 +185,22 @@ static int budget_map(struct proxy *px)
 				"them again\n");
 	}
 	b->file = f;
+	if (v1 != NULL) {
+		for (size_t i = 0; i < BUDGET_MAX; i++) {
+			if (!v1->slot[i].used)
+				continue;
+			memcpy(f->slot[i].key, v1->slot[i].key, sizeof(f->slot[i].key));
+			memcpy(f->slot[i].grant, v1->slot[i].grant, sizeof(f->slot[i].grant));
+			f->slot[i].requests = v1->slot[i].requests;
+			f->slot[i].up = v1->slot[i].up;
+			f->slot[i].window_ms = v1->slot[i].window_ms;
+			f->slot[i].per = v1->slot[i].per;
+			f->slot[i].used = 1;
+		}
+		free(v1);
+		fprintf(stderr, "sluice-proxy: budgets: %s carried over from the file before "
+				"networks were kept\n", b->path);
+	}
 	for (size_t i = 0; i < BUDGET_MAX; i++) {
 		if (f->slot[i].used && window_over(&f->slot[i], now))
 			memset(&f->slot[i], 0, sizeof(f->slot[i]));
@@ -267,10 +335,16 @@ static void budget_prune(struct proxy *px, int64_t now)
 	free(d);
 }
 
-/* The slot counting for the key whose digest is key: one from before, else a free one; -1 none. */
-static ssize_t slot_for(struct budgets *b, const unsigned char *key)
+/*
+ * The slot counting for the key whose digest is key: one from before
+ * (whatever its network holds), else a free one while net (a digest;
+ * NULL: no network) holds fewer than BUDGET_NET_MAX. Returns its index;
+ * -1 none free, -2 net holds its share.
+ */
+static ssize_t slot_for(struct budgets *b, const unsigned char *key, const unsigned char *net)
 {
 	ssize_t free_at = -1;
+	size_t held = 0;
 
 	for (size_t i = 0; i < BUDGET_MAX; i++) {
 		const struct budget_slot *sl = &b->file->slot[i];
@@ -279,8 +353,10 @@ static ssize_t slot_for(struct budgets *b, const unsigned char *key)
 			return (ssize_t)i;
 		if (!sl->used && free_at == -1)
 			free_at = (ssize_t)i;
+		if (sl->used && net != NULL && memcmp(sl->net, net, sizeof(sl->net)) == 0)
+			held++;
 	}
-	return free_at;
+	return held >= BUDGET_NET_MAX ? -2 : free_at;
 }
 
 /* "PATTERN --for A --for B": g as `sluice allow add` takes it, into buf. */
@@ -299,10 +375,15 @@ static void grant_args(const struct grant *g, char *buf, size_t size)
 	}
 }
 
-/* The entry for g and who, made when there is none; NULL: every slot taken, or out of memory. */
+/*
+ * The entry for g and who (of network net, NULL none), made when there is
+ * none; NULL: every slot taken, net's share taken (*full set), or out of
+ * memory.
+ */
 static struct budget_entry *entry_get(struct proxy *px, const struct grant *g, const char *who,
-				      int64_t now)
+				      const char *net, int64_t now, bool *full)
 {
+	unsigned char nd[SHA256_DIGEST_LENGTH];
 	char gkey[BUDGET_GKEY_MAX], key[BUDGET_GKEY_MAX + SESSION_WHO_MAX + 2];
 	char args[HOST_NAME_MAX_LEN + GRANT_SCOPES_MAX * (SCOPE_TEXT_MAX + 8) + 16];
 	unsigned char kd[SHA256_DIGEST_LENGTH];
@@ -322,12 +403,15 @@ static struct budget_entry *entry_get(struct proxy *px, const struct grant *g, c
 	if (b->file == NULL && budget_map(px) == -1)
 		return NULL;
 	digest(key, len, kd);
-	i = slot_for(b, kd);
-	if (i == -1) {
+	if (net != NULL)
+		digest(net, strlen(net), nd);
+	i = slot_for(b, kd, net != NULL ? nd : NULL);
+	if (i < 0) {
 		budget_prune(px, now);
-		i = slot_for(b, kd);
+		i = slot_for(b, kd, net != NULL ? nd : NULL);
 	}
-	if (i == -1)
+	*full = i == -2;
+	if (i < 0)
 		return NULL;
 	grant_args(g, args, sizeof(args));
 	alen = strlen(args);
@@ -347,6 +431,9 @@ static struct budget_entry *entry_get(struct proxy *px, const struct grant *g, c
 		sl->window_ms = now;
 		sl->per = g->per;
 		sl->used = 1;
+		memset(sl->net, 0, sizeof(sl->net));
+		if (net != NULL)
+			memcpy(sl->net, nd, sizeof(sl->net));
 	}
 	e->slot = sl;
 	b->owner[i] = e;
@@ -396,15 +483,22 @@ void budget_words(const struct budget_entry *e, bool up, char *out, size_t size)
 			 e->max_requests, e->who, when, e->args, other, per);
 }
 
-int budget_take(struct proxy *px, const struct grant *g, const char *who, uint64_t head,
-		uint64_t body, struct budget_entry **out, char *why, size_t size)
+int budget_take(struct proxy *px, const struct grant *g, const char *who, const char *net,
+		uint64_t head, uint64_t body, struct budget_entry **out, char *why, size_t size)
 {
 	int64_t now = wall_ms();
 	struct budget_entry *e;
 	struct budget_slot *sl;
+	bool full = false;
 
 	*out = NULL;
-	e = entry_get(px, g, who, now);
+	e = entry_get(px, g, who, net, now, &full);
+	if (e == NULL && full) {
+		snprintf(why, size, "budget counts cannot be kept for %s: network %s holds its "
+			 "share (%d of %d principals and grants counted); nothing was sent",
+			 who, net, BUDGET_NET_MAX, BUDGET_MAX);
+		return 1;
+	}
 	if (e == NULL) {
 		snprintf(why, size, "budget counts cannot be kept (%d principals and grants "
 			 "counted, or out of memory); nothing was sent", BUDGET_MAX);
@@ -467,7 +561,8 @@ int budget_request(struct session *s, const struct http_request *req, const stru
 	char who[SESSION_WHO_MAX], why[sizeof(((struct refusal *)0)->detail)];
 	uint64_t body = req->body == HTTP_BODY_LENGTH ? req->content_length : 0;
 
-	if (budget_take(s->px, g, session_spender(s, who, sizeof(who)), head_up_size(s, req), body,
+	if (budget_take(s->px, g, session_spender(s, who, sizeof(who)),
+			s->stamp != NULL ? s->stamp->net : NULL, head_up_size(s, req), body,
 			&x->budget, why, sizeof(why)) == 0)
 		return 0;
 	if (policy_mode_at(s->px->policy, time(NULL)) != MODE_ENFORCE) {

@@ -102,15 +102,16 @@ struct budget_entry;
 int budget_init(struct proxy *px);
 void budget_release(struct proxy *px);
 /*
- * A request grant g allowed for principal who, its head bytes going up now
- * and its declared body after (0 unknown or none): counted, the head
- * charged against max-up, unless one of g's budgets is spent for who or
- * head and body would pass it. Returns 0 with *e its count (give it back
+ * A request grant g allowed for principal who (of network net, the
+ * stamp's; NULL for none), its head bytes going up now and its declared
+ * body after (0 unknown or none): counted, the head charged against max-up,
+ * unless one of g's budgets is spent for who, head and body would pass it,
+ * or who is new and net holds its share of the counts. Returns 0 with *e its count (give it back
  * with budget_put), or 1 refused with the one line saying why (the budget,
  * when it comes back, the command that raises it) in why.
  */
-int budget_take(struct proxy *px, const struct grant *g, const char *who, uint64_t head,
-		uint64_t body, struct budget_entry **e, char *why, size_t size);
+int budget_take(struct proxy *px, const struct grant *g, const char *who, const char *net,
+		uint64_t head, uint64_t body, struct budget_entry **e, char *why, size_t size);
 /* n more bytes up through e. Returns false once its max-up is passed. */
 bool budget_spend(struct budget_entry *e, uint64_t n);
 /* Bytes e may still send up; UINT64_MAX: no max-up. */
@@ -140,12 +141,16 @@ void lograte_address(const char *client, char *out, size_t size);
 int limit_init(struct proxy *px);
 void limit_release(struct proxy *px);
 /*
- * Count one more connection for key, unless key already holds
- * config_per_client of them. Returns its entry (give it back with
- * limit_put), or NULL when over the cap or out of memory: refuse.
+ * Count s for key (leaving what it was counted for), unless key already
+ * holds config_per_client connections. Returns its entry (s->limit; s
+ * leaves it with limit_put or session_close), or NULL when at the cap or
+ * out of memory, s counted where it was: then free one (limit_idle_oldest)
+ * or refuse.
  */
-struct limit_entry *limit_take(struct proxy *px, const char *key);
-void limit_put(struct proxy *px, struct limit_entry *e); /* e may be NULL */
+struct limit_entry *limit_take(struct proxy *px, const char *key, struct session *s);
+/* The oldest of key's connections that is idle (session_idle), NULL when none is. */
+struct session *limit_idle_oldest(struct proxy *px, const char *key);
+void limit_put(struct proxy *px, struct session *s); /* s counted nowhere: nothing */
 
 /* stats.c: families made, and the listener opened when metrics-listen is given */
 int stats_init(struct proxy *px); /* 0, or -1 after printing */

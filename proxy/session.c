@@ -203,8 +203,7 @@ void session_close(struct session *s, const char *why)
 	s->cfd = -1;
 	buf_release(&s->cin);
 	buf_release(&s->cout);
-	limit_put(px, s->limit);
-	s->limit = NULL;
+	limit_put(px, s);
 
 	if (s->prev != NULL)
 		s->prev->next = s->next;
@@ -502,11 +501,73 @@ static void refuse_accept(struct proxy *px, int fd, const char *client, const ch
 	close(fd);
 }
 
+bool session_idle(const struct session *s)
+{
+	return !s->closed && s->state == SS_HEAD && (s->x == NULL || !s->x->active) &&
+	       s->head_ms == 0 && s->tun == NULL && s->h2 == NULL && buf_len(&s->cin) == 0 &&
+	       buf_len(&s->cout) == 0 && (s->cssl == NULL || SSL_pending(s->cssl) == 0);
+}
+
+bool session_evict_idle(struct proxy *px, const char *key)
+{
+	struct session *s = limit_idle_oldest(px, key);
+	struct netlog_row row;
+	struct stamp st;
+	char who[SESSION_WHO_MAX], detail[200];
+
+	if (s == NULL)
+		return false;
+	snprintf(detail, sizeof(detail),
+		 "closed while idle: its client held max-connections-per-client %u and opened "
+		 "another; the oldest idle connection makes room",
+		 config_per_client(px->config));
+	memset(&row, 0, sizeof(row));
+	row.conn = s->id;
+	row.req = s->nreq;
+	row.run = px->run_id;
+	row.who = session_who(s, who, sizeof(who));
+	row.build = s->build != NULL ? s->build->as : NULL;
+	if (s->stamp != NULL) {
+		stamp_expand(s->stamp, &st);
+		row.stamp = &st;
+	}
+	row.client = s->client;
+	row.port = -1;
+	row.decision = "refuse";
+	row.reason = "client-limit-idle";
+	row.dns_ms = row.connect_ms = -1;
+	row.ms = (double)(loop_now(px->loop) - s->accepted_ms);
+	row.detail = detail;
+	if (px->netlog != NULL)
+		netlog_write(px->netlog, &row);
+	stats_row(&row);
+	session_close(s, "client-limit-idle");
+	return true;
+}
+
+/*
+ * The key a new connection counts under until its stamp (limit.c): its
+ * peer's address, every port of it together, or for a unix:PATH listener
+ * the peer process (SO_PEERCRED), so no two local clients share a count.
+ */
+static void accept_key(int fd, const struct sockaddr_storage *peer, char *key, size_t size)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+
+	snprintf(key, size, "a:");
+	if (peer->ss_family != AF_UNIX)
+		ipaddr_format(peer->ss_family, dial_addr_bytes(peer), key + 2, size - 2);
+	else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0)
+		snprintf(key + 2, size - 2, "unix:%ld", (long)uc.pid);
+	else
+		snprintf(key + 2, size - 2, "unix");
+}
+
 /* fd is a new client connection (TCP_NODELAY inherited from the listener). */
 void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *peer)
 {
 	struct session *s;
-	struct limit_entry *lim;
 	char client[INET6_ADDRSTRLEN + 8], key[INET6_ADDRSTRLEN + 4], detail[160];
 
 	sockaddr_format(peer, client, sizeof(client)); /* "unix" from a unix:PATH listener */
@@ -517,28 +578,23 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 		refuse_accept(px, fd, client, "busy", detail);
 		return;
 	}
-	/* the address alone: every port of one client counts together */
-	snprintf(key, sizeof(key), "a:");
-	if (peer->ss_family == AF_UNIX)
-		snprintf(key + 2, sizeof(key) - 2, "unix");
-	else
-		ipaddr_format(peer->ss_family, dial_addr_bytes(peer), key + 2, sizeof(key) - 2);
-	lim = limit_take(px, key);
-	if (lim == NULL) {
-		snprintf(detail, sizeof(detail),
-			 "%s holds too many connections (max-connections-per-client %u); try "
-			 "again later", key + 2, config_per_client(px->config));
-		refuse_accept(px, fd, client, "client-limit", detail);
-		return;
-	}
 	s = calloc(1, sizeof(*s));
 	if (s == NULL) {
-		limit_put(px, lim);
 		close(fd);
 		return;
 	}
+	accept_key(fd, peer, key, sizeof(key));
+	/* at its cap: its oldest idle connection makes room, else it is refused */
+	if (limit_take(px, key, s) == NULL &&
+	    (!session_evict_idle(px, key) || limit_take(px, key, s) == NULL)) {
+		snprintf(detail, sizeof(detail),
+			 "%s holds too many connections, none idle (max-connections-per-client "
+			 "%u); try again later", key + 2, config_per_client(px->config));
+		free(s);
+		refuse_accept(px, fd, client, "client-limit", detail);
+		return;
+	}
 	s->px = px;
-	s->limit = lim;
 	s->id = ++px->next_conn_id;
 	s->cfd = fd;
 	s->ufd = -1;
@@ -551,7 +607,7 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 	memcpy(s->client, client, sizeof(s->client));
 	s->accepted_ms = s->active_ms = loop_now(px->loop);
 	if (loop_io_add(px->loop, &s->cio, fd, EPOLLIN, session_on_client, s) == -1) {
-		limit_put(px, s->limit);
+		limit_put(px, s);
 		close(fd);
 		free(s);
 		return;

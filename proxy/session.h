@@ -243,6 +243,7 @@ struct session {
 	int cfd;
 	int ufd; /* upstream, kept across keep-alive requests */
 	struct limit_entry *limit; /* what this connection is counted against (limit.c) */
+	struct session *lim_next, *lim_prev; /* the others it counts, in the order they came */
 
 	struct loop_io cio;
 	struct buf cin, cout;
@@ -373,6 +374,18 @@ bool session_tunnel_over_budget(struct session *s);
 void session_intercept_begin(struct session *s);
 
 /* state.c */
+/*
+ * Whether s is idle: between requests or before its first byte, nothing
+ * read of a request, nothing left to send, no tunnel or stream open. Such
+ * a connection may be closed to make room for its client's next one.
+ */
+bool session_idle(const struct session *s);
+/*
+ * Make room under key for a connection its client is opening: close key's
+ * oldest idle connection, with a row (client-limit-idle). Returns true
+ * when one was closed.
+ */
+bool session_evict_idle(struct proxy *px, const char *key);
 void session_enter(struct session *s, enum sess_state state);
 void session_arm_timer(struct session *s);
 void session_pump(struct session *s);
