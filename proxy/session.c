@@ -634,8 +634,14 @@ void session_rejudge_all(struct proxy *px)
 		struct policy_request pr = { 0 };
 		struct verdict v;
 		char who[SESSION_WHO_MAX];
-		bool busy = s->state != SS_HEAD && s->state != SS_DRAIN && s->x != NULL &&
-			    s->x->active;
+		/*
+		 * A request judged and waiting to be sent again (re-issued after a
+		 * 401, back in SS_HEAD behind an unflushed 1xx) is in flight too:
+		 * it resumes at its credential, never judged again, so judge it here.
+		 */
+		bool busy = s->x != NULL && s->x->active &&
+			    ((s->state != SS_HEAD && s->state != SS_DRAIN) ||
+			     s->x->phase == XP_CREDENTIAL);
 		struct target kept;
 		const struct target *t = &kept;
 
