@@ -1,13 +1,14 @@
 /*
  * client.c: sluice-dns's listeners, UDP and TCP on each dns-listen.
  *
- * UDP queries are read in batches (recvmmsg); the answers that are ready
- * at once (cache hits, refusals) go out in one sendmmsg after the batch's
- * rows are written with one write(2). A TCP connection carries queries
- * framed by their length (RFC 1035 4.2.2, 7766), answered in the order
- * they are ready; it is closed after DNS_TCP_IDLE_MS without a whole query
- * (bytes of one do not count), and stops being read while DNS_TCP_INFLIGHT
- * of its queries wait (read again, and its buffered queries handled, when
+ * UDP queries are read in batches (recvmmsg), each up to 4096 bytes and
+ * the most a forwarder's tag adds (longer: a row, no answer); the answers
+ * that are ready at once (cache hits, refusals) go out in one sendmmsg
+ * after the batch's rows are written with one write(2). A TCP connection
+ * carries queries framed by their length (RFC 1035 4.2.2, 7766), answered
+ * in the order they are ready; it is closed after DNS_TCP_IDLE_MS
+ * without a whole query (bytes of one do not count), and stops being read
+ * while DNS_TCP_INFLIGHT of its queries wait (read again, and its buffered queries handled, when
  * one is answered). A connection's first query says who asks on it (its
  * forwarder's tag, query.c): one asker holds at most DNS_TCP_PER_CLIENT
  * connections, and so does one address for its connections that named
@@ -35,7 +36,8 @@
 #include "sockaddr.h"
 
 #define UDP_BATCH 64
-#define UDP_IN_MAX 4096   /* a query longer than this is no query */
+/* a query longer than this is no query: 4096, and room for a forwarder's tag */
+#define UDP_IN_MAX (4096 + DNSTAG_GROW)
 #define UDP_ROUNDS 4      /* batches before giving the loop back */
 #define DNS_TCP_MAX 512
 #define DNS_TCP_PER_CLIENT 32 /* connections from one address */

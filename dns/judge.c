@@ -17,6 +17,15 @@
  * forwarder tagged the query, by its net; every unattributed query
  * together is one more): at most dns-wildcard-budget distinct names in its
  * window, past which names not yet seen get NXDOMAIN, for that asker only.
+ * Runs come and go while sluice-dns stays, so budgets do not: one whose
+ * asker asked nothing for a window is freed (every name in it has expired)
+ * by the sweep each second, and a new asker finding all BUDGETS_MAX in use
+ * takes the place of the least recently used. That one is live, and its
+ * asker starts afresh when it asks again: only after BUDGETS_MAX other
+ * (asker, suffix) pairs asked since its last query, which no run can make
+ * alone (a tag names its run's one principal, unattributed queries are one
+ * asker, and the suffixes are the granted wildcards), and a run that keeps
+ * asking is never the least recently used.
  * In observe mode an unanswerable name is looked
  * up anyway and marked observe; types and addresses are checked in both
  * modes.
@@ -40,12 +49,13 @@
  * or two whatever the budget.
  */
 struct budget {
-	struct budget *next;
+	struct budget *next; /* the list is most recently used first */
 	char asker[STAMP_NET_MAX + 1]; /* the tag's net; "" for the unattributed */
 	char suffix[HOST_NAME_MAX_LEN + 1];
 	size_t live;  /* names in the window (as of the last sweep) */
 	size_t nslots; /* a power of two, at least twice the budget */
 	uint64_t swept_ms;
+	uint64_t used_ms; /* when its asker last asked under it */
 	struct {
 		uint64_t hash; /* 0: empty */
 		uint64_t seen_ms;
@@ -134,6 +144,24 @@ void judge_reload(struct dnsd *d, const char *why)
 			d->policy->store_damaged ? ", grant store DAMAGED" : "");
 }
 
+/* Free the budgets whose asker asked nothing for a window: a tail of the list. */
+static void budgets_expire(struct dnsd *d)
+{
+	struct budgets *bs = d->budget;
+	uint64_t now = loop_now(d->loop), window = (uint64_t)d->config->dns_wildcard_window * 1000;
+	struct budget **at = &bs->list;
+
+	while (*at != NULL && now - (*at)->used_ms < window)
+		at = &(*at)->next;
+	while (*at != NULL) {
+		struct budget *n = (*at)->next;
+
+		free(*at);
+		*at = n;
+		bs->count--;
+	}
+}
+
 static void on_watch(struct loop *l, struct loop_timer *t)
 {
 	struct dnsd *d = t->arg;
@@ -156,6 +184,7 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 		    (d->next_expiry != 0 && time(NULL) >= d->next_expiry))
 			rebuild(d);
 	}
+	budgets_expire(d);
 	loop_timer_set(l, t, WATCH_MS, on_watch, d);
 }
 
@@ -314,6 +343,40 @@ static void budget_sweep(struct budget *b, uint64_t now, uint64_t window)
 }
 
 /*
+ * The asker's budget for suffix, moved to the front of the list, or NULL
+ * when there is none.
+ */
+static struct budget *budget_find(struct budgets *bs, const char *asker, const char *suffix)
+{
+	struct budget **at = &bs->list, *b;
+
+	while (*at != NULL &&
+	       (strcmp((*at)->suffix, suffix) != 0 || strcmp((*at)->asker, asker) != 0))
+		at = &(*at)->next;
+	b = *at;
+	if (b != NULL && at != &bs->list) {
+		*at = b->next;
+		b->next = bs->list;
+		bs->list = b;
+	}
+	return b;
+}
+
+/* Make room for one more budget: the least recently used goes (the list's last). */
+static void budget_evict(struct budgets *bs)
+{
+	struct budget **at = &bs->list;
+
+	if (*at == NULL)
+		return;
+	while ((*at)->next != NULL)
+		at = &(*at)->next;
+	free(*at);
+	*at = NULL;
+	bs->count--;
+}
+
+/*
  * Whether name may be answered under the asker's budget for suffix (a name
  * it asked in the window always may). asker: the tag's net, "" unattributed.
  */
@@ -326,15 +389,12 @@ static bool budget_spend(struct dnsd *d, const char *asker, const char *suffix, 
 	struct budget *b;
 	size_t mask, i;
 
-	for (b = bs->list;
-	     b != NULL && (strcmp(b->suffix, suffix) != 0 || strcmp(b->asker, asker) != 0);
-	     b = b->next)
-		;
+	b = budget_find(bs, asker, suffix);
 	if (b == NULL) {
 		size_t n = 2;
 
-		if (bs->count == BUDGETS_MAX)
-			return false;
+		if (bs->count >= BUDGETS_MAX)
+			budget_evict(bs);
 		while (n < 2 * (size_t)c->dns_wildcard_budget)
 			n <<= 1;
 		b = calloc(1, sizeof(*b) + n * sizeof(b->slots[0]));
@@ -348,6 +408,7 @@ static bool budget_spend(struct dnsd *d, const char *asker, const char *suffix, 
 		bs->list = b;
 		bs->count++;
 	}
+	b->used_ms = now;
 	mask = b->nslots - 1;
 	for (i = h & mask; b->slots[i].hash != 0; i = (i + 1) & mask) {
 		if (b->slots[i].hash == h) {

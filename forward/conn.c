@@ -10,10 +10,12 @@
  * relays bytes both ways and parses nothing more. Upstream sockets carry
  * --mark's SO_MARK; one that cannot fails its dial. A connection on a
  * --dns listener has no head (DNS over TCP is length-framed binary): with
- * --key and --net it reads the first query (at most FWD_DNS_QUERY_MAX, in
- * 10 s) and tags it (dns.c: lib/dnstag.h), so sluice-dns learns who asks
- * from the connection's first message, as the proxy does from its first
- * head; a first query that does not read gets FORMERR and a close. The
+ * --key and --net it reads the first query (any DNS message: up to
+ * FWD_DNS_QUERY_MAX, in 10 s; its buffer grows as bytes come, as a relay
+ * buffer does) and tags it (dns.c: lib/dnstag.h), so sluice-dns learns who
+ * asks from the connection's first message, as the proxy does from its
+ * first head; a first query that does not read, or that the tag would make
+ * longer than a message may be, gets FORMERR and a close. The
  * queries after it pass as bytes. Without a key it starts raw, dialled at
  * once. Either way it is then relayed like the others.
  *
@@ -361,7 +363,7 @@ static void step_head(struct conn *c)
 /* Put the tagged first query (q[0..len) as it came) in place of the client's. */
 static int tag_first(struct conn *c, size_t len)
 {
-	static uint8_t tagged[2 + FWD_DNS_QUERY_MAX + DNSTAG_GROW];
+	static uint8_t tagged[2 + FWD_DNS_QUERY_MAX]; /* tagged, it is still one message */
 	const uint8_t *q = (const uint8_t *)buf_head(&c->in) + 2;
 	long n = dns_tag(c->fw, c->src, q, len, tagged + 2, sizeof(tagged) - 2);
 	struct buf b;
@@ -370,7 +372,7 @@ static int tag_first(struct conn *c, size_t len)
 		return -1;
 	tagged[0] = (uint8_t)(n >> 8);
 	tagged[1] = (uint8_t)n;
-	buf_init(&b, CONN_IO_MAX + DNSTAG_GROW);
+	buf_init(&b, 2 + FWD_DNS_QUERY_MAX + DNSTAG_GROW);
 	if (buf_append(&b, tagged, 2 + (size_t)n) == -1 ||
 	    buf_append(&b, buf_head(&c->in) + 2 + len, buf_len(&c->in) - 2 - len) == -1) {
 		buf_release(&b);
@@ -407,10 +409,6 @@ static void step_query(struct conn *c)
 			const uint8_t *h = (const uint8_t *)buf_head(&c->in);
 			size_t len = (size_t)h[0] << 8 | h[1];
 
-			if (len > FWD_DNS_QUERY_MAX) {
-				conn_close(c, true); /* no query is that long */
-				return;
-			}
 			if (buf_len(&c->in) >= 2 + len) {
 				if (tag_first(c, len) == -1) {
 					refuse_query(c, len);
@@ -644,7 +642,9 @@ void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,
 	c->ufd = -1;
 	c->cio.fd = c->uio.fd = -1;
 	c->up.pipe[0] = c->up.pipe[1] = c->down.pipe[0] = c->down.pipe[1] = -1;
-	buf_init(&c->in, CONN_IO_MAX);
+	/* --dns with a tag: the first query (and its length) may be the largest message */
+	buf_init(&c->in, ln->kind == FWD_DNS_TCP && fw->dns_tag ? 2 + FWD_DNS_QUERY_MAX
+								 : CONN_IO_MAX);
 	buf_init(&c->out, CONN_IO_MAX);
 	conn_addr_text(peer, c->src, sizeof(c->src));
 	if (as != NULL)

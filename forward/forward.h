@@ -49,7 +49,7 @@
 #define FWD_DNS_FLOWS_MAX 1024     /* UDP clients relayed at once; past it the LRU one goes */
 #define FWD_DNS_IDLE_MS 10000      /* a UDP flow without a datagram this long is closed */
 #define FWD_DNS_SWEEP_MS 1000      /* how often idle flows are looked for */
-#define FWD_DNS_QUERY_MAX 4096     /* a TCP connection's first query, to be tagged */
+#define FWD_DNS_QUERY_MAX 65535    /* a TCP connection's first query, as it came and tagged */
 
 enum fwd_kind {
 	FWD_STAMP,   /* LISTEN=UPSTREAM or --own: TCP, the first head stamped */

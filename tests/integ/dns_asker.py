@@ -19,6 +19,14 @@
                                          question: the rcode name of the answer, or "timeout"
   dns_asker.py tcpgarbage                the same as a TCP connection's first message: the
                                          rcode name, then "fin" or "reset" or "open"
+  dns_asker.py big udp|tcp SIZE NAME     one query for NAME padded (EDNS padding) to SIZE
+                                         bytes, over UDP or as a TCP connection's first
+                                         message: the rcode name, or "timeout"/"reset"/"closed"
+  dns_asker.py runs KEYFILE N            sluice-dns outliving many runs (wildcard budget 3,
+                                         names n1..n4.wild.test): run "sluice-busy" spends its
+                                         budget; N runs "sluice-0000".. ask n1 once each (busy
+                                         asks n1 again every 100 of them); a fresh run asks
+                                         n1; busy asks n4 again. One "what: rcodes" line each
 
 The tag is written here from its documented format (lib/dnstag.h), not with
 sluice's code, so a format change the two sides disagree on shows.
@@ -78,6 +86,24 @@ def tcp_ask(s, qid, name, opt=None):
     q = query(qid, name, opt)
     s.sendall(struct.pack(">H", len(q)) + q)
     return recv_exact(s, struct.unpack(">H", recv_exact(s, 2))[0])
+
+
+def padded(qid, name, size):
+    """A query for name with an EDNS padding option making it size bytes."""
+    pad = size - 12 - len(question(name)) - 11 - 4
+    return query(qid, name, struct.pack(">HH", 12, pad) + b"\0" * pad)
+
+
+def udp_ask(q, timeout=4):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.settimeout(timeout)
+    try:
+        s.sendto(q, ADDR)
+        return rcode(s.recv(65535))
+    except socket.timeout:
+        return "timeout"
+    finally:
+        s.close()
 
 
 def one_tcp(name, qid):
@@ -165,8 +191,45 @@ def main():
         except socket.timeout:
             r, end = "none", "open"
         print(r, end)
+    elif mode == "big":
+        how, size, name = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+        q = padded(0x4242, name, size)
+        if how == "udp":
+            print(udp_ask(q))
+        else:
+            try:
+                s = socket.create_connection(ADDR, timeout=4)
+                s.sendall(struct.pack(">H", len(q)) + q)
+                print(rcode(recv_exact(s, struct.unpack(">H", recv_exact(s, 2))[0])))
+            except (ConnectionResetError, BrokenPipeError):
+                print("reset")
+            except EOFError:
+                print("closed")
+            except socket.timeout:
+                print("timeout")
+    elif mode == "runs":
+        kid, key = current_key(sys.argv[2])
+        n = int(sys.argv[3])
+        qid = [0]
+
+        def ask(net, name):
+            qid[0] = (qid[0] + 1) & 0xFFFF
+            return udp_ask(query(qid[0], name, tag(kid, key, net, qid[0], name)))
+
+        print("busy spends its budget:", *(ask("sluice-busy", "n%d.wild.test" % i) for i in (1, 2, 3, 4)))
+        seen, again = {}, {}
+        for i in range(n):
+            r = ask("sluice-%04d" % i, "n1.wild.test")
+            seen[r] = seen.get(r, 0) + 1
+            if i % 100 == 99:
+                r = ask("sluice-busy", "n1.wild.test")
+                again[r] = again.get(r, 0) + 1
+        print("others:", " ".join("%s=%d" % kv for kv in sorted(seen.items())))
+        print("busy again:", " ".join("%s=%d" % kv for kv in sorted(again.items())))
+        print("fresh:", ask("sluice-zzzz", "n1.wild.test"))
+        print("busy over:", ask("sluice-busy", "n4.wild.test"))
     else:
-        raise SystemExit("usage: dns_asker.py hold|tagged|tcp ...")
+        raise SystemExit("usage: dns_asker.py hold|tagged|tcp|tcp2|garbage|tcpgarbage|big|runs ...")
 
 
 if __name__ == "__main__":
