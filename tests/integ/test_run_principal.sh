@@ -39,7 +39,12 @@ PY
 )"
 expect_re "... the run's own: 127.0.0.1 on the run's network" '^127\.0\.0\.1@sluice-[0-9a-f]{12}$' \
 	"$(logq 'path~/rp-' --field who)"
-expect_eq "... all 1000 rows are there" 1000 "$(logq 'path~/rp-' --count)"
+# past the row budget (log-row-rate) a principal's refusals are counted in a suppressed row
+wait_log 5 kind=suppressed
+expect_eq "... all 1000 are on record: rows written, and refusals a suppressed row counts" 1000 \
+	"$(( $(logq 'path~/rp-' --count) + $(logq kind=suppressed --field rows | awk '{ s += $1 } END { print s + 0 }') ))"
+expect_re "... which names the same principal" '^127\.0\.0\.1@sluice-[0-9a-f]{12}$' \
+	"$(logq kind=suppressed --field who | sort -u)"
 
 # --- a run's refusal approved still serves that run, whatever address it binds next
 "${SRUN[@]}" -- sh -c "curl -s -o /dev/null -w 'first %{http_code}\n' --max-time 5 --interface 127.0.0.5 http://third.test/ap-1;
@@ -51,7 +56,7 @@ wait_until 30 grep -q '^first' "$LAB_DIR/ap.out" || not_ok "the run asks for thi
 expect_eq "a run's request to an ungranted host is refused" "first 403" "$(grep '^first' "$LAB_DIR/ap.out")"
 wait_log 5 path=/ap-1
 rid=$(logq path=/ap-1 --field refusal)
-out=$(sl allow approve "$rid" 2>&1)
+out=$(sl allow approve --yes "$rid" 2>&1)
 expect_re "allow approve of it grants it to the run's principal" \
 	"added third\\.test for 127\\.0\\.0\\.1@sluice-[0-9a-f]{12} once" "$out"
 go ap
