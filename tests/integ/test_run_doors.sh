@@ -16,7 +16,8 @@
 #     (ip addr works), every other family or netlink protocol the kernel
 #     would give the sandbox user outside is refused; the 32-bit socketcall
 #     (its arguments in memory) is refused, the 32-bit socket call filtered
-#     like the native one.
+#     like the native one; io_uring (its IORING_OP_SOCKET takes any family)
+#     is refused.
 source "$(dirname "$0")/lab.sh"
 source "$INTEG_DIR/unbound.sh"
 source "$INTEG_DIR/run_lab.sh"
@@ -271,6 +272,72 @@ if gcc -O1 -o "$LAB_DIR/sc32" "$LAB_DIR/sc32.c" 2>"$LAB_DIR/sc32.err"; then
 	fi
 else
 	not_ok "the 32-bit test program builds (x86_64, gcc)" "$(head -3 "$LAB_DIR/sc32.err")"
+fi
+
+# io_uring makes sockets without socket(2): IORING_OP_SOCKET takes any
+# family, so the calls that set up and drive a ring are refused
+cat >"$LAB_DIR/uring.c" <<'EOF'
+/* uring: an AF_VSOCK socket by io_uring's IORING_OP_SOCKET (raw calls, no
+ * liburing): "setup ERRNO", "enter ERRNO", "socket ERRNO" or "socket fd N domain D" */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/io_uring.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+int main(void)
+{
+	struct io_uring_params p;
+	memset(&p, 0, sizeof(p));
+	int ring = (int)syscall(__NR_io_uring_setup, 2, &p);
+	if (ring < 0) {
+		printf("setup %s\n", strerrorname_np(errno));
+		return 0;
+	}
+	size_t sqlen = p.sq_off.array + p.sq_entries * sizeof(unsigned);
+	size_t cqlen = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	char *rings = mmap(NULL, sqlen > cqlen ? sqlen : cqlen, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+			   ring, IORING_OFF_SQ_RING);
+	struct io_uring_sqe *sqe = mmap(NULL, p.sq_entries * sizeof(*sqe), PROT_READ | PROT_WRITE,
+					MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQES);
+	if (rings == MAP_FAILED || sqe == MAP_FAILED || !(p.features & IORING_FEAT_SINGLE_MMAP)) {
+		printf("mmap failed\n");
+		return 0;
+	}
+	unsigned *tail = (unsigned *)(rings + p.sq_off.tail), *mask = (unsigned *)(rings + p.sq_off.ring_mask);
+	unsigned at = *tail & *mask;
+	memset(&sqe[at], 0, sizeof(sqe[at]));
+	sqe[at].opcode = IORING_OP_SOCKET;
+	sqe[at].fd = 40; /* AF_VSOCK */
+	sqe[at].off = SOCK_STREAM;
+	((unsigned *)(rings + p.sq_off.array))[at] = at;
+	__atomic_store_n(tail, *tail + 1, __ATOMIC_RELEASE);
+	if (syscall(__NR_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS, NULL, 0) < 0) {
+		printf("enter %s\n", strerrorname_np(errno));
+		return 0;
+	}
+	unsigned head = *(unsigned *)(rings + p.cq_off.head) & *(unsigned *)(rings + p.cq_off.ring_mask);
+	int fd = ((struct io_uring_cqe *)(rings + p.cq_off.cqes))[head].res, dom = -1;
+	socklen_t len = sizeof(dom);
+	if (fd < 0) {
+		printf("socket %s\n", strerrorname_np(-fd));
+		return 0;
+	}
+	getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len);
+	printf("socket fd %d domain %d\n", fd, dom);
+	return 0;
+}
+EOF
+if gcc -O1 -o "$LAB_DIR/uring" "$LAB_DIR/uring.c" 2>"$LAB_DIR/uring.err"; then
+	expect_re "outside a run, the sandbox user gets an AF_VSOCK socket by io_uring's IORING_OP_SOCKET (the control)" \
+		"^socket fd [0-9]+ domain 40\$" "$(runuser -u sluice-sandbox -- "$LAB_DIR/uring")"
+	expect_eq "inside, io_uring_setup is refused (ENOSYS): no socket made by a ring" \
+		"setup ENOSYS" "$(srun -- "$LAB_DIR/uring" 2>&1 | cmd_out)"
+else
+	not_ok "the io_uring test program builds (gcc)" "$(head -3 "$LAB_DIR/uring.err")"
 fi
 
 # ---------------------------------------------------------------- limits
