@@ -288,10 +288,21 @@ int run_verify(const char *netns, const struct run_user *user, int argc, char **
 
 /* run_socks.c */
 
-/* The machine's pathname unix sockets: their names, NUL-ended one after another. */
+/* One of the machine's pathname unix sockets: its name, and the file it led to when listed. */
+struct run_sock {
+	size_t name; /* offset in run_socks.names */
+	dev_t dev;
+	ino_t ino;
+};
+
+/* The machine's pathname unix sockets, each name once (names: NUL-ended, one after another). */
 struct run_socks {
 	char *names;
 	size_t len, cap; /* bytes */
+	struct run_sock *socks;
+	size_t n, socks_cap;
+	size_t *slots; /* a hash set of names: index + 1 into socks, 0 for empty */
+	size_t nslots;
 };
 
 /*
@@ -305,18 +316,29 @@ struct run_socks {
 size_t run_socks_line(const char *line, size_t len, const char **name);
 
 /*
+ * Add name (len bytes) to s when it leads to a socket here (lstat) and is
+ * not in s already. Returns 0, or -1 after printing (over RUN_SOCKS_MAX
+ * names, or out of memory). s starts zeroed.
+ */
+int run_socks_add(struct run_socks *s, const char *name, size_t len);
+
+#define RUN_SOCKS_MAX (1u << 23) /* names: far more than the machine's open files allow bound at once */
+
+/*
  * List the sockets bound to an absolute path in every network namespace
- * the machine's /proc (still mounted) shows a process in, and those named
- * in /run/netns (entered: leaves the caller in one of them, or where it
- * was). For the sandbox's init, as root. Returns 0 or -1 after printing;
- * free s with run_socks_release.
+ * the machine's /proc (still mounted) shows a process or a thread in, and
+ * those named in /run/netns (entered: leaves the caller in one of them, or
+ * where it was), keeping each name once, and only when it leads to a
+ * socket here. For the sandbox's init, as root. Returns 0 or -1 after
+ * printing; free s with run_socks_release.
  */
 int run_socks_scan(struct run_socks *s);
 
 /*
  * Bind an empty file (mode 0, read-only) over each listed name that still
- * leads to a socket in this mount namespace. Returns 0, or -1 after
- * printing (one could not be covered: CMD must not start).
+ * leads to a socket in this mount namespace: by a path without symbolic
+ * links, or through them only to the very file listed. Returns 0, or -1
+ * after printing (one could not be covered: CMD must not start).
  */
 int run_socks_cover(const struct run_socks *s);
 

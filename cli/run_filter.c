@@ -26,6 +26,22 @@
  * - The 32-bit socketcall (ENOSYS, as from a kernel without it): its
  *   arguments are in memory, where a filter cannot read the family. The
  *   32-bit socket and socketpair calls are filtered like the native ones.
+ * - io_uring_setup, io_uring_enter and io_uring_register (ENOSYS, as from a
+ *   kernel without io_uring, which programs fall back from): a ring's
+ *   IORING_OP_SOCKET makes a socket of any family without socket(2), its
+ *   arguments in shared memory a filter cannot read (and the ring's other
+ *   operations are calls this filter would never see).
+ *
+ * Other ways to a socket were looked at and need nothing here: accept and
+ * accept4 give one of the listener's family; a socket received over
+ * SCM_RIGHTS or taken by pidfd_getfd was made by a process of the run
+ * (under this filter) or handed in by one outside that CMD reaches only
+ * through what the run allows; /proc/PID/fd/N of a socket does not open
+ * (ENXIO); open_by_handle_at and setns into another network namespace need
+ * capabilities in the machine's user namespace; the filter is inherited
+ * by every child and survives exec and unshare; socketcall does not exist
+ * natively on x86_64 or aarch64. Stdio is the operator's: a socket there
+ * is the operator's choice.
  *
  * 32-bit calls are filtered the same otherwise (their own numbers); x32's
  * and other architectures' are refused (EPERM).
@@ -53,6 +69,7 @@
 #define RUN_SOCKETCALL32 102
 #define RUN_SOCKET32 359
 #define RUN_SOCKETPAIR32 360
+#define RUN_URING32 425      /* io_uring_setup; io_uring_enter and io_uring_register follow */
 #elif defined(__aarch64__)
 #define RUN_ARCH AUDIT_ARCH_AARCH64
 #define RUN_ARCH32 AUDIT_ARCH_ARM
@@ -61,6 +78,7 @@
 #define RUN_SOCKETCALL32 102 /* OABI's only: an EABI kernel has none, refusing it costs nothing */
 #define RUN_SOCKET32 281
 #define RUN_SOCKETPAIR32 288
+#define RUN_URING32 425
 #endif
 #define RUN_X32_BIT 0x40000000
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -80,8 +98,9 @@ size_t run_filter_build(struct sock_filter *out)
 #ifdef RUN_ARCH
 	enum {
 		ARCH, IS64, IS32, OTHER,
-		NR, X32, IOCTL, SOCK, PAIR, ADD, REQ, CTL, ALLOW,
-		NR32, IOCTL32, SOCK32, PAIR32, CALL32, ADD32, REQ32, CTL32, ALLOW32,
+		NR, X32, IOCTL, SOCK, PAIR, ADD, REQ, CTL, URING, URING_ENTER, URING_REG, ALLOW,
+		NR32, IOCTL32, SOCK32, PAIR32, CALL32, ADD32, REQ32, CTL32, URING32, URING_ENTER32, URING_REG32,
+		ALLOW32,
 		ARG, STI, LINUX, ALLOW_IOCTL,
 		FAMILY, UNIX, INET, INET6, NETLINK, NO_FAMILY,
 		PROTO, ROUTE, NO_PROTO, ALLOW_SOCKET,
@@ -101,6 +120,9 @@ size_t run_filter_build(struct sock_filter *out)
 		[ADD] = IF_EQ(ADD, __NR_add_key, DENY),
 		[REQ] = IF_EQ(REQ, __NR_request_key, DENY),
 		[CTL] = IF_EQ(CTL, __NR_keyctl, DENY),
+		[URING] = IF_EQ(URING, __NR_io_uring_setup, NOSYS),
+		[URING_ENTER] = IF_EQ(URING_ENTER, __NR_io_uring_enter, NOSYS),
+		[URING_REG] = IF_EQ(URING_REG, __NR_io_uring_register, NOSYS),
 		[ALLOW] = RET(SECCOMP_RET_ALLOW),
 
 		[NR32] = LD(offsetof(struct seccomp_data, nr)),
@@ -111,6 +133,9 @@ size_t run_filter_build(struct sock_filter *out)
 		[ADD32] = IF_EQ(ADD32, RUN_KEYS32, DENY),
 		[REQ32] = IF_EQ(REQ32, RUN_KEYS32 + 1, DENY),
 		[CTL32] = IF_EQ(CTL32, RUN_KEYS32 + 2, DENY),
+		[URING32] = IF_EQ(URING32, RUN_URING32, NOSYS),
+		[URING_ENTER32] = IF_EQ(URING_ENTER32, RUN_URING32 + 1, NOSYS),
+		[URING_REG32] = IF_EQ(URING_REG32, RUN_URING32 + 2, NOSYS),
 		[ALLOW32] = RET(SECCOMP_RET_ALLOW),
 
 		[ARG] = LD(ARG_LOW(1)),

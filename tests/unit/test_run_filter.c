@@ -128,6 +128,28 @@ static void test_socketcall32(void **state)
 	assert_int_equal(native(102, 0, 0, 0), ALLOW);
 }
 
+/*
+ * io_uring makes sockets without socket(2) (IORING_OP_SOCKET, any family):
+ * its three calls are refused as from a kernel without it, on both paths
+ * (the same numbers on x86_64 and i386).
+ */
+static void test_io_uring(void **state)
+{
+	(void)state;
+	for (int nr = 425; nr <= 427; nr++) {
+		assert_int_equal(native(nr, 0, 0, 0), ERR(ENOSYS));
+		assert_int_equal(i386(nr, 0, 0, 0), ERR(ENOSYS));
+	}
+	assert_int_equal(native(SYS_io_uring_setup, 4, 0, 0), ERR(ENOSYS));
+	assert_int_equal(native(SYS_io_uring_enter, 3, 1, 1), ERR(ENOSYS));
+	assert_int_equal(native(SYS_io_uring_register, 3, 0, 0), ERR(ENOSYS));
+	/* the neighbours are untouched: pidfd_send_signal (424), open_tree (428) */
+	assert_int_equal(native(424, 0, 0, 0), ALLOW);
+	assert_int_equal(native(428, 0, 0, 0), ALLOW);
+	assert_int_equal(i386(424, 0, 0, 0), ALLOW);
+	assert_int_equal(i386(428, 0, 0, 0), ALLOW);
+}
+
 static void test_rest_unchanged(void **state)
 {
 	(void)state;
@@ -156,6 +178,7 @@ int main(void)
 		cmocka_unit_test(test_families),
 		cmocka_unit_test(test_netlink),
 		cmocka_unit_test(test_socketcall32),
+		cmocka_unit_test(test_io_uring),
 		cmocka_unit_test(test_rest_unchanged),
 	};
 

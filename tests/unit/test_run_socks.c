@@ -2,7 +2,9 @@
  * test_run_socks.c: the name in a line of /proc/net/unix
  * (run_socks_line), each line placed right before a PROT_NONE page
  * (guard.h), so an over-read faults. The lines are the shape the kernel
- * writes (net/unix/af_unix.c's unix_seq_show).
+ * writes (net/unix/af_unix.c's unix_seq_show). And which names the list
+ * keeps (run_socks_add): each once, and only one that leads to a socket
+ * (a real one, bound in a temporary directory).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,7 +12,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "../../cli/run.h"
 #include "guard.h"
@@ -79,12 +88,82 @@ static void test_nul(void **state)
 	assert_int_equal(run_socks_line(g, sizeof(line) - 3, &name), 2);
 }
 
+/* A stream socket bound at dir/name (its fd), the path into path. */
+static int bound(const char *dir, const char *name, char *path, size_t cap)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(path, cap, "%s/%s", dir, name);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_true(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0);
+	return fd;
+}
+
+static void test_add(void **state)
+{
+	char dir[] = "/tmp/test_run_socks.XXXXXX", a[128], b[128], file[128], gone[128];
+	struct run_socks s = { 0 };
+	struct stat st;
+	int fa, fb, f;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	fa = bound(dir, "a.sock", a, sizeof(a));
+	fb = bound(dir, "b.sock", b, sizeof(b));
+	snprintf(file, sizeof(file), "%s/file", dir);
+	snprintf(gone, sizeof(gone), "%s/gone.sock", dir);
+	f = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	assert_true(f >= 0);
+	close(f);
+
+	/* each socket once, however often its name is listed; a file or nothing: not kept */
+	for (int round = 0; round < 3; round++) {
+		assert_int_equal(run_socks_add(&s, a, strlen(a)), 0);
+		assert_int_equal(run_socks_add(&s, file, strlen(file)), 0);
+		assert_int_equal(run_socks_add(&s, gone, strlen(gone)), 0);
+		assert_int_equal(run_socks_add(&s, b, strlen(b)), 0);
+	}
+	/* a name given by its length: the prefix of a longer string */
+	assert_int_equal(run_socks_add(&s, "/tmp/x", 0), 0);
+	assert_int_equal(s.n, 2);
+	assert_string_equal(s.names + s.socks[0].name, a);
+	assert_string_equal(s.names + s.socks[1].name, b);
+	assert_int_equal(stat(a, &st), 0);
+	assert_true(s.socks[0].dev == st.st_dev && s.socks[0].ino == st.st_ino);
+
+	/* many: the set grows and still finds each */
+	for (int i = 0; i < 300; i++) {
+		char name[32], p[128];
+
+		snprintf(name, sizeof(name), "%d.sock", i);
+		close(bound(dir, name, p, sizeof(p)));
+		assert_int_equal(run_socks_add(&s, p, strlen(p)), 0);
+		assert_int_equal(run_socks_add(&s, p, strlen(p)), 0);
+		unlink(p);
+	}
+	assert_int_equal(s.n, 302);
+	assert_int_equal(run_socks_add(&s, a, strlen(a)), 0);
+	assert_int_equal(s.n, 302);
+	run_socks_release(&s);
+	assert_null(s.names);
+	assert_int_equal(s.n, 0);
+
+	close(fa);
+	close(fb);
+	unlink(a);
+	unlink(b);
+	unlink(file);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_none),
 		cmocka_unit_test(test_nul),
+		cmocka_unit_test(test_add),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
