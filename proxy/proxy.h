@@ -44,7 +44,7 @@
 #include "store.h"
 
 #define HEAD_MAX (32 * 1024)  /* a request head, all lines */
-#define HEADERS_MAX 100       /* header lines in one head */
+#define HEADERS_MAX HTTP_HEADERS_MAX /* header lines in one head (http.h) */
 #define RESP_HEAD_MAX (64 * 1024)
 #define IOBUF_MAX (64 * 1024) /* body and relay buffers */
 #define DIAL_MAX 8            /* resolved addresses tried in order */
