@@ -16,8 +16,13 @@
  * the record of what left, and a budget must not hide any of it.
  *
  * The principal is whose budget a request spends (session_spender: a build,
- * the stamp's as=, else its src@net); an unattributed connection's is its
- * address, so that one unstamped client cannot silence the others. At most
+ * the stamp's as=, else its src@net); an unattributed connection's is the
+ * unit of addresses it comes from (sockaddr_unit: all of loopback one, else
+ * an IPv4 /24 or an IPv6 /64), and its suppression row's client names that
+ * unit. Keyed by address, one host client sending from 40 loopback
+ * addresses had 40 bursts, every row written, and rotated the log's history
+ * away; by unit, it has one, and an unstamped client elsewhere still cannot
+ * silence those of another network. At most
  * SLOTS principals are tracked; a full table gives up the slot used least
  * recently (its suppression row written first), so nothing is ever counted
  * and forgotten. Counting is in the proxy's metrics as any row is (stats_row
@@ -190,8 +195,8 @@ static void count(struct lograte *lr, struct lograte_slot *sl, const struct netl
 			sl->stamp = *r->stamp;
 		snprintf(sl->who, sizeof(sl->who), "%s", r->who != NULL ? r->who : "unattributed");
 		snprintf(sl->build, sizeof(sl->build), "%s", r->build != NULL ? r->build : "");
-		if (r->stamp == NULL && r->build == NULL)
-			lograte_address(r->client, sl->client, sizeof(sl->client));
+		if (r->stamp == NULL && r->build == NULL) /* the unit its key names */
+			sockaddr_unit(r->client, sl->client, sizeof(sl->client));
 		else
 			sl->client[0] = '\0';
 		if (!loop_timer_armed(&lr->timer) || lr->timer.when_ms > sl->due_ms)
@@ -213,19 +218,13 @@ static void count(struct lograte *lr, struct lograte_slot *sl, const struct netl
 	sl->count[i]++;
 }
 
-void lograte_address(const char *client, char *out, size_t size)
+const char *lograte_unattributed(const char *client, char *out, size_t size)
 {
-	const char *end;
+	char unit[INET6_ADDRSTRLEN + 8];
 
-	if (client == NULL) {
-		snprintf(out, size, "-");
-	} else if (client[0] == '[' && (end = strchr(client, ']')) != NULL) {
-		snprintf(out, size, "%.*s", (int)(end - client - 1), client + 1);
-	} else if ((end = strrchr(client, ':')) != NULL && strchr(client, ':') == end) {
-		snprintf(out, size, "%.*s", (int)(end - client), client);
-	} else {
-		snprintf(out, size, "%s", client);
-	}
+	sockaddr_unit(client, unit, sizeof(unit));
+	snprintf(out, size, "unattributed %s", unit);
+	return out;
 }
 
 bool lograte_admit(struct proxy *px, const char *key, const struct netlog_row *r)
