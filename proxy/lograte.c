@@ -27,18 +27,31 @@
  * recently (its suppression row written first), so nothing is ever counted
  * and forgotten. Counting is in the proxy's metrics as any row is (stats_row
  * sees every row, written or not).
+ *
+ * The table is a file in STATE (STATE/lograte), mapped MAP_SHARED with
+ * state_map as the stamp replay window and the budgets are, so a count is
+ * in the page cache the moment a row is counted: a proxy killed with -9
+ * (or crashed) before the timer told its counts leaves them there, and the
+ * next start writes them as suppression rows (of the run that counted
+ * them) before it serves anything, so every answered refusal is written or
+ * counted across a kill -9 too. A suppression row is written before its
+ * count is cleared: a kill between the two (one write(2) apart) tells it
+ * twice, never not at all. What survives a power loss is what the page
+ * cache wrote back, as for the log itself.
  */
 #include "session.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 
 #define SLOTS 512
 #define WINDOW_MS 1000 /* a principal's suppressed rows are told at most once this often */
 #define KEY_MAX (STAMP_AS_MAX + STAMP_NET_MAX + 64)
 #define REASON_MAX 32
+#define LOGRATE_MAGIC "sluice lograte v1"
 
 struct lograte_slot {
 	char key[KEY_MAX]; /* "" : free */
@@ -50,7 +63,7 @@ struct lograte_slot {
 	uint64_t due_ms;   /* loop time the suppression row is due */
 	/* who they were, from the first of them */
 	struct stamp stamp;
-	bool has_stamp;
+	uint8_t has_stamp; /* 0 or 1 (a byte of the mapped file: no bool) */
 	char who[SESSION_WHO_MAX];
 	char build[STAMP_AS_MAX + 1];
 	char client[INET6_ADDRSTRLEN + 8];
@@ -59,9 +72,17 @@ struct lograte_slot {
 	uint64_t count[NETLOG_REASONS_MAX];
 };
 
-struct lograte {
+/* STATE/lograte, mapped: the counts outlive the process that made them */
+struct lograte_file {
+	struct state_head head;
+	char run[GRANT_RUN_ID_LEN + 1]; /* the run that counted them (set at its first count) */
 	struct lograte_slot slot[SLOTS];
-	struct loop_timer timer; /* armed while a suppression row is due */
+};
+
+struct lograte {
+	struct lograte_file *f;
+	struct lograte_slot *slot; /* f->slot */
+	struct loop_timer timer;   /* armed while a suppression row is due */
 	struct proxy *px;
 };
 
@@ -82,17 +103,20 @@ static uint64_t wall_ms(void)
 	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
 }
 
-/* Write sl's suppression row and start its count again. */
-static void flush(struct lograte *lr, struct lograte_slot *sl)
+/*
+ * Write sl's suppression row and start its count again; late: the row of a
+ * proxy that stopped before it told it (lograte_init).
+ */
+static void flush_row(struct lograte *lr, struct lograte_slot *sl, bool late)
 {
 	const struct config *c = lr->px->config;
 	struct netlog_suppressed r;
-	char detail[200];
+	char detail[320];
 
 	if (sl->rows == 0)
 		return;
 	memset(&r, 0, sizeof(r));
-	r.run = lr->px->run_id;
+	r.run = late ? lr->f->run : lr->px->run_id;
 	r.who = sl->who;
 	r.stamp = sl->has_stamp ? &sl->stamp : NULL;
 	r.build = sl->build[0] != '\0' ? sl->build : NULL;
@@ -109,11 +133,20 @@ static void flush(struct lograte *lr, struct lograte_slot *sl)
 		 "%llu refusal rows of this principal were counted, not written: past its budget "
 		 "of %u rows a second (log-row-rate, burst log-row-burst %u)",
 		 (unsigned long long)sl->rows, c->log_row_rate, c->log_row_burst);
+	if (late)
+		snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
+			 "; told at the proxy's next start: it stopped (killed or crashed) before "
+			 "it wrote this row");
 	r.detail = detail;
 	if (lr->px->netlog != NULL)
 		netlog_write_suppressed(lr->px->netlog, &r);
-	sl->rows = 0;
+	sl->rows = 0; /* after the row: a kill between tells it twice, never not at all */
 	sl->nreasons = 0;
+}
+
+static void flush(struct lograte *lr, struct lograte_slot *sl)
+{
+	flush_row(lr, sl, false);
 }
 
 /* Write every suppression row due by now; arm the timer for the next one. */
@@ -188,6 +221,8 @@ static void count(struct lograte *lr, struct lograte_slot *sl, const struct netl
 	size_t i;
 
 	if (sl->rows == 0) {
+		if (strcmp(lr->f->run, lr->px->run_id) != 0) /* known once the listeners are */
+			snprintf(lr->f->run, sizeof(lr->f->run), "%s", lr->px->run_id);
 		sl->first_ms = wall_ms();
 		sl->due_ms = now + WINDOW_MS;
 		sl->has_stamp = r->stamp != NULL;
@@ -202,7 +237,6 @@ static void count(struct lograte *lr, struct lograte_slot *sl, const struct netl
 		if (!loop_timer_armed(&lr->timer) || lr->timer.when_ms > sl->due_ms)
 			loop_timer_set(lr->px->loop, &lr->timer, WINDOW_MS, on_timer, lr);
 	}
-	sl->rows++;
 	sl->last_ms = wall_ms();
 	for (i = 0; i < sl->nreasons; i++)
 		if (strcmp(sl->reason[i], why) == 0)
@@ -216,6 +250,7 @@ static void count(struct lograte *lr, struct lograte_slot *sl, const struct netl
 		sl->nreasons++;
 	}
 	sl->count[i]++;
+	sl->rows++; /* last: a start after a kill counts the reasons (lograte_init) */
 }
 
 const char *lograte_unattributed(const char *client, char *out, size_t size)
@@ -250,12 +285,55 @@ bool lograte_admit(struct proxy *px, const char *key, const struct netlog_row *r
 	return false;
 }
 
+/* Terminate the strings of sl as the file holds them; rows as its reasons add up. */
+static void sanitize(struct lograte_slot *sl)
+{
+	sl->key[sizeof(sl->key) - 1] = '\0';
+	sl->who[sizeof(sl->who) - 1] = '\0';
+	sl->build[sizeof(sl->build) - 1] = '\0';
+	sl->client[sizeof(sl->client) - 1] = '\0';
+	sl->stamp.src[sizeof(sl->stamp.src) - 1] = '\0';
+	sl->stamp.net[sizeof(sl->stamp.net) - 1] = '\0';
+	sl->stamp.as[sizeof(sl->stamp.as) - 1] = '\0';
+	sl->stamp.boot[sizeof(sl->stamp.boot) - 1] = '\0';
+	sl->has_stamp = sl->has_stamp != 0;
+	if (sl->nreasons > NETLOG_REASONS_MAX)
+		sl->nreasons = NETLOG_REASONS_MAX;
+	sl->rows = 0;
+	for (size_t i = 0; i < sl->nreasons; i++) {
+		sl->reason[i][REASON_MAX - 1] = '\0';
+		sl->rows += sl->count[i];
+	}
+}
+
 int lograte_init(struct proxy *px)
 {
-	px->lograte = calloc(1, sizeof(*px->lograte));
-	if (px->lograte == NULL)
+	struct lograte *lr = calloc(1, sizeof(*lr));
+	size_t late = 0;
+
+	if (lr == NULL)
 		return -1;
-	px->lograte->px = px;
+	lr->px = px;
+	lr->f = state_map(px, "lograte", LOGRATE_MAGIC, sizeof(*lr->f), "a row-budget table");
+	if (lr->f == NULL) {
+		free(lr);
+		return -1;
+	}
+	lr->slot = lr->f->slot;
+	lr->f->run[sizeof(lr->f->run) - 1] = '\0';
+	/* counts a proxy stopped before telling: told now, before anything is served */
+	for (size_t i = 0; i < SLOTS; i++) {
+		sanitize(&lr->slot[i]);
+		if (lr->slot[i].rows > 0 && px->netlog != NULL) {
+			flush_row(lr, &lr->slot[i], true);
+			late++;
+		}
+	}
+	if (late > 0)
+		fprintf(stderr, "sluice-proxy: %zu suppression rows of run %s written late: it "
+				"stopped before it wrote them\n", late, lr->f->run);
+	memset(lr->slot, 0, sizeof(lr->f->slot));
+	px->lograte = lr;
 	return 0;
 }
 
@@ -269,6 +347,7 @@ void lograte_release(struct proxy *px)
 		flush(lr, &lr->slot[i]);
 	if (px->loop != NULL)
 		loop_timer_cancel(px->loop, &lr->timer);
+	munmap(lr->f, sizeof(*lr->f));
 	free(lr);
 	px->lograte = NULL;
 }

@@ -84,6 +84,8 @@ echo "# rows of the flood written: $1, counted in suppression rows: $2"
 expect_lt "... few of the flood's rows were written (one budget for all 40 addresses)" 1500 "$1"
 expect_eq "written + suppressed = the 6000 refusals" 6000 "$(($1 + $2))"
 expect_eq "... each suppression row's rows are the sum of its reasons" 0 "$3"
+expect_eq "the suppression rows name this run" "$(logq path=/marker-before-flood --field run)" \
+	"$(logq kind=suppressed --field run)"
 expect_ge "the other unit was refused during the flood" 1 "$n2"
 expect_eq "the other unit's $n2 refusals are all written" "$n2" "$(ondisk '"path":"/other-[0-9]')"
 expect_eq "... none of them counted in a suppression row" 0 "$(ondisk '"kind":"suppressed".*"client":"192.0.2')"
