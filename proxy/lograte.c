@@ -37,15 +37,22 @@
  * counted across a kill -9 too. A suppression row is written before its
  * count is cleared: a kill between the two (one write(2) apart) tells it
  * twice, never not at all. What survives a power loss is what the page
- * cache wrote back, as for the log itself.
+ * cache wrote back, as for the log itself. The file is opened at the start
+ * (as root) and mapped then if it has counts from before, else at the first
+ * refusal that spends a budget (a proxy that refuses nothing makes none of
+ * its 600 KiB); a disk with no room for it leaves the counts in memory, said
+ * on stderr, as before: then a kill -9 loses those not yet told.
  */
 #include "session.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #define SLOTS 512
 #define WINDOW_MS 1000 /* a principal's suppressed rows are told at most once this often */
@@ -80,8 +87,10 @@ struct lograte_file {
 };
 
 struct lograte {
-	struct lograte_file *f;
+	struct lograte_file *f;    /* NULL until the first count, or one from before */
 	struct lograte_slot *slot; /* f->slot */
+	int fd;                    /* STATE/lograte until it is mapped; then -1 */
+	char path[PATH_MAX];
 	struct loop_timer timer;   /* armed while a suppression row is due */
 	struct proxy *px;
 };
@@ -262,29 +271,6 @@ const char *lograte_unattributed(const char *client, char *out, size_t size)
 	return out;
 }
 
-bool lograte_admit(struct proxy *px, const char *key, const struct netlog_row *r)
-{
-	struct lograte *lr = px->lograte;
-	struct lograte_slot *sl;
-	uint64_t now;
-
-	if (lr == NULL || px->config->log_row_rate == 0 || r->decision == NULL ||
-	    strcmp(r->decision, "refuse") != 0 || r->up != 0 || r->down != 0)
-		return true;
-	now = loop_now(px->loop);
-	sl = slot_for(lr, key, now);
-	refill(px->config, sl, now);
-	if (sl->rows > 0 && sl->due_ms <= now)
-		flush(lr, sl); /* the window is over: told before this row */
-	if (sl->rows == 0 && sl->tokens >= 1.0) {
-		sl->tokens -= 1.0;
-		return true;
-	}
-	/* once counting, a window's rows are all counted: its row says when they were */
-	count(lr, sl, r, now);
-	return false;
-}
-
 /* Terminate the strings of sl as the file holds them; rows as its reasons add up. */
 static void sanitize(struct lograte_slot *sl)
 {
@@ -306,34 +292,86 @@ static void sanitize(struct lograte_slot *sl)
 	}
 }
 
-int lograte_init(struct proxy *px)
+/*
+ * STATE/lograte mapped (lr->fd: opened at the start, as root), and the
+ * counts a proxy stopped before telling told now: at the start, before
+ * anything is served, when the file was there; else at the first refusal
+ * that spends a budget, when it is new and empty. A disk with no room for
+ * it leaves the counts in memory only, loudly. Returns 0, or -1 out of
+ * memory.
+ */
+static int lograte_map(struct lograte *lr)
 {
-	struct lograte *lr = calloc(1, sizeof(*lr));
+	struct lograte_file *f;
 	size_t late = 0;
 
-	if (lr == NULL)
-		return -1;
-	lr->px = px;
-	lr->f = state_map(px, "lograte", LOGRATE_MAGIC, sizeof(*lr->f), "a row-budget table");
-	if (lr->f == NULL) {
-		free(lr);
-		return -1;
+	f = state_map_fd(lr->fd, lr->path, LOGRATE_MAGIC, sizeof(*f), "a row-budget table");
+	close(lr->fd);
+	lr->fd = -1;
+	if (f == NULL) {
+		f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (f == MAP_FAILED)
+			return -1;
+		fprintf(stderr, "sluice-proxy: row budgets: counted in memory only: a kill -9 "
+				"loses the counts not yet written as suppression rows\n");
 	}
-	lr->slot = lr->f->slot;
-	lr->f->run[sizeof(lr->f->run) - 1] = '\0';
-	/* counts a proxy stopped before telling: told now, before anything is served */
+	lr->f = f;
+	lr->slot = f->slot;
+	f->run[sizeof(f->run) - 1] = '\0';
 	for (size_t i = 0; i < SLOTS; i++) {
 		sanitize(&lr->slot[i]);
-		if (lr->slot[i].rows > 0 && px->netlog != NULL) {
+		if (lr->slot[i].rows > 0) {
 			flush_row(lr, &lr->slot[i], true);
 			late++;
 		}
 	}
 	if (late > 0)
 		fprintf(stderr, "sluice-proxy: %zu suppression rows of run %s written late: it "
-				"stopped before it wrote them\n", late, lr->f->run);
-	memset(lr->slot, 0, sizeof(lr->f->slot));
+				"stopped before it wrote them\n", late, f->run);
+	memset(lr->slot, 0, sizeof(f->slot));
+	return 0;
+}
+
+bool lograte_admit(struct proxy *px, const char *key, const struct netlog_row *r)
+{
+	struct lograte *lr = px->lograte;
+	struct lograte_slot *sl;
+	uint64_t now;
+
+	if (lr == NULL || px->config->log_row_rate == 0 || r->decision == NULL ||
+	    strcmp(r->decision, "refuse") != 0 || r->up != 0 || r->down != 0)
+		return true;
+	if (lr->f == NULL && lograte_map(lr) == -1)
+		return true; /* out of memory: the row is written, not counted */
+	now = loop_now(px->loop);
+	sl = slot_for(lr, key, now);
+	refill(px->config, sl, now);
+	if (sl->rows > 0 && sl->due_ms <= now)
+		flush(lr, sl); /* the window is over: told before this row */
+	if (sl->rows == 0 && sl->tokens >= 1.0) {
+		sl->tokens -= 1.0;
+		return true;
+	}
+	/* once counting, a window's rows are all counted: its row says when they were */
+	count(lr, sl, r, now);
+	return false;
+}
+
+int lograte_init(struct proxy *px)
+{
+	struct lograte *lr = calloc(1, sizeof(*lr));
+	struct stat st;
+
 	px->lograte = lr;
+	if (lr == NULL)
+		return -1;
+	lr->px = px;
+	/* opened now, as root; mapped now when there are counts from before, else at the first */
+	lr->fd = state_open(px, "lograte", lr->path, sizeof(lr->path));
+	if (lr->fd == -1)
+		return -1;
+	if (fstat(lr->fd, &st) == 0 && st.st_size > 0)
+		return lograte_map(lr);
 	return 0;
 }
 
@@ -343,11 +381,14 @@ void lograte_release(struct proxy *px)
 
 	if (lr == NULL)
 		return;
-	for (size_t i = 0; i < SLOTS; i++)
+	for (size_t i = 0; lr->slot != NULL && i < SLOTS; i++)
 		flush(lr, &lr->slot[i]);
 	if (px->loop != NULL)
 		loop_timer_cancel(px->loop, &lr->timer);
-	munmap(lr->f, sizeof(*lr->f));
+	if (lr->f != NULL)
+		munmap(lr->f, sizeof(*lr->f));
+	if (lr->fd >= 0)
+		close(lr->fd);
 	free(lr);
 	px->lograte = NULL;
 }
