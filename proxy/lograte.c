@@ -40,7 +40,7 @@
  * cache wrote back, as for the log itself. The file is opened at the start
  * (as root) and mapped then if it has counts from before, else at the first
  * refusal that spends a budget (a proxy that refuses nothing makes none of
- * its 600 KiB); a disk with no room for it leaves the counts in memory, said
+ * its 590 KiB); a disk with no room for it leaves the counts in memory, said
  * on stderr, as before: then a kill -9 loses those not yet told.
  */
 #include "session.h"
