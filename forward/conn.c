@@ -3,7 +3,10 @@
  *
  * Reads the first request head and refuses (400, close) one that the
  * strict parser (http.c) refuses: CRLF line ends, single spaces, an
- * upper-case known method, no obs-fold, bounded size. Removes every
+ * upper-case known method, no obs-fold, bounded size; one too large or of
+ * more than HTTP_HEADERS_MAX - 1 header lines gets 431 (its stamp makes the
+ * head one line longer, and the proxy's limit must still hold, or the proxy
+ * would refuse it before reading the stamp: a row of nobody's). Removes every
  * Sluice-Stamp header the client wrote, adds one signed stamp naming the
  * client's address (and, from an --own listener, its principal: as=),
  * passes everything else (Proxy-Authorization included) untouched, then
@@ -156,12 +159,14 @@ void conn_free_dead(struct forwarder *fw)
 	}
 }
 
-static void refuse(struct conn *c, const char *why)
+/* Answer status (400 or 431) with why, and close. */
+static void refuse(struct conn *c, int status, const char *why)
 {
-	char msg[256];
+	char msg[320];
 	int n = snprintf(msg, sizeof(msg),
-			 "HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n"
+			 "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n"
 			 "Content-Length: %zu\r\nConnection: close\r\n\r\nsluice-forward: %s\n",
+			 status == 431 ? "431 Request Header Fields Too Large" : "400 Bad Request",
 			 strlen(why) + 17, why);
 
 	if (n > 0)
@@ -323,7 +328,7 @@ static void dial(struct conn *c)
 
 static void step_head(struct conn *c)
 {
-	struct http_header hdrs[100];
+	struct http_header hdrs[HTTP_HEADERS_MAX - 1]; /* our stamp is the proxy's last line */
 	struct http_request req;
 	bool drained = false;
 
@@ -332,16 +337,27 @@ static void step_head(struct conn *c)
 
 		if (buf_len(&c->in) > 0) {
 			n = http_parse_request(buf_head(&c->in), buf_len(&c->in), FWD_HEAD_MAX, &req,
-					       hdrs, 100);
+					       hdrs, HTTP_HEADERS_MAX - 1);
+			if (n == -1 && req.error == HTTP_E_TOO_MANY) {
+				char why[128];
+
+				snprintf(why, sizeof(why),
+					 "the first request head has more than %d header lines "
+					 "(the proxy's %d, less our stamp)",
+					 HTTP_HEADERS_MAX - 1, HTTP_HEADERS_MAX);
+				refuse(c, 431, why);
+				return;
+			}
 			if (n == -1) {
-				refuse(c, req.error == HTTP_E_TOO_LARGE
-						  ? "the first request head is too large"
-						  : "the first request head is not canonical HTTP/1.1");
+				refuse(c, req.error == HTTP_E_TOO_LARGE ? 431 : 400,
+				       req.error == HTTP_E_TOO_LARGE
+					       ? "the first request head is too large"
+					       : "the first request head is not canonical HTTP/1.1");
 				return;
 			}
 			if (n > 0) {
 				if (stamp_head(c, &req, (size_t)n) == -1) {
-					refuse(c, "the first request head is too large");
+					refuse(c, 431, "the first request head is too large");
 					return;
 				}
 				dial(c);

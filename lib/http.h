@@ -41,6 +41,13 @@ enum http_body {
 	HTTP_BODY_EOF,     /* responses only: body runs until the server closes */
 };
 
+/*
+ * Header lines in one request head: the proxy's limit (proxy.h HEADERS_MAX).
+ * sluice-forward adds one line (its stamp), so it takes one fewer from a
+ * client: a head it passed on is never one the proxy refuses for its size.
+ */
+#define HTTP_HEADERS_MAX 100
+
 /* Why a head was refused; the status is what the proxy answers. */
 enum http_error {
 	HTTP_OK = 0,

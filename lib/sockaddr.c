@@ -163,3 +163,42 @@ bool sockaddr_same(const struct sockaddr_storage *a, const struct sockaddr_stora
 	return x->sin6_port == y->sin6_port &&
 	       memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)) == 0;
 }
+
+void sockaddr_unit(const char *client, char *out, size_t size)
+{
+	struct sockaddr_storage ss;
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)&ss;
+	const struct sockaddr_in *in4 = (const struct sockaddr_in *)(const void *)&ss;
+	uint8_t a[16];
+	char text[INET6_ADDRSTRLEN];
+
+	if (client == NULL ||
+	    sockaddr_parse(client, SOCKADDR_PORT_OPTIONAL | SOCKADDR_UNIX, 1, &ss) == -1) {
+		snprintf(out, size, "%s",
+			 client != NULL && strncmp(client, "unix", 4) == 0 ? "unix" : "-");
+		return;
+	}
+	if (ss.ss_family == AF_UNIX) {
+		snprintf(out, size, "unix");
+		return;
+	}
+	if (ss.ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+		memcpy(a, &in6->sin6_addr.s6_addr[12], 4);
+	} else if (ss.ss_family == AF_INET6) {
+		if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)) {
+			snprintf(out, size, "127.0.0.0/8");
+			return;
+		}
+		memcpy(a, in6->sin6_addr.s6_addr, 8);
+		memset(a + 8, 0, 8);
+		inet_ntop(AF_INET6, a, text, sizeof(text));
+		snprintf(out, size, "%s/64", text);
+		return;
+	} else {
+		memcpy(a, &in4->sin_addr, 4);
+	}
+	if (a[0] == 127)
+		snprintf(out, size, "127.0.0.0/8");
+	else
+		snprintf(out, size, "%u.%u.%u.0/24", a[0], a[1], a[2]);
+}

@@ -48,4 +48,14 @@ char *sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t size)
 /* Whether a and b name the same endpoint: family, address and port, or the unix path. */
 bool sockaddr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
 
+/*
+ * The unit of addresses client (a sockaddr_format text, or a bare address)
+ * belongs to, as text: all of loopback (127.0.0.0/8, ::1, their IPv4-mapped
+ * forms) is "127.0.0.0/8"; another IPv4 address its /24 ("192.0.2.0/24");
+ * an IPv6 address its /64 ("2001:db8:1:2::/64"); a unix socket's peer
+ * "unix"; anything else (NULL too) "-". One client can send from many
+ * addresses of its unit, rarely from many units.
+ */
+void sockaddr_unit(const char *client, char *out, size_t size);
+
 #endif

@@ -16,24 +16,49 @@
  * the record of what left, and a budget must not hide any of it.
  *
  * The principal is whose budget a request spends (session_spender: a build,
- * the stamp's as=, else its src@net); an unattributed connection's is its
- * address, so that one unstamped client cannot silence the others. At most
+ * the stamp's as=, else its src@net); an unattributed connection's is the
+ * unit of addresses it comes from (sockaddr_unit: all of loopback one, else
+ * an IPv4 /24 or an IPv6 /64), and its suppression row's client names that
+ * unit. Keyed by address, one host client sending from 40 loopback
+ * addresses had 40 bursts, every row written, and rotated the log's history
+ * away; by unit, it has one, and an unstamped client elsewhere still cannot
+ * silence those of another network. At most
  * SLOTS principals are tracked; a full table gives up the slot used least
  * recently (its suppression row written first), so nothing is ever counted
  * and forgotten. Counting is in the proxy's metrics as any row is (stats_row
  * sees every row, written or not).
+ *
+ * The table is a file in STATE (STATE/lograte), mapped MAP_SHARED with
+ * state_map as the stamp replay window and the budgets are, so a count is
+ * in the page cache the moment a row is counted: a proxy killed with -9
+ * (or crashed) before the timer told its counts leaves them there, and the
+ * next start writes them as suppression rows (of the run that counted
+ * them) before it serves anything, so every answered refusal is written or
+ * counted across a kill -9 too. A suppression row is written before its
+ * count is cleared: a kill between the two (one write(2) apart) tells it
+ * twice, never not at all. What survives a power loss is what the page
+ * cache wrote back, as for the log itself. The file is opened at the start
+ * (as root) and mapped then if it has counts from before, else at the first
+ * refusal that spends a budget (a proxy that refuses nothing makes none of
+ * its 590 KiB); a disk with no room for it leaves the counts in memory, said
+ * on stderr, as before: then a kill -9 loses those not yet told.
  */
 #include "session.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #define SLOTS 512
 #define WINDOW_MS 1000 /* a principal's suppressed rows are told at most once this often */
 #define KEY_MAX (STAMP_AS_MAX + STAMP_NET_MAX + 64)
 #define REASON_MAX 32
+#define LOGRATE_MAGIC "sluice lograte v1"
 
 struct lograte_slot {
 	char key[KEY_MAX]; /* "" : free */
@@ -45,7 +70,7 @@ struct lograte_slot {
 	uint64_t due_ms;   /* loop time the suppression row is due */
 	/* who they were, from the first of them */
 	struct stamp stamp;
-	bool has_stamp;
+	uint8_t has_stamp; /* 0 or 1 (a byte of the mapped file: no bool) */
 	char who[SESSION_WHO_MAX];
 	char build[STAMP_AS_MAX + 1];
 	char client[INET6_ADDRSTRLEN + 8];
@@ -54,9 +79,19 @@ struct lograte_slot {
 	uint64_t count[NETLOG_REASONS_MAX];
 };
 
-struct lograte {
+/* STATE/lograte, mapped: the counts outlive the process that made them */
+struct lograte_file {
+	struct state_head head;
+	char run[GRANT_RUN_ID_LEN + 1]; /* the run that counted them (set at its first count) */
 	struct lograte_slot slot[SLOTS];
-	struct loop_timer timer; /* armed while a suppression row is due */
+};
+
+struct lograte {
+	struct lograte_file *f;    /* NULL until the first count, or one from before */
+	struct lograte_slot *slot; /* f->slot */
+	int fd;                    /* STATE/lograte until it is mapped; then -1 */
+	char path[PATH_MAX];
+	struct loop_timer timer;   /* armed while a suppression row is due */
 	struct proxy *px;
 };
 
@@ -77,17 +112,20 @@ static uint64_t wall_ms(void)
 	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
 }
 
-/* Write sl's suppression row and start its count again. */
-static void flush(struct lograte *lr, struct lograte_slot *sl)
+/*
+ * Write sl's suppression row and start its count again; late: the row of a
+ * proxy that stopped before it told it (lograte_init).
+ */
+static void flush_row(struct lograte *lr, struct lograte_slot *sl, bool late)
 {
 	const struct config *c = lr->px->config;
 	struct netlog_suppressed r;
-	char detail[200];
+	char detail[320];
 
 	if (sl->rows == 0)
 		return;
 	memset(&r, 0, sizeof(r));
-	r.run = lr->px->run_id;
+	r.run = late ? lr->f->run : lr->px->run_id;
 	r.who = sl->who;
 	r.stamp = sl->has_stamp ? &sl->stamp : NULL;
 	r.build = sl->build[0] != '\0' ? sl->build : NULL;
@@ -104,11 +142,20 @@ static void flush(struct lograte *lr, struct lograte_slot *sl)
 		 "%llu refusal rows of this principal were counted, not written: past its budget "
 		 "of %u rows a second (log-row-rate, burst log-row-burst %u)",
 		 (unsigned long long)sl->rows, c->log_row_rate, c->log_row_burst);
+	if (late)
+		snprintf(detail + strlen(detail), sizeof(detail) - strlen(detail),
+			 "; told at the proxy's next start: it stopped (killed or crashed) before "
+			 "it wrote this row");
 	r.detail = detail;
 	if (lr->px->netlog != NULL)
 		netlog_write_suppressed(lr->px->netlog, &r);
-	sl->rows = 0;
+	sl->rows = 0; /* after the row: a kill between tells it twice, never not at all */
 	sl->nreasons = 0;
+}
+
+static void flush(struct lograte *lr, struct lograte_slot *sl)
+{
+	flush_row(lr, sl, false);
 }
 
 /* Write every suppression row due by now; arm the timer for the next one. */
@@ -183,6 +230,8 @@ static void count(struct lograte *lr, struct lograte_slot *sl, const struct netl
 	size_t i;
 
 	if (sl->rows == 0) {
+		if (strcmp(lr->f->run, lr->px->run_id) != 0) /* known once the listeners are */
+			snprintf(lr->f->run, sizeof(lr->f->run), "%s", lr->px->run_id);
 		sl->first_ms = wall_ms();
 		sl->due_ms = now + WINDOW_MS;
 		sl->has_stamp = r->stamp != NULL;
@@ -190,14 +239,13 @@ static void count(struct lograte *lr, struct lograte_slot *sl, const struct netl
 			sl->stamp = *r->stamp;
 		snprintf(sl->who, sizeof(sl->who), "%s", r->who != NULL ? r->who : "unattributed");
 		snprintf(sl->build, sizeof(sl->build), "%s", r->build != NULL ? r->build : "");
-		if (r->stamp == NULL && r->build == NULL)
-			lograte_address(r->client, sl->client, sizeof(sl->client));
+		if (r->stamp == NULL && r->build == NULL) /* the unit its key names */
+			sockaddr_unit(r->client, sl->client, sizeof(sl->client));
 		else
 			sl->client[0] = '\0';
 		if (!loop_timer_armed(&lr->timer) || lr->timer.when_ms > sl->due_ms)
 			loop_timer_set(lr->px->loop, &lr->timer, WINDOW_MS, on_timer, lr);
 	}
-	sl->rows++;
 	sl->last_ms = wall_ms();
 	for (i = 0; i < sl->nreasons; i++)
 		if (strcmp(sl->reason[i], why) == 0)
@@ -211,21 +259,77 @@ static void count(struct lograte *lr, struct lograte_slot *sl, const struct netl
 		sl->nreasons++;
 	}
 	sl->count[i]++;
+	sl->rows++; /* last: a start after a kill counts the reasons (lograte_init) */
 }
 
-void lograte_address(const char *client, char *out, size_t size)
+const char *lograte_unattributed(const char *client, char *out, size_t size)
 {
-	const char *end;
+	char unit[INET6_ADDRSTRLEN + 8];
 
-	if (client == NULL) {
-		snprintf(out, size, "-");
-	} else if (client[0] == '[' && (end = strchr(client, ']')) != NULL) {
-		snprintf(out, size, "%.*s", (int)(end - client - 1), client + 1);
-	} else if ((end = strrchr(client, ':')) != NULL && strchr(client, ':') == end) {
-		snprintf(out, size, "%.*s", (int)(end - client), client);
-	} else {
-		snprintf(out, size, "%s", client);
+	sockaddr_unit(client, unit, sizeof(unit));
+	snprintf(out, size, "unattributed %s", unit);
+	return out;
+}
+
+/* Terminate the strings of sl as the file holds them; rows as its reasons add up. */
+static void sanitize(struct lograte_slot *sl)
+{
+	sl->key[sizeof(sl->key) - 1] = '\0';
+	sl->who[sizeof(sl->who) - 1] = '\0';
+	sl->build[sizeof(sl->build) - 1] = '\0';
+	sl->client[sizeof(sl->client) - 1] = '\0';
+	sl->stamp.src[sizeof(sl->stamp.src) - 1] = '\0';
+	sl->stamp.net[sizeof(sl->stamp.net) - 1] = '\0';
+	sl->stamp.as[sizeof(sl->stamp.as) - 1] = '\0';
+	sl->stamp.boot[sizeof(sl->stamp.boot) - 1] = '\0';
+	sl->has_stamp = sl->has_stamp != 0;
+	if (sl->nreasons > NETLOG_REASONS_MAX)
+		sl->nreasons = NETLOG_REASONS_MAX;
+	sl->rows = 0;
+	for (size_t i = 0; i < sl->nreasons; i++) {
+		sl->reason[i][REASON_MAX - 1] = '\0';
+		sl->rows += sl->count[i];
 	}
+}
+
+/*
+ * STATE/lograte mapped (lr->fd: opened at the start, as root), and the
+ * counts a proxy stopped before telling told now: at the start, before
+ * anything is served, when the file was there; else at the first refusal
+ * that spends a budget, when it is new and empty. A disk with no room for
+ * it leaves the counts in memory only, loudly. Returns 0, or -1 out of
+ * memory.
+ */
+static int lograte_map(struct lograte *lr)
+{
+	struct lograte_file *f;
+	size_t late = 0;
+
+	f = state_map_fd(lr->fd, lr->path, LOGRATE_MAGIC, sizeof(*f), "a row-budget table");
+	close(lr->fd);
+	lr->fd = -1;
+	if (f == NULL) {
+		f = mmap(NULL, sizeof(*f), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (f == MAP_FAILED)
+			return -1;
+		fprintf(stderr, "sluice-proxy: row budgets: counted in memory only: a kill -9 "
+				"loses the counts not yet written as suppression rows\n");
+	}
+	lr->f = f;
+	lr->slot = f->slot;
+	f->run[sizeof(f->run) - 1] = '\0';
+	for (size_t i = 0; i < SLOTS; i++) {
+		sanitize(&lr->slot[i]);
+		if (lr->slot[i].rows > 0) {
+			flush_row(lr, &lr->slot[i], true);
+			late++;
+		}
+	}
+	if (late > 0)
+		fprintf(stderr, "sluice-proxy: %zu suppression rows of run %s written late: it "
+				"stopped before it wrote them\n", late, f->run);
+	memset(lr->slot, 0, sizeof(f->slot));
+	return 0;
 }
 
 bool lograte_admit(struct proxy *px, const char *key, const struct netlog_row *r)
@@ -237,6 +341,8 @@ bool lograte_admit(struct proxy *px, const char *key, const struct netlog_row *r
 	if (lr == NULL || px->config->log_row_rate == 0 || r->decision == NULL ||
 	    strcmp(r->decision, "refuse") != 0 || r->up != 0 || r->down != 0)
 		return true;
+	if (lr->f == NULL && lograte_map(lr) == -1)
+		return true; /* out of memory: the row is written, not counted */
 	now = loop_now(px->loop);
 	sl = slot_for(lr, key, now);
 	refill(px->config, sl, now);
@@ -253,10 +359,19 @@ bool lograte_admit(struct proxy *px, const char *key, const struct netlog_row *r
 
 int lograte_init(struct proxy *px)
 {
-	px->lograte = calloc(1, sizeof(*px->lograte));
-	if (px->lograte == NULL)
+	struct lograte *lr = calloc(1, sizeof(*lr));
+	struct stat st;
+
+	px->lograte = lr;
+	if (lr == NULL)
 		return -1;
-	px->lograte->px = px;
+	lr->px = px;
+	/* opened now, as root; mapped now when there are counts from before, else at the first */
+	lr->fd = state_open(px, "lograte", lr->path, sizeof(lr->path));
+	if (lr->fd == -1)
+		return -1;
+	if (fstat(lr->fd, &st) == 0 && st.st_size > 0)
+		return lograte_map(lr);
 	return 0;
 }
 
@@ -266,10 +381,14 @@ void lograte_release(struct proxy *px)
 
 	if (lr == NULL)
 		return;
-	for (size_t i = 0; i < SLOTS; i++)
+	for (size_t i = 0; lr->slot != NULL && i < SLOTS; i++)
 		flush(lr, &lr->slot[i]);
 	if (px->loop != NULL)
 		loop_timer_cancel(px->loop, &lr->timer);
+	if (lr->f != NULL)
+		munmap(lr->f, sizeof(*lr->f));
+	if (lr->fd >= 0)
+		close(lr->fd);
 	free(lr);
 	px->lograte = NULL;
 }

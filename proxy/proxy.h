@@ -44,7 +44,7 @@
 #include "store.h"
 
 #define HEAD_MAX (32 * 1024)  /* a request head, all lines */
-#define HEADERS_MAX 100       /* header lines in one head */
+#define HEADERS_MAX HTTP_HEADERS_MAX /* header lines in one head (http.h) */
 #define RESP_HEAD_MAX (64 * 1024)
 #define IOBUF_MAX (64 * 1024) /* body and relay buffers */
 #define DIAL_MAX 8            /* resolved addresses tried in order */
@@ -131,11 +131,11 @@ void lograte_release(struct proxy *px);
  * Whether row r of the principal named key is to be written: false when it
  * is a refusal that moved no byte and key's budget is spent (it is counted,
  * and a suppression row tells it within a second). key: the principal
- * (session_spender's, or "unattributed ADDR").
+ * (session_spender's, or lograte_unattributed's).
  */
 bool lograte_admit(struct proxy *px, const char *key, const struct netlog_row *r);
-/* A client's "addr:port" (or "[v6]:port") as its address alone, into out. */
-void lograte_address(const char *client, char *out, size_t size);
+/* The key of an unattributed client's rows: "unattributed UNIT" (sockaddr_unit). */
+const char *lograte_unattributed(const char *client, char *out, size_t size);
 
 /* limit.c */
 int limit_init(struct proxy *px);

@@ -85,16 +85,12 @@ void exchange_free(struct session *s)
 	s->x = NULL;
 }
 
-/* Whose row budget a row spends (lograte.c): its spender's, an unattributed one its address's. */
+/* Whose row budget a row spends (lograte.c): its spender's, an unattributed one its unit's. */
 static const char *row_key(const struct session *s, char *buf, size_t size)
 {
-	char addr[INET6_ADDRSTRLEN + 8];
-
 	if (s->stamp != NULL || s->build != NULL)
 		return session_spender(s, buf, size);
-	lograte_address(s->client, addr, sizeof(addr));
-	snprintf(buf, size, "unattributed %s", addr);
-	return buf;
+	return lograte_unattributed(s->client, buf, size);
 }
 
 void session_log(struct session *s)
@@ -474,7 +470,7 @@ static void refuse_accept(struct proxy *px, int fd, const char *client, const ch
 			       .proxy_status = "connection_limit_reached" };
 	struct netlog_row row;
 	struct buf b;
-	char addr[INET6_ADDRSTRLEN + 8], key[INET6_ADDRSTRLEN + 24];
+	char key[INET6_ADDRSTRLEN + 24];
 
 	snprintf(ref.detail, sizeof(ref.detail), "%s", detail);
 	buf_init(&b, 4096);
@@ -493,9 +489,7 @@ static void refuse_accept(struct proxy *px, int fd, const char *client, const ch
 	row.reason = reason;
 	row.dns_ms = row.connect_ms = -1;
 	row.detail = ref.detail;
-	lograte_address(client, addr, sizeof(addr));
-	snprintf(key, sizeof(key), "unattributed %s", addr);
-	if (px->netlog != NULL && lograte_admit(px, key, &row))
+	if (px->netlog != NULL && lograte_admit(px, lograte_unattributed(client, key, sizeof(key)), &row))
 		netlog_write(px->netlog, &row);
 	stats_row(&row);
 	close(fd);

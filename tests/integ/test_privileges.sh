@@ -247,6 +247,24 @@ out=$(raw "GET http://good.test/rp2 HTTP/1.1\r\n${H}Sluice-Stamp: $st\r\nConnect
 expect_refusal "the same stamp again is refused as a replay (STATE/stamp.seen, mapped before the drop)" "$out" 403 stamp-replay
 expect_eq "... and STATE/stamp.seen stays root's, 0600" "600 root" "$(stat -c '%a %U' "$STATE/stamp.seen")"
 
+# the row budgets' table (STATE/lograte), opened before the drop, mapped at
+# the first count, after it: 300 quick refusals spend the budget (200)
+out=$(hx "$PY" - <<'PYEOF'
+import socket
+for i in range(300):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+    s.sendall(b"GET http://denied.test/lr%d HTTP/1.1\r\nHost: denied.test\r\n\r\n" % i)
+    while s.recv(65536):
+        pass
+    s.close()
+print("done")
+PYEOF
+)
+expect_eq "300 refusals answered" done "$out"
+expect_eq "STATE/lograte is mapped by the user at the first count: sized, root's, 0600" "600 root yes" \
+	"$(stat -c '%a %U' "$STATE/lograte") $([ -s "$STATE/lograte" ] && echo yes || echo no)"
+expect_eq "... not counted in memory only" 0 "$(grep -c 'counted in memory only' "$LAB_DIR/proxy.err")"
+
 # sluice-forward in front, with --netns, --own and --mark
 FWD=$SLUICE_BUILD/sluice-forward
 SNS=slq${HNS#slh}

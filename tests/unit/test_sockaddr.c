@@ -192,6 +192,51 @@ static void test_format(void **state)
 	assert_string_equal(sockaddr_format(&ss, buf, 8), "[2001:d");
 }
 
+/* sockaddr_unit of a guarded copy of s. */
+static const char *unit(const char *s, char *out, size_t size)
+{
+	size_t len = strlen(s) + 1;
+	char *g = guard_copy(s, len);
+
+	sockaddr_unit(g, out, size);
+	guard_free(g, len);
+	return out;
+}
+
+/* The unit a client's address belongs to (lograte.c's key for the unattributed). */
+static void test_unit(void **state)
+{
+	char buf[64];
+
+	(void)state;
+	/* all of loopback is one unit, IPv6's too */
+	assert_string_equal(unit("127.0.0.1:50894", buf, sizeof(buf)), "127.0.0.0/8");
+	assert_string_equal(unit("127.200.3.4:1", buf, sizeof(buf)), "127.0.0.0/8");
+	assert_string_equal(unit("[::1]:3128", buf, sizeof(buf)), "127.0.0.0/8");
+	assert_string_equal(unit("[::ffff:127.0.0.9]:3128", buf, sizeof(buf)), "127.0.0.0/8");
+	/* IPv4: its /24 */
+	assert_string_equal(unit("192.0.2.1:40000", buf, sizeof(buf)), "192.0.2.0/24");
+	assert_string_equal(unit("192.0.2.255:1", buf, sizeof(buf)), "192.0.2.0/24");
+	assert_string_equal(unit("192.0.3.1:1", buf, sizeof(buf)), "192.0.3.0/24");
+	assert_string_equal(unit("[::ffff:10.1.2.3]:5", buf, sizeof(buf)), "10.1.2.0/24");
+	/* IPv6: its /64 */
+	assert_string_equal(unit("[2001:db8:1:2:3:4:5:6]:443", buf, sizeof(buf)),
+			    "2001:db8:1:2::/64");
+	assert_string_equal(unit("[2001:db8:1:2:ffff::1]:443", buf, sizeof(buf)),
+			    "2001:db8:1:2::/64");
+	assert_string_equal(unit("[fe80::1]:1", buf, sizeof(buf)), "fe80::/64");
+	/* what is no address: the unix socket's peers one unit, anything else another */
+	assert_string_equal(unit("unix", buf, sizeof(buf)), "unix");
+	assert_string_equal(unit("unix:/run/x.sock", buf, sizeof(buf)), "unix");
+	assert_string_equal(unit("?", buf, sizeof(buf)), "-");
+	assert_string_equal(unit("", buf, sizeof(buf)), "-");
+	assert_string_equal(unit("127.0.0.1", buf, sizeof(buf)), "127.0.0.0/8"); /* no port */
+	sockaddr_unit(NULL, buf, sizeof(buf));
+	assert_string_equal(buf, "-");
+	/* a short buffer is cut, never overrun */
+	assert_string_equal(unit("192.0.2.1:1", buf, 6), "192.0");
+}
+
 static void test_same(void **state)
 {
 	struct sockaddr_storage a, b;
@@ -221,7 +266,7 @@ int main(void)
 		cmocka_unit_test(test_v4),      cmocka_unit_test(test_port),
 		cmocka_unit_test(test_v6),      cmocka_unit_test(test_unix),
 		cmocka_unit_test(test_untouched), cmocka_unit_test(test_format),
-		cmocka_unit_test(test_same),
+		cmocka_unit_test(test_same),    cmocka_unit_test(test_unit),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
