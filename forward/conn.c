@@ -326,6 +326,23 @@ static void dial(struct conn *c)
 	loop_timer_set(c->fw->loop, &c->timer, FWD_DIAL_TIMEOUT_MS, on_timer, c);
 }
 
+/*
+ * Read more of the client's first bytes, cap in all in c->in: true to look
+ * at them again; false when the step waits for more, or the client is gone
+ * (the connection then closed).
+ */
+static bool read_more(struct conn *c, size_t cap, bool *drained)
+{
+	ssize_t n = buf_read_fd(&c->in, c->cfd, cap - buf_len(&c->in), drained);
+
+	if (n > 0)
+		return true;
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return false;
+	conn_close(c, false);
+	return false;
+}
+
 static void step_head(struct conn *c)
 {
 	struct http_header hdrs[HTTP_HEADERS_MAX - 1]; /* our stamp is the proxy's last line */
@@ -333,11 +350,10 @@ static void step_head(struct conn *c)
 	bool drained = false;
 
 	for (;;) {
-		ssize_t n;
-
 		if (buf_len(&c->in) > 0) {
-			n = http_parse_request(buf_head(&c->in), buf_len(&c->in), FWD_HEAD_MAX, &req,
-					       hdrs, HTTP_HEADERS_MAX - 1);
+			ssize_t n = http_parse_request(buf_head(&c->in), buf_len(&c->in),
+						       FWD_HEAD_MAX, &req, hdrs,
+						       HTTP_HEADERS_MAX - 1);
 			if (n == -1 && req.error == HTTP_E_TOO_MANY) {
 				char why[128];
 
@@ -364,15 +380,8 @@ static void step_head(struct conn *c)
 				return;
 			}
 		}
-		if (drained)
+		if (drained || !read_more(c, FWD_HEAD_MAX, &drained))
 			return;
-		n = buf_read_fd(&c->in, c->cfd, FWD_HEAD_MAX - buf_len(&c->in), &drained);
-		if (n > 0)
-			continue;
-		if (n == -1 && (errno == EAGAIN || errno == EINTR))
-			return;
-		conn_close(c, false);
-		return;
 	}
 }
 
@@ -419,8 +428,6 @@ static void step_query(struct conn *c)
 	bool drained = false;
 
 	for (;;) {
-		ssize_t n;
-
 		if (buf_len(&c->in) >= 2) {
 			const uint8_t *h = (const uint8_t *)buf_head(&c->in);
 			size_t len = (size_t)h[0] << 8 | h[1];
@@ -434,15 +441,8 @@ static void step_query(struct conn *c)
 				return;
 			}
 		}
-		if (drained)
+		if (drained || !read_more(c, 2 + FWD_DNS_QUERY_MAX, &drained))
 			return;
-		n = buf_read_fd(&c->in, c->cfd, 2 + FWD_DNS_QUERY_MAX - buf_len(&c->in), &drained);
-		if (n > 0)
-			continue;
-		if (n == -1 && (errno == EAGAIN || errno == EINTR))
-			return;
-		conn_close(c, false);
-		return;
 	}
 }
 

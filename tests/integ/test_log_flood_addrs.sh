@@ -15,31 +15,6 @@ lab_write_conf "log-rotate-bytes 1048576" "log-keep 1" "log-chain on"
 lab_run_proxy
 ondisk() { cat "$NETLOG.1" "$NETLOG" 2>/dev/null | grep -c "$1"; }
 
-# N refusals, one connection each, from 127.0.0.FIRST .. FIRST+NADDR-1 in turn
-cat >"$LAB_DIR/flood.py" <<'PYEOF'
-import socket, sys
-first, naddr, n, tag = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-codes = {}
-for i in range(n):
-    s = socket.socket()
-    s.settimeout(5)
-    s.bind(("127.0.0.%d" % (first + i % naddr), 0))
-    s.connect(("127.0.0.1", 3128))
-    s.sendall(("GET http://other.test/%s-%d HTTP/1.1\r\nHost: other.test\r\n\r\n" % (tag, i)).encode())
-    buf = b""
-    try:
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            buf += d
-    except socket.timeout:
-        pass
-    s.close()
-    c = buf[9:12].decode() if buf.startswith(b"HTTP/1.") else "none"
-    codes[c] = codes.get(c, 0) + 1
-print(" ".join("%s=%d" % kv for kv in sorted(codes.items())))
-PYEOF
 
 expect_eq "the marker request is refused (not granted)" 403 "$(pcode http://other.test/marker-before-flood)"
 wait_log 3 path=/marker-before-flood || lab_bail "the marker row is written"
@@ -47,7 +22,7 @@ code=$(hx curl -s -o /dev/null -w '%{http_code}' --max-time 5 --interface 192.0.
 	http://other.test/other-control)
 expect_eq "control: a client from 192.0.2.1 reaches the proxy and is refused" 403 "$code"
 
-hx "$PY" "$LAB_DIR/flood.py" 10 40 6000 many >"$LAB_DIR/flood.out" 2>&1 &
+hx "$PY" "$INTEG_DIR/refuse_flood.py" 10 40 6000 many >"$LAB_DIR/flood.out" 2>&1 &
 fpid=$!
 n2=0
 t0=$(now)

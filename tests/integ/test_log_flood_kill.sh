@@ -11,30 +11,6 @@ lab_up
 lab_write_conf "log-chain on"
 lab_run_proxy
 
-cat >"$LAB_DIR/flood.py" <<'PYEOF'
-import socket, sys
-src, n, tag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-codes = {}
-for i in range(n):
-    s = socket.socket()
-    s.settimeout(5)
-    s.bind((src, 0))
-    s.connect(("127.0.0.1", 3128))
-    s.sendall(("GET http://other.test/%s-%d HTTP/1.1\r\nHost: other.test\r\n\r\n" % (tag, i)).encode())
-    buf = b""
-    try:
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            buf += d
-    except socket.timeout:
-        pass
-    s.close()
-    c = buf[9:12].decode() if buf.startswith(b"HTTP/1.") else "none"
-    codes[c] = codes.get(c, 0) + 1
-print(" ".join("%s=%d" % kv for kv in sorted(codes.items())))
-PYEOF
 # on record: rows written with path /TAG- plus the not-granted counts of suppression rows
 onrecord() {
 	"$PY" - "$NETLOG" "$1" <<'PYEOF'
@@ -50,7 +26,7 @@ print(w, s)
 PYEOF
 }
 
-out=$(hx "$PY" "$LAB_DIR/flood.py" 127.0.0.200 450 k9 2>&1)
+out=$(hx "$PY" "$INTEG_DIR/refuse_flood.py" 200 1 450 k9 2>&1)
 kill -9 "$PROXY_PID"
 wait "$PROXY_PID" 2>/dev/null
 PROXY_PID=
