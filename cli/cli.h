@@ -273,6 +273,13 @@ const char *log_time_cell(const char *ts, char *buf, size_t size);
  * Whether row is a suppression row (kind "suppressed"); then "N rows
  * suppressed" into what and its reasons ("too-many-streams 5800, ...") into why.
  */
+/*
+ * Whether row is one exchange's own row (kind http, https, ws, wss or
+ * tunnel): what request counts, learn and refusal views count. Rows of
+ * other kinds (suppressed, a run's start and end, the run's self-check
+ * probe, a long exchange's open or progress rows) are not exchanges.
+ */
+bool log_row_is_exchange(json_t *row);
 bool log_row_suppressed(json_t *row, char *what, size_t wsize, char *why, size_t ysize);
 
 /* p as the "principal" object of --json output (a new reference), or NULL. */

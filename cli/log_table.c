@@ -63,6 +63,17 @@ static void number_cell(json_t *v, char *buf, size_t size)
 		snprintf(buf, size, "-");
 }
 
+bool log_row_is_exchange(json_t *row)
+{
+	static const char *const kinds[] = { "http", "https", "ws", "wss", "tunnel" };
+	const char *kind = json_string_value(json_object_get(row, "kind"));
+
+	for (size_t i = 0; kind != NULL && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(kind, kinds[i]) == 0)
+			return true;
+	return false;
+}
+
 bool log_row_suppressed(json_t *row, char *what, size_t wsize, char *why, size_t ysize)
 {
 	const char *kind = json_string_value(json_object_get(row, "kind"));
