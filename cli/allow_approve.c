@@ -8,7 +8,9 @@
  * ones, newest first, opened as `sluice log` opens them), and grants
  * exactly its host and port, the way the refusal's hint names them (bare
  * for CONNECT to 443 and plain HTTP to 80), scoped to the principal that
- * asked: the stamp's as= when it has one, else its ADDR@NET; a refusal
+ * asked: the stamp's as= when it has one (a `sluice run`'s project:NAME
+ * [/AGENT]: its runs, those to come, whether the one refused has ended or
+ * not, which is said), else its ADDR@NET; a refusal
  * without a stamp gets a grant for every connection, and says so. Once
  * for 15 minutes unless --level and --ttl say otherwise. A refusal more
  * than a day old is not approved: the operator grants it by hand. On a
@@ -22,6 +24,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -212,6 +215,27 @@ static int grant_of_row(json_t *row, const char *id, struct grant *g, char *who,
 }
 
 /*
+ * A `sluice run`'s refusal (its row names the run in "sandbox" and the
+ * project as its principal): say whether that run is still going, and
+ * that the grant is the project's either way, for this run and the next.
+ */
+static void run_said(const struct config *c, json_t *row, const char *who)
+{
+	const char *id = str_of(row, "sandbox");
+	char path[PATH_MAX + 64];
+	struct stat st;
+
+	if (id == NULL || strncmp(who, "project:", 8) != 0 || strchr(id, '/') != NULL)
+		return;
+	snprintf(path, sizeof(path), "%s/runs/%s", c->state_dir, id);
+	if (stat(path, &st) == 0)
+		printf("run %s is still going: the grant is for %s, this run and its next\n", id,
+		       who);
+	else
+		printf("run %s has ended: the grant is for %s, its next runs\n", id, who);
+}
+
+/*
  * Show what approving grants (host, port, scope, level) and ask. Returns
  * true when the answer is y or yes; anything else, end of input included,
  * is no.
@@ -329,6 +353,7 @@ int allow_approve(int argc, char **argv)
 	}
 	printf("refusal %s of %s: %s\n", id, ts,
 	       who[0] != '\0' ? who : "no stamp, so the grant serves every connection");
+	run_said(c, row, who);
 	if (!yes && !confirm(row, &g, who, level, ttl)) {
 		printf("not granted\n");
 		goto out;

@@ -221,6 +221,11 @@ void principal_from_row(const struct snapshots *all, const struct principal_row 
 			p->kind = PRINCIPAL_USER;
 			return;
 		}
+		if (strncmp(as, "project:", 8) == 0 && as[8] != '\0') {
+			p->kind = PRINCIPAL_PROJECT;
+			p->name = as + 8;
+			return;
+		}
 		/* a principal this reader does not know: the stamped address still is one */
 	}
 	p->kind = PRINCIPAL_ADDRESS;
@@ -260,6 +265,9 @@ void principal_label(const struct principal *p, char *buf, size_t size)
 	case PRINCIPAL_USER:
 		snprintf(buf, size, "user");
 		return;
+	case PRINCIPAL_PROJECT:
+		snprintf(buf, size, "project:%s", p->name);
+		return;
 	case PRINCIPAL_ADDRESS:
 		snprintf(buf, size, "%s@%s", p->src, p->net != NULL ? p->net : "-");
 		return;
@@ -275,6 +283,7 @@ const char *principal_kind_name(enum principal_kind kind)
 	case PRINCIPAL_CONTAINER: return "container";
 	case PRINCIPAL_BUILD: return "build";
 	case PRINCIPAL_USER: return "user";
+	case PRINCIPAL_PROJECT: return "project";
 	case PRINCIPAL_ADDRESS: return "address";
 	case PRINCIPAL_UNATTRIBUTED: break;
 	}
@@ -315,6 +324,12 @@ bool principal_matches_who(const char *who, const struct principal *p)
 		return p->kind == PRINCIPAL_USER;
 	if (strncmp(who, "build:", 6) == 0)
 		return p->kind == PRINCIPAL_BUILD && strcmp(p->name, who + 6) == 0;
+	if (strncmp(who, "project:", 8) == 0) {
+		/* the project is each of its agents too; an agent only itself */
+		n -= 8;
+		return p->kind == PRINCIPAL_PROJECT && strncmp(p->name, who + 8, n) == 0 &&
+		       (p->name[n] == '\0' || (p->name[n] == '/' && memchr(who + 8, '/', n) == NULL));
+	}
 	if (strncmp(who, "container:", 10) == 0) {
 		who += 10;
 		n -= 10;

@@ -71,6 +71,7 @@ enum principal_kind {
 	PRINCIPAL_CONTAINER,
 	PRINCIPAL_BUILD,
 	PRINCIPAL_USER,         /* the sandbox's own user */
+	PRINCIPAL_PROJECT,      /* a `sluice run`'s project (name: NAME or NAME/AGENT) */
 };
 
 /*
@@ -79,7 +80,7 @@ enum principal_kind {
  */
 struct principal {
 	enum principal_kind kind;
-	const char *name;    /* container name or build scope; NULL otherwise */
+	const char *name;    /* container name, build scope, or project NAME[/AGENT]; NULL otherwise */
 	const char *id;      /* container: 64 hex; NULL otherwise */
 	const char *project; /* container: compose project, or NULL */
 	const char *src;     /* the row's source address, or NULL */
@@ -93,7 +94,8 @@ struct principal_row {
 	bool has_t;     /* false: ts missing or unreadable (only as= can name it) */
 	const char *src;
 	const char *net;
-	const char *as; /* container:<id> | build:<scope> | user (a row's build, when it has one) */
+	const char *as; /* container:<id> | build:<scope> | user | project:NAME[/AGENT] (a row's
+			   build, when it has one) */
 };
 
 /* snapshot.c */
@@ -155,8 +157,8 @@ int principal_index(struct snapshots *all);
 /*
  * Name the principal of row from all (indexed). An as= of container:<id>
  * names the container from the latest snapshot at or before the row holding
- * that id (of any net), else the first after; build:X and user are taken
- * as they are. Otherwise, for src@net: the latest snapshot S of net with
+ * that id (of any net), else the first after; build:X, user and
+ * project:NAME[/AGENT] are taken as they are. Otherwise, for src@net: the latest snapshot S of net with
  * S.t <= t; if S holds src, that container; else the first snapshot S' of
  * net with S'.t > t; if S' holds src, that container; else the bare
  * address. No src: unattributed, unless as= is build:X (a build token's,
@@ -167,16 +169,17 @@ void principal_from_row(const struct snapshots *all, const struct principal_row 
 
 /*
  * The principal as one line for people, into buf: "web (demo)",
- * "container:0123456789ab", "build:X", "user", "10.88.0.5@podman",
+ * "container:0123456789ab", "build:X", "user", "project:NAME[/AGENT]", "10.88.0.5@podman",
  * "unattributed". Cut to size.
  */
 void principal_label(const struct principal *p, char *buf, size_t size);
 
-/* Its kind as the JSON name: container, build, user, address, unattributed. */
+/* Its kind as the JSON name: container, build, user, project, address, unattributed. */
 const char *principal_kind_name(enum principal_kind kind);
 
 /*
- * Whether p answers to who: "unattributed", "user", "build:X", an address
+ * Whether p answers to who: "unattributed", "user", "build:X",
+ * "project:NAME" (its runs, its agents' too), "project:NAME/AGENT", an address
  * (ADDR or ADDR@NET: rows from that source, whatever they resolve to), a
  * container id prefix of 12 to 64 hex, or a container name.
  */

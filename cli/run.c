@@ -33,6 +33,7 @@
 
 #include "file.h"
 #include "netns.h"
+#include "ports.h"
 #include "run.h"
 #include "runfile.h"
 #include "sockaddr.h"
@@ -78,7 +79,15 @@ static int args_parse(int argc, char **argv, struct run_opts *o)
 		if (val == NULL)
 			return usage_error("option needs a value, or CMD is missing its `--`", opt);
 		if (strcmp(opt, "--project") == 0) {
+			if (!ports_name_valid(val))
+				return usage_error("--project NAME: [A-Za-z0-9._-], at most 40 bytes, not",
+						   val);
 			o->project = val;
+		} else if (strcmp(opt, "--name") == 0) {
+			if (!ports_name_valid(val))
+				return usage_error("--name AGENT: [A-Za-z0-9._-], at most 40 bytes, not",
+						   val);
+			o->name = val;
 		} else if (strcmp(opt, "--allow") == 0) {
 			if (o->nallow == RUN_GRANTS_MAX)
 				return usage_error("too many --allow", NULL);
@@ -344,20 +353,38 @@ static int netns_make(struct run *x)
 }
 
 /*
- * Who the run is, to the proxy: every connection its forwarder stamps names
- * one source (sluice-forward --src), whatever address CMD binds, so a run
- * is one principal for budgets, connection caps and scoped grants
- * (`allow approve` of its refusal: ADDR@sluice-ID). Without --image that
- * is 127.0.0.1; with it, the container's own address, which it is given
- * (--ip: the one after the gateway, gw on the bridge), so `sluice log`
- * names the container from the engine's snapshot. The one place the run's
- * principal is chosen. Returns 0, or -1 after printing.
+ * Who the run is, to the proxy. Its principal outlives it: every
+ * connection its forwarder stamps says as=project:NAME (sluice-forward
+ * --as), or with --name AGENT project:NAME/AGENT, so grants, budgets and
+ * connection caps are the project's (the agent's), shared by its runs
+ * and kept for the next (`allow approve` of its refusal grants to it).
+ * NAME is --project's, else the current directory's (ports_name_of: its
+ * basename and a hash of its path; the registry keeps the path). Each
+ * stamp also names one source (sluice-forward --src), whatever address
+ * CMD binds, on the run's own network sluice-ID (the row's who, and its
+ * "sandbox"): without --image 127.0.0.1; with it, the container's own
+ * address, which it is given (--ip: the one after the gateway, gw on the
+ * bridge), so `sluice log` names the container from the engine's
+ * snapshot. The one place the run's principal is chosen. Returns 0, or
+ * -1 after printing.
  */
 static int run_principal(struct run *x, const struct sockaddr_storage *gw)
 {
+	char name[PORTS_NAME_MAX + 1], cwd[PATH_MAX];
 	struct in_addr a;
 
 	if (gw == NULL) {
+		if (x->o.project != NULL) {
+			snprintf(name, sizeof(name), "%s", x->o.project);
+		} else if (realpath(".", cwd) != NULL) {
+			ports_name_of(cwd, strlen(cwd), name);
+		} else {
+			fprintf(stderr, "run: the current directory: %s; use --project NAME\n",
+				strerror(errno));
+			return -1;
+		}
+		snprintf(x->principal_as, sizeof(x->principal_as), "project:%s%s%s", name,
+			 x->o.name != NULL ? "/" : "", x->o.name != NULL ? x->o.name : "");
 		snprintf(x->principal_src, sizeof(x->principal_src), "127.0.0.1");
 		return 0;
 	}
@@ -465,7 +492,7 @@ static int forwarder_start(struct run *x)
 {
 	char path[PATH_MAX + 32], key[PATH_MAX + 16], pair[200], dns[200];
 	char *argv[] = { path, "--key", key, "--net", x->r.name, "--src", x->principal_src,
-			 "--netns", x->netns, "--dns", dns, pair, NULL };
+			 "--as", x->principal_as, "--netns", x->netns, "--dns", dns, pair, NULL };
 	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s/sluice-forward", x->bindir);
@@ -744,6 +771,12 @@ static int record_new(struct run *x)
 	return run_pub_make(x);
 }
 
+const char *run_scope_word(const struct run *x, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s", x->principal_as);
+	return buf;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct run x = { .lock_fd = -1, .log_fd = -1, .users_fd = -1, .reaper_fd = -1 };
@@ -770,7 +803,8 @@ int cmd_run(int argc, char **argv)
 		goto out;
 	x.fwd_port = x.r.base + RUN_FWD_OFF;
 	snprintf(x.gateway, sizeof(x.gateway), "127.0.0.1");
-	run_principal(&x, NULL);
+	if (run_principal(&x, NULL) == -1)
+		goto out;
 	/*
 	 * A dead run that cannot be taken down (each thing named above) keeps
 	 * its record for `sluice doctor --clean` or a later try; it is no reason

@@ -25,6 +25,7 @@
 
 #include "cli.h"
 #include "grant.h"
+#include "stamp.h"
 
 #define RUN_ID_LEN 12             /* hex digits */
 #define RUN_NAME_MAX 32           /* "sluice-" ID */
@@ -75,7 +76,8 @@ struct run_user {
 
 /* run.c's options. */
 struct run_opts {
-	const char *project;
+	const char *project;      /* --project NAME (ports_name_valid), or NULL: the directory's */
+	const char *name;         /* --name AGENT (ports_name_valid), or NULL */
 	const char *allow[RUN_GRANTS_MAX];
 	size_t nallow;
 	const char *user;
@@ -104,6 +106,7 @@ struct run {
 	char proxy_up[128], dns_up[128]; /* the forwarder's upstreams */
 	char gateway[64];       /* where the sandbox reaches the forwarder: 127.0.0.1, or the bridge's */
 	char principal_src[64]; /* what every stamp of the run names as its source (run_principal) */
+	char principal_as[STAMP_AS_MAX + 1]; /* and as its principal: project:NAME[/AGENT] */
 	unsigned fwd_port;
 	int lock_fd, log_fd;
 	int users_fd;           /* STATE/runs/.users.lock, shared while we run (run_users_join) */
@@ -111,6 +114,14 @@ struct run {
 	char ca_volumes[2][PATH_MAX + 64]; /* --image: podman's -v for the CA's bundle and file */
 };
 
+
+/* run.c */
+
+/*
+ * The run's principal as a scope word (scope.h) into buf, which it
+ * returns: project:NAME, or project:NAME/AGENT with --name (run_principal).
+ */
+const char *run_scope_word(const struct run *x, char *buf, size_t size);
 
 /* run_sandbox.c */
 

@@ -114,6 +114,7 @@ struct forwarder {
 	char net[STAMP_NET_MAX + 1];
 	bool dns_tag;         /* --key and --net: --dns queries carry a tag (lib/dnstag.h) */
 	char src[46];         /* --src: every stamp's src, canonical; "": the client's address */
+	char as[STAMP_AS_MAX + 1]; /* --as: every non-own listener's stamps' as=; "": none */
 	struct sockaddr_storage dial_from; /* our own loopback source toward a loopback upstream */
 	char boot[17];        /* random per start */
 	uint64_t seq;         /* per boot, one per connection */

@@ -54,7 +54,9 @@ static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
 			close(fd);
 			continue;
 		}
-		conn_accept(ln->fw, ln, fd, &peer, ln->own ? as : NULL);
+		/* a namespace listener's clients are all --as (a run's project), or nobody */
+		conn_accept(ln->fw, ln, fd, &peer,
+			    ln->own ? as : ln->fw->as[0] != '\0' ? ln->fw->as : NULL);
 	}
 }
 

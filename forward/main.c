@@ -46,7 +46,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: sluice-forward --key FILE --net NAME [--netns PATH] [--own LISTEN=UPSTREAM]...\n"
 		"                      [--engine-cgroup PATH]... [--engine-uid N] [--engine-state FILE]\n"
-		"                      [--dns LISTEN=UPSTREAM]... [--src ADDR] [--mark N] [--trace]\n"
+		"                      [--dns LISTEN=UPSTREAM]... [--src ADDR] [--as PRINCIPAL]\n"
+		"                      [--mark N] [--trace]\n"
 		"                      [LISTEN=UPSTREAM]...\n"
 		"       sluice-forward [--netns PATH] --dns LISTEN=UPSTREAM... [--mark N] [--trace]\n"
 		"       sluice-forward --wait NETNS_PATH ADDR:PORT [--timeout SECONDS]\n"
@@ -59,6 +60,9 @@ static void usage(void)
 		"  --src ADDR        every stamp names ADDR as the client's address, whatever\n"
 		"                    address the client bound: everything behind this\n"
 		"                    forwarder is one principal (sluice run's sandbox)\n"
+		"  --as PRINCIPAL    every stamp of a LISTEN=UPSTREAM listener carries\n"
+		"                    as=PRINCIPAL ([A-Za-z0-9._:-], at most %d bytes; one '/'\n"
+		"                    in project:NAME/AGENT): sluice run's project:NAME[/AGENT]\n"
 		"  --netns PATH      LISTEN=UPSTREAM pairs and --dns listen inside this network\n"
 		"                    namespace (e.g. /run/netns/vm), followed when it is re-created\n"
 		"  --dns LISTEN=UPSTREAM  a DNS relay: UDP and TCP on LISTEN (a wildcard\n"
@@ -92,7 +96,8 @@ static void usage(void)
 		"                    prestart hook (the state on stdin is ignored)\n"
 		"exit: 0 stopped by a signal (--wait: listening), 1 could not start or failed\n"
 		"      (--wait: timed out), 2 usage\n",
-		FWD_DNS_FLOWS_MAX, FWD_DNS_IDLE_MS / 1000, FWD_DNS_MAX, FWD_ENGINE_CGROUPS_MAX);
+		STAMP_AS_MAX, FWD_DNS_FLOWS_MAX, FWD_DNS_IDLE_MS / 1000, FWD_DNS_MAX,
+		FWD_ENGINE_CGROUPS_MAX);
 }
 
 /* Load the current key (the one without expiry). Returns 0 or -1 after printing. */
@@ -324,6 +329,7 @@ int main(int argc, char **argv)
 		{ "key", required_argument, NULL, 'k' },
 		{ "net", required_argument, NULL, 'n' },
 		{ "src", required_argument, NULL, 'S' },
+		{ "as", required_argument, NULL, 'A' },
 		{ "netns", required_argument, NULL, 's' },
 		{ "own", required_argument, NULL, 'o' },
 		{ "mark", required_argument, NULL, 'm' },
@@ -359,6 +365,15 @@ int main(int argc, char **argv)
 						"address)\n", optarg);
 				return 2;
 			}
+			break;
+		case 'A':
+			if (strlen(optarg) > STAMP_AS_MAX || !stamp_as_valid(optarg)) {
+				fprintf(stderr, "sluice-forward: bad --as \"%s\" (1-%d bytes of "
+						"[A-Za-z0-9._:-], one '/' in project:NAME/AGENT)\n",
+					optarg, STAMP_AS_MAX);
+				return 2;
+			}
+			snprintf(fw.as, sizeof(fw.as), "%s", optarg);
 			break;
 		case 's': fw.netns = optarg; break;
 		case 'o':

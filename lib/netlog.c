@@ -154,8 +154,29 @@ static void rotate(struct netlog *l)
 	}
 }
 
+/*
+ * The id of the `sluice run` a stamp came from, into out (13 bytes), or
+ * "": a run's forwarder stamps as=project:NAME[/AGENT] on its own network,
+ * sluice-ID (12 lower-case hex). Its principal is the project's; which run
+ * it was is this.
+ */
+static void stamp_sandbox(const struct stamp *st, char *out)
+{
+	const char *id = st->net + 7;
+
+	out[0] = '\0';
+	if (strncmp(st->as, "project:", 8) != 0 || strncmp(st->net, "sluice-", 7) != 0 ||
+	    strlen(id) != NETLOG_SANDBOX_LEN)
+		return;
+	for (size_t i = 0; i < NETLOG_SANDBOX_LEN; i++)
+		if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')))
+			return;
+	memcpy(out, id, NETLOG_SANDBOX_LEN + 1);
+}
+
 int netlog_write(struct netlog *l, const struct netlog_row *r)
 {
+	char sandbox[NETLOG_SANDBOX_LEN + 1];
 	struct netlog_out *o = &l->row;
 
 	netlog_put_start(o);
@@ -168,12 +189,15 @@ int netlog_write(struct netlog *l, const struct netlog_row *r)
 		netlog_put_cstr(o, "net", r->stamp->net);
 		netlog_put_str(o, "as", r->stamp->as[0] != '\0' ? r->stamp->as : NULL,
 			strnlen(r->stamp->as, sizeof(r->stamp->as)), STAMP_AS_MAX);
+		stamp_sandbox(r->stamp, sandbox);
+		netlog_put_cstr(o, "sandbox", sandbox[0] != '\0' ? sandbox : NULL);
 		netlog_put_cstr(o, "boot", r->stamp->boot);
 		netlog_put_num(o, "seq", r->stamp->seq);
 		netlog_put_num(o, "kid", r->stamp->kid);
 	} else {
 		static const char none[] =
-			",\"src\":null,\"net\":null,\"as\":null,\"boot\":null,\"seq\":null,"
+			",\"src\":null,\"net\":null,\"as\":null,\"sandbox\":null,\"boot\":null,"
+			"\"seq\":null,"
 			"\"kid\":null";
 
 		netlog_put_raw(o, none, sizeof(none) - 1);

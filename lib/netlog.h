@@ -30,6 +30,8 @@
 struct netlog;
 
 /* A row; NULL strings and negative numbers are written as null. */
+#define NETLOG_SANDBOX_LEN 12 /* a `sluice run`'s id: the row's "sandbox" */
+
 struct netlog_row {
 	uint64_t conn;
 	uint64_t req;

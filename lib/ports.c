@@ -7,6 +7,8 @@
  */
 #include "ports.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "digits.h"
@@ -179,4 +181,47 @@ size_t ports_format(const struct ports *r, char *out, size_t size)
 	if (size > 0)
 		out[pos < size ? pos : size - 1] = '\0';
 	return pos;
+}
+
+static bool name_byte(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '.' || c == '_' || c == '-';
+}
+
+bool ports_name_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > PORTS_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!name_byte((unsigned char)s[i]))
+			return false;
+	return true;
+}
+
+void ports_name_of(const char *s, size_t len, char *out)
+{
+	uint32_t h = 2166136261u;
+	size_t end = len, start, n = 0;
+
+	if (len > 0 && len <= PORTS_NAME_MAX && memchr(s, '\0', len) == NULL) {
+		memcpy(out, s, len);
+		out[len] = '\0';
+		if (ports_name_valid(out))
+			return;
+	}
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	while (end > 0 && s[end - 1] == '/')
+		end--;
+	start = end;
+	while (start > 0 && s[start - 1] != '/')
+		start--;
+	for (size_t i = start; i < end && n < PORTS_NAME_BASE_MAX; i++)
+		out[n++] = name_byte((unsigned char)s[i]) ? s[i] : '-';
+	if (n == 0)
+		n = (size_t)sprintf(out, "dir");
+	sprintf(out + n, "-%08x", (unsigned)h);
 }

@@ -55,6 +55,29 @@ int ports_parse(const char *buf, size_t len, struct ports *r, size_t *line, cons
  */
 const char *ports_project_check(const char *s, size_t len);
 
+/*
+ * A project's NAME, its principal (`sluice run` stamps as=project:NAME):
+ * short and portable, 1..PORTS_NAME_MAX bytes of [A-Za-z0-9._-], so the
+ * same name can mean the same project on every host. The registry keeps
+ * the project as it was given (a directory's path stays there).
+ */
+#define PORTS_NAME_MAX 40
+#define PORTS_NAME_BASE_MAX 31 /* a directory's basename's share of its NAME */
+
+/* Whether s (NUL-terminated) is a NAME. */
+bool ports_name_valid(const char *s);
+
+/*
+ * The NAME of project s[0..len) into out (PORTS_NAME_MAX + 1 bytes). A
+ * project that is a NAME is its own; any other (a directory's path, a
+ * name with spaces) is its last path component with each byte outside
+ * [A-Za-z0-9._-] as '-', cut to PORTS_NAME_BASE_MAX ("dir" when empty),
+ * then '-' and 8 hex digits of the FNV-1a 32-bit hash of all of s: the
+ * same path gives the same NAME on every host, two directories of one
+ * basename two NAMEs.
+ */
+void ports_name_of(const char *s, size_t len, char *out);
+
 /* Whether base suits an override: base >= 1024 and base + 199 <= 65535. */
 bool ports_override_ok(unsigned long base);
 

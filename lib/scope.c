@@ -58,6 +58,21 @@ static bool addr_canon(const char *s, size_t len, char *out)
 	return true;
 }
 
+/* "NAME" or "NAME/AGENT", each 1..SCOPE_PROJECT_NAME_MAX of [A-Za-z0-9._-]. */
+static bool project_valid(const char *s)
+{
+	const char *slash = strchr(s, '/');
+	char name[SCOPE_PROJECT_NAME_MAX + 1];
+	size_t n = slash != NULL ? (size_t)(slash - s) : strlen(s);
+
+	if (n == 0 || n > SCOPE_PROJECT_NAME_MAX)
+		return false;
+	memcpy(name, s, n);
+	name[n] = '\0';
+	return word_of(name, SCOPE_PROJECT_NAME_MAX, "._-") &&
+	       (slash == NULL || word_of(slash + 1, SCOPE_PROJECT_NAME_MAX, "._-"));
+}
+
 int scope_parse(const char *v, struct scope *out, const char **err)
 {
 	const char *at = strrchr(v, '@');
@@ -81,6 +96,14 @@ int scope_parse(const char *v, struct scope *out, const char **err)
 		out->kind = SCOPE_CONTAINER;
 		for (size_t i = 0; v[i] != '\0'; i++)
 			out->text[i] = (char)((v[i] >= 'A' && v[i] <= 'F') ? v[i] - 'A' + 'a' : v[i]);
+	} else if (strncmp(v, "project:", 8) == 0) {
+		if (!project_valid(v + 8)) {
+			*err = "expected project:NAME or project:NAME/AGENT (each [A-Za-z0-9._-], "
+			       "at most 40)";
+			return -1;
+		}
+		out->kind = SCOPE_PROJECT;
+		snprintf(out->text, sizeof(out->text), "%s", v);
 	} else if (strcmp(v, "user") == 0 || strncmp(v, "build:", 6) == 0) {
 		if ((!word_of(v, AS_MAX, "._:-") && strcmp(v, "build:*") != 0) ||
 		    strcmp(v, "build:") == 0) {
@@ -104,8 +127,8 @@ int scope_parse(const char *v, struct scope *out, const char **err)
 		out->kind = SCOPE_NAME;
 		snprintf(out->text, sizeof(out->text), "%s", v);
 	} else {
-		*err = "expected ADDR, ADDR@NET, container:<id>, build:<scope>, user or a container "
-		       "name";
+		*err = "expected ADDR, ADDR@NET, container:<id>, build:<scope>, user, "
+		       "project:NAME[/AGENT] or a container name";
 		return -1;
 	}
 	return 0;
@@ -132,6 +155,11 @@ bool scope_matches(const struct scope *sc, const char *who, const char *src, con
 		if (strcmp(sc->text, "build:*") == 0)
 			return as != NULL && strncmp(as, "build:", 6) == 0;
 		return as != NULL && strcmp(as, sc->text) == 0;
+	case SCOPE_PROJECT:
+		n = strlen(sc->text);
+		/* project:NAME is every agent's too; project:NAME/AGENT only its own */
+		return as != NULL && strncmp(as, sc->text, n) == 0 &&
+		       (as[n] == '\0' || (as[n] == '/' && strchr(sc->text, '/') == NULL));
 	case SCOPE_NAME:
 		return false;
 	}

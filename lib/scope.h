@@ -10,6 +10,11 @@
  *   build:<scope>, user  the connection's as= exactly: the stamp's, or a build
  *                        token's build:NAME (buildtok.h), which comes first
  *   build:*              any build: an as= that starts with build:
+ *   project:NAME         every run of a project (`sluice run`'s stamps:
+ *                        as=project:NAME, or project:NAME/AGENT with
+ *                        --name): as= is it or starts with it and '/'
+ *   project:NAME/AGENT   only that agent's runs: as= exactly
+ *                        (NAME and AGENT 1..40 bytes of [A-Za-z0-9._-])
  *   any other name       a container name: the proxy cannot tell it from a
  *                        stamp, so scope_matches never matches it (kept as
  *                        written for a caller that resolves names)
@@ -28,6 +33,7 @@
 #define SCOPE_TEXT_MAX 128
 #define SCOPE_ID_PREFIX_MIN 12
 #define SCOPE_ID_LEN 64
+#define SCOPE_PROJECT_NAME_MAX 40 /* a project's NAME, an agent's AGENT (lib/ports.h's) */
 
 enum scope_kind {
 	SCOPE_ADDR,      /* canonical address: the stamp's src */
@@ -35,6 +41,7 @@ enum scope_kind {
 	SCOPE_CONTAINER, /* "container:<12..64 lower-case hex>": prefix of as= */
 	SCOPE_AS,        /* "build:<scope>" or "user": as= exactly */
 	SCOPE_NAME,      /* a container name; never matched from a stamp */
+	SCOPE_PROJECT,   /* "project:NAME[/AGENT]": as= is it (or, NAME alone, its agents') */
 };
 
 struct scope {

@@ -124,21 +124,32 @@ static bool net_valid(const char *s, size_t n)
 	return true;
 }
 
-/* The principal: 1-100 bytes of [A-Za-z0-9._:-]. */
+/*
+ * The principal: 1-100 bytes of [A-Za-z0-9._:-], and one '/' inside a
+ * project:NAME/AGENT (between two bytes that are not '/').
+ */
 static bool as_valid(const char *s, size_t n)
 {
-	size_t i;
+	size_t i, slashes = 0;
 
 	if (n == 0 || n > STAMP_AS_MAX)
 		return false;
 	for (i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 
+		if (c == '/' && n > 9 && memcmp(s, "project:", 8) == 0 && i > 8 && i + 1 < n &&
+		    slashes++ == 0)
+			continue;
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
 		      c == '.' || c == '_' || c == '-' || c == ':'))
 			return false;
 	}
 	return true;
+}
+
+bool stamp_as_valid(const char *s)
+{
+	return as_valid(s, strlen(s));
 }
 
 static bool boot_valid(const char *s, size_t n)

@@ -14,8 +14,10 @@
  *
  * as is optional and, when present, comes right after net: the principal
  * the forwarder found by the client socket's cgroup (container:<id>,
- * build:<scope>, user), 1-100 bytes of [A-Za-z0-9._:-]. Stamps from a
- * forwarder's namespace listeners carry none.
+ * build:<scope>, user), 1-100 bytes of [A-Za-z0-9._:-] (and one '/' in
+ * project:NAME/AGENT). Stamps from a forwarder's namespace listeners carry
+ * none, unless it was given one for all of them (--as: `sluice run`'s
+ * project:NAME[/AGENT]).
  *
  * The key file (STATE/stamp.key, 0600, root) holds one key per line:
  *
@@ -68,6 +70,9 @@ struct stamp_key {
  * Returns 0, or -1 with *err a static message. Does not check the MAC.
  */
 int stamp_parse(const char *v, size_t len, struct stamp *st, const char **err);
+
+/* Whether s can be a stamp's as= (the rules above). */
+bool stamp_as_valid(const char *s);
 
 /*
  * Write the header value for st (its mac ignored) signed with key into

@@ -40,24 +40,30 @@ int session_stamp_keep(struct session *s, const struct stamp *st)
 
 /*
  * From its stamp on, a connection counts against the principal that asked
- * (containers behind one forwarder share its address), not the address.
- * At its cap, its oldest idle connection is closed to make room. Returns 0,
- * or -1 when that principal holds its cap, none idle (refused; the row
- * names it).
+ * (containers behind one forwarder share its address), not the address; a
+ * `sluice run`'s project (as=project:NAME[/AGENT]) across all its runs, on
+ * whichever network each has. At its cap, its oldest idle connection is
+ * closed to make room. Returns 0, or -1 when that principal holds its cap,
+ * none idle (refused; the row names it).
  */
 static int stamp_count(struct session *s, const struct stamp *st)
 {
 	char key[sizeof(st->src) + sizeof(st->net) + sizeof(st->as) + 8];
 
-	snprintf(key, sizeof(key), "p:%s@%s/%s", st->src, st->net, st->as);
+	if (strncmp(st->as, "project:", 8) == 0)
+		snprintf(key, sizeof(key), "p:%s", st->as);
+	else
+		snprintf(key, sizeof(key), "p:%s@%s/%s", st->src, st->net, st->as);
 	/* at its cap: its oldest idle connection makes room, else this one is refused */
 	if (limit_take(s->px, key, s) == NULL &&
 	    (!session_evict_idle(s->px, key) || limit_take(s->px, key, s) == NULL)) {
 		session_refuse(s, 503, "client-limit", "connection_limit_reached",
 			       "%s@%s%s%s holds too many connections, none idle "
-			       "(max-connections-per-client %u); try again later",
+			       "(max-connections-per-client %u%s); try again later",
 			       st->src, st->net, st->as[0] ? " as " : "", st->as,
-			       config_per_client(session_config(s)));
+			       config_per_client(session_config(s)),
+			       strncmp(st->as, "project:", 8) == 0 ? ", the project's runs together"
+								   : "");
 		return -1;
 	}
 	return 0;

@@ -4,8 +4,9 @@
 # whatever loopback address CMD binds: the run's forwarder stamps one fixed
 # source (sluice-forward --src), so 1000 source addresses are one principal
 # in the log and a grant's budget of 3 requests serves 3, not 3000. A run's
-# refusal approved (`allow approve`) still serves that run. Real `sluice
-# run`, real proxy, real origin.
+# refusal approved (`allow approve`) still serves that run (granted to its
+# project since issue 28: test_run_project.sh). Real `sluice run`, real
+# proxy, real origin.
 source "$(dirname "$0")/lab.sh"
 source "$INTEG_DIR/unbound.sh"
 source "$INTEG_DIR/run_lab.sh"
@@ -57,8 +58,8 @@ expect_eq "a run's request to an ungranted host is refused" "first 403" "$(grep 
 wait_log 5 path=/ap-1
 rid=$(logq path=/ap-1 --field refusal)
 out=$(sl allow approve --yes "$rid" 2>&1)
-expect_re "allow approve of it grants it to the run's principal" \
-	"added third\\.test for 127\\.0\\.0\\.1@sluice-[0-9a-f]{12} once" "$out"
+expect_re "allow approve of it grants it to the run's principal, its project's (issue 28)" \
+	"added third\\.test for project:[A-Za-z0-9._-]+-[0-9a-f]{8} once" "$out"
 go ap
 wait "$apid"
 expect_eq "... which serves the run from another source address" "second 200" "$(grep '^second' "$LAB_DIR/ap.out")"

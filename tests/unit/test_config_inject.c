@@ -166,7 +166,7 @@ static const struct inject_error inject_errors[] = {
 	{ "inject a host=a.example header=X env=E principal=10.0.0.1@bad/net",
 	  "inject a: principal= \"10.0.0.1@bad/net\": expected ADDR@NET" },
 	{ "inject a host=a.example header=X env=E principal=-web",
-	  "inject a: principal= \"-web\": expected ADDR, ADDR@NET, container:<id>, build:<scope>, user or a container name" },
+	  "inject a: principal= \"-web\": expected ADDR, ADDR@NET, container:<id>, build:<scope>, user, project:NAME[/AGENT] or a container name" },
 	{ "inject a host=a.example header=X env=E principal=10.0.0.1 principal=10.0.0.1",
 	  "inject a: principal= \"10.0.0.1\" given twice" },
 	/* the tokenizer's quotes */

@@ -210,12 +210,55 @@ static void test_round_trip(void **state)
 	assert_string_equal(out, H);
 }
 
+/* A project's NAME: a NAME given is itself; a directory gets BASENAME-HASH, stable. */
+static void test_name_of(void **state)
+{
+	char out[PORTS_NAME_MAX + 1], again[PORTS_NAME_MAX + 1];
+	const char *long_dir = "/srv/an extremely long directory name, with spaces: and more";
+
+	(void)state;
+	assert_true(ports_name_valid("alpha"));
+	assert_true(ports_name_valid("A.b_c-9"));
+	assert_true(ports_name_valid("0123456789012345678901234567890123456789"));
+	assert_false(ports_name_valid("01234567890123456789012345678901234567890"));
+	assert_false(ports_name_valid(""));
+	assert_false(ports_name_valid("a b"));
+	assert_false(ports_name_valid("a/b"));
+	assert_false(ports_name_valid("a:b"));
+	ports_name_of("alpha", 5, out);
+	assert_string_equal(out, "alpha");
+	/* a path: its basename, sanitized, and 8 hex of FNV-1a 32 of the whole path */
+	ports_name_of("/home/a/proj", 12, out);
+	assert_string_equal(out, "proj-5c92b791");
+	ports_name_of("/home/a/proj", 12, again);
+	assert_string_equal(out, again);
+	ports_name_of("/home/b/proj", 12, again);
+	assert_string_not_equal(out, again);
+	assert_memory_equal(again, "proj-", 5);
+	ports_name_of("/home/a/my proj:x", 17, out);
+	assert_memory_equal(out, "my-proj-x-", 10);
+	assert_int_equal(strlen(out), 18);
+	ports_name_of("/", 1, out);
+	assert_memory_equal(out, "dir-", 4);
+	ports_name_of("/home/a/proj/", 13, out);
+	assert_memory_equal(out, "proj-", 5);
+	ports_name_of(long_dir, strlen(long_dir), out);
+	assert_int_equal(strlen(out), 40);
+	assert_memory_equal(out, "an-extremely-long-directory-nam-", 32);
+	assert_true(ports_name_valid(out));
+	/* a project of the registry that is no NAME and no path is hashed too */
+	ports_name_of("my project", 10, out);
+	assert_memory_equal(out, "my-project-", 11);
+	assert_true(ports_name_valid(out));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_good),   cmocka_unit_test(test_parse_bad),
 		cmocka_unit_test(test_project_length), cmocka_unit_test(test_override),
 		cmocka_unit_test(test_alloc_order),  cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_name_of),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -230,6 +230,10 @@ static void test_other_principals(void **state)
 	index_all(&all);
 	assert_string_equal(who_at(&all, "20", "10.0.0.1", "vm", "build:img-1"), "build:img-1");
 	assert_string_equal(who_at(&all, "20", "10.0.0.1", "vm", "user"), "user");
+	/* a run's project and agent: as written, whatever the address */
+	assert_string_equal(who_at(&all, "20", "10.0.0.1", "vm", "project:alpha"), "project:alpha");
+	assert_string_equal(who_at(&all, "20", "10.0.0.1", "vm", "project:alpha/coder"),
+			    "project:alpha/coder");
 	/* an as= this reader does not know, or a malformed id: the address decides */
 	assert_string_equal(who_at(&all, "20", "10.0.0.1", "vm", "robot:x"), "web (demo)");
 	assert_string_equal(who_at(&all, "20", "10.0.0.1", "vm", "container:abc"), "web (demo)");
@@ -327,6 +331,27 @@ static void test_who_matches(void **state)
 	assert_true(principal_matches_who("user", &user));
 	assert_true(principal_matches_who("unattributed", &none));
 	assert_false(principal_matches_who("10.88.0.6", &none));
+	{
+		struct principal proj, agent;
+
+		r.src = "127.0.0.1";
+		r.net = "sluice-0123456789ab";
+		r.as = "project:alpha";
+		principal_from_row(&all, &r, &proj);
+		r.as = "project:alpha/coder";
+		principal_from_row(&all, &r, &agent);
+		assert_int_equal(proj.kind, PRINCIPAL_PROJECT);
+		assert_string_equal(principal_kind_name(agent.kind), "project");
+		assert_true(principal_matches_who("project:alpha", &proj));
+		assert_true(principal_matches_who("project:alpha", &agent));
+		assert_true(principal_matches_who("project:alpha/coder", &agent));
+		assert_false(principal_matches_who("project:alpha/coder", &proj));
+		assert_false(principal_matches_who("project:alph", &proj));
+		assert_false(principal_matches_who("project:alpha/code", &agent));
+		assert_false(principal_matches_who("project:beta", &agent));
+		assert_false(principal_matches_who("user", &proj));
+		assert_true(principal_matches_who("127.0.0.1@sluice-0123456789ab", &proj));
+	}
 	assert_false(principal_matches_who("web", &none));
 	snapshots_release(&all);
 }

@@ -163,6 +163,15 @@ static void test_known_answer(void **state)
 	/* without as= the field is empty */
 	assert_int_equal(parse_n(KAT_VALUE, 0, &st, &err), 0);
 	assert_string_equal(st.as, "");
+	/* a run's project and agent (sluice-forward --as): one '/', formatted and parsed back */
+	snprintf(st.as, sizeof(st.as), "project:alpha/coder");
+	assert_true(stamp_as_valid(st.as));
+	assert_false(stamp_as_valid("user/x"));
+	assert_true(stamp_format(&st, &k, out, sizeof(out)) > 0);
+	assert_non_null(strstr(out, "; as=project:alpha/coder; boot="));
+	assert_int_equal(parse_n(out, 0, &st, &err), 0);
+	assert_string_equal(st.as, "project:alpha/coder");
+	assert_true(parse_verify(out, &k, 1, 1000));
 
 	/* the key file spelling of the KAT key decodes to the same bytes */
 	{
@@ -294,6 +303,11 @@ static const struct bad_case bad_cases[] = {
 	{ P_AS "us er" T_NET, 0, "bad as" },
 	{ P_AS "user " T_NET, 0, "bad as" },
 	{ P_AS "a/b" T_NET, 0, "bad as" },
+	{ P_AS "project:a/b/c" T_NET, 0, "bad as" },
+	{ P_AS "project:a/" T_NET, 0, "bad as" },
+	{ P_AS "project:/b" T_NET, 0, "bad as" },
+	{ P_AS "project:a//b" T_NET, 0, "bad as" },
+	{ P_AS "build:a/b" T_NET, 0, "bad as" },
 	{ P_AS "a=b" T_NET, 0, "bad as" },
 	{ P_AS "a,b" T_NET, 0, "bad as" },
 	{ P_AS "a@b" T_NET, 0, "bad as" },
