@@ -14,7 +14,8 @@ source "$INTEG_DIR/unbound.sh"
 source "$INTEG_DIR/run_lab.sh"
 lab_up
 lab_unbound 'local-data: "good.test. 300 IN A 203.0.113.10"' 'local-data: "third.test. 300 IN A 203.0.113.10"' \
-	'local-data: "learnt.test. 300 IN A 203.0.113.10"' 'local-data: "agent.test. 300 IN A 203.0.113.10"'
+	'local-data: "learnt.test. 300 IN A 203.0.113.10"' 'local-data: "agent.test. 300 IN A 203.0.113.10"' \
+	'local-data: "other.test. 300 IN A 203.0.113.10"'
 lab_run_project 43500
 # a project named by --project takes a band of the registry: this lab's own
 export SLUICE_PORTS_REGISTRY=$LAB_DIR/ports
@@ -84,6 +85,19 @@ out=$(srun --project beta -- sh -c "$(get http://agent.test/pj-8)" 2>&1)
 expect_eq "... and so is beta without --name" 403 "$(status_of "$out")"
 expect_none "... neither reached the origin (the other agent)" inet 'line~/pj-7'
 expect_none "... (beta without --name)" inet 'line~/pj-8'
+
+# --- a budget is the project's: its runs share it, another project has its own
+out=$(sl allow add other.test --max-requests 2 2>&1) || not_ok "allow add other.test --max-requests 2" "$out"
+sleep 1.2
+out=$(srun --project gamma -- sh -c "$(get http://other.test/pb-1); $(get http://other.test/pb-2)" 2>&1)
+expect_eq "run 1 of gamma: a budget of 2 serves its 2" "200 200" "$(grep -o '^status [0-9]*' <<<"$out" | cut -d' ' -f2 | tr '\n' ' ' | sed 's/ $//')"
+out=$(srun --project gamma -- sh -c "$(get http://other.test/pb-3)" 2>&1)
+expect_eq "... run 2 of gamma: the project's budget is spent" 403 "$(status_of "$out")"
+wait_log 5 path=/pb-3
+expect_eq "... refused for the budget" budget "$(logq path=/pb-3 --field reason)"
+expect_none "... and never reached the origin" inet 'line~/pb-3'
+out=$(srun --project delta -- sh -c "$(get http://other.test/pb-4)" 2>&1)
+expect_eq "a run of delta has its own budget: served" 200 "$(status_of "$out")"
 
 # --- a project known only by its directory: a short stable name
 out=$(srun -- sh -c "$(get http://third.test/pj-9)" 2>&1)
