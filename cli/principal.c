@@ -189,8 +189,8 @@ static void container_by_id(const struct snapshots *all, const struct principal_
 		      &all->v[all->refs[at].snap].ctrs[all->refs[at].ctr]);
 }
 
-void principal_from_row(const struct snapshots *all, const struct principal_row *row,
-			struct principal *p)
+static void from_row(const struct snapshots *all, const struct principal_row *row,
+		     struct principal *p)
 {
 	struct snap_addr a;
 	size_t lo, hi, after;
@@ -221,11 +221,9 @@ void principal_from_row(const struct snapshots *all, const struct principal_row 
 			p->kind = PRINCIPAL_USER;
 			return;
 		}
-		if (strncmp(as, "project:", 8) == 0 && as[8] != '\0') {
-			p->kind = PRINCIPAL_PROJECT;
-			p->name = as + 8;
-			return;
-		}
+		/* a run's project: still its container when a snapshot has it (--image) */
+		if (strncmp(as, "project:", 8) == 0 && as[8] != '\0')
+			p->run_project = as + 8;
 		/* a principal this reader does not know: the stamped address still is one */
 	}
 	p->kind = PRINCIPAL_ADDRESS;
@@ -245,6 +243,16 @@ void principal_from_row(const struct snapshots *all, const struct principal_row 
 		c = snap_holder(&all->v[after], &a);
 		if (c != NULL)
 			set_container(p, &all->v[after], c);
+	}
+}
+
+void principal_from_row(const struct snapshots *all, const struct principal_row *row,
+			struct principal *p)
+{
+	from_row(all, row, p);
+	if (p->run_project != NULL && p->kind == PRINCIPAL_ADDRESS) {
+		p->kind = PRINCIPAL_PROJECT;
+		p->name = p->run_project;
 	}
 }
 
@@ -326,9 +334,11 @@ bool principal_matches_who(const char *who, const struct principal *p)
 		return p->kind == PRINCIPAL_BUILD && strcmp(p->name, who + 6) == 0;
 	if (strncmp(who, "project:", 8) == 0) {
 		/* the project is each of its agents too; an agent only itself */
+		const char *rp = p->run_project;
+
 		n -= 8;
-		return p->kind == PRINCIPAL_PROJECT && strncmp(p->name, who + 8, n) == 0 &&
-		       (p->name[n] == '\0' || (p->name[n] == '/' && memchr(who + 8, '/', n) == NULL));
+		return rp != NULL && strncmp(rp, who + 8, n) == 0 &&
+		       (rp[n] == '\0' || (rp[n] == '/' && memchr(who + 8, '/', n) == NULL));
 	}
 	if (strncmp(who, "container:", 10) == 0) {
 		who += 10;

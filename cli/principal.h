@@ -85,6 +85,9 @@ struct principal {
 	const char *project; /* container: compose project, or NULL */
 	const char *src;     /* the row's source address, or NULL */
 	const char *net;     /* the row's network name, or NULL */
+	const char *run_project; /* as=project:NAME[/AGENT]'s NAME[/AGENT] (a `sluice run`'s), or
+				    NULL; the kind is PRINCIPAL_PROJECT unless a snapshot names the
+				    run's container (--image) */
 	const struct snapshot *snap; /* the snapshot that named the container, or NULL */
 };
 
@@ -157,8 +160,9 @@ int principal_index(struct snapshots *all);
 /*
  * Name the principal of row from all (indexed). An as= of container:<id>
  * names the container from the latest snapshot at or before the row holding
- * that id (of any net), else the first after; build:X, user and
- * project:NAME[/AGENT] are taken as they are. Otherwise, for src@net: the latest snapshot S of net with
+ * that id (of any net), else the first after; build:X and user are taken
+ * as they are; project:NAME[/AGENT] is the run's container when the
+ * address rule below finds one, else the project. Otherwise, for src@net: the latest snapshot S of net with
  * S.t <= t; if S holds src, that container; else the first snapshot S' of
  * net with S'.t > t; if S' holds src, that container; else the bare
  * address. No src: unattributed, unless as= is build:X (a build token's,

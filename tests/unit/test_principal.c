@@ -230,10 +230,12 @@ static void test_other_principals(void **state)
 	index_all(&all);
 	assert_string_equal(who_at(&all, "20", "10.0.0.1", "vm", "build:img-1"), "build:img-1");
 	assert_string_equal(who_at(&all, "20", "10.0.0.1", "vm", "user"), "user");
-	/* a run's project and agent: as written, whatever the address */
-	assert_string_equal(who_at(&all, "20", "10.0.0.1", "vm", "project:alpha"), "project:alpha");
-	assert_string_equal(who_at(&all, "20", "10.0.0.1", "vm", "project:alpha/coder"),
-			    "project:alpha/coder");
+	/* a run's project and agent: as written, unless a snapshot names its container (--image) */
+	assert_string_equal(who_at(&all, "20", "127.0.0.1", "sluice-0123456789ab", "project:alpha"),
+			    "project:alpha");
+	assert_string_equal(who_at(&all, "20", "127.0.0.1", "sluice-0123456789ab",
+				   "project:alpha/coder"), "project:alpha/coder");
+	assert_string_equal(who_at(&all, "20", "10.0.0.1", "vm", "project:alpha"), "web (demo)");
 	/* an as= this reader does not know, or a malformed id: the address decides */
 	assert_string_equal(who_at(&all, "20", "10.0.0.1", "vm", "robot:x"), "web (demo)");
 	assert_string_equal(who_at(&all, "20", "10.0.0.1", "vm", "container:abc"), "web (demo)");
@@ -351,6 +353,16 @@ static void test_who_matches(void **state)
 		assert_false(principal_matches_who("project:beta", &agent));
 		assert_false(principal_matches_who("user", &proj));
 		assert_true(principal_matches_who("127.0.0.1@sluice-0123456789ab", &proj));
+		/* an --image run's container is still its project's */
+		r.src = "10.88.0.5";
+		r.net = "podman";
+		r.as = "project:alpha";
+		principal_from_row(&all, &r, &proj);
+		assert_int_equal(proj.kind, PRINCIPAL_CONTAINER);
+		assert_true(principal_matches_who("web", &proj));
+		assert_true(principal_matches_who("project:alpha", &proj));
+		assert_false(principal_matches_who("project:beta", &proj));
+		assert_false(principal_matches_who("project:alpha", &ctr));
 	}
 	assert_false(principal_matches_who("web", &none));
 	snapshots_release(&all);
