@@ -5,7 +5,7 @@ source "$(dirname "$0")/lab.sh"
 lab_up
 lab_start_proxy "allow good.test" "allow good.test:9000"
 
-KEYS="ts conn req run who src net as boot seq kid build client kind proto method host port path status decision reason grant refusal inject scrubbed dialed up down ms dns_ms connect_ms ua detail"
+KEYS="ts conn req run who src net as sandbox boot seq kid build client kind proto method host port path status decision reason grant refusal inject scrubbed dialed up down ms dns_ms connect_ms ua detail"
 
 pcurl -o /dev/null -A 'sluice-test-agent/1.0' 'http://good.test/big?n=100000' 2>/dev/null
 wait_log 3 'path=/big?n=100000'
