@@ -162,8 +162,8 @@ int principal_index(struct snapshots *all);
  * names the container from the latest snapshot at or before the row holding
  * that id (of any net), else the first after; build:X and user are taken
  * as they are; project:NAME[/AGENT] is the run's container when the
- * address rule below finds one, else the project. Otherwise, for src@net: the latest snapshot S of net with
- * S.t <= t; if S holds src, that container; else the first snapshot S' of
+ * address rule below finds one, else the project. Otherwise, for src@net:
+ * the latest snapshot S of net with S.t <= t; if S holds src, that container; else the first snapshot S' of
  * net with S'.t > t; if S' holds src, that container; else the bare
  * address. No src: unattributed, unless as= is build:X (a build token's,
  * which needs no stamp). Fills *p; never fails.
