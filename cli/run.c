@@ -12,6 +12,10 @@
  * variables and the CA's and nothing else of ours; its status is ours. On
  * its end, or SIGINT/SIGTERM, everything recorded is taken down.
  *
+ * CMD's stdout is CMD's alone: from the start, this process's stdout
+ * (and so every tool's it starts: key and CA creation, useradd, podman,
+ * the walls) is its stderr; CMD is started with the stdout we were given.
+ *
  * Exit: CMD's status; 3 the sandbox did not verify; 125 sluice run itself
  * failed before CMD; 2 usage.
  */
@@ -633,7 +637,16 @@ static int cmd_start(struct run *x)
 		return EXIT_RUN_FAILED;
 	}
 	p = &x->r.procs[x->r.nprocs];
+	/* CMD (its init, or podman) is started with the operator's stdout, and only it */
+	fflush(stdout);
+	if (dup2(x->out_fd, STDOUT_FILENO) == -1) {
+		fprintf(stderr, "run: dup2: %s\n", strerror(errno));
+		run_env_free(env);
+		return EXIT_RUN_FAILED;
+	}
 	p->pid = run_exec_start(&e);
+	fflush(stdout);
+	dup2(STDERR_FILENO, STDOUT_FILENO);
 	if (p->pid == -1) {
 		run_env_free(env);
 		return EXIT_RUN_FAILED;
@@ -746,7 +759,8 @@ static int record_new(struct run *x)
 
 int cmd_run(int argc, char **argv)
 {
-	struct run x = { .lock_fd = -1, .log_fd = -1, .users_fd = -1, .reaper_fd = -1 };
+	struct run x = { .lock_fd = -1, .log_fd = -1, .users_fd = -1, .reaper_fd = -1,
+			 .out_fd = -1 };
 	sigset_t set;
 	int rc, code;
 
@@ -755,6 +769,12 @@ int cmd_run(int argc, char **argv)
 		return rc == 1 ? EXIT_OK : rc;
 	if (geteuid() != 0) {
 		fprintf(stderr, "run: needs root (it makes a network namespace and loads walls)\n");
+		return EXIT_RUN_FAILED;
+	}
+	/* from here on nothing of ours, nor of a tool's we start, reaches CMD's stdout */
+	x.out_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (x.out_fd == -1 || dup2(STDERR_FILENO, STDOUT_FILENO) == -1) {
+		fprintf(stderr, "run: stdout: %s\n", strerror(errno));
 		return EXIT_RUN_FAILED;
 	}
 	sigemptyset(&set);
@@ -810,6 +830,8 @@ out:
 		close(x.lock_fd);
 	if (x.users_fd != -1)
 		close(x.users_fd);
+	fflush(stdout);
+	close(x.out_fd);
 	config_free(x.c);
 	return code;
 }

@@ -106,6 +106,7 @@ struct run {
 	char principal_src[64]; /* what every stamp of the run names as its source (run_principal) */
 	unsigned fwd_port;
 	int lock_fd, log_fd;
+	int out_fd;             /* the operator's stdout, CMD's alone: ours (fd 1) is stderr meanwhile */
 	int users_fd;           /* STATE/runs/.users.lock, shared while we run (run_users_join) */
 	int reaper_fd;          /* --image: run_reaper's; a byte there means "taken down" */
 	char ca_volumes[2][PATH_MAX + 64]; /* --image: podman's -v for the CA's bundle and file */
