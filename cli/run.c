@@ -83,6 +83,10 @@ static int args_parse(int argc, char **argv, struct run_opts *o)
 			return usage_error("option needs a value, or CMD is missing its `--`", opt);
 		if (strcmp(opt, "--project") == 0) {
 			o->project = val;
+		} else if (strcmp(opt, "--name") == 0) {
+			if (!runnote_name_ok(val))
+				return usage_error("a name is 1-64 of A-Z a-z 0-9 . _ @ : / + -", val);
+			o->name = val;
 		} else if (strcmp(opt, "--allow") == 0) {
 			if (o->nallow == RUN_GRANTS_MAX)
 				return usage_error("too many --allow", NULL);
@@ -514,7 +518,7 @@ static int sandbox_verify(struct run *x)
 {
 	char path[PATH_MAX + 16], proxy[80], *buf;
 	char *argv[] = { "verify", "--target", VERIFY_TARGET, "--target6", VERIFY_TARGET6,
-			 "--proxy", proxy, "--timeout-ms", "1000", NULL };
+			 "--proxy", proxy, "--timeout-ms", "1000", "--probe", x->note.nonce, NULL };
 	size_t len;
 	int fd, rc;
 
@@ -525,8 +529,10 @@ static int sandbox_verify(struct run *x)
 		fprintf(stderr, "run: %s: %s\n", path, strerror(errno));
 		return -1;
 	}
-	rc = run_verify(x->netns, &x->user, (int)(sizeof(argv) / sizeof(argv[0])) - 1, argv, fd,
-			x->lock_fd);
+	if (!x->noted)
+		argv[9] = NULL; /* no note: the proxy could not know the probe */
+	rc = run_verify(x->netns, &x->user, x->noted ? 11 : 9, argv, fd, x->lock_fd);
+	run_note_verified(x);
 	close(fd);
 	if (rc == 0)
 		return 0;
@@ -676,7 +682,7 @@ static int sandbox_up(struct run *x)
 	x->dns_pid = drf.pid;
 	if ((sig = pending_signal()) != 0)
 		return 128 + sig;
-	if (allow_grants(x) == -1 || netns_make(x) == -1)
+	if (run_note_begin(x) == -1 || allow_grants(x) == -1 || netns_make(x) == -1)
 		return EXIT_RUN_FAILED;
 	if (x->o.image != NULL && (network_make(x) == -1 || engine_watch(x) == -1))
 		return EXIT_RUN_FAILED;
@@ -805,6 +811,8 @@ int cmd_run(int argc, char **argv)
 	code = sandbox_up(&x);
 	if (code == 0)
 		code = cmd_start(&x);
+	/* before the teardown, which may stop the proxy the run started */
+	run_note_end(&x, code);
 out_down:
 	if (x.r.id[0] != '\0' && run_teardown(x.c, &x.r, x.users_fd) == -1) {
 		fprintf(stderr, "run: %s was not fully taken down; `sluice doctor --clean` or the next "
