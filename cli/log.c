@@ -33,6 +33,7 @@
 #include "cli.h"
 #include "digits.h"
 #include "file.h"
+#include "runnote.h"
 #include "utf8.h"
 
 #define TAIL_MAX 10000000
@@ -47,6 +48,19 @@ struct filter {
 	bool host_suffix;     /* "*.suffix": subdomains only */
 	const char *decision; /* NULL: any */
 	const char *who;      /* --who: principal_matches_who; NULL: any */
+	char run[RUNNOTE_ID_LEN + 1]; /* --run ID (or --who sluice-ID): that run's rows; "" any */
+	const char *name;     /* --name AGENT: the rows of runs named so; NULL any */
+};
+
+#define RUNS_SEEN_MAX 1024
+
+/* The runs whose start or end row was read, so far: their names, for --name and the table. */
+struct runs_seen {
+	struct {
+		char id[RUNNOTE_ID_LEN + 1];
+		char name[RUNNOTE_NAME_MAX + 1];
+	} v[RUNS_SEEN_MAX];
+	size_t n, next; /* past RUNS_SEEN_MAX the oldest is replaced */
 };
 
 /* The last n matching raw rows, oldest first from head. */
@@ -63,6 +77,7 @@ struct view {
 	struct tail *tail;      /* not NULL: collect instead of printing */
 	struct logview *group;  /* not NULL: count into it, print at the end */
 	struct log_snaps *snaps;
+	struct runs_seen *runs;
 	bool json;
 };
 
@@ -74,6 +89,53 @@ const char *log_row_as(json_t *row)
 	if (build != NULL && strncmp(build, "build:", 6) == 0)
 		return build;
 	return json_string_value(json_object_get(row, "as"));
+}
+
+/*
+ * The `sluice run` a row is of, its 12-hex id, in id (RUNNOTE_ID_LEN + 1):
+ * its "sandbox", else a network named sluice-ID. Returns false for none.
+ */
+static bool row_sandbox(json_t *row, char *id)
+{
+	const char *s = json_string_value(json_object_get(row, "sandbox"));
+	const char *net = json_string_value(json_object_get(row, "net"));
+
+	if (s == NULL && net != NULL && strncmp(net, "sluice-", 7) == 0)
+		s = net + 7;
+	if (s == NULL || !runnote_id_ok(s, strlen(s)))
+		return false;
+	memcpy(id, s, RUNNOTE_ID_LEN + 1);
+	return true;
+}
+
+/* The name of run id, as its rows read so far say, or NULL. */
+static const char *run_name(const struct runs_seen *rs, const char *id)
+{
+	for (size_t i = 0; i < rs->n; i++)
+		if (strcmp(rs->v[i].id, id) == 0)
+			return rs->v[i].name;
+	return NULL;
+}
+
+/* A run's own row ("kind":"run") read: its name kept for the rows after it. */
+static void runs_learn(struct runs_seen *rs, json_t *row)
+{
+	const char *kind = json_string_value(json_object_get(row, "kind"));
+	const char *name = json_string_value(json_object_get(row, "name"));
+	char id[RUNNOTE_ID_LEN + 1];
+	size_t slot;
+
+	if (kind == NULL || strcmp(kind, "run") != 0 || name == NULL || !row_sandbox(row, id) ||
+	    run_name(rs, id) != NULL)
+		return;
+	if (rs->n < RUNS_SEEN_MAX) {
+		slot = rs->n++;
+	} else {
+		slot = rs->next;
+		rs->next = (rs->next + 1) % RUNS_SEEN_MAX;
+	}
+	snprintf(rs->v[slot].id, sizeof(rs->v[slot].id), "%s", id);
+	snprintf(rs->v[slot].name, sizeof(rs->v[slot].name), "%s", name);
 }
 
 /*
@@ -122,6 +184,16 @@ static bool row_matches(const struct view *v, json_t *row, const struct principa
 		const char *d = json_string_value(json_object_get(row, "decision"));
 
 		if (d == NULL || strcmp(d, f->decision) != 0)
+			return false;
+	}
+	if (f->run[0] != '\0' || f->name != NULL) {
+		char id[RUNNOTE_ID_LEN + 1];
+		const char *name;
+
+		if (!row_sandbox(row, id) || (f->run[0] != '\0' && strcmp(id, f->run) != 0))
+			return false;
+		name = run_name(v->runs, id);
+		if (f->name != NULL && (name == NULL || strcmp(name, f->name) != 0))
 			return false;
 	}
 	return f->who == NULL || (p != NULL && principal_matches_who(f->who, p));
@@ -218,6 +290,13 @@ static void emit(const struct view *v, const char *s, size_t len, json_t *row,
 	} else if (v->json) {
 		put_json_row(s, len, p);
 	} else {
+		char id[RUNNOTE_ID_LEN + 1];
+		const char *name;
+
+		/* a run's request names the run, as its start row did */
+		if (v->runs != NULL && json_object_get(row, "name") == NULL && row_sandbox(row, id) &&
+		    (name = run_name(v->runs, id)) != NULL)
+			json_object_set_new(row, "name", json_string(name));
 		v->rows->row(row, p);
 	}
 }
@@ -271,6 +350,8 @@ static void row_handle(void *arg, const struct log_reader *r, const char *s, siz
 		json_decref(row);
 		return;
 	}
+	if (v->runs != NULL)
+		runs_learn(v->runs, row);
 	pp = row_principal(v, row, &p);
 	if (row_matches(v, row, pp)) {
 		if (v->tail != NULL)
@@ -418,6 +499,8 @@ int cmd_log(int argc, char **argv)
 		{ "host", required_argument, NULL, 'H' },
 		{ "decision", required_argument, NULL, 'd' },
 		{ "who", required_argument, NULL, 'w' },
+		{ "run", required_argument, NULL, 'r' },
+		{ "name", required_argument, NULL, 'N' },
 		{ "by-host", no_argument, NULL, 'B' },
 		{ "by-who", no_argument, NULL, 'W' },
 		{ "by-rule", no_argument, NULL, 'U' },
@@ -469,7 +552,26 @@ int cmd_log(int argc, char **argv)
 		case 'w':
 			if (!who_arg_ok(optarg))
 				return usage_error("bad principal", optarg);
+			/* a run by its network's name: that run's rows */
+			if (strncmp(optarg, "sluice-", 7) == 0 &&
+			    runnote_id_ok(optarg + 7, strlen(optarg + 7))) {
+				snprintf(f.run, sizeof(f.run), "%s", optarg + 7);
+				break;
+			}
 			f.who = optarg;
+			break;
+		case 'r': {
+			const char *id = strncmp(optarg, "sluice-", 7) == 0 ? optarg + 7 : optarg;
+
+			if (!runnote_id_ok(id, strlen(id)))
+				return usage_error("bad run (its 12 hex digits, or sluice-ID)", optarg);
+			snprintf(f.run, sizeof(f.run), "%s", id);
+			break;
+		}
+		case 'N':
+			if (!runnote_name_ok(optarg))
+				return usage_error("bad name", optarg);
+			f.name = optarg;
 			break;
 		case 'B':
 		case 'W':
@@ -517,6 +619,8 @@ int cmd_log(int argc, char **argv)
 		return usage_error("unexpected argument", argv[optind]);
 	if (dns_options_check(dns, &f, view, refused) != 0)
 		return EXIT_USAGE;
+	if (dns && (f.run[0] != '\0' || f.name != NULL))
+		return conflict("--dns --run/--name", "a DNS row names no run");
 	if (do_follow && view != NULL) { /* a view counts rows up to the end */
 		snprintf(both, sizeof(both), "-f %s", view);
 		return usage_error("conflicting options", both);
@@ -527,9 +631,18 @@ int cmd_log(int argc, char **argv)
 		return usage_error("conflicting options", "--refused --decision allow");
 
 	v.rows = dns ? &log_dns_rows : &log_network_rows;
+	if (!dns) {
+		v.runs = calloc(1, sizeof(*v.runs));
+		if (v.runs == NULL) {
+			fprintf(stderr, "log: out of memory\n");
+			return EXIT_ERROR;
+		}
+	}
 	c = cli_config_load();
-	if (c == NULL)
+	if (c == NULL) {
+		free(v.runs);
 		return EXIT_ERROR;
+	}
 	if (v.rows->principals && log_snaps_init(&sn, c, "log") == -1)
 		goto out_config;
 	log_reader_init(&r, dns ? c->dns_log_path : c->log_path, cli_user_uid(c), row_handle, &v);
@@ -590,5 +703,6 @@ out_snaps:
 	snapshots_release(&sn.all);
 out_config:
 	config_free(c);
+	free(v.runs);
 	return ret;
 }

@@ -104,6 +104,42 @@ static void table_header(void)
 	       "DECISION", "STATUS", "METHOD", "HOST:PORT", "PATH", "REASON", "GRANT");
 }
 
+/*
+ * A run's start or end row ("kind":"run") as a table line: WHO its name
+ * (else its network), DECISION the event, STATUS its exit status, METHOD
+ * "run", HOST:PORT its project, PATH its command line, REASON how long it
+ * took, GRANT what its requests moved. Returns false for any other row.
+ */
+static bool run_row(json_t *row)
+{
+	char tbuf[32], status[32], ms[32], moved[128], req[32], up[32], down[32];
+	const char *kind = str_or_dash(row, "kind"), *name = str_or_dash(row, "name");
+	bool end = strcmp(str_or_dash(row, "event"), "end") == 0;
+
+	if (strcmp(kind, "run") != 0)
+		return false;
+	if (strcmp(name, "-") == 0)
+		name = str_or_dash(row, "net");
+	number_cell(json_object_get(row, "status"), status, sizeof(status));
+	number_cell(json_object_get(row, "ms"), ms, sizeof(ms));
+	number_cell(json_object_get(row, "requests"), req, sizeof(req));
+	number_cell(json_object_get(row, "up"), up, sizeof(up));
+	number_cell(json_object_get(row, "down"), down, sizeof(down));
+	snprintf(moved, sizeof(moved), "%s requests, %s up, %s down", req, up, down);
+	if (end)
+		snprintf(ms + strlen(ms), sizeof(ms) - strlen(ms), " ms");
+	log_put_cell(log_time_cell(str_or_dash(row, "ts"), tbuf, sizeof(tbuf)), 14, false);
+	log_put_cell(name, 20, false);
+	log_put_cell(str_or_dash(row, "event"), 8, false);
+	log_put_cell(status, 6, false);
+	log_put_cell("run", 7, false);
+	log_put_cell(str_or_dash(row, "project"), 32, false);
+	log_put_cell(str_or_dash(row, "cmd"), 24, false);
+	log_put_cell(end ? ms : "-", 16, false);
+	log_put_cell(end ? moved : "-", 60, true);
+	return true;
+}
+
 static void table_row(json_t *row, const struct principal *p)
 {
 	char tbuf[32], status[32], port[32], hostport[HOST_NAME_MAX_LEN + 48], who[LOG_WHO_MAX];
@@ -117,10 +153,17 @@ static void table_row(json_t *row, const struct principal *p)
 	if (!suppressed)
 		snprintf(hostport, sizeof(hostport), strchr(host, ':') != NULL ? "[%s]:%s" : "%s:%s",
 			 host, port);
+	if (run_row(row))
+		return;
 	principal_label(p, who, sizeof(who));
+	/* a run's request: the run's name (sluice log learns it from the run's start row) */
+	if (json_string_value(json_object_get(row, "name")) != NULL)
+		snprintf(who, sizeof(who), "%s", json_string_value(json_object_get(row, "name")));
 	log_put_cell(log_time_cell(ts, tbuf, sizeof(tbuf)), 14, false);
 	log_put_cell(who, 20, false);
-	log_put_cell(str_or_dash(row, "decision"), 8, false);
+	log_put_cell(strcmp(str_or_dash(row, "kind"), "probe") == 0 ? "probe"
+								  : str_or_dash(row, "decision"),
+		     8, false);
 	log_put_cell(status, 6, false);
 	log_put_cell(str_or_dash(row, "method"), 7, false);
 	log_put_cell(hostport, 32, false);

@@ -53,6 +53,7 @@ static const struct verb verbs[] = {
 	{ "log", cmd_log,
 	  "read the network or DNS log: who used each host, who was refused; verify its chain",
 	  "log [--json] [--host HOST] [--decision allow|refuse|observe] [--who WHO] [-n N] [-f]\n"
+	  "log [...] [--run ID|sluice-ID] [--name AGENT]\n"
 	  "log --by-host|--by-who [--json] [--host HOST] [--decision D] [--who WHO] [-n N]\n"
 	  "log --by-rule [--json] [--host HOST] [--decision D] [--who WHO] [-n N]\n"
 	  "log --refused [--json] [--host HOST] [--decision refuse|observe] [--who WHO] [-n N]\n"
@@ -94,7 +95,7 @@ static const struct verb verbs[] = {
 	  "run [...] [--podman CMD] --image IMAGE [podman run options] -- CMD [ARGS...]\n" },
 	{ "verify", cmd_verify, "prove the wall from inside the sandbox: proxy works, all else refused",
 	  "verify --target ADDR [--proxy ADDR:PORT] [--target6 ADDR] [--proxy-direct ADDR:PORT] "
-	  "[--timeout-ms N] [--json]\n" },
+	  "[--timeout-ms N] [--json] [--probe NONCE]\n" },
 	{ "install", cmd_install,
 	  "render the systemd units (and a Lima VM's boot script) that keep sluice up",
 	  "install [--project NAME] [--sandbox-vm lima|none] [--prefix DIR] [--out DIR]\n"

@@ -12,6 +12,10 @@
  * variables and the CA's and nothing else of ours; its status is ours. On
  * its end, or SIGINT/SIGTERM, everything recorded is taken down.
  *
+ * CMD's stdout is CMD's alone: from the start, this process's stdout
+ * (and so every tool's it starts: key and CA creation, useradd, podman,
+ * the walls) is its stderr; CMD is started with the stdout we were given.
+ *
  * Exit: CMD's status; 3 the sandbox did not verify; 125 sluice run itself
  * failed before CMD; 2 usage.
  */
@@ -537,7 +541,7 @@ static int sandbox_verify(struct run *x)
 {
 	char path[PATH_MAX + 16], proxy[80], *buf;
 	char *argv[] = { "verify", "--target", VERIFY_TARGET, "--target6", VERIFY_TARGET6,
-			 "--proxy", proxy, "--timeout-ms", "1000", NULL };
+			 "--proxy", proxy, "--timeout-ms", "1000", "--probe", x->note.nonce, NULL };
 	size_t len;
 	int fd, rc;
 
@@ -548,8 +552,10 @@ static int sandbox_verify(struct run *x)
 		fprintf(stderr, "run: %s: %s\n", path, strerror(errno));
 		return -1;
 	}
-	rc = run_verify(x->netns, &x->user, (int)(sizeof(argv) / sizeof(argv[0])) - 1, argv, fd,
-			x->lock_fd);
+	if (!x->noted)
+		argv[9] = NULL; /* no note: the proxy could not know the probe */
+	rc = run_verify(x->netns, &x->user, x->noted ? 11 : 9, argv, fd, x->lock_fd);
+	run_note_verified(x);
 	close(fd);
 	if (rc == 0)
 		return 0;
@@ -660,7 +666,16 @@ static int cmd_start(struct run *x)
 		return EXIT_RUN_FAILED;
 	}
 	p = &x->r.procs[x->r.nprocs];
+	/* CMD (its init, or podman) is started with the operator's stdout, and only it */
+	fflush(stdout);
+	if (dup2(x->out_fd, STDOUT_FILENO) == -1) {
+		fprintf(stderr, "run: dup2: %s\n", strerror(errno));
+		run_env_free(env);
+		return EXIT_RUN_FAILED;
+	}
 	p->pid = run_exec_start(&e);
+	fflush(stdout);
+	dup2(STDERR_FILENO, STDOUT_FILENO);
 	if (p->pid == -1) {
 		run_env_free(env);
 		return EXIT_RUN_FAILED;
@@ -690,7 +705,7 @@ static int sandbox_up(struct run *x)
 	x->dns_pid = drf.pid;
 	if ((sig = pending_signal()) != 0)
 		return 128 + sig;
-	if (allow_grants(x) == -1 || netns_make(x) == -1)
+	if (run_note_begin(x) == -1 || allow_grants(x) == -1 || netns_make(x) == -1)
 		return EXIT_RUN_FAILED;
 	if (x->o.image != NULL && (network_make(x) == -1 || engine_watch(x) == -1))
 		return EXIT_RUN_FAILED;
@@ -779,7 +794,8 @@ const char *run_scope_word(const struct run *x, char *buf, size_t size)
 
 int cmd_run(int argc, char **argv)
 {
-	struct run x = { .lock_fd = -1, .log_fd = -1, .users_fd = -1, .reaper_fd = -1 };
+	struct run x = { .lock_fd = -1, .log_fd = -1, .users_fd = -1, .reaper_fd = -1,
+			 .out_fd = -1 };
 	sigset_t set;
 	int rc, code;
 
@@ -788,6 +804,12 @@ int cmd_run(int argc, char **argv)
 		return rc == 1 ? EXIT_OK : rc;
 	if (geteuid() != 0) {
 		fprintf(stderr, "run: needs root (it makes a network namespace and loads walls)\n");
+		return EXIT_RUN_FAILED;
+	}
+	/* from here on nothing of ours, nor of a tool's we start, reaches CMD's stdout */
+	x.out_fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+	if (x.out_fd == -1 || dup2(STDERR_FILENO, STDOUT_FILENO) == -1) {
+		fprintf(stderr, "run: stdout: %s\n", strerror(errno));
 		return EXIT_RUN_FAILED;
 	}
 	sigemptyset(&set);
@@ -819,6 +841,8 @@ int cmd_run(int argc, char **argv)
 	code = sandbox_up(&x);
 	if (code == 0)
 		code = cmd_start(&x);
+	/* before the teardown, which may stop the proxy the run started */
+	run_note_end(&x, code);
 out_down:
 	if (x.r.id[0] != '\0' && run_teardown(x.c, &x.r, x.users_fd) == -1) {
 		fprintf(stderr, "run: %s was not fully taken down; `sluice doctor --clean` or the next "
@@ -844,6 +868,8 @@ out:
 		close(x.lock_fd);
 	if (x.users_fd != -1)
 		close(x.users_fd);
+	fflush(stdout);
+	close(x.out_fd);
 	config_free(x.c);
 	return code;
 }

@@ -26,6 +26,7 @@
 #include "cli.h"
 #include "grant.h"
 #include "stamp.h"
+#include "runnote.h"
 
 #define RUN_ID_LEN 12             /* hex digits */
 #define RUN_NAME_MAX 32           /* "sluice-" ID */
@@ -109,9 +110,12 @@ struct run {
 	char principal_as[STAMP_AS_MAX + 1]; /* and as its principal: project:NAME[/AGENT] */
 	unsigned fwd_port;
 	int lock_fd, log_fd;
+	int out_fd;             /* the operator's stdout, CMD's alone: ours (fd 1) is stderr meanwhile */
 	int users_fd;           /* STATE/runs/.users.lock, shared while we run (run_users_join) */
 	int reaper_fd;          /* --image: run_reaper's; a byte there means "taken down" */
 	char ca_volumes[2][PATH_MAX + 64]; /* --image: podman's -v for the CA's bundle and file */
+	struct runnote note;    /* what the proxy is told of the run (run_note.c) */
+	bool noted;             /* the note is in STATE/runnotes */
 };
 
 
@@ -151,6 +155,24 @@ int run_home_make(const struct run *x, char *buf, size_t size);
 /* `podman run` for --image into argv (at most max), env passed with -e. Returns argv or NULL. */
 char **run_image_argv(struct run *x, char **env, char *words, size_t wsize, char **argv,
 		      size_t max);
+
+/* run_note.c */
+
+/*
+ * The run's note for the proxy (STATE/runnotes/ID): its name, project,
+ * command line, start, and a fresh nonce for verify's --probe. Returns 0
+ * or -1 after printing.
+ */
+int run_note_begin(struct run *x);
+/* verify is done: the nonce is taken out of the note (before CMD starts). */
+void run_note_verified(struct run *x);
+/*
+ * The run ended with code: the note says so, the proxy is told (SIGHUP)
+ * and given a bounded while to log the end row; then the note is removed.
+ */
+void run_note_end(struct run *x, int code);
+/* Remove run id's note, if any (a run taken down by another). */
+void run_note_remove(const struct config *c, const char *id);
 
 /* run_record.c */
 

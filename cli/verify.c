@@ -3,7 +3,8 @@
  *
  * Run as the sandboxed user, it first asks the proxy for http://TARGET/
  * (the positive control: any HTTP answer, a 403 included, shows the proxy
- * is reachable), then tries every way around it: direct TCP to TARGET:443
+ * is reachable; with --probe NONCE, `sluice run`'s, the path is
+ * /.sluice-probe/NONCE, by which the proxy logs it as the run's probe), then tries every way around it: direct TCP to TARGET:443
  * and :80, DNS to TARGET:53 over UDP (a real query) and TCP, DNS over TLS
  * (:853), UDP 443 (QUIC), IPv6 TCP to --target6, and the proxy's port
  * without the forwarder (--proxy-direct). Each probe must be refused at
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "runnote.h"
 #include "sockaddr.h"
 
 #define PROBES_MAX 10
@@ -243,10 +245,11 @@ out:
 }
 
 /*
- * The positive control: GET http://TARGET/ through the proxy; any
+ * The positive control: GET http://TARGET/PATH through the proxy; any
  * "HTTP/1.x NNN" status line is an answer. Fills p; true when answered.
  */
-static bool control(const struct addr *proxy, const char *target, int timeout_ms, struct probe *p)
+static bool control(const struct addr *proxy, const char *target, const char *path, int timeout_ms,
+		    struct probe *p)
 {
 	long start = now_ms();
 	int fd = tcp_connect(proxy, timeout_ms, start, p);
@@ -258,9 +261,9 @@ static bool control(const struct addr *proxy, const char *target, int timeout_ms
 	if (fd == -1)
 		goto out;
 	n = snprintf(req, sizeof(req),
-		     "GET http://%s/ HTTP/1.1\r\nHost: %s\r\nUser-Agent: sluice-verify\r\n"
+		     "GET http://%s%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: sluice-verify\r\n"
 		     "Connection: close\r\n\r\n",
-		     target, target);
+		     target, path, target);
 	/* the request is small: one send fits the fresh socket's buffer */
 	if (send(fd, req, (size_t)n, MSG_NOSIGNAL) != n) {
 		classify_errno(p, errno);
@@ -360,11 +363,13 @@ int cmd_verify(int argc, char **argv)
 		{ "proxy-direct", required_argument, NULL, 'd' },
 		{ "timeout-ms", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "probe", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct addr proxy, target, target6 = { .set = false }, direct = { .set = false }, a;
 	const char *proxy_s = "127.0.0.1:3128", *target_s = NULL;
+	char path[sizeof(RUNNOTE_PROBE_PATH) + RUNNOTE_NONCE_LEN] = "/";
 	struct probe probes[PROBES_MAX];
 	size_t n = 0;
 	int timeout_ms = TIMEOUT_DEFAULT_MS, opt, status = EXIT_OK;
@@ -407,6 +412,14 @@ int cmd_verify(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'P': /* `sluice run`'s: its proxy knows the control request as the run's probe */
+			if (strlen(optarg) != RUNNOTE_NONCE_LEN ||
+			    strspn(optarg, "0123456789abcdef") != RUNNOTE_NONCE_LEN) {
+				usage_error("--probe wants 32 lowercase hex digits", optarg);
+				return EXIT_USAGE;
+			}
+			snprintf(path, sizeof(path), "%s%s", RUNNOTE_PROBE_PATH, optarg);
+			break;
 		case 'h':
 			cli_usage(stdout, "verify");
 			return EXIT_OK;
@@ -436,7 +449,7 @@ int cmd_verify(int argc, char **argv)
 	memset(probes, 0, sizeof(probes));
 	probes[n].name = "proxy";
 	addr_format(&proxy, probes[n].target, sizeof(probes[n].target));
-	bool answered = control(&proxy, target_s, timeout_ms, &probes[n]);
+	bool answered = control(&proxy, target_s, path, timeout_ms, &probes[n]);
 	n++;
 
 	static const struct {

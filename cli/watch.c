@@ -266,6 +266,9 @@ static void row_take(void *arg, const struct log_reader *r, const char *s, size_
 	d = or_dash(str_of(row, "decision"));
 	mark = strcmp(d, "refuse") == 0 ? MARK_REFUSE : strcmp(d, "observe") == 0 ? MARK_OBSERVE
 										   : MARK_ALLOW;
+	/* a run's probe or its start and end: shown, never marked as a refusal */
+	if (!log_row_is_exchange(row) && !json_is_integer(json_object_get(row, "rows")))
+		mark = MARK_ALLOW;
 	line = row_render(w, row, mark);
 	if (line == NULL) {
 		fprintf(stderr, "watch: out of memory; a row left out\n");

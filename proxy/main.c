@@ -134,6 +134,7 @@ static void on_signal(struct loop *l, struct loop_io *io, uint32_t events)
 	while (read(io->fd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
 			reload_now(px, "SIGHUP");
+			sandbox_scan(px);
 		} else {
 			fprintf(stderr, "sluice-proxy: stopping on signal %u\n", si.ssi_signo);
 			loop_stop(l);

@@ -236,6 +236,22 @@ struct resolve_query *resolve_start(struct proxy *px, const char *name, resolve_
 /* The callback will not run after this. */
 void resolve_cancel(struct resolve_query *q);
 
+/* sandbox.c: the runs `sluice run` told us of (STATE/runnotes), their "run" and "probe" rows */
+struct exchange;
+struct stamp;
+/* Adopt the notes there now (no start rows: those runs began before us). */
+void sandbox_init(struct proxy *px);
+/* Read the notes: a start row for each new run, an end row for each that ended. */
+void sandbox_scan(struct proxy *px);
+/*
+ * Whether x, refused, is the self-check of the run its stamp st names:
+ * its path carries the nonce of the run's note, used once. Writes the
+ * run's start row first when it is not written yet.
+ */
+bool sandbox_probe(struct proxy *px, const struct exchange *x, const struct stamp *st);
+/* An exchange's row r written: counted to its run (its net), for the run's end row. */
+void sandbox_count(const struct netlog_row *r);
+
 /* reload.c */
 int reload_init(struct proxy *px);
 void reload_now(struct proxy *px, const char *why);

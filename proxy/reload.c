@@ -204,6 +204,7 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 	}
 	/* a build token removed or past its expiry no longer names a build: close its connections */
 	session_builds_check(px);
+	sandbox_scan(px);
 	loop_timer_set(l, t, WATCH_MS, on_watch, px);
 }
 
@@ -254,6 +255,7 @@ int reload_init(struct proxy *px)
 		remove_run_id(px);
 		return -1;
 	}
+	sandbox_init(px);
 	loop_timer_set(px->loop, &px->watch_timer, WATCH_MS, on_watch, px);
 	return 0;
 }

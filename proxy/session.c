@@ -14,6 +14,7 @@
  * decide policy (policy.c) or resolve names (resolve.c).
  */
 #include "session.h"
+#include "runnote.h"
 
 #include <arpa/inet.h>
 #include <stdarg.h>
@@ -145,9 +146,20 @@ void session_log(struct session *s)
 	row.ua = x->ua_len > 0 ? x->ua : NULL;
 	row.ua_len = x->ua_len;
 	row.detail = x->detail[0] != '\0' ? x->detail : NULL;
-	if (s->px->netlog != NULL && lograte_admit(s->px, row_key(s, key, sizeof(key)), &row))
-		netlog_write(s->px->netlog, &row);
-	stats_row(&row);
+	if (sandbox_probe(s->px, x, row.stamp)) {
+		/* a run's self-check: a kind of its own, counted by nothing that counts refusals */
+		row.kind = "probe";
+		row.path = RUNNOTE_PROBE_PATH;
+		row.path_len = sizeof(RUNNOTE_PROBE_PATH) - 1;
+		if (s->px->netlog != NULL)
+			netlog_write(s->px->netlog, &row);
+	} else {
+		if (s->px->netlog != NULL &&
+		    lograte_admit(s->px, row_key(s, key, sizeof(key)), &row))
+			netlog_write(s->px->netlog, &row);
+		stats_row(&row);
+		sandbox_count(&row);
+	}
 	inject_end(s);
 }
 
