@@ -165,6 +165,9 @@ void stats_reload(bool ok);
 /* token.c */
 void token_release_all(struct proxy *px);
 
+/* inject.c: at start, each inject rule whose env or file source cannot be had, on stderr */
+void inject_warn_sources(const struct proxy *px);
+
 /* tls.c */
 /* With intercept on: the CA, leaf cache and contexts. Returns 0, or -1 said on stderr. */
 int tls_init(struct proxy *px);
