@@ -191,11 +191,13 @@ void refuse_verdict(struct session *s, const struct verdict *v)
  * body that names what was refused, why, the refusal's id and the command
  * that grants it; then the close. No row is written for the request
  * inside: the refusal is counted once. Only 403s get a page (a policy
- * refusal, a denied address the name resolved to, a budget): not a
- * denied IP literal (no name to make a leaf for), a 407 (the client's
- * proxy credentials), errors (400, 5xx), nor a refusal whose row was not
- * written because its principal is past its refusal-row budget (a client
- * that loops is not given a handshake each time).
+ * refusal, a spent budget; an allowed name that resolves to a denied
+ * address is refused inside TLS anyway, its CONNECT answered 200 before
+ * any lookup): not a denied IP literal (no name to make a leaf for), a
+ * 407 (the client's proxy credentials), errors (400, 5xx), nor a refusal
+ * whose row was not written because its principal is past its
+ * refusal-row budget (a client that loops is not given a handshake each
+ * time).
  */
 bool refuse_page_wanted(const struct session *s, const struct refusal *r)
 {

@@ -97,6 +97,23 @@ PY
 expect_re "a silent client inside the page's tunnel is closed by head-timeout" '^HTTP/1.1 200 Connection established closed after [4-7] s' "$out"
 expect_eq "... and its refusal is still one row" $((n0 + 1)) "$(logq host=other.test --count)"
 
+# past its refusal-row budget a client gets the plain 403, not a handshake per try
+before=$(reloads)
+lab_write_conf "intercept on" "allow tls.test:9443" "upstream-ca tls.test $O" "passthrough third.test" \
+	"log-row-rate 1" "log-row-burst 2"
+wait_until 10 reloaded_past "$before" || not_ok "the proxy reloads the config" "$(tail -3 "$LAB_DIR/proxy.err")"
+pages=0 plain=0
+for i in 1 2 3 4 5 6; do
+	out=$(icurl https://other.test/flood$i 2>&1)
+	case $out in
+	*"sluice: refused GET"*) pages=$((pages + 1)) ;;
+	*"CONNECT tunnel failed, response 403"*) plain=$((plain + 1)) ;;
+	esac
+done
+expect_eq "six refusals in a burst, log-row-burst 2: each a page or the plain 403" 6 "$((pages + plain))"
+expect_ge "... the first ones the page" 1 "$pages"
+expect_ge "... those past the budget (rows counted, not written) the plain 403" 3 "$plain"
+
 # refuse-page off: the plain 403 at CONNECT, as before
 before=$(reloads)
 lab_write_conf "intercept on" "allow tls.test:9443" "upstream-ca tls.test $O" "passthrough third.test" "refuse-page off"
