@@ -20,6 +20,15 @@
  *              exist and its forwarder listens in --netns, and its id is the
  *              id of the boot script rendered now (install.c)
  *   units      each sluice unit installed in /etc/systemd/system is enabled
+ *   inject     each inject rule's secret source is there for sluice-proxy:
+ *              a file= regular, not empty, readable by no one but its owner
+ *              (as the proxy requires) and that owner the proxy's `user` (or
+ *              root without one); an env= set in the running proxy's
+ *              environment (/proc/PID/environ); a command= executable. A rule
+ *              whose source is missing refuses its requests (403
+ *              inject-secret-missing) but the proxy serves the rest: so
+ *              --before-proxy (doctor-on-start) does not check them, and the
+ *              proxy warns of each at start
  * Exit: 0 every check holds; 1 a difference (each named); 2 one could not be
  * checked (a daemon not running, a namespace that cannot be entered).
  * It changes nothing but what --clean removes.
@@ -40,6 +49,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <pwd.h>
 
 #include <nftables/libnftables.h>
 #include <openssl/x509.h>
@@ -619,6 +630,109 @@ static void check_units(struct doctor *d)
 		say(d, V_OK, "units", "none installed in %s (sluice install renders them)", UNIT_DIR);
 }
 
+/* Whether NAME=... with a value is in the NUL-separated environment env[0..len). */
+static bool environ_has(const char *env, size_t len, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < len;) {
+		const char *e = env + i;
+		size_t l = strnlen(e, len - i);
+
+		if (l > n + 1 && strncmp(e, name, n) == 0 && e[n] == '=')
+			return true;
+		i += l + 1;
+	}
+	return false;
+}
+
+/* An env= rule's variable, in the running proxy's environment. */
+static void check_inject_env(struct doctor *d, const struct inject_rule *r)
+{
+	const char *v = r->source_arg;
+	struct runfile rf;
+	char path[64], *env = NULL;
+	size_t len = 0;
+
+	if (runfile_read(d->c->state_dir, "proxy.run", &rf) == -1 || rf.pid <= 0) {
+		say(d, V_UNKNOWN, "inject",
+		    "rule %s: the environment variable %s: sluice-proxy is not running to read its "
+		    "environment", r->name, v);
+		return;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)rf.pid);
+	if (file_read(path, 1 << 20, &env, &len) == -1) {
+		say(d, V_UNKNOWN, "inject", "rule %s: %s: %s", r->name, path, strerror(errno));
+		return;
+	}
+	if (environ_has(env, len, v))
+		say(d, V_OK, "inject",
+		    "rule %s: the environment variable %s is set in sluice-proxy's environment "
+		    "(pid %d)", r->name, v, (int)rf.pid);
+	else
+		say(d, V_FAIL, "inject",
+		    "rule %s: the environment variable %s is not set in sluice-proxy's environment "
+		    "(pid %d)", r->name, v, (int)rf.pid);
+	free(env);
+}
+
+/* A file= rule's secret file, as sluice-proxy reads it (proxy/inject.c). */
+static void check_inject_file(struct doctor *d, const struct inject_rule *r)
+{
+	const char *f = r->source_arg, *user = d->c->user[0] != '\0' ? d->c->user : NULL;
+	struct passwd *pw = NULL;
+	struct stat st;
+
+	if (stat(f, &st) == -1) {
+		say(d, V_FAIL, "inject", "rule %s: the secret file %s cannot be read (%s)", r->name,
+		    f, strerror(errno));
+		return;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+		say(d, V_FAIL, "inject", "rule %s: the secret file %s is %s", r->name, f,
+		    S_ISREG(st.st_mode) ? "empty" : "not a regular file");
+		return;
+	}
+	if ((st.st_mode & 077) != 0) {
+		say(d, V_FAIL, "inject", "rule %s: the secret file %s is readable by others (chmod "
+		    "600 it): sluice-proxy refuses to use it", r->name, f);
+		return;
+	}
+	/* only its owner (or root) can read it now: is that who the proxy runs as? */
+	if (user != NULL && (pw = getpwnam(user)) == NULL) {
+		say(d, V_UNKNOWN, "inject", "rule %s: user %s is not known", r->name, user);
+		return;
+	}
+	if (pw != NULL ? pw->pw_uid != 0 && (pw->pw_uid != st.st_uid || !(st.st_mode & S_IRUSR))
+		       : access(f, R_OK) == -1)
+		say(d, V_FAIL, "inject", "rule %s: the secret file %s is not readable by %s (owner "
+		    "uid %u, mode %03o)", r->name, f, user != NULL ? user : "this user",
+		    (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+	else
+		say(d, V_OK, "inject", "rule %s: the secret file %s is readable by sluice-proxy%s%s",
+		    r->name, f, user != NULL ? " as " : "", user != NULL ? user : "");
+}
+
+static void check_inject(struct doctor *d)
+{
+	const struct config *c = d->c;
+
+	for (size_t i = 0; i < c->nrules; i++) {
+		const struct inject_rule *r = &c->rules[i];
+
+		if (r->source == INJECT_ENV)
+			check_inject_env(d, r);
+		else if (r->source == INJECT_FILE)
+			check_inject_file(d, r);
+		else if (access(r->source_arg, X_OK) == 0)
+			say(d, V_OK, "inject", "rule %s: the token command %s is executable", r->name,
+			    r->source_arg);
+		else
+			say(d, V_FAIL, "inject", "rule %s: the token command %s cannot be run (%s)",
+			    r->name, r->source_arg, strerror(errno));
+	}
+}
+
 int cmd_doctor(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -678,6 +792,8 @@ int cmd_doctor(int argc, char **argv)
 	check_runs(&d, clean);
 	check_provision(&d);
 	check_units(&d);
+	if (!d.before_proxy)
+		check_inject(&d);
 	if (d.json) {
 		json_t *top = json_pack("{s:o, s:i}", "checks", d.checks, "exit", d.worst);
 

@@ -87,7 +87,7 @@ static const struct verb verbs[] = {
 	  "wall status PROFILE [render options] [--netns PATH]\n"
 	  "wall denied --group N [--netns PATH] [--count K] [--timeout S] [--json]\n"
 	  "wall ... COMMON = [--port-base N | --project NAME] [--log-group N] (band: `sluice ports`)\n" },
-	{ "doctor", cmd_doctor, "read back walls, forwarder, daemons, CA, provision and units; fail closed",
+	{ "doctor", cmd_doctor, "read back walls, forwarder, daemons, CA, provision, units and inject sources; fail closed",
 	  "doctor [--json] [--clean] [--provision FILE] [--netns PATH] [--before-proxy]\n" },
 	{ "run", cmd_run, "run CMD or a container in a sandbox whose only way out is sluice",
 	  "run [--project NAME] [--name AGENT] [--allow GRANT]... [--user NAME] "

@@ -363,6 +363,7 @@ static const struct directive directives[] = {
 	{ "token-min-interval", 1, false, false, d_token_min_interval },
 	{ "nameserver", 1, false, true, d_nameserver },
 	{ "intercept", 1, false, false, config_tls_intercept },
+	{ "refuse-page", 1, false, false, config_tls_refuse_page },
 	{ "passthrough", 1, false, true, config_tls_passthrough },
 	{ "upstream-ca", 2, false, true, config_tls_upstream_ca },
 	{ "body-limit", 2, false, true, config_tls_body_limit },
@@ -557,6 +558,7 @@ struct config *config_new(void)
 	c->idle_timeout_ms = 300 * 1000;
 	c->token_min_interval_ms = 10 * 1000;
 	c->intercept = true;
+	c->refuse_page = true;
 	config_dns_defaults(c);
 	return c;
 }

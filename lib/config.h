@@ -38,6 +38,10 @@
  *                             per interval (1..86400); default 10
  *   nameserver ADDR[:PORT]    repeatable; default: /etc/resolv.conf
  *   intercept on|off          decrypt CONNECTs (but passthrough hosts); default on
+ *   refuse-page on|off        a CONNECT refused by policy to a name sluice may
+ *                             intercept is answered inside the client's TLS
+ *                             (the refusal as the request's response); off:
+ *                             the plain 403 at CONNECT; default on
  *   passthrough PATTERN       host or *.suffix (as a grant, no port) whose
  *                             CONNECTs are tunnelled untouched; repeatable
  *   upstream-ca HOST FILE     extra PEM trust bundle for TLS to HOST (exact);
@@ -170,6 +174,7 @@ struct config {
 	struct sockaddr_storage nameservers[CONFIG_MAX_NAMESERVERS];
 	size_t nnameservers;
 	bool intercept; /* decrypt CONNECTs to hosts no passthrough covers */
+	bool refuse_page; /* a refused CONNECT's refusal, inside its TLS (proxy/refuse.c) */
 	struct config_pattern *passthrough; /* owned */
 	size_t npassthrough;
 	struct config_upstream_ca *upstream_cas; /* owned; one per host */

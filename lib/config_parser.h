@@ -51,6 +51,7 @@ void config_allow_print(const struct config *c, FILE *out);
 /* config_tls.c: intercept, passthrough, upstream-ca, body-limit, inject */
 
 void config_tls_intercept(struct parser *p, char **w, size_t nw);
+void config_tls_refuse_page(struct parser *p, char **w, size_t nw);
 void config_tls_passthrough(struct parser *p, char **w, size_t nw);
 void config_tls_upstream_ca(struct parser *p, char **w, size_t nw);
 void config_tls_body_limit(struct parser *p, char **w, size_t nw);

@@ -1,6 +1,6 @@
 /*
  * config_tls.c: the directives of TLS interception and credential
- * injection (intercept, passthrough, upstream-ca, body-limit, inject),
+ * injection (intercept, refuse-page, passthrough, upstream-ca, body-limit, inject),
  * parsed and printed.
  *
  * Hosts are canonicalised here once (host_canon, grant_parse), so the
@@ -23,6 +23,16 @@ void config_tls_intercept(struct parser *p, char **w, size_t nw)
 		p->c->intercept = false;
 	else
 		config_error(p, "intercept: expected on or off, got \"%s\"", w[1]);
+}
+
+void config_tls_refuse_page(struct parser *p, char **w, size_t nw)
+{
+	if (strcmp(w[1], "on") == 0)
+		p->c->refuse_page = true;
+	else if (strcmp(w[1], "off") == 0)
+		p->c->refuse_page = false;
+	else
+		config_error(p, "refuse-page: expected on or off, got \"%s\"", w[1]);
 }
 
 /* A grow-by-one array of element size; NULL after reporting. */
@@ -200,6 +210,7 @@ void config_tls_print(const struct config *c, FILE *out)
 	char buf[HOST_NAME_MAX_LEN + 64];
 
 	fprintf(out, "intercept %s\n", c->intercept ? "on" : "off");
+	fprintf(out, "refuse-page %s\n", c->refuse_page ? "on" : "off");
 	for (size_t i = 0; i < c->npassthrough; i++) {
 		struct grant g;
 

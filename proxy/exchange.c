@@ -362,6 +362,10 @@ void exchange_head(struct session *s)
 			ssize_t n = http_parse_request(buf_head(&s->cin), buf_len(&s->cin), HEAD_MAX,
 						       &req, hdrs, HEADERS_MAX);
 
+			if (n != 0 && s->ix != NULL && s->ix->page != NULL) {
+				refuse_page_answer(s, n > 0 ? &req : NULL); /* refused at its CONNECT */
+				return;
+			}
 			if (n > 0) {
 				s->head_ms = 0;
 				if (s->x != NULL && s->x->active && s->x->phase == XP_CREDENTIAL)

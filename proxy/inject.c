@@ -7,8 +7,15 @@
  * one rule matching its host and path (lib/inject.c; overlapping rules
  * never load) is applied if it serves the connection's stamp. The secret
  * comes from the proxy's environment or a root-only file, read at each
- * request; a secret that cannot be had refuses the request (502 naming the
- * rule and why, never the value): nothing is sent without it. The value is
+ * request; a secret that cannot be had refuses the request (naming the
+ * rule and why, never the value): nothing is sent without it. A source
+ * that is missing or unusable (the variable not set, the file absent,
+ * unreadable, readable by others, empty) is the operator's to fix: 403
+ * inject-secret-missing (Proxy-Status proxy_configuration_error), which
+ * clients and SDKs do not retry (they retry 408, 429 and 5xx: the agent
+ * would hang retrying), so the agent fails at once and shows why; the
+ * proxy still serves everything else, and `sluice doctor` names every such
+ * rule. A token command that fails is 502 inject-failed. The value is
  * held only while its request lives and wiped after.
  *
  * Every response from a host a rule names goes through a scrubber
@@ -124,7 +131,8 @@ void inject_end(struct session *s)
  * The secret of rule into *val (the caller wipes and frees it). With mint,
  * a command rule's token comes from token_get (which may start a run);
  * without, it is the last one minted. Returns 0, 1 (a token is being
- * minted, or none without mint), or -1 with why[].
+ * minted, or none without mint), -2 with why[] (an env or file source
+ * missing or unusable: the operator's to fix), or -1 with why[].
  */
 static int secret_load(struct session *s, const struct inject_rule *rule, bool mint, char **val,
 		       size_t *vlen, char *why, size_t size)
@@ -139,8 +147,10 @@ static int secret_load(struct session *s, const struct inject_rule *rule, bool m
 		const char *v = getenv(rule->source_arg);
 
 		if (v == NULL || v[0] == '\0') {
-			snprintf(why, size, "the environment variable %s is not set", rule->source_arg);
-			return -1;
+			snprintf(why, size,
+				 "the environment variable %s is not set in sluice-proxy's environment",
+				 rule->source_arg);
+			return -2;
 		}
 		len = strlen(v);
 		buf = malloc(len + 1);
@@ -150,18 +160,24 @@ static int secret_load(struct session *s, const struct inject_rule *rule, bool m
 		break;
 	}
 	case INJECT_FILE:
-		if (stat(rule->source_arg, &st) == -1 || !S_ISREG(st.st_mode)) {
-			snprintf(why, size, "the secret file %s cannot be read", rule->source_arg);
-			return -1;
+		if (stat(rule->source_arg, &st) == -1) {
+			snprintf(why, size, "the secret file %s cannot be read (%s)", rule->source_arg,
+				 strerror(errno));
+			return -2;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			snprintf(why, size, "the secret file %s is not a regular file", rule->source_arg);
+			return -2;
 		}
 		if ((st.st_mode & 077) != 0) {
 			snprintf(why, size, "the secret file %s is readable by others (chmod 600 it)",
 				 rule->source_arg);
-			return -1;
+			return -2;
 		}
 		if (file_read(rule->source_arg, INJECT_SECRET_MAX + 2, &buf, &len) == -1) {
-			snprintf(why, size, "the secret file %s cannot be read", rule->source_arg);
-			return -1;
+			snprintf(why, size, "the secret file %s cannot be read (%s)", rule->source_arg,
+				 strerror(errno));
+			return -2;
 		}
 		/* one value; a final newline is not part of it */
 		if (len > 0 && buf[len - 1] == '\n')
@@ -182,7 +198,7 @@ static int secret_load(struct session *s, const struct inject_rule *rule, bool m
 		snprintf(why, size, "the secret is empty or over %d bytes", INJECT_SECRET_MAX);
 		explicit_bzero(buf, len);
 		free(buf);
-		return -1;
+		return rule->source == INJECT_COMMAND ? -1 : -2;
 	}
 	*val = buf;
 	*vlen = len;
@@ -275,6 +291,11 @@ int inject_begin(struct session *s, const struct http_request *req)
 		switch (secret_load(s, x->rule, true, &x->secret, &x->secret_len, why, sizeof(why))) {
 		case 1:
 			return 1;
+		case -2: /* the operator's to fix: a status no client retries */
+			session_refuse(s, 403, "inject-secret-missing", "proxy_configuration_error",
+				       "rule %s: %s; the request was not sent (sluice doctor checks "
+				       "every inject rule)", x->rule->name, why);
+			return -1;
 		case -1:
 			session_refuse(s, 502, "inject-failed", "http_request_error",
 				       "rule %s: %s; the request was not sent", x->rule->name, why);
@@ -619,4 +640,44 @@ int inject_move_body(struct session *s, const char **why)
 void inject_body_eof(struct session *s)
 {
 	s->x->in_done = true;
+}
+
+/*
+ * At start, after the drop to `user`: each env or file rule whose source
+ * cannot be had now is named on stderr (the proxy serves the rest, and
+ * refuses that rule's requests 403 until it is fixed; the file is read
+ * again at each request, so fixing it needs no restart).
+ */
+void inject_warn_sources(const struct proxy *px)
+{
+	const struct config *c = px->config;
+
+	for (size_t i = 0; i < c->nrules; i++) {
+		const struct inject_rule *r = &c->rules[i];
+		const char *v;
+		struct stat st;
+		char why[INJECT_SOURCE_MAX + 128];
+
+		why[0] = '\0';
+		if (r->source == INJECT_ENV) {
+			v = getenv(r->source_arg);
+			if (v == NULL || v[0] == '\0')
+				snprintf(why, sizeof(why), "the environment variable %s is not set",
+					 r->source_arg);
+		} else if (r->source == INJECT_FILE) {
+			if (stat(r->source_arg, &st) == -1 || access(r->source_arg, R_OK) == -1)
+				snprintf(why, sizeof(why), "the secret file %s cannot be read (%s)",
+					 r->source_arg, strerror(errno));
+			else if (!S_ISREG(st.st_mode) || st.st_size == 0)
+				snprintf(why, sizeof(why), "the secret file %s is empty or not a file",
+					 r->source_arg);
+			else if ((st.st_mode & 077) != 0)
+				snprintf(why, sizeof(why), "the secret file %s is readable by others",
+					 r->source_arg);
+		}
+		if (why[0] != '\0')
+			fprintf(stderr,
+				"sluice-proxy: warning: inject rule %s: %s; its requests are refused "
+				"(403 inject-secret-missing) until that is fixed\n", r->name, why);
+	}
 }

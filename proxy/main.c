@@ -293,6 +293,7 @@ int main(int argc, char **argv)
 		goto out_resolve;
 	if (priv_drop(&px) == -1)
 		goto out_reload;
+	inject_warn_sources(&px);
 	if (signals_init(&px) == -1) {
 		fprintf(stderr, "sluice-proxy: signals: %s\n", strerror(errno));
 		goto out_reload;

@@ -10,7 +10,8 @@
  * dial.c     a session's upstream: judge every answer, connect (session.h)
  * resolve.c  c-ares driven by the loop; never a blocking lookup
  * reload.c   the grant store and config: watched, reloaded, re-judged
- * refuse.c   refusal responses: status, Proxy-Status, a one-line body
+ * refuse.c   refusal responses: status, Proxy-Status, a one-line body; a
+ *            refused CONNECT's refusal answered inside its TLS (refuse-page)
  * replay.c   the stamp replay window, mapped from STATE/stamp.seen
  * tls.c      intercepting CONNECT: our CA's leaves, both handshakes
  * inject.c   credentials onto decrypted requests; masking them in responses
@@ -163,6 +164,9 @@ void stats_reload(bool ok);
 
 /* token.c */
 void token_release_all(struct proxy *px);
+
+/* inject.c: at start, each inject rule whose env or file source cannot be had, on stderr */
+void inject_warn_sources(const struct proxy *px);
 
 /* tls.c */
 /* With intercept on: the CA, leaf cache and contexts. Returns 0, or -1 said on stderr. */

@@ -94,15 +94,16 @@ static const char *row_key(const struct session *s, char *buf, size_t size)
 	return lograte_unattributed(s->client, buf, size);
 }
 
-void session_log(struct session *s)
+bool session_log(struct session *s)
 {
 	struct exchange *x = s->x;
 	struct netlog_row row;
 	struct stamp st;
 	char who[SESSION_WHO_MAX], key[SESSION_WHO_MAX + STAMP_AS_MAX];
+	bool written = false;
 
 	if (x == NULL || !x->active)
-		return;
+		return false;
 	x->active = false;
 	memset(&row, 0, sizeof(row));
 	row.conn = s->id;
@@ -151,16 +152,21 @@ void session_log(struct session *s)
 		row.kind = "probe";
 		row.path = RUNNOTE_PROBE_PATH;
 		row.path_len = sizeof(RUNNOTE_PROBE_PATH) - 1;
-		if (s->px->netlog != NULL)
+		if (s->px->netlog != NULL) {
 			netlog_write(s->px->netlog, &row);
+			written = true;
+		}
 	} else {
 		if (s->px->netlog != NULL &&
-		    lograte_admit(s->px, row_key(s, key, sizeof(key)), &row))
+		    lograte_admit(s->px, row_key(s, key, sizeof(key)), &row)) {
 			netlog_write(s->px->netlog, &row);
+			written = true;
+		}
 		stats_row(&row);
 		sandbox_count(&row);
 	}
 	inject_end(s);
+	return written;
 }
 
 /* --- closing ----------------------------------------------------------- */
@@ -236,6 +242,8 @@ void session_free_dead(struct proxy *px)
 		h2_release(s);
 		free(s->x);
 		free(s->tun);
+		if (s->ix != NULL)
+			free(s->ix->page);
 		free(s->ix);
 		free(s->stamp);
 		free(s->build);
@@ -282,6 +290,12 @@ void session_refuse(struct session *s, int status, const char *reason,
 
 void session_refuse_with(struct session *s, const struct refusal *ref)
 {
+	bool page;
+
+	if (s->ix != NULL && s->ix->page != NULL) {
+		refuse_page_answer(s, NULL); /* a timeout inside a refusal's page: the page */
+		return;
+	}
 	if (s->ix != NULL && s->ix->alpn == ALPN_DIAL) {
 		tls_alpn_unreached(s, ref->detail); /* no request to answer yet */
 		return;
@@ -304,11 +318,23 @@ void session_refuse_with(struct session *s, const struct refusal *ref)
 	s->x->reason = ref->reason;
 	snprintf(s->x->detail, sizeof(s->x->detail), "%s", ref->detail);
 	memcpy(s->x->refusal, ref->id, sizeof(s->x->refusal));
-	/* cout holds at most the unsent tail of an earlier response: keep it, append */
-	if (!s->x->resp_started && refuse_write(&s->cout, ref) == 0)
+	/*
+	 * A refused CONNECT whose name we may intercept: its row now, then the
+	 * refusal inside its TLS (refuse.c), unless the row was not written
+	 * (a principal past its refusal-row budget gets the plain 403).
+	 */
+	page = refuse_page_wanted(s, ref);
+	if (page)
 		s->x->status = ref->status;
-	session_log(s);
-	session_enter_drain(s);
+	/* cout holds at most the unsent tail of an earlier response: keep it, append */
+	else if (!s->x->resp_started && refuse_write(&s->cout, ref) == 0)
+		s->x->status = ref->status;
+	if (session_log(s) && page && refuse_page_begin(s, ref) == 0)
+		return;
+	if (page && !s->closed)
+		refuse_write(&s->cout, ref);
+	if (!s->closed)
+		session_enter_drain(s);
 }
 
 /*

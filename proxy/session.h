@@ -219,6 +219,7 @@ struct intercept {
 	char unreached[200]; /* why the upstream was not reached before the handshake, or "" */
 	char err[128];
 	char resume_key[HOST_NAME_MAX_LEN + 8]; /* "host:port" of the upstream TLS session */
+	struct refusal *page; /* a refused CONNECT answered inside its TLS (refuse.c); else NULL */
 };
 
 /*
@@ -345,7 +346,7 @@ void session_step_tunnel(struct session *s);
 void session_step_drain(struct session *s);
 int session_stamp_keep(struct session *s, const struct stamp *st);
 int session_stamp_first_head(struct session *s, const struct http_request *req);
-void session_log(struct session *s);
+bool session_log(struct session *s); /* false: no row written (lograte's budget spent) */
 void session_abort(struct session *s, const char *why);
 void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -353,6 +354,24 @@ void session_refuse(struct session *s, int status, const char *reason, const cha
 void session_refuse_with(struct session *s, const struct refusal *ref);
 /* refuse.c: refuse a request as the policy's verdict v says, with the hint that grants it. */
 void refuse_verdict(struct session *s, const struct verdict *v);
+/*
+ * Whether refusal r of the CONNECT in flight is to be answered inside the
+ * client's TLS (refuse-page on): a 403 of a CONNECT to a name sluice may
+ * intercept, nothing of it answered yet.
+ */
+bool refuse_page_wanted(const struct session *s, const struct refusal *r);
+/*
+ * Its row written: answer 200 and complete the client's TLS with a leaf
+ * for the name (tls.c, HTTP/1.1 only); its first request is answered with
+ * r (refuse_page_answer). Returns 0, or -1 when it cannot be (bytes after
+ * the CONNECT head, no memory): the caller sends the plain refusal.
+ */
+int refuse_page_begin(struct session *s, const struct refusal *r);
+/*
+ * The request inside (req; NULL when none came whole: a timeout, a
+ * malformed head) is answered with the page's refusal, then the close.
+ */
+void refuse_page_answer(struct session *s, const struct http_request *req);
 void session_tunnel_refuse(struct session *s, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void session_enter_drain(struct session *s);

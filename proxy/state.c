@@ -106,6 +106,8 @@ static uint64_t due_head(const struct session *s, const struct config *c)
 		return s->head_ms + c->head_timeout_ms;
 	if (s->nreq == 0)
 		return s->accepted_ms + c->head_timeout_ms;
+	if (s->ix != NULL && s->ix->page != NULL) /* a refusal's page waits for one request */
+		return s->active_ms + c->head_timeout_ms;
 	return s->active_ms + c->idle_timeout_ms;
 }
 

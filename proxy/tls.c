@@ -129,6 +129,8 @@ static int client_hello_cb(SSL *ssl, int *alert, void *arg)
 	if (s == NULL || s->ix->alpn != ALPN_UNASKED)
 		return SSL_CLIENT_HELLO_SUCCESS;
 	s->ix->alpn = ALPN_H1;
+	if (s->ix->page != NULL)
+		return SSL_CLIENT_HELLO_SUCCESS; /* a refusal's page: nothing to dial, HTTP/1.1 */
 	if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_application_layer_protocol_negotiation, &p,
 				      &len) != 1 ||
 	    !alpn_offer_read(p, len, s->ix->offer, &s->ix->offer_len))
@@ -457,6 +459,13 @@ void tls_step_accept(struct session *s)
 				 "CA? `sluice ca show`)",
 				 tls_error_text());
 		accept_failed(s, s->sni_bad ? "sni-mismatch" : "client-tls-failed", why);
+		return;
+	}
+	if (s->ix->page != NULL) { /* a refusal's page: its row was written at the CONNECT */
+		s->intercept = true;
+		s->c_tls_out = false;
+		s->head_ms = 0;
+		session_enter(s, SS_HEAD);
 		return;
 	}
 	/* the tunnel's own row; each request inside gets one of its own */

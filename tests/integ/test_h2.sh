@@ -120,14 +120,14 @@ expect_eq "... the big body whole (1 MiB through the stream windows)" 1048576 \
 # injection and scrubbing per stream; one stream refused, the others go on
 out=$(h2py api.test 8444 "$CA" get /echo /reflect /broken /echo)
 expect_eq "a reflected credential masked on every stream, a failing rule refuses only its stream" \
-	"/echo 200 proto=HTTP/2.0 host=api.test auth=Bearer $stars|/reflect 200 token=$stars|/broken 502 sluice: rule h2m: the environment variable SLUICE_LAB_MISSING is not set; the request was not sent|/echo 200 proto=HTTP/2.0 host=api.test auth=Bearer $stars" \
+	"/echo 200 proto=HTTP/2.0 host=api.test auth=Bearer $stars|/reflect 200 token=$stars|/broken 403 sluice: rule h2m: the environment variable SLUICE_LAB_MISSING is not set in sluice-proxy's environment; the request was not sent (sluice doctor checks every inject rule)|/echo 200 proto=HTTP/2.0 host=api.test auth=Bearer $stars" \
 	"$(printf '%s\n' "$out" | paste -sd'|')"
 expect_eq "... the origin got the credential on each of the three" 3 \
 	"$(grep -c "auth=\"Bearer $LAB_TOKEN\"\|auth=\"$LAB_TOKEN\"" "$d/access.log")"
 wait_log 3 path=/reflect
 expect_eq "... the rows name the rules and count the masks" "h2k h2r 1" \
 	"$(logq path=/echo host=api.test --field inject | head -1) $(logq path=/reflect --field inject) $(logq path=/reflect --field scrubbed)"
-expect_eq "... the refused stream's row" "refuse inject-failed 502 h2" \
+expect_eq "... the refused stream's row" "refuse inject-secret-missing 403 h2" \
 	"$(logq path=/broken --field decision) $(logq path=/broken --field reason) $(logq path=/broken --field status) $(logq path=/broken --field proto)"
 expect_eq "... and the origin never saw it (it logged the others)" "0 3" \
 	"$(grep -c '/broken' "$d/access.log") $(grep -c 'HTTP/2.0" 200 auth=".*'"$LAB_TOKEN" "$d/access.log")"

@@ -142,8 +142,8 @@ expect_eq "... and the origin saw no stamp" 0 "$(grep '/api?stamped' "$LAB_DIR/t
 
 # a secret that cannot be had: the request is not sent
 out=$(icurl -w ' %{http_code}' https://api.test:9443/missing 2>&1)
-expect_re "a rule whose secret is missing: 502 naming the rule and why" \
-	"rule missing: the environment variable SLUICE_LAB_UNSET is not set.* 502$" "$(echo $out)"
+expect_re "a rule whose secret is missing: 403 (not retried: the operator's to fix) naming the rule and why" \
+	"rule missing: the environment variable SLUICE_LAB_UNSET is not set in sluice-proxy's environment; the request was not sent.* 403$" "$(echo $out)"
 expect_none "... nothing reached the origin" tls9443 'line~/missing'
 
 # a body over its host's limit: 413 before any injection

@@ -221,7 +221,7 @@ expect_eq "an intercepted request (the CA key read before the drop) gets its min
 expect_eq "... the token command ran as the user, with no_new_privs" "$TUID 1" "$(cat "$LOGDIR/mint.out" 2>&1)"
 # file= secrets are read for each request, so as the user
 out=$(hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$STATE/ca.crt" -w ' %{http_code}' https://api.test:9443/api 2>&1)
-expect_eq "a file= secret only root can read (0600 root) cannot be had: 502" 502 "${out##* }"
+expect_eq "a file= secret only root can read (0600 root) cannot be had: 403 (the operator's to fix)" 403 "${out##* }"
 expect_re "... the row says the file cannot be read" 'secret file .*api\.secret cannot be read' "$(logq path=/api --field detail)"
 chown "$TU" "$LAB_DIR/api.secret"
 out=$(hx curl -sS --max-time 10 -x "$PROXY_URL" --cacert "$STATE/ca.crt" https://api.test:9443/api 2>&1)

@@ -691,6 +691,7 @@ static void test_print_defaults(void **state)
 			       "token-min-interval 10\n"
 			       "# nameserver: none given, /etc/resolv.conf is used\n"
 			       "intercept on\n"
+			       "refuse-page on\n"
 			       "# metrics-listen: none given, no metrics served\n"
 			       "dns-listen 127.0.0.1:53\n"
 			       "# dns-upstream: none given, /etc/resolv.conf's nameservers, plain\n"
