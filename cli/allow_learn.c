@@ -261,8 +261,8 @@ static int row_add(struct groups *gs, json_t *row, int64_t t_ms)
 	bool connect, v6;
 	size_t i;
 
-	if (host == NULL || kind == NULL || port < 1 || port > 65535)
-		return 0;
+	if (host == NULL || kind == NULL || port < 1 || port > 65535 || !log_row_is_exchange(row))
+		return 0; /* a long exchange's open and progress rows: its own row counts it */
 	connect = strcmp(kind, "tunnel") == 0 || strcmp(kind, "https") == 0 ||
 		  strcmp(kind, "wss") == 0;
 	v6 = strchr(host, ':') != NULL;

@@ -194,6 +194,9 @@ int logview_add(struct logview *v, json_t *row, const struct principal *p)
 			     : 1;
 	struct group *g;
 
+	/* each exchange once: its own row; a suppression row for the refusals it counted */
+	if (!dns && !log_row_is_exchange(row) && (kind == NULL || strcmp(kind, "suppressed") != 0))
+		return 0;
 	if (host == NULL)
 		host = "-";
 	if (p != NULL)
