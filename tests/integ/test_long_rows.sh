@@ -25,7 +25,7 @@ wait_until 10 ix bash -c '</dev/tcp/192.0.2.2/9010' || lab_bail "the ws origin d
 wait_until 15 ix bash -c '</dev/tcp/203.0.113.13/50051' || lab_bail "the gRPC origin did not start"
 
 MP=$((PROXY_PORT + 61))
-lab_write_conf "intercept on" "passthrough pass.test" "allow pass.test:8443" "allow good.test:9010" \
+lab_write_conf "intercept on" "passthrough pass.test" "allow pass.test:8443" "allow good.test:9010" "allow good.test" \
 	"allow tls.test:50051" "upstream-ca tls.test $T/ca.crt" "metrics-listen $MP" \
 	"log-open-after 2" "log-progress 2" "idle-timeout 30"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
@@ -173,6 +173,21 @@ expect_re "... the tunnel once" "^pass\.test +unattributed +1 +0 +0 " "$(printf 
 out=$(sl log --by-host --host tls.test)
 expect_re "... tls.test: its CONNECT, the slow stream and the short one: 3" "^tls\.test +unattributed +3 +0 +0 " \
 	"$(printf '%s\n' "$out" | grep '^tls.test')"
+
+# --- an HTTP/1.1 request waiting 4 s for its response (the origin's /slow)
+hx curl -s --max-time 10 -x "$PROXY_URL" -o "$LAB_DIR/slow1.out" "http://good.test/slow?s=4" &
+h1=$!
+wait_log 5 kind=open of=http path~/slow
+expect_eq "an HTTP/1.1 request waiting on its response gets its open row while it waits (status 0 so far)" \
+	"1 open 0 allow" \
+	"$(logq kind=open path~/slow --count) $(alive $h1 && echo open || echo ended) $(logq kind=open path~/slow --field status) $(logq kind=open path~/slow --field decision)"
+wait "$h1"
+wait_log 5 kind=http path~/slow
+expect_eq "... its final row as before (200), the open row's conn and req" \
+	"200 $(logq kind=http path~/slow --field conn) $(logq kind=http path~/slow --field req)" \
+	"$(logq kind=http path~/slow --field status) $(logq kind=open path~/slow --field conn) $(logq kind=open path~/slow --field req)"
+expect_re "... sluice log's table says what it is" "http open for [0-9.]+ s: [0-9]+ bytes up, 0 down so far" \
+	"$(sl log --host good.test | grep '/slow')"
 
 # --- learn: a would-be refusal that lasts is one would-be refusal
 sl allow enforce learn --for 1h >/dev/null 2>&1 || lab_bail "sluice allow enforce learn"
