@@ -150,9 +150,9 @@ static void table_row(json_t *row, const struct principal *p)
 	 * a suppression row's last column: why its rows were refused, and how
 	 * many each; a long exchange's open or progress row: how long, how much
 	 */
-	if (!suppressed && log_row_long(row, why, sizeof(why)))
-		suppressed = true;
-	log_put_cell(suppressed ? why : str_or_dash(row, "grant"), 60, true);
+	bool note = suppressed || log_row_long(row, why, sizeof(why));
+
+	log_put_cell(note ? why : str_or_dash(row, "grant"), 60, true);
 }
 
 static void dns_table_header(void)
