@@ -261,7 +261,8 @@ static int row_add(struct groups *gs, json_t *row, int64_t t_ms)
 	bool connect, v6;
 	size_t i;
 
-	/* a run's probe, a run's own row: not a request a grant would serve */
+	/* an exchange's own row only: not a run's probe or its own rows, not a long
+	 * exchange's open and progress rows (its own row counts it) */
 	if (host == NULL || kind == NULL || port < 1 || port > 65535 || !log_row_is_exchange(row))
 		return 0;
 	connect = strcmp(kind, "tunnel") == 0 || strcmp(kind, "https") == 0 ||

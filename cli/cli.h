@@ -280,6 +280,11 @@ const char *log_time_cell(const char *ts, char *buf, size_t size);
  * probe, a long exchange's open or progress rows) are not exchanges.
  */
 bool log_row_is_exchange(json_t *row);
+/*
+ * Whether row is a long exchange's open or progress row (kind "open" or
+ * "progress"); then "ws open for 2.0 s: 11 bytes up, 7 down so far" into what.
+ */
+bool log_row_long(json_t *row, char *what, size_t size);
 bool log_row_suppressed(json_t *row, char *what, size_t wsize, char *why, size_t ysize);
 
 /* p as the "principal" object of --json output (a new reference), or NULL. */

@@ -74,6 +74,26 @@ bool log_row_is_exchange(json_t *row)
 	return false;
 }
 
+bool log_row_long(json_t *row, char *what, size_t size)
+{
+	const char *kind = json_string_value(json_object_get(row, "kind"));
+	const char *of = json_string_value(json_object_get(row, "of"));
+	json_t *m = json_object_get(row, "ms");
+	char up[32], down[32], ms[32];
+
+	if (kind == NULL || (strcmp(kind, "open") != 0 && strcmp(kind, "progress") != 0))
+		return false;
+	number_cell(json_object_get(row, "up"), up, sizeof(up));
+	number_cell(json_object_get(row, "down"), down, sizeof(down));
+	if (json_is_number(m))
+		snprintf(ms, sizeof(ms), "%.1f s", json_number_value(m) / 1000.0);
+	else
+		snprintf(ms, sizeof(ms), "-");
+	snprintf(what, size, "%s %s for %s: %s bytes up, %s down so far", of != NULL ? of : "-",
+		 strcmp(kind, "open") == 0 ? "open" : "still open", ms, up, down);
+	return true;
+}
+
 bool log_row_suppressed(json_t *row, char *what, size_t wsize, char *why, size_t ysize)
 {
 	const char *kind = json_string_value(json_object_get(row, "kind"));
@@ -169,8 +189,13 @@ static void table_row(json_t *row, const struct principal *p)
 	log_put_cell(hostport, 32, false);
 	log_put_cell(str_or_dash(row, "path"), 24, false);
 	log_put_cell(str_or_dash(row, "reason"), 16, false);
-	/* a suppression row's last column: why its rows were refused, and how many each */
-	log_put_cell(suppressed ? why : str_or_dash(row, "grant"), 60, true);
+	/*
+	 * a suppression row's last column: why its rows were refused, and how
+	 * many each; a long exchange's open or progress row: how long, how much
+	 */
+	bool note = suppressed || log_row_long(row, why, sizeof(why));
+
+	log_put_cell(note ? why : str_or_dash(row, "grant"), 60, true);
 }
 
 static void dns_table_header(void)

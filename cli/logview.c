@@ -194,7 +194,7 @@ int logview_add(struct logview *v, json_t *row, const struct principal *p)
 			     : 1;
 	struct group *g;
 
-	/* the views count requests (and the refusals a suppression row stands for), nothing else */
+	/* each exchange once, its own row (and the refusals a suppression row stands for), nothing else */
 	if (!dns && !log_row_is_exchange(row) && (kind == NULL || strcmp(kind, "suppressed") != 0))
 		return 0;
 	if (host == NULL)

@@ -208,6 +208,7 @@ static char *row_render(struct watch *w, json_t *row, enum mark mark)
 	char line[LINE_MAX_BYTES], tbuf[32], who[LOG_WHO_MAX], status[32], port[32];
 	char hostport[HOST_NAME_MAX_LEN + 48];
 	const char *ts = str_of(row, "ts"), *host = or_dash(str_of(row, "host"));
+	const char *kind = str_of(row, "kind");
 	char why[128];
 	size_t at = 0;
 
@@ -223,7 +224,9 @@ static char *row_render(struct watch *w, json_t *row, enum mark mark)
 	line[1] = ' ';
 	cell(line, &at, ts != NULL ? log_time_cell(ts, tbuf, sizeof(tbuf)) : "-", 14, false);
 	cell(line, &at, who, 20, false);
-	cell(line, &at, or_dash(str_of(row, "kind")), 6, false);
+	/* a long exchange's progress row: "prog" fits the column ("open" does) */
+	cell(line, &at, kind != NULL && strcmp(kind, "progress") == 0 ? "prog" : or_dash(kind), 6,
+	     false);
 	cell(line, &at, or_dash(str_of(row, "method")), 7, false);
 	cell(line, &at, hostport, 30, false);
 	cell(line, &at, or_dash(str_of(row, "path")), 20, false);

@@ -223,6 +223,25 @@ static void d_log_row_burst(struct parser *p, char **w, size_t nw)
 		p->c->log_row_burst = (unsigned)v;
 }
 
+/* Seconds in 0..86400 (0: none) into *ms_out. */
+static void seconds_or_none(struct parser *p, const char *dir, const char *s, unsigned *ms_out)
+{
+	uint64_t v;
+
+	if (config_number_arg(p, dir, s, 0, 86400, &v) == 0)
+		*ms_out = (unsigned)v * 1000;
+}
+
+static void d_log_open_after(struct parser *p, char **w, size_t nw)
+{
+	seconds_or_none(p, "log-open-after", w[1], &p->c->log_open_after_ms);
+}
+
+static void d_log_progress(struct parser *p, char **w, size_t nw)
+{
+	seconds_or_none(p, "log-progress", w[1], &p->c->log_progress_ms);
+}
+
 static void d_log_chain(struct parser *p, char **w, size_t nw)
 {
 	if (strcmp(w[1], "on") == 0)
@@ -351,6 +370,8 @@ static const struct directive directives[] = {
 	{ "log-chain", 1, false, false, d_log_chain },
 	{ "log-row-rate", 1, false, false, d_log_row_rate },
 	{ "log-row-burst", 1, false, false, d_log_row_burst },
+	{ "log-open-after", 1, false, false, d_log_open_after },
+	{ "log-progress", 1, false, false, d_log_progress },
 	{ "user", 1, false, false, d_user },
 	{ "doctor-on-start", 1, false, false, d_doctor_on_start },
 	{ "max-connections", 1, false, false, d_max_connections },
@@ -551,6 +572,8 @@ struct config *config_new(void)
 	c->log_keep = DEFAULT_LOG_KEEP;
 	c->log_row_rate = DEFAULT_LOG_ROW_RATE;
 	c->log_row_burst = DEFAULT_LOG_ROW_BURST;
+	c->log_open_after_ms = 5 * 1000;
+	c->log_progress_ms = 60 * 1000;
 	c->max_conns = DEFAULT_MAX_CONNS;
 	c->head_timeout_ms = 10 * 1000;
 	c->connect_timeout_ms = 10 * 1000;
@@ -707,6 +730,8 @@ void config_print(const struct config *c, FILE *out)
 		fprintf(out, "user %s\n", c->user);
 	fprintf(out, "log-row-rate %u\n", c->log_row_rate);
 	fprintf(out, "log-row-burst %u\n", c->log_row_burst);
+	fprintf(out, "log-open-after %u\n", c->log_open_after_ms / 1000);
+	fprintf(out, "log-progress %u\n", c->log_progress_ms / 1000);
 	fprintf(out, "doctor-on-start %s\n", c->doctor_on_start ? "on" : "off");
 	fprintf(out, "max-connections %u\n", c->max_conns);
 	fprintf(out, "max-connections-per-client %u\n", config_per_client(c));

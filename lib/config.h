@@ -21,6 +21,10 @@
  *   log-keep N                rotated files kept; default 5
  *   log-chain on|off          every row carries prev, the SHA-256 of the row
  *                             before it (netlog.h); default off
+ *   log-open-after SECONDS    an exchange still relaying after SECONDS gets a
+ *                             row of kind open (0..86400, 0: none); default 5
+ *   log-progress SECONDS      ... then one of kind progress every SECONDS
+ *                             (0..86400, 0: none); default 60
  *   user NAME                 sluice-proxy, started as root, drops to NAME
  *                             (and its groups) once bound; default none
  *   doctor-on-start on|off    sluice-proxy runs `sluice doctor --before-proxy`
@@ -161,6 +165,8 @@ struct config {
 	bool log_chain;                  /* rows carry prev (netlog.h) */
 	unsigned log_row_rate;           /* a principal's refusal rows a second; 0: no budget */
 	unsigned log_row_burst;          /* ... and at once, past log_row_rate */
+	unsigned log_open_after_ms;      /* a long exchange's open row after this; 0: none */
+	unsigned log_progress_ms;        /* ... its progress rows this far apart; 0: none */
 	bool doctor_on_start;            /* sluice-proxy runs `sluice doctor --before-proxy` first */
 	char user[CONFIG_USER_MAX + 1];  /* "" : no user directive */
 	unsigned max_conns;

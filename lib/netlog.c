@@ -25,6 +25,7 @@
 
 #define PATH_CAP 200
 #define UA_CAP 120
+#define OF_CAP 16 /* an exchange's kind, ours: "tunnel" at most */
 #define HELD_MAX (64 * 1024) /* rows held for one write (netlog_hold) */
 
 struct netlog {
@@ -205,6 +206,8 @@ int netlog_write(struct netlog *l, const struct netlog_row *r)
 	netlog_put_cstr(o, "build", r->build);
 	netlog_put_cstr(o, "client", r->client);
 	netlog_put_cstr(o, "kind", r->kind);
+	if (r->of != NULL)
+		netlog_put_str(o, "of", r->of, strlen(r->of), OF_CAP);
 	netlog_put_cstr(o, "proto", r->proto);
 	netlog_put_cstr(o, "method", r->method);
 	netlog_put_cstr(o, "host", r->host);

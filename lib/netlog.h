@@ -40,7 +40,8 @@ struct netlog_row {
 	const struct stamp *stamp; /* the connection's verified stamp, or NULL */
 	const char *build;         /* "build:NAME": the build token the connection named, or NULL */
 	const char *client;
-	const char *kind; /* "http", "https", "ws", "wss" or "tunnel" */
+	const char *kind; /* "http", "https", "ws", "wss" or "tunnel"; "open" or "progress" (of) */
+	const char *of;   /* an open or progress row: its exchange's kind; NULL: not written */
 	const char *proto; /* "http/1.1", "http/1.0" or "h2"; NULL: a tunnel, or no request read */
 	const char *method;
 	const char *host;
@@ -106,7 +107,7 @@ int netlog_write_suppressed(struct netlog *l, const struct netlog_suppressed *r)
 
 /* --- netlog_row.c: a row built by hand -------------------------------- */
 
-#define NETLOG_ROW_MAX 32768 /* 18 strings at NETLOG_TEXT_CAP, as, path, ua (all escaped), numbers */
+#define NETLOG_ROW_MAX 32768 /* 18 strings at NETLOG_TEXT_CAP, as, path, ua, of (all escaped), numbers */
 #define NETLOG_PREV_MAX (NETLOG_PREV_HEX + 16) /* ,"prev":"HEX" */
 #define NETLOG_TEXT_CAP 256                    /* bytes of a string field kept */
 

@@ -19,6 +19,7 @@
  * limit.c    connections counted per client address or stamped principal
  * lograte.c  a refusal-row budget per principal: past it, rows counted, not written
  * priv.c     the drop from root to `user NAME`, and what that user must reach
+ * longrow.c  a long exchange's open and progress rows, while it lasts (session.h)
  * stats.c    its metrics (lib/metrics.h): counted on rows, handshakes, tokens, reloads
  */
 #ifndef SLUICE_PROXY_H

@@ -20,6 +20,7 @@
  *             two nghttp2 sessions and their callbacks (h2.h: its inside)
  * h2_up.c     ... the upstream session's callbacks
  * h2_stream.c ... one stream: an exchange judged, sent, answered and logged
+ * longrow.c   a long exchange's open and progress rows, while it lasts
  */
 #ifndef SLUICE_SESSION_H
 #define SLUICE_SESSION_H
@@ -103,6 +104,7 @@ struct exchange {
 	uint64_t budget_up;          /* ... bytes taken from the client to go up, spent against it */
 	bool budget_observed;        /* past it, but the mode refuses nothing: marked once */
 	double t_start;
+	uint64_t long_at; /* loop ms of its last open or progress row (longrow.c); 0: none yet */
 	double dns_ms, connect_ms; /* < 0: did not happen */
 	bool client_close;         /* close the client after this request */
 
@@ -347,6 +349,12 @@ void session_step_drain(struct session *s);
 int session_stamp_keep(struct session *s, const struct stamp *st);
 int session_stamp_first_head(struct session *s, const struct http_request *req);
 bool session_log(struct session *s); /* false: no row written (lograte's budget spent) */
+/*
+ * x's row of s as it stands now (its bytes and time so far) into *row; st
+ * and who (SESSION_WHO_MAX bytes) hold its stamp and principal.
+ */
+void session_row(const struct session *s, const struct exchange *x, struct netlog_row *row,
+		 struct stamp *st, char *who, size_t size);
 void session_abort(struct session *s, const char *why);
 void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -456,6 +464,17 @@ size_t budget_read_limit(const struct exchange *x, uint64_t taken, size_t limit)
 void budget_line(struct session *s, const struct exchange *x, char *out, size_t size);
 /* x counts against no budget from now on (its row is written, or it is freed); x may be NULL */
 void budget_end(struct session *s, struct exchange *x);
+
+/* longrow.c */
+/*
+ * When s's next open or progress row is due (loop ms), for its exchange or
+ * any of its HTTP/2 streams relaying longer than log-open-after;
+ * UINT64_MAX when none is (state.c's timer takes the sooner of this and
+ * the state's deadline).
+ */
+uint64_t longrow_due(const struct session *s, const struct config *c);
+/* Write every open or progress row of s due by now. */
+void longrow_write(struct session *s, const struct config *c);
 
 /* head.c */
 int head_upstream(struct session *s, const struct http_request *req); /* into uout; 0 or -1 */

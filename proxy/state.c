@@ -462,14 +462,25 @@ void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
 
 /* --- timers ------------------------------------------------------------ */
 
+/* The sooner of the state's deadline and a long exchange's next row (longrow.c). */
+static uint64_t wake_at(const struct session *s, uint64_t due)
+{
+	uint64_t row = longrow_due(s, session_config(s));
+
+	return row < due ? row : due;
+}
+
 static void on_timer(struct loop *l, struct loop_timer *t)
 {
 	struct session *s = t->arg;
 	const struct state_def *d = &states[s->state];
-	uint64_t due = d->due(s, session_config(s));
+	uint64_t due;
 
+	if (longrow_due(s, session_config(s)) <= loop_now(l))
+		longrow_write(s, session_config(s));
+	due = d->due(s, session_config(s));
 	if (due > loop_now(l)) {
-		loop_timer_set(l, t, due - loop_now(l), on_timer, s);
+		loop_timer_set(l, t, wake_at(s, due) - loop_now(l), on_timer, s);
 		return;
 	}
 	trace(s, "%s: deadline passed: %s", d->name, d->late);
@@ -478,11 +489,11 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 		session_pump(s);
 }
 
-/* Make sure the timer fires no later than the current state's deadline. */
+/* Make sure the timer fires no later than the current state's deadline (or a row's). */
 void session_arm_timer(struct session *s)
 {
 	struct loop *l = s->px->loop;
-	uint64_t due = states[s->state].due(s, session_config(s));
+	uint64_t due = wake_at(s, states[s->state].due(s, session_config(s)));
 	uint64_t now = loop_now(l);
 
 	if (loop_timer_armed(&s->timer) && s->timer.fn == on_timer && s->timer.when_ms <= due)

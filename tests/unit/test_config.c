@@ -490,7 +490,16 @@ static void test_log_chain_and_user(void **state)
 	c = parse_ok("log-row-rate 0\nlog-row-burst 5\n");
 	assert_int_equal(c->log_row_rate, 0);
 	assert_int_equal(c->log_row_burst, 5);
+	assert_int_equal(c->log_open_after_ms, 5000);
+	assert_int_equal(c->log_progress_ms, 60000);
 	config_free(c);
+	c = parse_ok("log-open-after 0\nlog-progress 86400\n");
+	assert_int_equal(c->log_open_after_ms, 0);
+	assert_int_equal(c->log_progress_ms, 86400000);
+	config_free(c);
+	expect_errors("log-open-after 86401\n", 1,
+		      "t.conf:1: log-open-after: 86401 out of range 0..86400\n");
+	expect_errors("log-progress 2s\n", 1, "t.conf:1: log-progress: bad number \"2s\"\n");
 	c = parse_ok("user abcdefghijklmnopqrstuvwxyz012345\n"); /* 32 bytes */
 	assert_int_equal(strlen(c->user), 32);
 	config_free(c);
@@ -680,6 +689,8 @@ static void test_print_defaults(void **state)
 			       "log-chain off\n"
 			       "log-row-rate 100\n"
 			       "log-row-burst 200\n"
+			       "log-open-after 5\n"
+			       "log-progress 60\n"
 			       "doctor-on-start off\n"
 			       "max-connections 4096\n"
 			       "max-connections-per-client 256\n"

@@ -748,6 +748,38 @@ static void test_row_with_hostile_strings(void **state)
 	rmtree(dir);
 }
 
+/* A long exchange's open row names its kind in "of", right after kind; other rows have no "of". */
+static void test_open_row_of(void **state)
+{
+	char dir[64], path[128];
+	struct netlog *l;
+	struct netlog_row r = base_row();
+	size_t len;
+	char *rows, *second;
+
+	(void)state;
+	tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/network.log", dir);
+	l = netlog_open(path, 0, 0, false, FILE_NO_UID, NULL);
+	assert_non_null(l);
+	r.kind = "open";
+	r.of = "ws";
+	assert_int_equal(netlog_write(l, &r), 0);
+	r = base_row();
+	assert_int_equal(netlog_write(l, &r), 0);
+	netlog_close(l);
+	assert_int_equal(check_lines(path), 2);
+	rows = slurp(path, &len);
+	assert_non_null(rows);
+	*strchr(rows, '\n') = '\0';
+	second = rows + strlen(rows) + 1;
+	assert_non_null(strstr(rows, "\"kind\":\"open\",\"of\":\"ws\",\"proto\":"));
+	assert_null(strstr(second, "\"of\""));
+	assert_non_null(strstr(second, "\"kind\":\"http\",\"proto\":"));
+	free(rows);
+	rmtree(dir);
+}
+
 static void test_rotation_keeps_whole_rows(void **state)
 {
 	char dir[64], path[128], p[160];
@@ -844,6 +876,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_utf8_escaped),
 		cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_row_with_hostile_strings),
+		cmocka_unit_test(test_open_row_of),
 		cmocka_unit_test(test_rotation_keeps_whole_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
