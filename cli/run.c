@@ -91,6 +91,8 @@ static int args_parse(int argc, char **argv, struct run_opts *o)
 			o->env[o->nenv++] = val;
 		} else if (strcmp(opt, "--podman") == 0) {
 			o->podman = val;
+		} else if (strcmp(opt, "--agent") == 0) {
+			o->agent = val;
 		} else {
 			return usage_error("unknown option", opt);
 		}
@@ -367,6 +369,15 @@ static int run_principal(struct run *x, const struct sockaddr_storage *gw)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * The run's principal as one scope word. Until the run names itself
+ * (project:NAME[/AGENT]), it is what its forwarder stamps: SRC@sluice-ID.
+ */
+void run_scope_word(const struct run *x, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s@%s", x->principal_src, x->r.name);
 }
 
 /* --image: a podman network of the run's own; the sandbox reaches the forwarder at its gateway. */
@@ -653,6 +664,9 @@ static int sandbox_up(struct run *x)
 	struct runfile prf, drf;
 	int sig, rc;
 
+	/* before the daemons: one started now loads it; one running is told (SIGHUP) */
+	if (x->agent != NULL && run_agent_begin(x, x->agent, x->agent_path) == -1)
+		return EXIT_RUN_FAILED;
 	if (daemon_find(x, "proxy", "proxy.run", "sluice-proxy", &prf, x->proxy_up,
 			sizeof(x->proxy_up)) == -1)
 		return EXIT_RUN_FAILED;
@@ -766,6 +780,14 @@ int cmd_run(int argc, char **argv)
 	if (x.c == NULL)
 		return EXIT_RUN_FAILED;
 	code = EXIT_RUN_FAILED;
+	if (x.o.agent != NULL) {
+		x.agent = agent_load(x.o.agent, x.agent_path, sizeof(x.agent_path));
+		if (x.agent == NULL)
+			goto out;
+		/* the profile's sandbox-env after --env: an operator's own value wins */
+		for (size_t i = 0; i < x.agent->nagent_env && x.o.nenv < RUN_ENV_MAX / 2; i++)
+			x.o.env[x.o.nenv++] = x.agent->agent_env[i];
+	}
 	if (paths_init(&x) == -1 || ports_band_of(x.o.project, true, &x.r.base) == -1)
 		goto out;
 	x.fwd_port = x.r.base + RUN_FWD_OFF;
@@ -810,6 +832,7 @@ out:
 		close(x.lock_fd);
 	if (x.users_fd != -1)
 		close(x.users_fd);
+	config_free(x.agent);
 	config_free(x.c);
 	return code;
 }

@@ -480,6 +480,8 @@ int run_teardown(const struct config *c, struct run_record *r, int users_fd)
 		walls_forget(c, r);
 	if (r->netns && netns_remove(r) == -1)
 		ret = -1;
+	if (run_agent_end(c, r->id) == -1)
+		ret = -1;
 	if (shared_release(c, r, users_fd) == -1)
 		ret = -1;
 	if (ret == 0 && run_dir(c, r->id, dir, sizeof(dir)) == 0)

@@ -113,6 +113,33 @@ bool inject_serves(const struct inject_rule *r, const char *who, const char *src
 	return false;
 }
 
+const struct scope *inject_serving_principal(const struct inject_rule *r, const char *who,
+					     const char *src, const char *as)
+{
+	if (who == NULL || strcmp(who, "unattributed") == 0)
+		return NULL;
+	for (size_t i = 0; i < r->nprincipals; i++)
+		if (scope_matches(&r->principals[i], who, src, as))
+			return &r->principals[i];
+	return NULL;
+}
+
+int inject_key_name(const char *text, char *out, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = strlen(text), o = 0;
+
+	if (size < 2 * n + 2)
+		return -1;
+	out[o++] = 'k';
+	for (size_t i = 0; i < n; i++) {
+		out[o++] = hex[(unsigned char)text[i] >> 4];
+		out[o++] = hex[(unsigned char)text[i] & 15];
+	}
+	out[o] = '\0';
+	return (int)o;
+}
+
 bool inject_is_placeholder(const struct inject_rule *r, const char *value, size_t len)
 {
 	return r->require[0] != '\0' && strlen(r->require) == len &&
