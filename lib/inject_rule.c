@@ -331,8 +331,8 @@ int inject_rule_parse(struct inject_rule *r, char *const *w, size_t nw, char *er
 							   : "header= and query= are exclusive");
 	nsrc = seen[K_ENV] + seen[K_FILE] + seen[K_COMMAND] + seen[K_KEYS];
 	if (nsrc != 1)
-		return fail(err, size, nsrc == 0 ? "missing env=, file=, command= or keys="
-						 : "only one of env=, file=, command=, keys=");
+		return fail(err, size, nsrc == 0 ? "missing env=, file= or command="
+						 : "only one of env=, file=, command=");
 	if (seen[K_KEYS] != 0 && r->nprincipals == 0)
 		return fail(err, size, "keys= needs principal= (each principal's key is its own file)");
 	if (seen[K_ARGS] != 0 && seen[K_COMMAND] == 0)
