@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fake model APIs for the real agent CLIs (tests/integ/test_agents.sh).
 
-  agent_origin.py --log FILE --tls CERT KEY [--deltas N] [--delay S] LISTEN...
+  agent_origin.py --log FILE --tls CERT KEY [--deltas N] [--delay S] [--first-delay F] LISTEN...
 
 One TLS origin (HTTP/1.1) that answers by the request's Host, the way the
 real APIs answer the calls the CLIs make:
@@ -18,7 +18,11 @@ real APIs answer the calls the CLIs make:
                       :countTokens a count
   anything else       200 {}
 
-Each delta's text is "tick-R-I " (R the stream's number, I the delta's),
+The first delta comes F seconds (default 1) after the stream's start: a CLI
+works on the stream's start for a while (Claude Code, with no proxy between,
+showed its first delta 0.18-0.35 s after it was sent when it came 0.3 s
+after message_start, the next ones within 0.05 s), and that is the CLI's
+time, not the path's. Each delta's text is "tick-R-I " (R the stream's number, I the delta's),
 and FILE gets one JSON line per request ({"ev":"req", host, method, path,
 the credential headers}) and per delta, written just before the delta is
 sent ({"ev":"delta", "tag":"tick-R-I", "t": wall-clock seconds}), so a
@@ -96,7 +100,7 @@ class Handler(BaseHTTPRequestHandler):
     def deltas(self, send):
         r = next_stream()
         for i in range(1, ARGS.deltas + 1):
-            time.sleep(ARGS.delay)
+            time.sleep(ARGS.first_delay if i == 1 else ARGS.delay)
             tag = "tick-%d-%d" % (r, i)
             record({"ev": "delta", "tag": tag, "t": time.time()})
             send(tag + " ")
@@ -233,6 +237,7 @@ def main():
     ap.add_argument("--tls", nargs=2, required=True)
     ap.add_argument("--deltas", type=int, default=5)
     ap.add_argument("--delay", type=float, default=0.3)
+    ap.add_argument("--first-delay", type=float, default=1.0)
     ap.add_argument("listen", nargs="+")
     ARGS = ap.parse_args()
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

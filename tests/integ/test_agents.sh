@@ -82,7 +82,7 @@ hx ip route add "$AO/32" via 192.0.2.66
 OLOG=$AD/origin.jsonl
 : >"$OLOG"
 lab_bg "$ANS" "$PY" "$INTEG_DIR/agent_origin.py" --log "$OLOG" --tls "$AD/srv.crt" "$AD/srv.key" \
-	--deltas 5 --delay 0.3 "$AO:443"
+	--deltas 5 --delay 0.3 --first-delay 1 "$AO:443"
 wait_until 10 hx bash -c "</dev/tcp/$AO/443" || lab_bail "agent_origin.py listens on $AO:443"
 lab_run_project 43700
 for h in $AHOSTS; do echo "upstream-ca $h $AD/ca.crt" >>"$CONF"; done
