@@ -675,6 +675,11 @@ static int sandbox_up(struct run *x)
 		return EXIT_RUN_FAILED;
 	x->proxy_pid = prf.pid;
 	x->dns_pid = drf.pid;
+	/* a daemon starting while we handed over may have read agents.conf before us, and had no run file to be told by */
+	if (x->agent != NULL && x->proxy_pid > 0)
+		kill(x->proxy_pid, SIGHUP);
+	if (x->agent != NULL && x->dns_pid > 0)
+		kill(x->dns_pid, SIGHUP);
 	if ((sig = pending_signal()) != 0)
 		return 128 + sig;
 	if (allow_grants(x) == -1 || netns_make(x) == -1)

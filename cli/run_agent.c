@@ -43,7 +43,7 @@
 #include "run.h"
 #include "runfile.h"
 
-#define AGENTS_MAX 64      /* records merged at once */
+#define AGENTS_MAX GRANT_SCOPES_MAX /* runs with a profile at once: an allow line's for= each */
 #define AGENT_NAME_MAX 64
 
 static bool agent_name_ok(const char *s)
@@ -308,6 +308,44 @@ static void keys_sweep(const struct config *c, const struct agent_rec *recs, siz
 		closedir(d);
 }
 
+static bool agent_grant_same(const struct grant *a, const struct grant *b)
+{
+	return a->wildcard == b->wildcard && a->port == b->port && strcmp(a->host, b->host) == 0;
+}
+
+/* Whether no record before i allows what g does. */
+static bool grant_first(const struct agent_rec *recs, size_t i, const struct grant *g)
+{
+	for (size_t j = 0; j < i; j++)
+		for (size_t k = 0; k < recs[j].p->ngrants; k++)
+			if (agent_grant_same(&recs[j].p->grants[k], g))
+				return false;
+	return true;
+}
+
+/*
+ * One allow line for g, for= the principal of every record from i on
+ * that allows it: one grant a host, whoever many runs want it.
+ */
+static void allow_put(FILE *f, const struct agent_rec *recs, size_t i, size_t n,
+		      const struct grant *g)
+{
+	fprintf(f, "allow %s%s", g->wildcard ? "*." : "", g->host);
+	if (g->port != 0)
+		fprintf(f, ":%u", (unsigned)g->port);
+	for (size_t j = i; j < n; j++) {
+		bool has = false, seen = false;
+
+		for (size_t k = 0; k < recs[j].p->ngrants; k++)
+			has = has || agent_grant_same(&recs[j].p->grants[k], g);
+		for (size_t q = i; q < j; q++)
+			seen = seen || strcmp(recs[q].scope, recs[j].scope) == 0;
+		if (has && !seen)
+			fprintf(f, " for=%s", recs[j].scope);
+	}
+	fputc('\n', f);
+}
+
 /* STATE/agents.conf from the records (removed when there is none). Returns 0 or -1. */
 static int handover_write(const struct config *c, const struct agent_rec *recs, size_t n)
 {
@@ -356,14 +394,9 @@ static int handover_write(const struct config *c, const struct agent_rec *recs, 
 			if (inject_rule_format(&r, line, sizeof(line)) > 0)
 				fprintf(f, "%s\n", line);
 		}
-		for (size_t k = 0; k < p->ngrants; k++) {
-			const struct grant *g = &p->grants[k];
-
-			fprintf(f, "allow %s%s", g->wildcard ? "*." : "", g->host);
-			if (g->port != 0)
-				fprintf(f, ":%u", (unsigned)g->port);
-			fprintf(f, " for=%s\n", recs[i].scope);
-		}
+		for (size_t k = 0; k < p->ngrants; k++)
+			if (grant_first(recs, i, &p->grants[k]))
+				allow_put(f, recs, i, n, &p->grants[k]);
 	}
 	if (fclose(f) == EOF || rename(tmp, path) == -1) {
 		fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
@@ -461,7 +494,21 @@ static int begin_fn(const struct config *c, void *arg)
 {
 	const struct begin_arg *a = arg;
 	char dir[PATH_MAX + 16], path[PATH_MAX + 64];
+	size_t n = 0;
+	DIR *d;
 	FILE *f;
+
+	state_path(c, dir, sizeof(dir), "agents.d", NULL);
+	d = opendir(dir);
+	while (d != NULL && readdir(d) != NULL)
+		n++;
+	if (d != NULL)
+		closedir(d);
+	if (n >= AGENTS_MAX + 2) { /* "." and ".." */
+		fprintf(stderr, "run: %d runs with an agent profile are up already; at most %d at once\n",
+			AGENTS_MAX, AGENTS_MAX);
+		return -1;
+	}
 
 	for (size_t i = 0; i < a->p->nrules; i++)
 		if (key_write(c, &a->p->rules[i], a->scope) == -1)

@@ -103,10 +103,20 @@ handover_left() {
 	} | tr '\n' ' '
 }
 
-# --- Claude Code
+# --- Claude Code, while another run of the profile (another principal, its own key) holds
 CKEY=sk-ant-api03-real-$$-0123456789abcdefghij
+HKEY=sk-ant-api03-hold-$$-0123456789abcdefghij
+ANTHROPIC_API_KEY=$HKEY "${SRUN[@]}" --agent claude -- sh -c "$(until_go hold)" >"$AD/hold.out" 2>&1 &
+hpid=$!
+LAB_PIDS+=("$hpid")
+wait_until 60 test -e "$STATE/agents.conf" || not_ok "the holding run hands its profile over" "$(cat "$AD/hold.out")"
+# inside the claude run, before CMD: what the hand-over holds, and another principal's try
+hook="echo \$SLUICE_RUN_NETNS >>$LAB_DIR/netns.list; grep -o 'principal=' $STATE/agents.conf | wc -l >$AD/nprinc;
+	find $STATE/agent-keys -type f | wc -l >$AD/nkeys; stat -c '%a %U' $STATE/agent-keys/claude-api/* | sort -u >$AD/keymode;
+	curl -s -o /dev/null -w '%{http_connect} %{http_code}' --max-time 10 --cacert $STATE/ca.crt -x http://127.0.0.1:3128 \
+	-H 'x-api-key: sk-ant-other' https://api.anthropic.com/v1/other-principal >$AD/other.code; true"
 t0=$(now)
-ANTHROPIC_API_KEY=$CKEY srun --agent claude -- "$AGENT_CLI_CLAUDE" -p hi --output-format stream-json \
+SLUICE_RUN_TEST_HOOK=$hook ANTHROPIC_API_KEY=$CKEY timeout -k 5 90 "${SRUN[@]}" --agent claude -- "$AGENT_CLI_CLAUDE" -p hi --output-format stream-json \
 	--verbose --include-partial-messages 2>"$AD/claude.err" </dev/null |
 	"$PY" "$INTEG_DIR/line_times.py" "$AD/claude.lines" >/dev/null
 rc=${PIPESTATUS[0]}
@@ -128,13 +138,25 @@ expect_ge "... the proxy's row of it names the rule that injected" 1 \
 	"$(logq host=api.anthropic.com 'path~/v1/messages' inject=claude-api decision=allow)"
 expect_eq "... every row has its decision (none written before its exchange was judged)" 0 \
 	"$(logq host=api.anthropic.com decision=null)"
-expect_eq "... and the hand-over is gone with the run (agents.conf, keys, records)" "" "$(handover_left)"
+expect_eq "... while both ran: one rule serving two principals" 2 "$(cat "$AD/nprinc")"
+expect_eq "... a key for each" 2 "$(cat "$AD/nkeys")"
+expect_eq "... each only for the proxy's user (root here: no user line)" "600 root" "$(cat "$AD/keymode")"
+expect_re "... a client that is neither run is refused (the profile's grant is the runs')" '^(403 000|200 403)$' "$(cat "$AD/other.code")"
+expect_eq "... and the origin never saw it" 0 "$(oq path=/v1/other-principal)"
+expect_eq "... the holding run's key is not the one claude's requests carried" 0 "$(oq x-api-key="$HKEY")"
+expect_eq "claude's run gone: only the holding run's hand-over is left (its record, key, agents.conf)" \
+	"agents.conf $STATE/agent-keys/claude-api/$(ls "$STATE/agent-keys/claude-api" 2>/dev/null) $STATE/agents.d/$(ls "$STATE/agents.d" 2>/dev/null) " \
+	"$(handover_left)"
+expect_eq "... naming only its principal" 1 "$(grep -o 'principal=' "$STATE/agents.conf" 2>/dev/null | wc -l)"
+go hold
+wait "$hpid"
+expect_eq "the last run of it gone: nothing of the hand-over is left (agents.conf, keys, records)" "" "$(handover_left)"
 
 # --- Codex
 : >"$OLOG"
 OKEY=sk-proj-real-$$-0123456789abcdefghij
 t0=$(now)
-OPENAI_API_KEY=$OKEY srun --agent codex --env RUST_LOG=codex_api=trace -- "$AGENT_CLI_CODEX" exec \
+OPENAI_API_KEY=$OKEY timeout -k 5 90 "${SRUN[@]}" --agent codex --env RUST_LOG=codex_api=trace -- "$AGENT_CLI_CODEX" exec \
 	--skip-git-repo-check hi >"$AD/codex.out" 2>"$AD/codex.err" </dev/null
 rc=$?
 expect_eq "codex exec under sluice run --agent codex exits 0" 0 "$rc"
@@ -158,7 +180,7 @@ expect_eq "... and the hand-over is gone with the run" "" "$(handover_left)"
 : >"$OLOG"
 GKEY=AIza-real-$$-0123456789abcdefghij
 t0=$(now)
-GEMINI_API_KEY=$GKEY srun --agent gemini -- "$AGENT_CLI_GEMINI" --skip-trust -m gemini-2.5-flash -p hi \
+GEMINI_API_KEY=$GKEY timeout -k 5 90 "${SRUN[@]}" --agent gemini -- "$AGENT_CLI_GEMINI" --skip-trust -m gemini-2.5-flash -p hi \
 	--output-format stream-json 2>"$AD/gemini.err" </dev/null |
 	"$PY" "$INTEG_DIR/line_times.py" "$AD/gemini.lines" >/dev/null
 rc=${PIPESTATUS[0]}
