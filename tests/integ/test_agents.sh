@@ -41,6 +41,8 @@ out=$("$SLUICE_BUILD/sluice" run --agent nosuch -- true 2>&1)
 expect_re "sluice run --agent of a profile that does not exist: refused, named" 'no profile nosuch' "$out"
 rm -rf "$bad"
 
+# the runner gives a file 300 s: a first install longer than this is a skip (.ci/run installs before)
+export AGENT_CLIS_TIMEOUT=${AGENT_CLIS_TIMEOUT:-150}
 if ! skip=$(agent_clis_ensure); then
 	echo "$skip"
 	echo "# skip - the real agent CLIs are not installed: their part of test_agents.sh did not run"
