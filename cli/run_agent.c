@@ -11,7 +11,7 @@
  * run` that asks for the profile; the proxy may be a daemon started long
  * before. So the run, as root:
  *   - writes each inject rule's env= value from its own environment into
- *     STATE/agent-keys/RULE/k<hex of the run's principal>, 0600, owned by
+ *     STATE/agent-keys/RULE/k<SHA-256 hex of the run's principal>, 0600, owned by
  *     the proxy's user (the config's `user`, else root);
  *   - records itself in STATE/agents.d/ID (its principal, the profile's path);
  *   - writes STATE/agents.conf (0644, no secret) from every record: each

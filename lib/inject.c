@@ -9,6 +9,7 @@
  */
 #include "inject.h"
 
+#include <openssl/sha.h>
 #include <string.h>
 #include <strings.h>
 
@@ -127,14 +128,16 @@ const struct scope *inject_serving_principal(const struct inject_rule *r, const 
 int inject_key_name(const char *text, char *out, size_t size)
 {
 	static const char hex[] = "0123456789abcdef";
-	size_t n = strlen(text), o = 0;
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	size_t o = 0;
 
-	if (size < 2 * n + 2)
+	if (size < 2 * sizeof(md) + 2)
 		return -1;
+	SHA256((const unsigned char *)text, strlen(text), md);
 	out[o++] = 'k';
-	for (size_t i = 0; i < n; i++) {
-		out[o++] = hex[(unsigned char)text[i] >> 4];
-		out[o++] = hex[(unsigned char)text[i] & 15];
+	for (size_t i = 0; i < sizeof(md); i++) {
+		out[o++] = hex[md[i] >> 4];
+		out[o++] = hex[md[i] & 15];
 	}
 	out[o] = '\0';
 	return (int)o;

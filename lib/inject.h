@@ -166,9 +166,10 @@ const struct scope *inject_serving_principal(const struct inject_rule *r, const 
 
 /*
  * The file name, under a keys= rule's directory, of the key handed over for
- * the principal written text: "k" then its bytes in lower-case hex (no '/',
- * no dot file, one name for one principal). Returns its length, or -1 if
- * it does not fit size (NUL included).
+ * the principal written text: "k" then the SHA-256 of text in lower-case
+ * hex (66 bytes with the NUL: no '/', no dot file, within NAME_MAX however
+ * long the principal). Returns its length, 65, or -1 if size is smaller
+ * than 66.
  */
 int inject_key_name(const char *text, char *out, size_t size);
 
