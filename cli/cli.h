@@ -477,6 +477,7 @@ int cmd_doctor(int argc, char **argv);
 
 /* run.c (run.h: its parts) */
 int cmd_run(int argc, char **argv);
+int cmd_agents(int argc, char **argv);
 
 /* verify.c */
 int cmd_verify(int argc, char **argv);

@@ -90,9 +90,11 @@ static const struct verb verbs[] = {
 	{ "doctor", cmd_doctor, "read back walls, forwarder, daemons, CA, provision, units and inject sources; fail closed",
 	  "doctor [--json] [--clean] [--provision FILE] [--netns PATH] [--before-proxy]\n" },
 	{ "run", cmd_run, "run CMD or a container in a sandbox whose only way out is sluice",
-	  "run [--project NAME] [--name AGENT] [--allow GRANT]... [--user NAME] "
+	  "run [--project NAME] [--name AGENT] [--agent PROFILE] [--allow GRANT]... [--user NAME] "
 	  "[--env NAME[=VALUE]]... -- CMD [ARGS...]\n"
 	  "run [...] [--podman CMD] --image IMAGE [podman run options] -- CMD [ARGS...]\n" },
+	{ "agents", cmd_agents, "list the agent profiles `sluice run --agent` takes, each checked",
+	  "agents\n" },
 	{ "verify", cmd_verify, "prove the wall from inside the sandbox: proxy works, all else refused",
 	  "verify --target ADDR [--proxy ADDR:PORT] [--target6 ADDR] [--proxy-direct ADDR:PORT] "
 	  "[--timeout-ms N] [--json] [--probe NONCE]\n" },

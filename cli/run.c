@@ -104,6 +104,11 @@ static int args_parse(int argc, char **argv, struct run_opts *o)
 			o->env[o->nenv++] = val;
 		} else if (strcmp(opt, "--podman") == 0) {
 			o->podman = val;
+		} else if (strcmp(opt, "--agent") == 0) {
+			if (!ports_name_valid(val))
+				return usage_error("--agent PROFILE: [A-Za-z0-9._-], at most 40 bytes, not",
+						   val);
+			o->agent = val;
 		} else {
 			return usage_error("unknown option", opt);
 		}
@@ -695,6 +700,9 @@ static int sandbox_up(struct run *x)
 	struct runfile prf, drf;
 	int sig, rc;
 
+	/* before the daemons: one started now loads it; one running is told (SIGHUP) */
+	if (x->agent != NULL && run_agent_begin(x, x->agent, x->agent_path) == -1)
+		return EXIT_RUN_FAILED;
 	if (daemon_find(x, "proxy", "proxy.run", "sluice-proxy", &prf, x->proxy_up,
 			sizeof(x->proxy_up)) == -1)
 		return EXIT_RUN_FAILED;
@@ -703,6 +711,11 @@ static int sandbox_up(struct run *x)
 		return EXIT_RUN_FAILED;
 	x->proxy_pid = prf.pid;
 	x->dns_pid = drf.pid;
+	/* a daemon starting while we handed over may have read agents.conf before us, and had no run file to be told by */
+	if (x->agent != NULL && x->proxy_pid > 0)
+		kill(x->proxy_pid, SIGHUP);
+	if (x->agent != NULL && x->dns_pid > 0)
+		kill(x->dns_pid, SIGHUP);
 	if ((sig = pending_signal()) != 0)
 		return 128 + sig;
 	if (run_note_begin(x) == -1 || allow_grants(x) == -1 || netns_make(x) == -1)
@@ -821,6 +834,16 @@ int cmd_run(int argc, char **argv)
 	if (x.c == NULL)
 		return EXIT_RUN_FAILED;
 	code = EXIT_RUN_FAILED;
+	if (x.o.agent != NULL) {
+		if (x.o.name == NULL) /* the run is the agent's: project:NAME/PROFILE */
+			x.o.name = x.o.agent;
+		x.agent = agent_load(x.o.agent, x.agent_path, sizeof(x.agent_path));
+		if (x.agent == NULL)
+			goto out;
+		/* the profile's sandbox-env after --env: an operator's own value wins */
+		for (size_t i = 0; i < x.agent->nagent_env && x.o.nenv < RUN_ENV_MAX / 2; i++)
+			x.o.env[x.o.nenv++] = x.agent->agent_env[i];
+	}
 	if (paths_init(&x) == -1 || ports_band_of(x.o.project, true, &x.r.base) == -1)
 		goto out;
 	x.fwd_port = x.r.base + RUN_FWD_OFF;
@@ -870,6 +893,7 @@ out:
 		close(x.users_fd);
 	fflush(stdout);
 	close(x.out_fd);
+	config_free(x.agent);
 	config_free(x.c);
 	return code;
 }

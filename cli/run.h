@@ -88,6 +88,7 @@ struct run_opts {
 	char **podman_opts; /* between --image IMAGE and -- */
 	size_t npodman_opts;
 	const char *podman;
+	const char *agent; /* --agent PROFILE (run_agent.c) */
 	char **cmd;
 };
 
@@ -116,7 +117,20 @@ struct run {
 	char ca_volumes[2][PATH_MAX + 64]; /* --image: podman's -v for the CA's bundle and file */
 	struct runnote note;    /* what the proxy is told of the run (run_note.c) */
 	bool noted;             /* the note is in STATE/runnotes */
+	struct config *agent;   /* --agent's profile, loaded */
+	char agent_path[PATH_MAX + 80];
 };
+
+/* run_agent.c: agent profiles and their hand-over (see there) */
+
+/* NAME's profile (found on the search path; its file into path), or NULL after printing. */
+struct config *agent_load(const char *name, char *path, size_t size);
+
+/* Hand the profile and its keys over for this run, reload the daemons. Returns 0 or -1 after printing. */
+int run_agent_begin(const struct run *x, const struct config *p, const char *path);
+
+/* The run id's hand-over gone (if it had one); keys no run names removed. Returns 0 or -1. */
+int run_agent_end(const struct config *c, const char *id);
 
 
 /* run.c */

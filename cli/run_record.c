@@ -482,6 +482,8 @@ int run_teardown(const struct config *c, struct run_record *r, int users_fd)
 		ret = -1;
 	if (r->id[0] != '\0')
 		run_note_remove(c, r->id); /* a run killed before it could say it ended */
+	if (run_agent_end(c, r->id) == -1)
+		ret = -1;
 	if (shared_release(c, r, users_fd) == -1)
 		ret = -1;
 	if (ret == 0 && run_dir(c, r->id, dir, sizeof(dir)) == 0)

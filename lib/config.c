@@ -401,7 +401,28 @@ static const struct directive directives[] = {
 	{ "dns-wildcard-budget", 2, false, false, config_dns_wildcard_budget },
 	{ "dns-log", 1, false, false, config_dns_log },
 	{ "dns-metrics-listen", 1, false, false, config_dns_metrics_listen },
+	{ "about", 1, true, false, config_agent_about },
+	{ "sandbox-env", 1, false, true, config_agent_sandbox_env },
+	{ "quiet", 1, false, true, config_agent_quiet },
 };
+
+/* Whether the directive named may stand in a file of kind k. */
+static bool directive_fits(const char *name, enum config_kind k)
+{
+	bool common = strcmp(name, "allow") == 0 || strcmp(name, "inject") == 0;
+	bool own = strcmp(name, "about") == 0 || strcmp(name, "sandbox-env") == 0 ||
+		   strcmp(name, "quiet") == 0;
+
+	switch (k) {
+	case CONFIG_MAIN:
+		return !own;
+	case CONFIG_HANDOVER:
+		return common;
+	case CONFIG_PROFILE:
+		return common || own;
+	}
+	return false;
+}
 
 #define NDIRECTIVES (sizeof(directives) / sizeof(directives[0]))
 
@@ -527,6 +548,12 @@ static void parse_line(struct parser *p, const char *s, size_t len)
 
 		if (strcmp(w[0], dir->name) != 0)
 			continue;
+		if (!directive_fits(dir->name, p->kind)) {
+			perr(p, "%s: %s", dir->name, p->kind == CONFIG_MAIN ? "only in an agent profile (etc/agents/NAME.conf)" :
+			     p->kind == CONFIG_PROFILE ? "not in an agent profile (allow, inject, about, sandbox-env, quiet)" :
+			     "not in the handed-over agents.conf (allow and inject only)");
+			return;
+		}
 		if (dir->variadic && nargs < dir->nargs) {
 			perr(p, "%s: expects at least %zu arguments, got %zu", dir->name, dir->nargs,
 			     nargs);
@@ -604,6 +631,8 @@ void config_free(struct config *c)
 	c->rules = NULL;
 	free(c->dns_types);
 	c->dns_types = NULL;
+	free(c->agent_env);
+	free(c->agent_quiet);
 	free(c);
 }
 
@@ -615,7 +644,8 @@ static size_t directive_index(const char *name)
 	return 0;
 }
 
-int config_parse(struct config *c, const char *buf, size_t len, const char *file, FILE *errs)
+static int parse_kind(struct config *c, const char *buf, size_t len, const char *file, FILE *errs,
+		      enum config_kind kind)
 {
 	struct parser p;
 	size_t off = 0;
@@ -624,6 +654,7 @@ int config_parse(struct config *c, const char *buf, size_t len, const char *file
 		       "first_seen too small");
 	memset(&p, 0, sizeof(p));
 	p.c = c;
+	p.kind = kind;
 	p.file = file != NULL ? file : "config";
 	p.errs = errs;
 
@@ -635,6 +666,10 @@ int config_parse(struct config *c, const char *buf, size_t len, const char *file
 		parse_line(&p, buf + off, end - off);
 		off = end + 1;
 	}
+	if (kind == CONFIG_PROFILE)
+		config_agent_finish(&p);
+	if (kind != CONFIG_MAIN)
+		return p.nerr;
 
 	if (p.first_seen[directive_index("log")] == 0) {
 		int n = snprintf(c->log_path, sizeof(c->log_path), "%s/%s", c->state_dir,
@@ -650,6 +685,11 @@ int config_parse(struct config *c, const char *buf, size_t len, const char *file
 	return p.nerr;
 }
 
+int config_parse(struct config *c, const char *buf, size_t len, const char *file, FILE *errs)
+{
+	return parse_kind(c, buf, len, file, errs, CONFIG_MAIN);
+}
+
 /* strerror(e) with a lower-case first letter, as every diagnostic here reads. */
 static void put_strerror(FILE *f, int e)
 {
@@ -660,13 +700,17 @@ static void put_strerror(FILE *f, int e)
 	fputc('\n', f);
 }
 
-int config_load(struct config *c, const char *path, FILE *errs)
+/* Read path and parse it as kind. missing_ok: a file that is not there is an empty one. */
+static int load_kind(struct config *c, const char *path, FILE *errs, enum config_kind kind,
+		     bool missing_ok)
 {
 	char *buf;
 	size_t len = 0;
 	int fd, ret = 1;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd == -1 && missing_ok && errno == ENOENT)
+		return 0;
 	if (fd == -1) {
 		if (errs != NULL) {
 			int e = errno;
@@ -706,12 +750,28 @@ int config_load(struct config *c, const char *path, FILE *errs)
 			goto out_free_buf;
 		}
 	}
-	ret = config_parse(c, buf, len, path, errs);
+	ret = parse_kind(c, buf, len, path, errs, kind);
 out_free_buf:
 	free(buf);
 out_close_fd:
 	close(fd);
 	return ret;
+}
+
+int config_load(struct config *c, const char *path, FILE *errs)
+{
+	char handover[PATH_MAX + sizeof(CONFIG_HANDOVER_FILE) + 1];
+	int ret = load_kind(c, path, errs, CONFIG_MAIN, false);
+
+	if (ret != 0)
+		return ret;
+	snprintf(handover, sizeof(handover), "%s/%s", c->state_dir, CONFIG_HANDOVER_FILE);
+	return load_kind(c, handover, errs, CONFIG_HANDOVER, true);
+}
+
+int config_profile_load(struct config *c, const char *path, FILE *errs)
+{
+	return load_kind(c, path, errs, CONFIG_PROFILE, false);
 }
 
 void config_print(const struct config *c, FILE *out)

@@ -111,6 +111,10 @@
 #define CONFIG_MAX_FILE (1024 * 1024)
 #define CONFIG_MAX_RULES 256
 #define CONFIG_USER_MAX 32 /* a user name, as useradd allows */
+#define CONFIG_AGENT_ABOUT_MAX 200
+#define CONFIG_AGENT_ENV_MAX 256
+#define CONFIG_AGENT_ENV_COUNT 16
+#define CONFIG_HANDOVER_FILE "agents.conf" /* in STATE: what `sluice run --agent` hands over */
 
 enum policy_mode {
 	MODE_ENFORCE,
@@ -206,6 +210,12 @@ struct config {
 	char dns_log_path[PATH_MAX];
 	struct sockaddr_storage dns_metrics_listen; /* dns-metrics-listen, when dns_metrics_on */
 	bool dns_metrics_on;
+	/* an agent profile's own (config_profile_load; config_agent.c) */
+	char agent_about[CONFIG_AGENT_ABOUT_MAX + 1];
+	char (*agent_env)[CONFIG_AGENT_ENV_MAX + 1]; /* owned; "NAME=VALUE" for the sandbox */
+	size_t nagent_env;
+	struct config_pattern *agent_quiet; /* owned; telemetry hosts, never allowed */
+	size_t nagent_quiet;
 };
 
 /* Connections one client may hold: max-connections-per-client, else a sixteenth of max-connections (at least 1). */
@@ -223,8 +233,24 @@ void config_free(struct config *c);
  */
 int config_parse(struct config *c, const char *buf, size_t len, const char *file, FILE *errs);
 
-/* Read and parse path (at most CONFIG_MAX_FILE bytes). Returns as config_parse, or 1 if unreadable. */
+/*
+ * Read and parse path (at most CONFIG_MAX_FILE bytes), then, when it parsed
+ * and STATE/agents.conf exists, that too: the allow and inject lines
+ * `sluice run --agent` hands over (nothing else may be there). Returns as
+ * config_parse (errors of either counted), or 1 if unreadable.
+ */
 int config_load(struct config *c, const char *path, FILE *errs);
+
+/*
+ * An agent profile (etc/agents/NAME.conf) into c, a config_new one: its
+ * allow and inject lines (each inject reading env=, the environment of
+ * the `sluice run` that asks for the profile), and what only a profile
+ * has: `about TEXT...`, `sandbox-env NAME=VALUE` (set in the sandbox: a
+ * dummy key, telemetry off), `quiet HOST` (telemetry the agent tries,
+ * refused as any host no grant names: listed so nobody grants it). Returns
+ * as config_load.
+ */
+int config_profile_load(struct config *c, const char *path, FILE *errs);
 
 /* Print the normalised form: every directive, defaults included, one per line. */
 void config_print(const struct config *c, FILE *out);

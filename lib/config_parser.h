@@ -18,8 +18,15 @@
 
 #define CONFIG_LINE_MAX 4096 /* bytes of one line, its '\n' not counted */
 
+enum config_kind {
+	CONFIG_MAIN,     /* sluice.conf */
+	CONFIG_HANDOVER, /* STATE/agents.conf: allow and inject only */
+	CONFIG_PROFILE,  /* etc/agents/NAME.conf: allow, inject, about, sandbox-env, quiet */
+};
+
 struct parser {
 	struct config *c;
+	enum config_kind kind;
 	const char *file;
 	FILE *errs;
 	size_t line; /* 1-based line being read */
@@ -59,6 +66,14 @@ void config_tls_inject(struct parser *p, char **w, size_t nw);
 
 /* Their lines of the normalised form, in that order. */
 void config_tls_print(const struct config *c, FILE *out);
+
+/* config_agent.c: an agent profile's own directives (CONFIG_PROFILE only) */
+
+void config_agent_about(struct parser *p, char **w, size_t nw);
+void config_agent_sandbox_env(struct parser *p, char **w, size_t nw);
+void config_agent_quiet(struct parser *p, char **w, size_t nw);
+/* After a profile parsed: each inject reads env= (the run's environment). */
+void config_agent_finish(struct parser *p);
 
 /* config_dns.c: sluice-dns's directives */
 

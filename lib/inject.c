@@ -9,6 +9,7 @@
  */
 #include "inject.h"
 
+#include <openssl/sha.h>
 #include <string.h>
 #include <strings.h>
 
@@ -111,6 +112,35 @@ bool inject_serves(const struct inject_rule *r, const char *who, const char *src
 		if (scope_matches(&r->principals[i], who, src, as))
 			return true;
 	return false;
+}
+
+const struct scope *inject_serving_principal(const struct inject_rule *r, const char *who,
+					     const char *src, const char *as)
+{
+	if (who == NULL || strcmp(who, "unattributed") == 0)
+		return NULL;
+	for (size_t i = 0; i < r->nprincipals; i++)
+		if (scope_matches(&r->principals[i], who, src, as))
+			return &r->principals[i];
+	return NULL;
+}
+
+int inject_key_name(const char *text, char *out, size_t size)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	size_t o = 0;
+
+	if (size < 2 * sizeof(md) + 2)
+		return -1;
+	SHA256((const unsigned char *)text, strlen(text), md);
+	out[o++] = 'k';
+	for (size_t i = 0; i < sizeof(md); i++) {
+		out[o++] = hex[md[i] >> 4];
+		out[o++] = hex[md[i] & 15];
+	}
+	out[o] = '\0';
+	return (int)o;
 }
 
 bool inject_is_placeholder(const struct inject_rule *r, const char *value, size_t len)

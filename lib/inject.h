@@ -79,6 +79,7 @@ enum inject_source {
 	INJECT_ENV,     /* the proxy's environment variable source_arg */
 	INJECT_FILE,    /* the file source_arg (absolute) */
 	INJECT_COMMAND, /* run source_arg (absolute) without a shell; args split on blanks */
+	INJECT_KEYS,    /* the key handed over for the serving principal: source_arg/<inject_key_name> */
 };
 
 struct inject_rule {
@@ -155,6 +156,22 @@ const struct inject_rule *inject_match(const struct config *c, const char *host,
  */
 bool inject_serves(const struct inject_rule *r, const char *who, const char *src,
 		   const char *as);
+
+/*
+ * The first of r's principals that serves the connection (as inject_serves
+ * decides), or NULL: an unattributed one, or r names none.
+ */
+const struct scope *inject_serving_principal(const struct inject_rule *r, const char *who,
+					     const char *src, const char *as);
+
+/*
+ * The file name, under a keys= rule's directory, of the key handed over for
+ * the principal written text: "k" then the SHA-256 of text in lower-case
+ * hex (66 bytes with the NUL: no '/', no dot file, within NAME_MAX however
+ * long the principal). Returns its length, 65, or -1 if size is smaller
+ * than 66.
+ */
+int inject_key_name(const char *text, char *out, size_t size);
 
 /*
  * Whether a header value (OWS already trimmed) is r's placeholder: false

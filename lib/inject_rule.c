@@ -23,6 +23,7 @@ enum key {
 	K_ENV,
 	K_FILE,
 	K_COMMAND,
+	K_KEYS,
 	K_ARGS,
 	K_REQUIRE,
 	K_PRINCIPAL,
@@ -32,7 +33,7 @@ enum key {
 
 static const char *const key_names[K_COUNT] = {
 	"host", "path", "header", "query", "prefix", "env", "file", "command",
-	"args", "require", "principal", "unattributed",
+	"keys", "args", "require", "principal", "unattributed",
 };
 
 /* Headers a rule may not write: hop-by-hop, framing, routing, attribution. */
@@ -193,7 +194,7 @@ static int parse_source(struct inject_rule *r, enum key k, const char *v, char *
 	} else {
 		if (v[0] != '/')
 			return fail(err, esize, "%s= \"%s\": must be an absolute path", key_names[k], v);
-		r->source = k == K_FILE ? INJECT_FILE : INJECT_COMMAND;
+		r->source = k == K_FILE ? INJECT_FILE : k == K_KEYS ? INJECT_KEYS : INJECT_COMMAND;
 	}
 	return copy(key_names[k], v, r->source_arg, sizeof(r->source_arg), err, esize);
 }
@@ -288,6 +289,7 @@ static int parse_word(struct inject_rule *r, const char *word, size_t *seen, cha
 	case K_ENV:
 	case K_FILE:
 	case K_COMMAND:
+	case K_KEYS:
 		return parse_source(r, (enum key)k, v, err, esize);
 	case K_ARGS:
 		return parse_args(r, v, err, esize);
@@ -327,10 +329,12 @@ int inject_rule_parse(struct inject_rule *r, char *const *w, size_t nw, char *er
 	if (seen[K_HEADER] + seen[K_QUERY] != 1)
 		return fail(err, size, seen[K_HEADER] == 0 ? "missing header= or query="
 							   : "header= and query= are exclusive");
-	nsrc = seen[K_ENV] + seen[K_FILE] + seen[K_COMMAND];
+	nsrc = seen[K_ENV] + seen[K_FILE] + seen[K_COMMAND] + seen[K_KEYS];
 	if (nsrc != 1)
 		return fail(err, size, nsrc == 0 ? "missing env=, file= or command="
 						 : "only one of env=, file=, command=");
+	if (seen[K_KEYS] != 0 && r->nprincipals == 0)
+		return fail(err, size, "keys= needs principal= (each principal's key is its own file)");
 	if (seen[K_ARGS] != 0 && seen[K_COMMAND] == 0)
 		return fail(err, size, "args= needs command=");
 	return check_require(r, err, size);
@@ -382,7 +386,7 @@ static void put_host(char *buf, size_t size, size_t *off, const struct inject_ru
 
 int inject_rule_format(const struct inject_rule *r, char *buf, size_t size)
 {
-	static const char *const source_keys[] = { "env", "file", "command" };
+	static const char *const source_keys[] = { "env", "file", "command", "keys" };
 	size_t off = 0;
 
 	if (size == 0)

@@ -128,17 +128,48 @@ void inject_end(struct session *s)
 }
 
 /*
+ * A secret file's one value (a final newline is not part of it) into *buf.
+ * Returns 0, or -1 with why[] (missing or unusable: the operator's to fix).
+ */
+static int secret_file(const char *path, char **buf, size_t *len, char *why, size_t size)
+{
+	struct stat st;
+
+	if (stat(path, &st) == -1) {
+		snprintf(why, size, "the secret file %s cannot be read (%s)", path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, size, "the secret file %s is not a regular file", path);
+		return -1;
+	}
+	if ((st.st_mode & 077) != 0) {
+		snprintf(why, size, "the secret file %s is readable by others (chmod 600 it)", path);
+		return -1;
+	}
+	if (file_read(path, INJECT_SECRET_MAX + 2, buf, len) == -1) {
+		snprintf(why, size, "the secret file %s cannot be read (%s)", path, strerror(errno));
+		return -1;
+	}
+	if (*len > 0 && (*buf)[*len - 1] == '\n')
+		(*len)--;
+	if (*len > 0 && (*buf)[*len - 1] == '\r')
+		(*len)--;
+	(*buf)[*len] = '\0';
+	return 0;
+}
+
+/*
  * The secret of rule into *val (the caller wipes and frees it). With mint,
  * a command rule's token comes from token_get (which may start a run);
  * without, it is the last one minted. Returns 0, 1 (a token is being
- * minted, or none without mint), -2 with why[] (an env or file source
+ * minted, or none without mint), -2 with why[] (an env, file or handed-over key
  * missing or unusable: the operator's to fix), or -1 with why[].
  */
 static int secret_load(struct session *s, const struct inject_rule *rule, bool mint, char **val,
 		       size_t *vlen, char *why, size_t size)
 {
 	int k;
-	struct stat st;
 	char *buf = NULL;
 	size_t len = 0;
 
@@ -160,32 +191,30 @@ static int secret_load(struct session *s, const struct inject_rule *rule, bool m
 		break;
 	}
 	case INJECT_FILE:
-		if (stat(rule->source_arg, &st) == -1) {
-			snprintf(why, size, "the secret file %s cannot be read (%s)", rule->source_arg,
-				 strerror(errno));
+		if (secret_file(rule->source_arg, &buf, &len, why, size) == -1)
 			return -2;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			snprintf(why, size, "the secret file %s is not a regular file", rule->source_arg);
-			return -2;
-		}
-		if ((st.st_mode & 077) != 0) {
-			snprintf(why, size, "the secret file %s is readable by others (chmod 600 it)",
-				 rule->source_arg);
-			return -2;
-		}
-		if (file_read(rule->source_arg, INJECT_SECRET_MAX + 2, &buf, &len) == -1) {
-			snprintf(why, size, "the secret file %s cannot be read (%s)", rule->source_arg,
-				 strerror(errno));
-			return -2;
-		}
-		/* one value; a final newline is not part of it */
-		if (len > 0 && buf[len - 1] == '\n')
-			len--;
-		if (len > 0 && buf[len - 1] == '\r')
-			len--;
-		buf[len] = '\0';
 		break;
+	case INJECT_KEYS: {
+		struct policy_request pr = { 0 };
+		char whobuf[SESSION_WHO_MAX], name[2 * SCOPE_TEXT_MAX + 2], path[INJECT_SOURCE_MAX + sizeof(name) + 2];
+		const struct scope *p;
+
+		session_principal(s, &pr, whobuf, sizeof(whobuf));
+		p = inject_serving_principal(rule, pr.who, pr.src, pr.as);
+		if (p == NULL || inject_key_name(p->text, name, sizeof(name)) == -1) {
+			snprintf(why, size, "it hands no key to %s", pr.who != NULL ? pr.who : "unattributed");
+			return -2;
+		}
+		snprintf(path, sizeof(path), "%s/%s", rule->source_arg, name);
+		if (access(path, F_OK) == -1) {
+			snprintf(why, size, "no key was handed over for %s (the environment of its `sluice run` "
+				 "lacked it, or the run ended)", p->text);
+			return -2;
+		}
+		if (secret_file(path, &buf, &len, why, size) == -1)
+			return -2;
+		break;
+	}
 	case INJECT_COMMAND:
 		k = mint ? token_get(s, rule, &buf, &len, why, size) : token_peek(s->px, rule, &buf, &len);
 		if (k == -1 && !mint)
