@@ -105,10 +105,11 @@ handover_left() {
 	} | tr '\n' ' '
 }
 
-# --- Claude Code, while another run of the profile (another principal, its own key) holds
+# --- Claude Code, while another run of the profile holds: another principal (--name hold:
+# project:NAME/hold, where the claude run is project:NAME/claude), its own key
 CKEY=sk-ant-api03-real-$$-0123456789abcdefghij
 HKEY=sk-ant-api03-hold-$$-0123456789abcdefghij
-ANTHROPIC_API_KEY=$HKEY "${SRUN[@]}" --agent claude -- sh -c "$(until_go hold)" >"$AD/hold.out" 2>&1 &
+ANTHROPIC_API_KEY=$HKEY "${SRUN[@]}" --agent claude --name hold -- sh -c "$(until_go hold)" >"$AD/hold.out" 2>&1 &
 hpid=$!
 LAB_PIDS+=("$hpid")
 wait_until 60 test -e "$STATE/agents.conf" || not_ok "the holding run hands its profile over" "$(cat "$AD/hold.out")"
