@@ -105,6 +105,7 @@ struct exchange {
 	double t_start;
 	double dns_ms, connect_ms; /* < 0: did not happen */
 	bool client_close;         /* close the client after this request */
+	bool raw_tunnel;           /* a CONNECT a tunnel grant serves: relayed raw, never intercepted */
 
 	enum http_body req_body;
 	uint64_t req_left;
