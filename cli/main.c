@@ -80,7 +80,7 @@ static const struct verb verbs[] = {
 	  "engine watch [--net NAME] [--podman CMD]\n" },
 	{ "wall", cmd_wall, "render, apply, remove or check the nftables walls (tables sluice owns)",
 	  "wall render sandbox --user NAME --gateway ADDR... [--resolver ADDR]... [--bridge IF] "
-	  "[--forwarder ADDR:PORT] [--subuid FILE] [COMMON]\n"
+	  "[--forwarder ADDR:PORT] [--transparent PORT] [--subuid FILE] [COMMON]\n"
 	  "wall render guard --gateway ADDR... [--mark N] [COMMON]\n"
 	  "wall render host --cgroup PATH [--resolver ADDR]... [COMMON]\n"
 	  "wall render egress --user NAME [--resolver ADDR]... [COMMON]\n"

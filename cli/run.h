@@ -33,6 +33,7 @@
 #define RUN_PATTERN_MAX (HOST_NAME_MAX_LEN + 16)
 #define RUN_PODMAN_MAX 256
 #define RUN_FWD_OFF 90            /* the forwarder in the sandbox: base+90, outside the proxy's 0..89 */
+#define RUN_TRANSPARENT_OFF 91    /* its --transparent listener: 127.0.0.1:base+91 in the sandbox */
 
 struct run_proc {
 	pid_t pid;
