@@ -22,6 +22,15 @@
  * queries after it pass as bytes. Without a key it starts raw, dialled at
  * once. Either way it is then relayed like the others.
  *
+ * On the --transparent listener a connection came to a fake address
+ * (fake.c) by the run's nat redirect; its original destination names the
+ * name and port. Port 80: the client's first head, made absolute-form
+ * (http://NAME:80/...) with Connection: close (the next request would come
+ * origin-form), is stamped as above. Any other port: a CONNECT NAME:PORT of
+ * ours is stamped and sent at once, before a byte from either side; the
+ * proxy's 200 is read away (C_REPLY) and the relay begins; any other answer
+ * resets the client (the proxy wrote its row).
+ *
  * The stamped head is written as soon as the connect is issued: on loopback
  * or a fast link the handshake is already done, the write proves it, and
  * the connection goes straight to relaying (no wait for writability, no

@@ -23,7 +23,8 @@
  * Runs inside the sandbox as root, at the last point where a container
  * still has its own address. Parses nothing after the first head; of
  * --dns traffic only what tagging needs (each UDP query, a TCP
- * connection's first). Upstream sockets are always made in our own
+ * connection's first) and, with --transparent, each UDP answer's question
+ * and record types (lib/dns_fake.c). Upstream sockets are always made in our own
  * namespace.
  */
 #ifndef SLUICE_FORWARD_H

@@ -22,12 +22,14 @@ lab_unbound 'local-data: "tls.test. 300 IN A 203.0.113.13"' \
 RUN_BASE=41400
 DNSLOG=$LAB_DIR/state/dns.log
 lab_write_conf "intercept on" "upstream-ca tls.test $LAB_DIR/tls/ca.crt" \
+	'inject ech host=tls.test:8443 path=/echo header=Authorization prefix="Bearer " env=SLUICE_LAB_TOKEN' \
 	"allow tls.test:8443" "allow good.test" "allow good.test:9002 tunnel" "allow other.test:9002" "allow third.test" \
 	"nameserver 127.0.0.1" "dns-listen 127.0.0.1:53" "dns-upstream $UNBOUND_ADDR" \
 	"dns-timeout 1"
 out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
 out=$(sl key init 2>&1) || lab_bail "sluice key init" "$out"
 dnsq() { jq_ "$DNSLOG" "$@"; }
+export SLUICE_LAB_TOKEN=$LAB_TOKEN # the proxy the run starts injects it
 
 # The machine's hosts file, as the run would find it: a mount namespace of
 # the test's own (slave: nothing mounted in it reaches the machine) with a
@@ -62,6 +64,7 @@ cat >"$LAB_DIR/direct.sh" <<EOF
 unset HTTP_PROXY HTTPS_PROXY http_proxy https_proxy
 $PY -c 'import socket; print("addr", socket.getaddrinfo("tls.test", 443, socket.AF_INET)[0][4][0])'
 node -e 'fetch("https://tls.test:8443/").then(r => r.text().then(t => console.log("node", r.status, t.trim()))).catch(e => console.log("node failed", e.cause ? e.cause.code || e.cause.message : e.message))'
+node -e 'fetch("https://tls.test:8443/echo").then(r => r.text().then(t => console.log("inject", r.status, (t.match(/auth=[^=]*(?= stamp=)/) || ["none"])[0]))).catch(e => console.log("inject failed", e.message))'
 curl -sS --noproxy '*' --max-time 10 -o /dev/null -w 'curl %{http_code}\n' http://good.test/ 2>&1
 $PY - <<'PY'
 import socket
@@ -94,16 +97,21 @@ EOF
 out=$(srun -- sh -c "$(cat "$LAB_DIR/direct.sh")" 2>"$LAB_DIR/run.err")
 expect_re "a granted name resolves to an address of the run's own (240.0.0.0/20)" "^addr 240\.0\.([0-9]|1[0-5])\.[0-9]+$" "$(grep '^addr' <<<"$out")"
 expect_eq "node's fetch, no proxy variables: HTTPS to the granted name works" "node 200 tls ok" "$(grep '^node' <<<"$out")"
-wait_log 3 kind=https host=tls.test ua=node
+wait_log 10 kind=https host=tls.test ua=node path=/
 expect_eq "... judged and logged as a proxied request is: an https row, its own sandbox's" \
-	"https GET / 200 allow" "$(logq kind=https host=tls.test ua=node --field kind) $(logq kind=https host=tls.test ua=node --field method) $(logq kind=https host=tls.test ua=node --field path) $(logq kind=https host=tls.test ua=node --field status) $(logq kind=https host=tls.test ua=node --field decision)"
+	"https GET / 200 allow" "$(logq kind=https host=tls.test ua=node path=/ --field kind) $(logq kind=https host=tls.test ua=node path=/ --field method) $(logq kind=https host=tls.test ua=node path=/ --field path) $(logq kind=https host=tls.test ua=node path=/ --field status) $(logq kind=https host=tls.test ua=node path=/ --field decision)"
 expect_re "... the row names the run" '^sluice-[0-9a-f]{12}$' "$(logq kind=https host=tls.test ua=node --field net)"
+# the origin echoes the header it got: the injected secret, masked on the way back as in any proxied response
+expect_eq "... and the inject rule for the name is applied as to a proxied request (the echo scrubbed)" \
+	"inject 200 auth=Bearer $(printf '%*s' ${#LAB_TOKEN} '' | tr ' ' '*')" "$(grep '^inject' <<<"$out")"
+wait_log 10 kind=https host=tls.test path=/echo
+expect_eq "... its row names the rule" "ech" "$(logq kind=https host=tls.test path=/echo --field inject)"
 expect_eq "curl --noproxy '*' over plain HTTP to the granted name" "curl 200" "$(grep '^curl' <<<"$out")"
 expect_eq "... an http row for good.test, allowed" "allow" "$(logq kind=http host=good.test ua~curl --field decision)"
 expect_eq "raw TCP under a tunnel grant: the server's banner reaches a client that sent nothing" "tunnel b'banner\\n'" "$(grep '^tunnel' <<<"$out")"
 expect_eq "raw TCP where only a plain grant names the port: no banner (the proxy expects TLS)" "plain b''" "$(grep '^plain' <<<"$out")"
 expect_eq "raw TCP to a port no grant names: refused" "ungranted-port b''" "$(grep '^ungranted-port' <<<"$out")"
-wait_log 3 host=third.test port=9002
+wait_log 10 host=third.test port=9002
 expect_eq "... with a refusal row" "refuse" "$(logq host=third.test port=9002 --field decision)"
 expect_eq "an ungranted name still does not resolve" "nope none" "$(grep '^nope' <<<"$out")"
 lab_done
