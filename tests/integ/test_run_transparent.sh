@@ -87,6 +87,13 @@ def banner(host, port):
 print("tunnel", banner("good.test", 9002))
 print("plain", banner("other.test", 9002))
 print("ungranted-port", banner("third.test", 9002))
+# an address of the range no answer gave: the forwarder has no name for it
+try:
+    s = socket.create_connection(("240.0.9.9", 443), timeout=5)
+    s.settimeout(3)
+    print("unmapped", repr(s.recv(100)))
+except OSError as e:
+    print("unmapped", type(e).__name__)
 try:
     socket.getaddrinfo("nope.test", 80, socket.AF_INET)
     print("nope resolved")
@@ -114,4 +121,5 @@ expect_eq "raw TCP to a port no grant names: refused" "ungranted-port b''" "$(gr
 wait_log 10 host=third.test port=9002
 expect_eq "... with a refusal row" "refuse" "$(logq host=third.test port=9002 --field decision)"
 expect_eq "an ungranted name still does not resolve" "nope none" "$(grep '^nope' <<<"$out")"
+expect_re "an address of the range that names nothing: reset by the forwarder" "^unmapped (ConnectionResetError|b'')$" "$(grep '^unmapped' <<<"$out")"
 lab_done
