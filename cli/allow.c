@@ -33,7 +33,7 @@
 #define ENGINE_FILE "engine.jsonl"
 #define ONCE_TTL_DEFAULT 120
 #define ONCE_TTL_MAX (366 * 86400)
-#define PATTERN_MAX (HOST_NAME_MAX_LEN + 16)
+#define PATTERN_MAX (HOST_NAME_MAX_LEN + 24) /* "*.NAME:PORT tunnel" */
 
 /* "1m52s", "3h4m", "2d1h" for a positive number of seconds. */
 char *allow_duration_format(long long secs, char *buf, size_t size)
@@ -160,6 +160,33 @@ int allow_pattern(const char *s, struct grant *g)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * A verb's positional words GRANT [tunnel], words[0..n), into g. Returns
+ * EXIT_OK, or the exit code after saying why.
+ */
+static int grant_words(char **words, int n, const char *verb, struct grant *g)
+{
+	const char *err = "bad word";
+
+	if (n != 1 && n != 2)
+		return usage_error("%s takes one GRANT, optionally followed by tunnel", verb);
+	if (allow_pattern(words[0], g) == -1)
+		return EXIT_ERROR;
+	if (n == 2 && grant_tunnel_word(g, words[1], strlen(words[1]), &err) != 1)
+		return usage_error("%s %s: \"%s\": %s", verb, words[0], words[1],
+				   strcmp(words[1], "tunnel") == 0 ? err : "expected tunnel");
+	return EXIT_OK;
+}
+
+/* g's pattern as the user types it, with " tunnel" for a tunnel grant, into buf. */
+static char *grant_label(const struct grant *g, char *buf, size_t size)
+{
+	char pat[PATTERN_MAX];
+
+	snprintf(buf, size, "%s%s", grant_format(g, pat, sizeof(pat)), g->tunnel ? " tunnel" : "");
+	return buf;
 }
 
 /*
@@ -357,7 +384,7 @@ int allow_grant(FILE *out, const struct config *c, struct grant *g, enum grant_l
 	allow_store_prune(&s, g, now, &replaced);
 	if (allow_store_append(&s, g) == -1 || allow_store_save(c, &s) == -1)
 		goto out_free;
-	grant_format(g, pat, sizeof(pat));
+	grant_label(g, pat, sizeof(pat));
 	scopes_text(g, who, sizeof(who));
 	if (level == GRANT_ONCE)
 		fprintf(out, "%s %s%s once, expires in %s\n", replaced ? "replaced" : "added", pat,
@@ -458,12 +485,12 @@ static int allow_add(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (argc - optind != 1)
-		return usage_error("add takes one GRANT");
 	if (ttl_arg != NULL && allow_ttl_parse(ttl_arg, level, &ttl) != 0)
 		return EXIT_USAGE;
-	if (allow_pattern(argv[optind], &g) == -1)
-		return EXIT_ERROR;
+	ret = grant_words(argv + optind, argc - optind, "add", &g);
+	if (ret != EXIT_OK)
+		return ret;
+	ret = EXIT_ERROR;
 	if (budget_args(budget, &g) != 0)
 		return EXIT_USAGE;
 
@@ -528,11 +555,11 @@ static int allow_rm(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (argc - optind != 1)
-		return usage_error("rm takes one GRANT");
-	if (allow_pattern(argv[optind], &g) == -1)
-		return EXIT_ERROR;
-	grant_format(&g, pat, sizeof(pat));
+	ret = grant_words(argv + optind, argc - optind, "rm", &g);
+	if (ret != EXIT_OK)
+		return ret;
+	ret = EXIT_ERROR;
+	grant_label(&g, pat, sizeof(pat));
 
 	c = cli_config_load();
 	if (c == NULL)
@@ -638,8 +665,9 @@ static int list_json(const struct grant *all, size_t n, time_t now, const char *
 		json_t *max_req = g->max_requests > 0 ? json_integer((json_int_t)g->max_requests)
 						      : json_null();
 
-		o = json_pack("{s:s, s:o, s:s, s:o, s:o, s:o, s:b, s:o, s:o, s:o}", "grant",
-				      grant_format(g, pat, sizeof(pat)), "for", scopes, "level",
+		o = json_pack("{s:s, s:b, s:o, s:s, s:o, s:o, s:o, s:b, s:o, s:o, s:o}", "grant",
+				      grant_format(g, pat, sizeof(pat)), "tunnel", g->tunnel, "for",
+				      scopes, "level",
 				      grant_level_name(g->level), "added",
 				      g->level == GRANT_CONFIG ? json_null()
 							       : json_integer(g->added),
@@ -670,7 +698,7 @@ static void list_table(const struct grant *all, size_t n, time_t now, const char
 	int w = (int)strlen("GRANT"), wb = (int)strlen("BUDGET");
 
 	for (size_t i = 0; i < n; i++) {
-		int l = (int)strlen(grant_format(&all[i], pat, sizeof(pat)));
+		int l = (int)strlen(grant_label(&all[i], pat, sizeof(pat)));
 		int lb = (int)strlen(budget_text(&all[i], budget, sizeof(budget)));
 
 		if (l > w)
@@ -683,7 +711,7 @@ static void list_table(const struct grant *all, size_t n, time_t now, const char
 	for (size_t i = 0; i < n; i++) {
 		expires_text(&all[i], now, run, exp, sizeof(exp));
 		printf("%-*s  %-9s  %-22s  %-16s  %-*s  %s\n", w,
-		       grant_format(&all[i], pat, sizeof(pat)), grant_level_name(all[i].level), exp,
+		       grant_label(&all[i], pat, sizeof(pat)), grant_level_name(all[i].level), exp,
 		       added_text(&all[i], added, sizeof(added)), wb,
 		       budget_text(&all[i], budget, sizeof(budget)),
 		       all[i].nscopes == 0 ? "-" : grant_scopes_format(&all[i], list, sizeof(list)));

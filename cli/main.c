@@ -32,15 +32,17 @@ static const char allow_notes[] =
 	"DURATION and SECONDS are N, Ns, Nm, Nh or Nd. --max-up and --max-requests\n"
 	"budget each principal the grant serves: over the grant's life (the counts\n"
 	"start again when sluice-proxy restarts) or, with --per, per window that\n"
-	"begins at the principal's first request through the grant\n";
+	"begins at the principal's first request through the grant. tunnel (only on\n"
+	"HOST:PORT) lets a CONNECT to that name and port be relayed raw although the\n"
+	"proxy intercepts: any protocol, whoever speaks first; a plain grant never does\n";
 
 static const struct verb verbs[] = {
 	{ "check", cmd_check, "validate a config file and print its normalised form",
 	  "check [-q] [FILE]\n" },
 	{ "allow", cmd_allow, "add, remove or list the grants in STATE/grants; approve a refusal by its id",
-	  "allow add GRANT [--level once|session|permanent] [--ttl SECONDS] [--for WHO]...\n"
-	  "allow add GRANT [--for WHO]... [--max-up BYTES] [--max-requests N] [--per DURATION]\n"
-	  "allow rm GRANT [--for WHO]...\n"
+	  "allow add GRANT [tunnel] [--level once|session|permanent] [--ttl SECONDS] [--for WHO]...\n"
+	  "allow add GRANT [tunnel] [--for WHO]... [--max-up BYTES] [--max-requests N] [--per DURATION]\n"
+	  "allow rm GRANT [tunnel] [--for WHO]...\n"
 	  "allow approve ID [--level once|session|permanent] [--ttl SECONDS] [--yes]\n"
 	  "allow enforce [on|off|learn [--for DURATION]]\n"
 	  "allow learn\n"
@@ -79,7 +81,7 @@ static const struct verb verbs[] = {
 	  "engine watch [--net NAME] [--podman CMD]\n" },
 	{ "wall", cmd_wall, "render, apply, remove or check the nftables walls (tables sluice owns)",
 	  "wall render sandbox --user NAME --gateway ADDR... [--resolver ADDR]... [--bridge IF] "
-	  "[--forwarder ADDR:PORT] [--subuid FILE] [COMMON]\n"
+	  "[--forwarder ADDR:PORT] [--transparent PORT] [--subuid FILE] [COMMON]\n"
 	  "wall render guard --gateway ADDR... [--mark N] [COMMON]\n"
 	  "wall render host --cgroup PATH [--resolver ADDR]... [COMMON]\n"
 	  "wall render egress --user NAME [--resolver ADDR]... [COMMON]\n"

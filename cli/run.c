@@ -38,6 +38,7 @@
 #include "file.h"
 #include "netns.h"
 #include "ports.h"
+#include "wall.h"
 #include "run.h"
 #include "runfile.h"
 #include "sockaddr.h"
@@ -349,11 +350,15 @@ static int netns_make(struct run *x)
 {
 	char *add[] = { "ip", "netns", "add", x->r.name, NULL };
 	char *lo[] = { "ip", "-n", x->r.name, "link", "set", "lo", "up", NULL };
+	/* the fake addresses are local here: the walls' nat leads them to the forwarder */
+	char *fake[] = { "ip", "-n", x->r.name, "route", "add", "local", WALL_FAKE_NET, "dev", "lo",
+			 NULL };
 
 	x->r.netns = true;
 	if (run_record_save(x->c, &x->r) == -1)
 		return -1;
-	if (run_tool(add, x->log_fd, 10000) != 0 || run_tool(lo, x->log_fd, 10000) != 0) {
+	if (run_tool(add, x->log_fd, 10000) != 0 || run_tool(lo, x->log_fd, 10000) != 0 ||
+	    run_tool(fake, x->log_fd, 10000) != 0) {
 		fprintf(stderr, "run: could not make the network namespace %s\n", x->netns);
 		run_log_tail(x);
 		return -1;
@@ -437,20 +442,21 @@ static int network_make(struct run *x)
 
 static int walls_apply(struct run *x)
 {
-	char base[16], fwd[80];
+	char base[16], fwd[80], tp[16];
 	const char *sandbox[] = { "wall", "apply", "sandbox", "--user", x->user.name, "--gateway",
 				  "127.0.0.1", "--port-base", base, "--netns", x->netns,
-				  "--forwarder", fwd };
+				  "--transparent", tp, "--forwarder", fwd };
 	const char *guard[] = { "wall", "apply", "guard", "--gateway", "127.0.0.1",
 				"--port-base", base, "--netns", x->netns };
 
 	snprintf(base, sizeof(base), "%u", x->r.base);
 	snprintf(fwd, sizeof(fwd), "%s:%u", x->gateway, x->fwd_port);
+	snprintf(tp, sizeof(tp), "%u", x->r.base + RUN_TRANSPARENT_OFF);
 	x->r.walls = true;
 	if (run_record_save(x->c, &x->r) == -1)
 		return -1;
 	/* the bridge's input rules name the forwarder only for --image */
-	if (self_tool(x, sandbox, x->o.image != NULL ? 13 : 11, x->log_fd) != 0 ||
+	if (self_tool(x, sandbox, x->o.image != NULL ? 15 : 13, x->log_fd) != 0 ||
 	    self_tool(x, guard, 9, x->log_fd) != 0) {
 		fprintf(stderr, "run: the walls did not apply in %s\n", x->netns);
 		run_log_tail(x);
@@ -499,15 +505,17 @@ static int listening(struct run *x, unsigned port, pid_t pid)
 
 static int forwarder_start(struct run *x)
 {
-	char path[PATH_MAX + 32], key[PATH_MAX + 16], pair[200], dns[200];
+	char path[PATH_MAX + 32], key[PATH_MAX + 16], pair[200], dns[200], tp[200];
 	char *argv[] = { path, "--key", key, "--net", x->r.name, "--src", x->principal_src,
-			 "--as", x->principal_as, "--netns", x->netns, "--dns", dns, pair, NULL };
+			 "--as", x->principal_as, "--netns", x->netns, "--dns", dns, "--transparent", tp,
+			 pair, NULL };
 	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s/sluice-forward", x->bindir);
 	snprintf(key, sizeof(key), "%s/stamp.key", x->c->state_dir);
 	snprintf(pair, sizeof(pair), "0.0.0.0:%u=%s", x->fwd_port, x->proxy_up);
 	snprintf(dns, sizeof(dns), "0.0.0.0:53=%s", x->dns_up);
+	snprintf(tp, sizeof(tp), "127.0.0.1:%u=%s", x->r.base + RUN_TRANSPARENT_OFF, x->proxy_up);
 	pid = run_spawn(x->c, &x->r, "forward", argv, false, x->log_fd);
 	if (pid == -1)
 		return -1;

@@ -35,6 +35,7 @@
 #define RUN_PATTERN_MAX (HOST_NAME_MAX_LEN + 16)
 #define RUN_PODMAN_MAX 256
 #define RUN_FWD_OFF 90            /* the forwarder in the sandbox: base+90, outside the proxy's 0..89 */
+#define RUN_TRANSPARENT_OFF 91    /* its --transparent listener: 127.0.0.1:base+91 in the sandbox */
 
 struct run_proc {
 	pid_t pid;
@@ -155,7 +156,13 @@ size_t run_podman_argv(const struct run *x, char *words, size_t wsize, char **ar
 int run_env_build(const struct run *x, const char *ca_dir, bool container, char **env);
 void run_env_free(char **env);
 
-/* STATE/runs/ID/pub: resolv.conf (nameserver 127.0.0.1) and copies of the CA's files. */
+/* CMD's /etc/hosts: the localhost lines, nothing else */
+#define RUN_HOSTS "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
+
+/*
+ * STATE/runs/ID/pub: resolv.conf (nameserver 127.0.0.1), hosts (RUN_HOSTS)
+ * and copies of the CA's files.
+ */
 int run_pub_make(struct run *x);
 
 /*

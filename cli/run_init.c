@@ -333,27 +333,29 @@ static int devpts_own(void)
  * private directories (private_scan, private_mount), the user's home (the
  * project's, home_dir, for sluice-sandbox), and the working directory
  * when the user may write it. Also a fresh /proc, /run (fresh_run) and
- * devpts, the run's pub directory on /run/sluice and its resolv.conf on
- * /etc/resolv.conf, and an empty file over each of the machine's sockets
- * (socks, run_socks_cover). What is attached writable is copied before /
- * goes read-only, and before the fresh directories hide it. Returns 0 or
- * -1 after printing.
+ * devpts, the run's pub directory on /run/sluice, its resolv.conf on
+ * /etc/resolv.conf and its hosts (the localhost lines) on /etc/hosts, and
+ * an empty file over each of the machine's sockets (socks, run_socks_cover).
+ * What is attached writable is copied before / goes read-only, and before
+ * the fresh directories hide it. Returns 0 or -1 after printing.
  */
 static int sandbox_mounts(const struct run_exec *x, const struct run_socks *socks)
 {
-	enum { PUB, RESOLV, HOME, CWD, NTREES };
+	enum { PUB, RESOLV, HOSTS, HOME, CWD, NTREES };
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
-	char resolv[4200];
+	char resolv[4200], hosts[4200];
 	struct privates pv;
-	int t[NTREES] = { -1, -1, -1, -1 }, run = -1, ret = -1;
+	int t[NTREES] = { -1, -1, -1, -1, -1 }, run = -1, ret = -1;
 
 	snprintf(resolv, sizeof(resolv), "%s/resolv.conf", x->pub_dir);
+	snprintf(hosts, sizeof(hosts), "%s/hosts", x->pub_dir);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1) {
 		fprintf(stderr, "run: make / private: %s\n", strerror(errno));
 		return -1;
 	}
 	if (private_scan(&pv) == -1 || (t[PUB] = tree_copy(AT_FDCWD, x->pub_dir, 0, x->pub_dir)) == -1 ||
 	    (t[RESOLV] = tree_copy(AT_FDCWD, resolv, 0, resolv)) == -1 ||
+	    (t[HOSTS] = tree_copy(AT_FDCWD, hosts, 0, hosts)) == -1 ||
 	    (x->home_dir != NULL && (t[HOME] = tree_copy(AT_FDCWD, x->home_dir, 0, x->home_dir)) == -1) ||
 	    (t[CWD] = cwd_copy(x, &pv)) == -2)
 		goto out;
@@ -367,6 +369,7 @@ static int sandbox_mounts(const struct run_exec *x, const struct run_socks *sock
 	}
 	if ((run = fresh_run(&pv)) == -1 || private_mount(&pv) == -1 || devpts_own() == -1 ||
 	    tree_attach(t[PUB], "/run/sluice") == -1 || tree_attach(t[RESOLV], "/etc/resolv.conf") == -1 ||
+	    tree_attach(t[HOSTS], "/etc/hosts") == -1 ||
 	    (t[HOME] != -1 && attach_at(t[HOME], x->user->home, &pv) == -1) ||
 	    (t[CWD] >= 0 && attach_at(t[CWD], x->cwd, &pv) == -1))
 		goto out;

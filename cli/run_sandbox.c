@@ -96,7 +96,10 @@ void run_env_free(char **env)
 		free(env[i]);
 }
 
-/* What the sandbox reads: resolv.conf (sluice-dns, through the forwarder) and the CA's files. */
+/*
+ * What the sandbox reads: resolv.conf (sluice-dns, through the forwarder),
+ * hosts (the localhost lines alone) and the CA's files.
+ */
 int run_pub_make(struct run *x)
 {
 	static const char *const ca_files[] = { "ca.crt", "ca-bundle.crt" };
@@ -112,6 +115,14 @@ int run_pub_make(struct run *x)
 	snprintf(path, sizeof(path), "%s/resolv.conf", dir);
 	f = fopen(path, "we");
 	if (f == NULL || fputs("nameserver 127.0.0.1\n", f) == EOF || fclose(f) == EOF) {
+		fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	chmod(path, 0644);
+	/* only the localhost lines: no host entry of the machine's sidesteps sluice-dns */
+	snprintf(path, sizeof(path), "%s/hosts", dir);
+	f = fopen(path, "we");
+	if (f == NULL || fputs(RUN_HOSTS, f) == EOF || fclose(f) == EOF) {
 		fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
 		return -1;
 	}

@@ -191,6 +191,7 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 		{ "gateway", required_argument, NULL, 'g' },
 		{ "bridge", required_argument, NULL, 'b' },
 		{ "forwarder", required_argument, NULL, 'f' },
+		{ "transparent", required_argument, NULL, 'X' },
 		{ "mark", required_argument, NULL, 'm' },
 		{ "cgroup", required_argument, NULL, 'c' },
 		{ "port-base", required_argument, NULL, 'p' },
@@ -236,6 +237,14 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 		case 'f':
 			if (forwarder_parse(optarg, p) == -1)
 				return EXIT_USAGE;
+			break;
+		case 'X':
+			if (cli_num_parse(optarg, 10, 1, 65535, &v) == -1) {
+				fprintf(stderr, "wall: bad --transparent \"%s\": a port, 1 to 65535\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			p->transparent_port = (unsigned)v;
 			break;
 		case 'm':
 			if (cli_num_parse(optarg, 0, 1, UINT32_MAX, &v) == -1) {

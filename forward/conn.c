@@ -22,6 +22,15 @@
  * queries after it pass as bytes. Without a key it starts raw, dialled at
  * once. Either way it is then relayed like the others.
  *
+ * On the --transparent listener a connection came to a fake address
+ * (fake.c) by the run's nat redirect; its original destination names the
+ * name and port. Port 80: the client's first head, made absolute-form
+ * (http://NAME:80/...) with Connection: close (the next request would come
+ * origin-form), is stamped as above. Any other port: a CONNECT NAME:PORT of
+ * ours is stamped and sent at once, before a byte from either side; the
+ * proxy's 200 is read away (C_REPLY) and the relay begins; any other answer
+ * resets the client (the proxy wrote its row).
+ *
  * The stamped head is written as soon as the connect is issued: on loopback
  * or a fast link the handshake is already done, the write proves it, and
  * the connection goes straight to relaying (no wait for writability, no
@@ -46,8 +55,10 @@
 #include <sys/ioctl.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <linux/netfilter_ipv4.h>
 
 #include "buf.h"
+#include "dns_msg.h"
 #include "dnstag.h"
 #include "http.h"
 #include "relay.h"
@@ -60,6 +71,7 @@ enum conn_state {
 	C_RAW,      /* --dns: nothing to read first, the upstream is dialled at once */
 	C_QUERY,    /* --dns with a tag: reading the first query */
 	C_DIAL,     /* connecting upstream */
+	C_REPLY,    /* --transparent: reading the proxy's answer to our CONNECT */
 	C_RELAY,    /* relaying both ways */
 	C_RST_WAIT, /* upstream closed first: waiting for the client's acks */
 };
@@ -80,6 +92,8 @@ static const struct conn_state_def {
 	[C_QUERY] = { "query", "the client's first DNS query, to tag (--dns)", "close (10 s)" },
 	[C_DIAL] = { "dial", "the upstream's connect",
 		     "re-dial on a new socket (every 2 s, 8 tries), then reset the client" },
+	[C_REPLY] = { "reply", "the proxy's answer to the CONNECT made for a fake address",
+		      "reset the client (10 s)" },
 	[C_RELAY] = { "relay", "bytes either way", "none: relaying has no deadline" },
 	[C_RST_WAIT] = { "rst-wait", "the client's acks of every byte (the upstream closed first)",
 			 "RST once acked, polled every 10 ms; a plain close after 2 s" },
@@ -106,6 +120,11 @@ struct conn {
 	char as[STAMP_AS_MAX + 1]; /* the principal (--own), "" for none */
 	unsigned tries;
 	uint64_t rst_since;
+	/* --transparent: the name and port a fake address stood for */
+	char name[DNS_NAME_MAX + 1];
+	uint16_t port;
+	bool connect; /* a CONNECT of ours: the proxy's 200 is read away (C_REPLY) */
+	bool rewrite; /* plain HTTP (port 80): the client's head made absolute-form */
 };
 
 static void conn_pump(struct conn *c);
@@ -196,12 +215,24 @@ static int stamp_head(struct conn *c, const struct http_request *req, size_t hea
 	if (line_end == NULL || stamp_format(&st, &fw->key, value, sizeof(value)) < 0)
 		return -1;
 	buf_init(&b, CONN_IO_MAX);
-	if (buf_append(&b, buf_head(&c->in), (size_t)(line_end + 1 - buf_head(&c->in))) == -1)
+	if (c->rewrite) {
+		/* the name the fake address stood for: the proxy judges it, and the Host */
+		if (req->form != HTTP_FORM_ORIGIN ||
+		    buf_printf(&b, "%.*s http://%s:%u%.*s HTTP/1.%d\r\nConnection: close\r\n",
+			       (int)req->method_len, req->method_str, c->name, (unsigned)c->port,
+			       (int)req->target_len, req->target, req->minor) == -1)
+			goto fail;
+	} else if (buf_append(&b, buf_head(&c->in), (size_t)(line_end + 1 - buf_head(&c->in))) ==
+		   -1) {
 		goto fail;
+	}
 	for (size_t i = 0; i < req->nheaders; i++) {
 		const struct http_header *h = &req->headers[i];
 
 		if (http_header_is(h, STAMP_HEADER))
+			continue;
+		/* one request per connection: the next would come origin-form */
+		if (c->rewrite && (http_header_is(h, "Connection") || http_header_is(h, "Keep-Alive")))
 			continue;
 		if (buf_append(&b, h->name, h->name_len) == -1 || buf_append(&b, ": ", 2) == -1 ||
 		    buf_append(&b, h->value, h->value_len) == -1 || buf_append(&b, "\r\n", 2) == -1)
@@ -228,6 +259,20 @@ static void relay_begin(struct conn *c)
 	relay_dir_init(&c->down, c->ufd, c->cfd, &c->out);
 	conn_enter(c, C_RELAY);
 	c->cev = c->uev = EPOLLIN | EPOLLOUT; /* the first pump looks at both ways */
+}
+
+/*
+ * The upstream is connected: relay, or for a CONNECT of ours first read the
+ * proxy's answer to it.
+ */
+static void connected(struct conn *c)
+{
+	if (!c->connect) {
+		relay_begin(c);
+		return;
+	}
+	conn_enter(c, C_REPLY);
+	loop_timer_set(c->fw->loop, &c->timer, FWD_HEAD_TIMEOUT_MS, on_timer, c);
 }
 
 /* Whether ss is an IPv4 address in 127.0.0.0/8. */
@@ -312,7 +357,7 @@ static void dial(struct conn *c)
 			return;
 		}
 		c->ufd = fd;
-		relay_begin(c);
+		connected(c);
 		return;
 	}
 	if ((buf_len(&c->in) > 0 && errno != EAGAIN) ||
@@ -452,7 +497,48 @@ static void dial_done(struct conn *c, uint32_t events)
 		conn_close(c, true); /* refused: answered, so not re-dialled */
 		return;
 	}
-	relay_begin(c);
+	connected(c);
+}
+
+/*
+ * The proxy's answer to our CONNECT: a 200 head is read away and the
+ * relay begins (what came behind it, a server's banner, goes first); any
+ * other answer, or none, resets the client (the proxy wrote its row).
+ */
+static void step_reply(struct conn *c)
+{
+	bool drained = false;
+
+	for (;;) {
+		const char *h = buf_head(&c->out), *end;
+		size_t len = buf_len(&c->out);
+
+		end = len >= 4 ? memmem(h, len, "\r\n\r\n", 4) : NULL;
+		if (end != NULL) {
+			if (len < 12 || (memcmp(h, "HTTP/1.1 200", 12) != 0 &&
+					 memcmp(h, "HTTP/1.0 200", 12) != 0)) {
+				conn_close(c, true);
+				return;
+			}
+			buf_consume(&c->out, (size_t)(end + 4 - h));
+			relay_begin(c);
+			return;
+		}
+		if (len >= FWD_HEAD_MAX) {
+			conn_close(c, true);
+			return;
+		}
+		if (drained)
+			return;
+		ssize_t n = buf_read_fd(&c->out, c->ufd, FWD_HEAD_MAX - len, &drained);
+
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			conn_close(c, true);
+			return;
+		}
+	}
 }
 
 static int outq(int fd)
@@ -510,6 +596,9 @@ static void update_interest(struct conn *c)
 		break;
 	case C_RAW:
 		break;
+	case C_REPLY:
+		ui = EPOLLIN;
+		break;
 	case C_DIAL:
 		/*
 		 * Leave the client's EPOLLIN on (two epoll_ctl calls per
@@ -539,6 +628,8 @@ static void conn_pump(struct conn *c)
 		step_query(c);
 	else if (c->state == C_RAW)
 		dial(c);
+	else if (c->state == C_REPLY)
+		step_reply(c);
 	if (!c->closed && c->state == C_RELAY)
 		step_relay(c);
 	if (!c->closed)
@@ -559,6 +650,9 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 		conn_close(c, false);
 		return;
 	case C_RAW:
+		return;
+	case C_REPLY:
+		conn_close(c, true);
 		return;
 	case C_DIAL:
 		dial(c); /* unanswered: a new socket */
@@ -643,6 +737,36 @@ void conn_addr_text(const struct sockaddr_storage *ss, char *out, size_t size)
 		inet_ntop(AF_INET6, a, out, (socklen_t)size);
 }
 
+/*
+ * A connection to a fake address (--transparent): the name and port it
+ * stood for, from the connection's original destination (the run's nat
+ * redirect). Port 80 is plain HTTP, its head made absolute-form; any other
+ * port is a CONNECT to NAME:PORT written here, before a byte from either
+ * side: the proxy intercepts it (TLS, judged by its SNI and Host) or, where
+ * a tunnel grant names that name and port, relays it raw. Returns 0, or -1
+ * (not a fake address of ours: the caller resets it).
+ */
+static int transparent_target(struct conn *c, int fd)
+{
+	struct sockaddr_storage dst;
+	socklen_t len = sizeof(struct sockaddr_in);
+	const char *name;
+
+	memset(&dst, 0, sizeof(dst));
+	if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &len) == -1 ||
+	    (name = fake_name(c->fw, &dst)) == NULL)
+		return -1;
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->port = ntohs(((struct sockaddr_in *)(void *)&dst)->sin_port);
+	if (c->port == 80) {
+		c->rewrite = true;
+		return 0;
+	}
+	c->connect = true;
+	return buf_printf(&c->in, "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n\r\n", c->name,
+			  (unsigned)c->port, c->name, (unsigned)c->port);
+}
+
 void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,
 		 const struct sockaddr_storage *peer, const char *as)
 {
@@ -665,6 +789,14 @@ void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,
 	conn_addr_text(peer, c->src, sizeof(c->src));
 	if (as != NULL)
 		snprintf(c->as, sizeof(c->as), "%s", as);
+	if (ln->kind == FWD_TRANSPARENT && transparent_target(c, fd) == -1) {
+		sock_reset_on_close(fd);
+		close(fd);
+		buf_release(&c->in);
+		buf_release(&c->out);
+		free(c);
+		return;
+	}
 	if (loop_io_add(fw->loop, &c->cio, fd, EPOLLIN, on_client, c) == -1) {
 		close(fd);
 		free(c);

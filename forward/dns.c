@@ -276,7 +276,7 @@ static void on_answer(struct loop *l, struct loop_io *io, uint32_t events)
 			return;
 		}
 		flow_touch(r, f);
-		answer(r, f, (size_t)n);
+		answer(r, f, fake_answer(f->ln->fw, r->dgram, (size_t)n, DNS_DGRAM_MAX));
 	}
 }
 

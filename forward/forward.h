@@ -17,11 +17,14 @@
  *           (lib/cgpath.c) where the engine made it, for a container the
  *           engine's snapshot lists (lib/snapids.c)
  * wait.c    --wait: until something listens on ADDR:PORT in a namespace
+ * fake.c    --transparent: a fake address per granted name in the run's
+ *           answers, and back from the address to the name
  *
  * Runs inside the sandbox as root, at the last point where a container
  * still has its own address. Parses nothing after the first head; of
  * --dns traffic only what tagging needs (each UDP query, a TCP
- * connection's first). Upstream sockets are always made in our own
+ * connection's first) and, with --transparent, each UDP answer's question
+ * and record types (lib/dns_fake.c). Upstream sockets are always made in our own
  * namespace.
  */
 #ifndef SLUICE_FORWARD_H
@@ -50,11 +53,17 @@
 #define FWD_DNS_IDLE_MS 10000      /* a UDP flow without a datagram this long is closed */
 #define FWD_DNS_SWEEP_MS 1000      /* how often idle flows are looked for */
 #define FWD_DNS_QUERY_MAX 65535    /* a TCP connection's first query, as it came and tagged */
+#define FAKE_NET 0xf0000000u       /* 240.0.0.0: --transparent's addresses, FAKE_NET + 1 + slot */
+#define FAKE_PREFIX 20             /* 240.0.0.0/20 */
+#define FAKE_SLOTS 4094            /* 240.0.0.1 .. 240.0.15.254 */
+#define FAKE_TTL 10                /* seconds, in the answers */
+#define FAKE_HOLD_MS 120000        /* an address unanswered this long may name another name */
 
 enum fwd_kind {
 	FWD_STAMP,   /* LISTEN=UPSTREAM or --own: TCP, the first head stamped */
 	FWD_DNS_TCP, /* --dns: TCP, the first query tagged (dns_tag), then bytes relayed */
 	FWD_DNS_UDP, /* --dns: UDP, each client's queries tagged, on its own upstream socket */
+	FWD_TRANSPARENT, /* --transparent: TCP to a fake address, sent on as a CONNECT to its name */
 };
 
 struct fwd_listener {
@@ -67,6 +76,7 @@ struct fwd_listener {
 };
 
 struct dns_relay;
+struct fake_map;
 
 #define CGROUP_CACHE 8
 #define FWD_ENGINE_CGROUPS_MAX 8
@@ -124,6 +134,7 @@ struct forwarder {
 	unsigned nconns;
 	bool failed;          /* stopped by an error, not a signal */
 	struct dns_relay *dns; /* the UDP flows of every --dns listener; NULL without */
+	struct fake_map *fake; /* --transparent: name <-> fake address; NULL without */
 
 	/* --netns */
 	const char *netns;    /* PATH, or NULL: every listener in our own namespace */
@@ -178,6 +189,19 @@ long dns_tag(struct forwarder *fw, const char *src, const uint8_t *q, size_t len
 	     size_t max);
 /* A FORMERR answer to q[0..len) into out[12]: its length, 0 when q has no header. */
 size_t dns_formerr(const uint8_t *q, size_t len, uint8_t *out);
+
+/* fake.c */
+/* The map, for --transparent. Returns 0, or -1 after printing. */
+int fake_start(struct forwarder *fw);
+void fake_stop(struct forwarder *fw);
+/*
+ * The answer msg[0..len) (room for max) as the run gets it: a name that
+ * resolves gets its fake address instead (lib/dns_fake.h); anything else
+ * passes as it came. Returns the new length.
+ */
+size_t fake_answer(struct forwarder *fw, uint8_t *msg, size_t len, size_t max);
+/* The name whose fake address is dst, or NULL (not one, or not given). */
+const char *fake_name(const struct forwarder *fw, const struct sockaddr_storage *dst);
 
 /* cgroup.c */
 /*

@@ -47,7 +47,7 @@ static void usage(void)
 		"usage: sluice-forward --key FILE --net NAME [--netns PATH] [--own LISTEN=UPSTREAM]...\n"
 		"                      [--engine-cgroup PATH]... [--engine-uid N] [--engine-state FILE]\n"
 		"                      [--dns LISTEN=UPSTREAM]... [--src ADDR] [--as PRINCIPAL]\n"
-		"                      [--mark N] [--trace]\n"
+		"                      [--mark N] [--trace] [--transparent LISTEN=UPSTREAM]\n"
 		"                      [LISTEN=UPSTREAM]...\n"
 		"       sluice-forward [--netns PATH] --dns LISTEN=UPSTREAM... [--mark N] [--trace]\n"
 		"       sluice-forward --wait NETNS_PATH ADDR:PORT [--timeout SECONDS]\n"
@@ -73,6 +73,12 @@ static void usage(void)
 		"                    each UDP client on its own socket to UPSTREAM (at most %d at\n"
 		"                    once, the least recently used giving way; closed after %d s\n"
 		"                    idle), TCP bytes relayed both ways; repeatable, at most %d\n"
+		"  --transparent LISTEN=UPSTREAM  a name the --dns relays' answers say\n"
+		"                    resolves gets an address of 240.0.0.0/%d instead (the\n"
+		"                    namespace routes that range to LISTEN: a nat redirect);\n"
+		"                    a connection to one, on any port, goes to UPSTREAM (the\n"
+		"                    proxy) as that name: port 80 its HTTP head made\n"
+		"                    absolute-form, any other a CONNECT NAME:PORT; at most one\n"
 		"  --own LISTEN=UPSTREAM  listen in our own namespace; each client is found by\n"
 		"                    its socket's cgroup and stamped as=container:ID, build:SCOPE\n"
 		"                    or user (a client not found is reset); repeatable\n"
@@ -96,7 +102,7 @@ static void usage(void)
 		"                    prestart hook (the state on stdin is ignored)\n"
 		"exit: 0 stopped by a signal (--wait: listening), 1 could not start or failed\n"
 		"      (--wait: timed out), 2 usage\n",
-		STAMP_AS_MAX, FWD_DNS_FLOWS_MAX, FWD_DNS_IDLE_MS / 1000, FWD_DNS_MAX,
+		STAMP_AS_MAX, FWD_DNS_FLOWS_MAX, FWD_DNS_IDLE_MS / 1000, FWD_DNS_MAX, FAKE_PREFIX,
 		FWD_ENGINE_CGROUPS_MAX);
 }
 
@@ -155,7 +161,8 @@ static int add_pair(struct forwarder *fw, char *pair, enum fwd_kind kind, bool o
 		*eq = '\0';
 		/* a relay's upstream is an address: DNS has no unix:PATH hop */
 		ok = sockaddr_parse(pair, 0, 0, &ln->addr) == 0 &&
-		     sockaddr_parse(eq + 1, kind == FWD_STAMP ? SOCKADDR_UNIX : 0, 0,
+		     sockaddr_parse(eq + 1,
+				    kind == FWD_STAMP || kind == FWD_TRANSPARENT ? SOCKADDR_UNIX : 0, 0,
 				    &ln->upstream) == 0;
 		*eq = '=';
 	}
@@ -164,7 +171,7 @@ static int add_pair(struct forwarder *fw, char *pair, enum fwd_kind kind, bool o
 		return 0;
 	}
 	fprintf(stderr, "sluice-forward: bad %sLISTEN=UPSTREAM \"%s\"\n",
-		kind == FWD_STAMP ? "" : "--dns ", pair);
+		kind == FWD_STAMP ? "" : kind == FWD_TRANSPARENT ? "--transparent " : "--dns ", pair);
 	return -1;
 }
 
@@ -338,6 +345,7 @@ int main(int argc, char **argv)
 		{ "engine-uid", required_argument, NULL, 'u' },
 		{ "engine-state", required_argument, NULL, 'e' },
 		{ "dns", required_argument, NULL, 'd' },
+		{ "transparent", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -346,7 +354,7 @@ int main(int argc, char **argv)
 	const char *net = NULL, *err = NULL, *engine_state = NULL;
 	unsigned char raw[8];
 	char from[INET_ADDRSTRLEN] = "?";
-	size_t nown = 0, ndns = 0;
+	size_t nown = 0, ndns = 0, ntransparent = 0;
 	bool stamping;
 	int opt, sig_fd, ret = 1;
 
@@ -408,11 +416,19 @@ int main(int argc, char **argv)
 			if (add_dns(&fw, optarg, &ndns) == -1)
 				return 2;
 			break;
+		case 't':
+			if (ntransparent++ == 1) {
+				fprintf(stderr, "sluice-forward: at most one --transparent\n");
+				return 2;
+			}
+			if (add_pair(&fw, optarg, FWD_TRANSPARENT, false) == -1)
+				return 2;
+			break;
 		default: usage(); return 2;
 		}
 	}
 	/* a stamp needs the key and the net; a --dns relay stamps nothing */
-	stamping = optind < argc || nown > 0;
+	stamping = optind < argc || nown > 0 || ntransparent > 0;
 	if ((!stamping && ndns == 0) || (stamping && (key_path == NULL || net == NULL)) ||
 	    (net != NULL && strlen(net) > STAMP_NET_MAX)) {
 		usage();
@@ -465,7 +481,8 @@ int main(int argc, char **argv)
 				(unsigned)fw.cgroups.engine_uid);
 		fprintf(stderr, "sluice-forward: --own: engine state %s\n", fw.cgroups.engine.path);
 	}
-	if (dns_start(&fw) == -1 || listen_start(&fw) == -1)
+	if ((ntransparent > 0 && fake_start(&fw) == -1) || dns_start(&fw) == -1 ||
+	    listen_start(&fw) == -1)
 		goto out;
 	sig_fd = signals_open();
 	if (sig_fd == -1)
@@ -493,6 +510,7 @@ out:
 	explicit_bzero(&fw.key, sizeof(fw.key));
 	listen_stop(&fw);
 	dns_stop(&fw);
+	fake_stop(&fw);
 	if (sig_io.fd >= 0)
 		loop_io_close(fw.loop, &sig_io);
 	if (fw.diag != -1)

@@ -2,7 +2,7 @@
  * config_allow.c: the config's `allow` and `allow-private` lines, and their
  * normalised form.
  *
- *   allow GRANT [for=SCOPE]... [max-up=BYTES] [max-requests=N] [per=DURATION]
+ *   allow GRANT [tunnel] [for=SCOPE]... [max-up=BYTES] [max-requests=N] [per=DURATION]
  *   allow-private HOST CIDR
  *
  * A grant (grant.h) at level config, with the principals it serves (for=,
@@ -33,9 +33,16 @@ void config_allow(struct parser *p, char **w, size_t nw)
 			config_error(p, "allow %s: %s: %s", w[1], w[i], err);
 			return;
 		}
+		switch (grant_tunnel_word(&g, w[i], strlen(w[i]), &err)) {
+		case 1:
+			continue;
+		case -1:
+			config_error(p, "allow %s: %s: %s", w[1], w[i], err);
+			return;
+		}
 		if (strncmp(w[i], "for=", 4) != 0) {
-			config_error(p, "allow %s: expected for=SCOPE, max-up=BYTES, max-requests=N or "
-				"per=DURATION, not \"%s\"", w[1], w[i]);
+			config_error(p, "allow %s: expected tunnel, for=SCOPE, max-up=BYTES, max-requests=N "
+				"or per=DURATION, not \"%s\"", w[1], w[i]);
 			return;
 		}
 		if (grant_scope_add(&g, w[i] + 4, &err) == -1) {
@@ -93,6 +100,8 @@ void config_allow_print(const struct config *c, FILE *out)
 
 	for (size_t i = 0; i < c->ngrants; i++) {
 		fprintf(out, "allow %s", grant_format(&c->grants[i], buf, sizeof(buf)));
+		if (c->grants[i].tunnel)
+			fputs(" tunnel", out);
 		for (size_t k = 0; k < c->grants[i].nscopes; k++)
 			fprintf(out, " for=%s", c->grants[i].scopes[k].text);
 		if (grant_budgeted(&c->grants[i]))

@@ -31,8 +31,9 @@
 #include "digits.h"
 
 #define STORE_HEADER "# sluice grants v1"
-#define STORE_MAX_FIELDS (4 + GRANT_SCOPES_MAX + 3)
+#define STORE_MAX_FIELDS (4 + 1 + GRANT_SCOPES_MAX + 3) /* level fields, tunnel, scopes, budget */
 #define FOR_KEY "for="
+#define TUNNEL_WORD "tunnel"
 #define MAX_UP_KEY "max-up="
 #define MAX_REQUESTS_KEY "max-requests="
 #define PER_KEY "per="
@@ -320,6 +321,22 @@ int grant_budget_word(struct grant *g, const char *s, size_t len, bool units, co
 	return 0;
 }
 
+int grant_tunnel_word(struct grant *g, const char *s, size_t len, const char **err)
+{
+	if (len != strlen(TUNNEL_WORD) || memcmp(s, TUNNEL_WORD, len) != 0)
+		return 0;
+	if (g->tunnel) {
+		*err = "tunnel given twice";
+		return -1;
+	}
+	if (g->port == 0) {
+		*err = "a tunnel grant needs a port (HOST:PORT tunnel)";
+		return -1;
+	}
+	g->tunnel = true;
+	return 1;
+}
+
 int grant_budget_check(const struct grant *g, const char **err)
 {
 	if (g->per > 0 && !grant_budgeted(g)) {
@@ -347,7 +364,7 @@ char *grant_budget_format(const struct grant *g, char *buf, size_t size)
 bool grant_same(const struct grant *a, const struct grant *b)
 {
 	if (a->wildcard != b->wildcard || a->port != b->port || strcmp(a->host, b->host) != 0 ||
-	    a->nscopes != b->nscopes)
+	    a->tunnel != b->tunnel || a->nscopes != b->nscopes)
 		return false;
 	/* each holds no scope twice, so equal counts and inclusion make equal sets */
 	for (size_t i = 0; i < a->nscopes; i++)
@@ -487,6 +504,12 @@ static int store_line(const char *s, size_t len, struct grant *g, const char **e
 		size_t kl = strlen(FOR_KEY);
 
 		switch (grant_budget_word(g, f[i].p, f[i].len, false, err)) {
+		case 1:
+			continue;
+		case -1:
+			return -1;
+		}
+		switch (grant_tunnel_word(g, f[i].p, f[i].len, err)) {
 		case 1:
 			continue;
 		case -1:
@@ -684,6 +707,8 @@ int grant_store_write(FILE *f, const struct grant *g, size_t n, const struct gra
 			r = -1;
 			break;
 		}
+		if (r >= 0 && g[i].tunnel)
+			r = fprintf(f, " " TUNNEL_WORD);
 		if (r < 0 || scopes_write(f, &g[i]) == -1 || budget_write(f, &g[i]) == -1 ||
 		    fputc('\n', f) == EOF)
 			return -1;

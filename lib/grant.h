@@ -11,9 +11,9 @@
  * by the proxy when it changes:
  *
  *   # sluice grants v1
- *   <grant> permanent <added> [for=<scope>]... [<budget>]...
- *   <grant> session <added> <run-id> [for=<scope>]... [<budget>]...
- *   <grant> once <added> <expires> [for=<scope>]... [<budget>]...
+ *   <grant> permanent <added> [tunnel] [for=<scope>]... [<budget>]...
+ *   <grant> session <added> <run-id> [tunnel] [for=<scope>]... [<budget>]...
+ *   <grant> once <added> <expires> [tunnel] [for=<scope>]... [<budget>]...
  *
  * added and expires are Unix seconds. A grant with for= scopes (scope.h:
  * never a container name, which `sluice allow add` resolves to its id)
@@ -23,6 +23,11 @@
  * to STATE/proxy.run at start); a once grant until expires. A store with
  * any line that does not parse is damaged as a whole: the proxy then
  * enforces with no grants from it.
+ *
+ * The word tunnel, only on a grant with a port (HOST:PORT, *.SUFFIX:PORT),
+ * lets a CONNECT to that name and port be relayed raw even when the proxy
+ * intercepts: bytes either way from the 200 on, whoever speaks first, for
+ * protocols that are neither HTTP nor TLS. A plain grant never implies it.
  *
  * A budget word is max-up=BYTES, max-requests=N or per=SECONDS (plain
  * decimal in the store; each at most once, per= only beside a max-): how
@@ -88,6 +93,7 @@ struct grant {
 	uint64_t max_up;       /* budget: client bytes up per principal; 0: none */
 	uint64_t max_requests; /* budget: requests per principal; 0: none */
 	uint32_t per;          /* the budgets' window in seconds; 0: the grant's life */
+	bool tunnel;           /* the word tunnel: a CONNECT is relayed raw (port != 0) */
 };
 
 /*
@@ -162,6 +168,13 @@ int grant_budget_word(struct grant *g, const char *s, size_t len, bool units, co
  */
 int grant_budget_check(const struct grant *g, const char **err);
 
+/*
+ * The word s[0..len) "tunnel" into g (parsed first: its port is known).
+ * Returns 1 it was that word, 0 it is another (g untouched), -1 with *err
+ * (a static message) a second one or a grant without a port.
+ */
+int grant_tunnel_word(struct grant *g, const char *s, size_t len, const char **err);
+
 /* A byte count with an optional k, M or G suffix (powers of 1024), 1 to max. Returns 0 or -1. */
 int grant_bytes_parse(const char *s, size_t len, uint64_t max, uint64_t *out);
 
@@ -174,7 +187,7 @@ char *grant_budget_format(const struct grant *g, char *buf, size_t size);
 /* g's scopes joined by "," into buf ("" when none); GRANT_SCOPES_TEXT is enough. */
 char *grant_scopes_format(const struct grant *g, char *buf, size_t size);
 
-/* Whether a and b are the same grant: one pattern, the same set of scopes. */
+/* Whether a and b are the same grant: one pattern, tunnel or not, the same set of scopes. */
 bool grant_same(const struct grant *a, const struct grant *b);
 
 /* Whether g is live at now for the proxy run run_id (may be NULL: no run). */

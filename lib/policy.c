@@ -191,6 +191,23 @@ static const struct grant *budgeted_serving(const struct policy *p,
 	return NULL;
 }
 
+/* Whether a live tunnel grant serving r names its host and port (a CONNECT only). */
+static bool tunnel_serving(const struct policy *p, const struct policy_request *r, time_t now)
+{
+	const char *run = p->run_id[0] != '\0' ? p->run_id : NULL;
+
+	if (r->via != GRANT_VIA_CONNECT)
+		return false;
+	for (size_t i = 0; i < p->ngrants; i++) {
+		const struct grant *g = &p->grants[i];
+
+		if (g->tunnel && grant_live(g, now, run) &&
+		    grant_matches(g, r->host, r->port, r->via) && grant_serves(g, r->who, r->src, r->as))
+			return true;
+	}
+	return false;
+}
+
 void policy_judge(const struct policy *p, const struct policy_request *r, time_t now,
 		  struct verdict *v)
 {
@@ -234,6 +251,7 @@ void policy_judge(const struct policy *p, const struct policy_request *r, time_t
 		v->allow = true;
 		v->reason = "granted";
 		v->grant = g;
+		v->tunnel = tunnel_serving(p, r, now);
 		for (size_t k = 0; k < g->nscopes && v->by == NULL; k++)
 			if (scope_matches(&g->scopes[k], r->who, r->src, r->as))
 				v->by = &g->scopes[k];

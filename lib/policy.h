@@ -59,6 +59,7 @@ struct verdict {
 	const struct grant *grant; /* the grant that allowed it, or NULL */
 	const struct scope *by;    /* ... and its scope that matched, or NULL (unscoped) */
 	const struct grant *scoped; /* refused: a live grant covering it for others, or NULL */
+	bool tunnel; /* allowed, a CONNECT, and a live tunnel grant serving it names it: relay raw */
 	char detail[320];          /* "10.1.2.3 is in denied range 10.0.0.0/8", "" if none;
 				      room for any name with its port */
 };

@@ -266,6 +266,8 @@ static const char *check(const struct wall_params *p, const char *table)
 		     p->forwarder.prefix != full_prefix(p->forwarder.family) || p->forwarder_port == 0 ||
 		     p->forwarder_port > 65535))
 			return "bad forwarder address or port";
+		if (p->transparent_port > 65535)
+			return "bad transparent port";
 		return check_gateways(p) != NULL ? check_gateways(p) : check_resolvers(p);
 	case WALL_GUARD:
 		return check_gateways(p);
@@ -404,6 +406,13 @@ static void render_sandbox(struct out *o, const struct wall_params *p)
 	put_hook(o, "forward", "forward");
 	put(o, "\t\t" REPLIES "\n\t\tct status dnat accept\n");
 	put(o, "\t\t%s\n\t}\n", refusal(p, "routed", why, sizeof(why)));
+
+	/* a run's fake addresses lead to the forwarder's transparent listener, and nowhere else */
+	if (p->transparent_port != 0)
+		put(o, "\n\tchain transparent {\n"
+		       "\t\ttype nat hook output priority -100; policy accept;\n"
+		       "\t\tip daddr " WALL_FAKE_NET " meta l4proto tcp redirect to :%u\n\t}\n",
+		    p->transparent_port);
 }
 
 /*

@@ -16,6 +16,9 @@
 #ifndef SLUICE_WALL_H
 #define SLUICE_WALL_H
 
+/* a run's fake addresses for granted names (sluice-forward --transparent: forward/fake.c) */
+#define WALL_FAKE_NET "240.0.0.0/20"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,6 +59,12 @@ struct wall_params {
 	size_t nbridges;                /* 1 .. WALL_RANGES_MAX */
 	struct ipnet forwarder;         /* family 0: no forwarder; else a single address */
 	unsigned forwarder_port;        /* 1..65535 when forwarder is set */
+	/*
+	 * 1..65535: TCP to WALL_FAKE_NET, from any socket here, is redirected
+	 * (nat) to this port on 127.0.0.1, the forwarder's --transparent
+	 * listener; 0: none
+	 */
+	unsigned transparent_port;
 
 	/* sandbox, host (and egress: extra resolvers it may reach in private space) */
 	const struct ipnet *resolvers; /* none: the local resolvers, 127.0.0.0/8 and ::1 */

@@ -159,6 +159,7 @@ static int request_judge(struct session *s, const struct http_request *req)
 		snprintf(x->detail, sizeof(x->detail), "would be refused: %s", v.detail);
 	}
 	x->reason = v.reason;
+	x->raw_tunnel = v.tunnel;
 	if (v.grant != NULL) {
 		char g[HOST_NAME_MAX_LEN + 16];
 
@@ -306,7 +307,7 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	if (req->method == HTTP_CONNECT) {
 		buf_consume(&s->cin, len);
 		dial_close(s);
-		if (tls_intercepts(s->px, &s->x->t.host, s->x->t.port))
+		if (!s->x->raw_tunnel && tls_intercepts(s->px, &s->x->t.host, s->x->t.port))
 			session_intercept_begin(s);
 		else
 			dial_start(s);

@@ -760,8 +760,13 @@ void session_tunnel_begin(struct session *s)
 	relay_dir_init(&s->tun->to_up, s->cfd, s->ufd, &s->cin);
 	relay_dir_init(&s->tun->to_cli, s->ufd, s->cfd, &s->cout);
 	session_budget_cap(s, s->tun->to_up.taken);
-	/* a passthrough host: its ClientHello is read and checked before anything goes up */
-	s->tun->hello = tls_active(s->px) ? HELLO_CLIENT : HELLO_DONE;
+	/*
+	 * a passthrough host: its ClientHello is read and checked before anything
+	 * goes up; a tunnel grant's: raw from here, whoever speaks first
+	 */
+	s->tun->hello = tls_active(s->px) && !s->x->raw_tunnel ? HELLO_CLIENT : HELLO_DONE;
+	if (tls_active(s->px) && s->x->raw_tunnel && s->x->detail[0] == '\0')
+		snprintf(s->x->detail, sizeof(s->x->detail), "tunnel grant: relayed raw");
 	s->tun->hello_ms = session_now(s);
 	session_enter(s, SS_TUNNEL);
 }

@@ -107,6 +107,7 @@ struct exchange {
 	uint64_t long_at; /* loop ms of its last open or progress row (longrow.c); 0: none yet */
 	double dns_ms, connect_ms; /* < 0: did not happen */
 	bool client_close;         /* close the client after this request */
+	bool raw_tunnel;           /* a CONNECT a tunnel grant serves: relayed raw, never intercepted */
 
 	enum http_body req_body;
 	uint64_t req_left;

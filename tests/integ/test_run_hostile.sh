@@ -249,8 +249,9 @@ p=$!
 LAB_PIDS+=("$p")
 wait_until 20 grep -q '^started' "$LAB_DIR/net.out" || not_ok "the long run starts" "$(cat "$LAB_DIR/net.out")"
 name=$(run_name)
+# (127.0.0.1:base+91: the forwarder's transparent listener, test_run_transparent.sh)
 expect_eq "the sandbox's namespace listens on the forwarder's ports alone: no unix socket, abstract or not" \
-	"tcp 0.0.0.0:41390 tcp 0.0.0.0:53 udp 0.0.0.0:53" \
+	"tcp 0.0.0.0:41390 tcp 0.0.0.0:53 tcp 127.0.0.1:41391 udp 0.0.0.0:53" \
 	"$(ip netns exec "$name" ss -Htulnx | awk '{print $1, $5}' | sort | tr '\n' ' ' | sed 's/ $//')"
 go net
 wait "$p"

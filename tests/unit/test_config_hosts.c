@@ -71,7 +71,7 @@ static void test_allow_errors(void **state)
 		  "allow a for=unattributed\n", &nerr, &errs);
 	assert_int_equal(nerr, 5);
 	assert_non_null(strstr(errs, "t.conf:1: allow: bad grant \"*\": "));
-	assert_non_null(strstr(errs, "t.conf:2: allow a: expected for=SCOPE, max-up=BYTES, "
+	assert_non_null(strstr(errs, "t.conf:2: allow a: expected tunnel, for=SCOPE, max-up=BYTES, "
 				     "max-requests=N or per=DURATION, not \"b\"\n"));
 	assert_non_null(strstr(errs, "t.conf:3: allow a: for=web: a container name cannot be told "
 				     "from a stamp"));
@@ -79,6 +79,31 @@ static void test_allow_errors(void **state)
 	assert_non_null(strstr(errs, "t.conf:5: allow a: for=unattributed: unattributed is not a "
 				     "principal"));
 	free(errs);
+	config_free(c);
+
+	/* tunnel: only on a grant with a port, once; written back by the normalised form */
+	c = parse("allow a tunnel\nallow a:22 tunnel tunnel\nallow *.b.example:7000 tunnel for=user\n",
+		  &nerr, &errs);
+	assert_int_equal(nerr, 2);
+	assert_non_null(strstr(errs, "t.conf:1: allow a: tunnel: a tunnel grant needs a port "
+				     "(HOST:PORT tunnel)\n"));
+	assert_non_null(strstr(errs, "t.conf:2: allow a:22: tunnel: tunnel given twice\n"));
+	assert_int_equal(c->ngrants, 1);
+	assert_true(c->grants[0].tunnel);
+	free(errs);
+	config_free(c);
+	c = parse_ok("allow a.example:22 tunnel\n");
+	{
+		char *out = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&out, &len);
+
+		assert_non_null(f);
+		config_print(c, f);
+		assert_int_equal(fclose(f), 0);
+		assert_non_null(strstr(out, "\nallow a.example:22 tunnel\n"));
+		free(out);
+	}
 	config_free(c);
 }
 

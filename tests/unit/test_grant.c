@@ -486,6 +486,49 @@ static void test_store_budget(void **state)
 	free(out);
 }
 
+/* The tunnel word: only with a port, once, written back, part of what makes a grant the same. */
+static void test_store_tunnel(void **state)
+{
+	static const char store[] = "a.example:22 permanent 1 tunnel\n"
+				    "*.b.example:7000 session 2 0123456789abcdef tunnel for=user\n"
+				    "a.example:22 permanent 3\n";
+	struct grant a[4], b[4];
+	size_t na, nb, line, len = 0;
+	const char *err;
+	char *out = NULL;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(grant_store_parse(store, strlen(store), a, 4, &na, NULL, &line, &err), 0);
+	assert_int_equal(na, 3);
+	assert_true(a[0].tunnel);
+	assert_true(a[1].tunnel);
+	assert_int_equal(a[1].nscopes, 1);
+	assert_false(a[2].tunnel);
+	assert_false(grant_same(&a[0], &a[2]));
+	f = open_memstream(&out, &len);
+	assert_non_null(f);
+	assert_int_equal(grant_store_write(f, a, na, NULL), 0);
+	assert_int_equal(fclose(f), 0);
+	assert_non_null(strstr(out, "\na.example:22 permanent 1 tunnel\n"));
+	assert_non_null(strstr(out, "\n*.b.example:7000 session 2 0123456789abcdef tunnel for=user\n"));
+	assert_non_null(strstr(out, "\na.example:22 permanent 3\n"));
+	assert_int_equal(grant_store_parse(out, len, b, 4, &nb, NULL, &line, &err), 0);
+	assert_int_equal(nb, na);
+	for (size_t i = 0; i < na; i++)
+		assert_true(grant_same(&a[i], &b[i]));
+	free(out);
+
+	assert_int_equal(store_guarded("a.example permanent 1 tunnel\n", a, 4, &na, &line, &err), -1);
+	assert_string_equal(err, "a tunnel grant needs a port (HOST:PORT tunnel)");
+	assert_int_equal(store_guarded("a.example:22 permanent 1 tunnel tunnel\n", a, 4, &na, &line,
+				       &err), -1);
+	assert_string_equal(err, "tunnel given twice");
+	assert_int_equal(store_guarded("a.example:22 permanent 1 tunnels\n", a, 4, &na, &line, &err),
+			 -1);
+	assert_string_equal(err, "trailing junk after the grant");
+}
+
 /* A bad budget word damages the store line, saying which. */
 static void test_store_budget_errors(void **state)
 {
@@ -699,6 +742,7 @@ int main(void)
 		cmocka_unit_test(test_store_scopes),
 		cmocka_unit_test(test_store_budget),
 		cmocka_unit_test(test_store_budget_errors),
+		cmocka_unit_test(test_store_tunnel),
 		cmocka_unit_test(test_budget_units),
 		cmocka_unit_test(test_store_mode),
 		cmocka_unit_test(test_store_write_refuses_config),

@@ -480,6 +480,46 @@ static void test_scoped_grants(void **state)
  * serves the request first does not lift it, unless the budgeted one does
  * not serve this principal.
  */
+/* verdict.tunnel: a live tunnel grant serving the CONNECT names its host and port; never a plain one */
+static void test_tunnel_grant(void **state)
+{
+	struct grant store[4];
+	struct verdict v;
+	struct policy *p;
+	const char *err;
+
+	(void)state;
+	store[0] = grant_of("db.example:5432", GRANT_PERMANENT);
+	store[1] = grant_of("db.example:5432", GRANT_PERMANENT);
+	assert_int_equal(grant_tunnel_word(&store[1], "tunnel", 6, &err), 1);
+	store[2] = grant_of("db.example:22", GRANT_PERMANENT);
+	store[3] = grant_of("db.example:7000", GRANT_PERMANENT);
+	assert_int_equal(grant_tunnel_word(&store[3], "tunnel", 6, &err), 1);
+	assert_int_equal(grant_scope_add(&store[3], "user", &err), 0);
+	p = policy_new(NULL, store, 4, false, NULL, 0, RUN, NOW);
+	assert_non_null(p);
+
+	/* the plain grant comes first and allows; the tunnel grant behind it makes it raw */
+	judge(p, "db.example", 5432, GRANT_VIA_CONNECT, NULL, &v);
+	assert_true(v.allow);
+	assert_ptr_equal(v.grant, &p->grants[0]);
+	assert_true(v.tunnel);
+	judge(p, "db.example", 5432, GRANT_VIA_HTTP, NULL, &v);
+	assert_true(v.allow);
+	assert_false(v.tunnel);
+	judge(p, "db.example", 22, GRANT_VIA_CONNECT, NULL, &v);
+	assert_true(v.allow);
+	assert_false(v.tunnel);
+	/* a tunnel grant scoped to others does not serve an unattributed CONNECT */
+	judge(p, "db.example", 7000, GRANT_VIA_CONNECT, NULL, &v);
+	assert_false(v.allow);
+	assert_false(v.tunnel);
+	judge(p, "db.example", 443, GRANT_VIA_CONNECT, NULL, &v);
+	assert_false(v.allow);
+	assert_false(v.tunnel);
+	policy_free(p);
+}
+
 static void test_budgeted_grant_wins(void **state)
 {
 	struct grant store[3];
@@ -576,6 +616,7 @@ int main(void)
 		cmocka_unit_test(test_wildcard_public_suffix_below),
 		cmocka_unit_test(test_scoped_grants),
 		cmocka_unit_test(test_budgeted_grant_wins),
+		cmocka_unit_test(test_tunnel_grant),
 		cmocka_unit_test(test_store_mode),
 	};
 

@@ -218,6 +218,26 @@ static void test_sandbox_defaults(void **state)
 	assert_null(strstr(out, "ip6 daddr fd00"));
 }
 
+/* --transparent: the run's fake range redirected to the forwarder, and only then */
+static void test_sandbox_transparent(void **state)
+{
+	struct wall_params p = params(WALL_SANDBOX);
+	char out[8192];
+	const char *err;
+
+	(void)state;
+	assert_int_equal(wall_render(&p, out, sizeof(out), &err), 0);
+	assert_null(strstr(out, "redirect"));
+	p.transparent_port = 41091;
+	assert_int_equal(wall_render(&p, out, sizeof(out), &err), 0);
+	assert_non_null(strstr(out, "\n\tchain transparent {\n"
+				    "\t\ttype nat hook output priority -100; policy accept;\n"
+				    "\t\tip daddr 240.0.0.0/20 meta l4proto tcp redirect to :41091\n\t}\n"));
+	p.transparent_port = 65536;
+	assert_int_equal(wall_render(&p, out, sizeof(out), &err), -1);
+	assert_string_equal(err, "bad transparent port");
+}
+
 static void expect_refused(struct wall_params *p, const char *want)
 {
 	char out[8192];
@@ -431,6 +451,7 @@ int main(void)
 		cmocka_unit_test(test_golden_egress),
 		cmocka_unit_test(test_table_replaced),
 		cmocka_unit_test(test_sandbox_defaults),
+		cmocka_unit_test(test_sandbox_transparent),
 		cmocka_unit_test(test_nflog),
 		cmocka_unit_test(test_bridges),
 		cmocka_unit_test(test_refusals),

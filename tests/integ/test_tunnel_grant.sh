@@ -1,0 +1,71 @@
+#!/bin/bash
+# `allow HOST:PORT tunnel`: with interception on, a CONNECT to a name and
+# port a tunnel grant names is relayed raw from its 200, decided by the
+# grant before a byte from either side (the origin here speaks first: a
+# banner), never by waiting for the client's; a plain grant for that port
+# never implies it (the CONNECT is intercepted, TLS expected); `sluice check`
+# refuses a tunnel grant without a port; `sluice allow add HOST:PORT tunnel`
+# stores one and the proxy takes it at its next reload.
+source "$(dirname "$0")/lab.sh"
+lab_up
+lab_write_conf "intercept on" "allow good.test:9002 tunnel" "allow other.test:9002"
+out=$(sl ca init 2>&1) || lab_bail "sluice ca init" "$out"
+lab_run_proxy
+
+# banner HOST:PORT: CONNECT through the proxy, send nothing, print what comes back within 3 s
+banner() {
+	hx "$PY" - "$PROXY_ADDR" "$PROXY_PORT" "$1" <<'PYEOF' 2>&1
+import os, socket, sys
+sys.path.insert(0, os.environ["INTEG_DIR"]); from raw import tunnel
+s, head, status = tunnel(sys.argv[1], sys.argv[2], sys.argv[3], timeout=10)
+if status != 200:
+    print("status", status); sys.exit()
+s.settimeout(3)
+got = b""
+try:
+    while b"\n" not in got:
+        d = s.recv(100)
+        if not d:
+            break
+        got += d
+except socket.timeout:
+    pass
+print("got %r" % got)
+PYEOF
+}
+
+out=$(banner good.test:9002)
+expect_eq "tunnel grant: the origin's banner reaches a client that sent nothing" "got b'banner\\n'" "$out"
+wait_log 3 kind=tunnel host=good.test port=9002
+expect_eq "... one tunnel row, allowed, status 200" "tunnel allow 200" \
+	"$(logq kind=tunnel host=good.test port=9002 --field kind) $(logq kind=tunnel host=good.test port=9002 --field decision) $(logq kind=tunnel host=good.test port=9002 --field status)"
+expect_re "... its detail says the tunnel grant relayed it raw" "tunnel grant" "$(logq kind=tunnel host=good.test port=9002 --field detail)"
+
+out=$(banner other.test:9002)
+expect_eq "plain grant on the same port: intercepted, so no banner (TLS expected)" "got b''" "$out"
+out=$(banner good.test:9000)
+expect_eq "a tunnel grant names one port: good.test:9000 is refused" "status 403" "$out"
+
+# sluice check
+printf 'intercept on\nallow good.test tunnel\n' >"$LAB_DIR/bad.conf"
+out=$(hx "$SLUICE_BUILD/sluice" -c "$LAB_DIR/bad.conf" check 2>&1); rc=$?
+expect_eq "check: a tunnel grant without a port is an error" 1 "$rc"
+expect_re "... naming file:line and why" "bad.conf:2: .*tunnel.*port" "$out"
+printf 'allow good.test:22 tunnel\nallow *.wild.test:22 tunnel for=user\n' >"$LAB_DIR/good.conf"
+out=$(hx "$SLUICE_BUILD/sluice" -c "$LAB_DIR/good.conf" check 2>&1)
+expect_eq "check: tunnel grants with a port pass" 0 "$?"
+
+# the CLI
+out=$(sl allow add third.test tunnel 2>&1); rc=$?
+expect_eq "allow add: a tunnel grant without a port is a usage error" 2 "$rc"
+expect_re "... saying why" "tunnel.*port" "$out"
+r0=$(reloads)
+out=$(sl allow add third.test:9002 tunnel 2>&1)
+expect_eq "allow add HOST:PORT tunnel" 0 "$?"
+expect_re "... stored with its tunnel word" "^third.test:9002 permanent [0-9]+ tunnel$" "$(grep third.test "$STATE/grants")"
+expect_re "... listed as a tunnel" "third.test:9002 .*tunnel" "$(sl allow list 2>&1)"
+wait_until 10 reloaded_past "$r0" || not_ok "proxy reloads after allow add"
+out=$(banner third.test:9002)
+expect_eq "... and the proxy relays it raw after its reload" "got b'banner\\n'" "$out"
+expect_eq "proxy alive" yes "$(proxy_alive && echo yes || echo no)"
+lab_done
