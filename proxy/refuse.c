@@ -197,7 +197,9 @@ void refuse_verdict(struct session *s, const struct verdict *v)
  * 407 (the client's proxy credentials), errors (400, 5xx), nor a refusal
  * whose row was not written because its principal is past its
  * refusal-row budget (a client that loops is not given a handshake each
- * time).
+ * time). A client that has not finished its handshake within
+ * REFUSE_PAGE_HELLO_MS of the 200 is closed (state.c): one that waits for
+ * the server to speak first (SSH, a banner) is not kept for head-timeout.
  */
 bool refuse_page_wanted(const struct session *s, const struct refusal *r)
 {
@@ -234,6 +236,7 @@ int refuse_page_begin(struct session *s, const struct refusal *r)
 	*page = *r;
 	s->ix->page = page;
 	dial_close(s);
+	s->phase_ms = session_now(s); /* the handshake's deadline: REFUSE_PAGE_HELLO_MS from here */
 	session_intercept_begin(s); /* our 200, then the client's handshake (tls.c) */
 	return 0;
 }

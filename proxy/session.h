@@ -363,6 +363,8 @@ void session_refuse(struct session *s, int status, const char *reason, const cha
 void session_refuse_with(struct session *s, const struct refusal *ref);
 /* refuse.c: refuse a request as the policy's verdict v says, with the hint that grants it. */
 void refuse_verdict(struct session *s, const struct verdict *v);
+/* a refused client given the page must finish its TLS handshake this soon after the 200 */
+#define REFUSE_PAGE_HELLO_MS 2000
 /*
  * Whether refusal r of the CONNECT in flight is to be answered inside the
  * client's TLS (refuse-page on): a 403 of a CONNECT to a name sluice may

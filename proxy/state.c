@@ -135,6 +135,13 @@ static uint64_t due_tunnel(const struct session *s, const struct config *c)
 
 static uint64_t due_tls_accept(const struct session *s, const struct config *c)
 {
+	/*
+	 * A refusal's page: a client that speaks TLS starts at its 200; one
+	 * that waits for the server to speak first (a banner protocol) is
+	 * closed soon, not kept the head-timeout for a page it cannot read.
+	 */
+	if (s->ix != NULL && s->ix->page != NULL)
+		return s->phase_ms + REFUSE_PAGE_HELLO_MS;
 	return s->active_ms + c->head_timeout_ms;
 }
 

@@ -97,6 +97,22 @@ PY
 expect_re "a silent client inside the page's tunnel is closed by head-timeout" '^HTTP/1.1 200 Connection established closed after [4-7] s' "$out"
 expect_eq "... and its refusal is still one row" $((n0 + 1)) "$(logq host=other.test --count)"
 
+# a client that waits for the server to speak first (SSH, a banner): closed soon after the 200
+out=$(hx "$PY" - "$PROXY_ADDR" "$PROXY_PORT" <<'PY' 2>&1
+import socket, sys, time
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=15)
+s.sendall(b"CONNECT other.test:22 HTTP/1.1\r\nHost: other.test:22\r\n\r\n")
+head = b""
+while b"\r\n\r\n" not in head:
+    head += s.recv(1)
+t0 = time.time()
+d = s.recv(100)
+print(head.split(b"\r\n")[0].decode(), "closed after %.0f s" % (time.time() - t0), d[:40])
+PY
+)
+expect_re "a client silent before its handshake is closed 2 s after the page's 200 (not head-timeout)" \
+	"^HTTP/1.1 200 Connection established closed after [23] s b''$" "$out"
+
 # past its refusal-row budget a client gets the plain 403, not a handshake per try
 before=$(reloads)
 lab_write_conf "intercept on" "allow tls.test:9443" "upstream-ca tls.test $O" "passthrough third.test" \
