@@ -112,6 +112,24 @@ struct run {
 };
 
 
+/* run_trust.c */
+
+/* The distribution's bundle files and Java keystores a run's trust goes over (NULL-ended). */
+extern const char *const run_trust_bundles[];
+extern const char *const run_trust_keystores[];
+#define RUN_TRUST_MAX 8 /* bundle and keystore paths, together, that one run binds */
+
+/*
+ * The combined bundle at bundle_path (root's own bundle, the first of
+ * run_trust_bundles it holds, links resolved inside root, then the PEM at
+ * ca_path) and a PKCS#12 truststore Java reads of the same certificates at
+ * keystore_path, both 0644. root is "/" for the machine. Returns 0 or -1
+ * after printing.
+ */
+int run_trust_make(const char *root, const char *ca_path, const char *bundle_path,
+		   const char *keystore_path);
+
+
 /* run_sandbox.c */
 
 /* The --podman command's words into argv (NULL-ended; words is their store). Returns the count. */
@@ -126,7 +144,12 @@ size_t run_podman_argv(const struct run *x, char *words, size_t wsize, char **ar
 int run_env_build(const struct run *x, const char *ca_dir, bool container, char **env);
 void run_env_free(char **env);
 
-/* STATE/runs/ID/pub: resolv.conf (nameserver 127.0.0.1) and copies of the CA's files. */
+/*
+ * STATE/runs/ID/pub: resolv.conf (nameserver 127.0.0.1), a copy of the
+ * CA's certificate, and (run_trust_make) ca-bundle.crt, the machine's roots
+ * and the CA, and cacerts, the same as a Java keystore. Without a CA
+ * (intercept off) only resolv.conf.
+ */
 int run_pub_make(struct run *x);
 
 /*

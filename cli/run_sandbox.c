@@ -96,11 +96,11 @@ void run_env_free(char **env)
 		free(env[i]);
 }
 
-/* What the sandbox reads: resolv.conf (sluice-dns, through the forwarder) and the CA's files. */
+/* What the sandbox reads: resolv.conf (sluice-dns, through the forwarder) and the CA's files (run_trust.c). */
 int run_pub_make(struct run *x)
 {
-	static const char *const ca_files[] = { "ca.crt", "ca-bundle.crt" };
 	char dir[PATH_MAX + 8], path[PATH_MAX + 32], src[PATH_MAX + 32], *buf;
+	char bundle[PATH_MAX + 32], keystore[PATH_MAX + 32];
 	size_t len;
 	FILE *f;
 
@@ -116,21 +116,21 @@ int run_pub_make(struct run *x)
 		return -1;
 	}
 	chmod(path, 0644);
-	for (size_t i = 0; i < 2; i++) {
-		snprintf(src, sizeof(src), "%s/%s", x->c->state_dir, ca_files[i]);
-		snprintf(path, sizeof(path), "%s/%s", dir, ca_files[i]);
-		if (file_read(src, 1 << 22, &buf, &len) == -1)
-			continue; /* no CA (intercept off): the variables name files that are not there */
-		f = fopen(path, "we");
-		if (f == NULL || fwrite(buf, 1, len, f) != len || fclose(f) == EOF) {
-			fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
-			free(buf);
-			return -1;
-		}
+	snprintf(src, sizeof(src), "%s/ca.crt", x->c->state_dir);
+	snprintf(path, sizeof(path), "%s/ca.crt", dir);
+	if (file_read(src, 1 << 16, &buf, &len) == -1)
+		return 0; /* no CA (intercept off): the variables name files that are not there */
+	f = fopen(path, "we");
+	if (f == NULL || fwrite(buf, 1, len, f) != len || fclose(f) == EOF) {
+		fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
 		free(buf);
-		chmod(path, 0644);
+		return -1;
 	}
-	return 0;
+	free(buf);
+	chmod(path, 0644);
+	snprintf(bundle, sizeof(bundle), "%s/ca-bundle.crt", dir);
+	snprintf(keystore, sizeof(keystore), "%s/cacerts", dir);
+	return run_trust_make("/", path, bundle, keystore);
 }
 
 /* nftw's callback for home_chown: what the old owner had, the new one's. */
