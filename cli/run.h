@@ -89,6 +89,8 @@ struct run_opts {
 };
 
 /* Everything the steps share. */
+#define RUN_TRUST_MAX 8 /* bundle and keystore paths, together, that one run binds */
+
 struct run {
 	struct config *c;
 	struct run_opts o;
@@ -109,6 +111,9 @@ struct run {
 	int users_fd;           /* STATE/runs/.users.lock, shared while we run (run_users_join) */
 	int reaper_fd;          /* --image: run_reaper's; a byte there means "taken down" */
 	char ca_volumes[2][PATH_MAX + 64]; /* --image: podman's -v for the CA's bundle and file */
+	/* --image: podman's -v for the run's trust over the image's own store (run_pub_make) */
+	char trust_volumes[RUN_TRUST_MAX][PATH_MAX + 128];
+	size_t ntrust_volumes;
 };
 
 
@@ -117,7 +122,6 @@ struct run {
 /* The distribution's bundle files and Java keystores a run's trust goes over (NULL-ended). */
 extern const char *const run_trust_bundles[];
 extern const char *const run_trust_keystores[];
-#define RUN_TRUST_MAX 8 /* bundle and keystore paths, together, that one run binds */
 
 /*
  * The combined bundle at bundle_path (root's own bundle, the first of
@@ -128,6 +132,13 @@ extern const char *const run_trust_keystores[];
  */
 int run_trust_make(const char *root, const char *ca_path, const char *bundle_path,
 		   const char *keystore_path);
+
+/*
+ * Which of paths root holds as regular files, into found (at most max,
+ * each file once: two links to one file are one), links resolved inside
+ * root; none: paths[0] alone, where the first tool looks. Returns the count.
+ */
+size_t run_trust_targets(const char *root, const char *const *paths, const char **found, size_t max);
 
 
 /* run_sandbox.c */

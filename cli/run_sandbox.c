@@ -96,6 +96,43 @@ void run_env_free(char **env)
 		free(env[i]);
 }
 
+/*
+ * --image: the run's trust made from the image's own bundle (its root
+ * through `podman image mount`), and the -v that put it over the image's
+ * bundle files and Java keystores (Debian's paths where it has none).
+ * An image podman cannot mount (not here yet: podman run pulls it; a
+ * rootless engine) keeps its own store: the bundle is then the machine's,
+ * at /etc/sluice with the variables only. Returns 0 or -1 after printing.
+ */
+static int image_trust_make(struct run *x, const char *ca, const char *bundle, const char *keystore)
+{
+	char words[RUN_PODMAN_MAX], *argv[PODMAN_ARGS_MAX + 8], root[PATH_MAX];
+	size_t n = run_podman_argv(x, words, sizeof(words), argv, PODMAN_ARGS_MAX), m;
+	const char *found[RUN_TRUST_MAX];
+	int ret;
+
+	argv[n] = "image", argv[n + 1] = "mount", argv[n + 2] = (char *)x->o.image, argv[n + 3] = NULL;
+	if (run_capture(argv, root, sizeof(root), 60000) != 0 || strtok(root, "\n") == NULL ||
+	    root[0] != '/') {
+		fprintf(stderr, "run: podman image mount %s failed: the container keeps its own trust "
+				"store (the CA's bundle is at /etc/sluice)\n", x->o.image);
+		return run_trust_make("/", ca, bundle, keystore);
+	}
+	ret = run_trust_make(root, ca, bundle, keystore);
+	m = run_trust_targets(root, run_trust_bundles, found, RUN_TRUST_MAX / 2);
+	for (size_t i = 0; i < m; i++)
+		snprintf(x->trust_volumes[x->ntrust_volumes++], sizeof(x->trust_volumes[0]), "%s:%s:ro",
+			 bundle, found[i]);
+	m = run_trust_targets(root, run_trust_keystores, found, RUN_TRUST_MAX / 2);
+	for (size_t i = 0; i < m; i++)
+		snprintf(x->trust_volumes[x->ntrust_volumes++], sizeof(x->trust_volumes[0]), "%s:%s:ro",
+			 keystore, found[i]);
+	argv[n + 1] = "unmount";
+	if (run_tool(argv, x->log_fd, 60000) != 0)
+		fprintf(stderr, "run: podman image unmount %s failed\n", x->o.image);
+	return ret;
+}
+
 /* What the sandbox reads: resolv.conf (sluice-dns, through the forwarder) and the CA's files (run_trust.c). */
 int run_pub_make(struct run *x)
 {
@@ -130,6 +167,8 @@ int run_pub_make(struct run *x)
 	chmod(path, 0644);
 	snprintf(bundle, sizeof(bundle), "%s/ca-bundle.crt", dir);
 	snprintf(keystore, sizeof(keystore), "%s/cacerts", dir);
+	if (x->o.image != NULL)
+		return image_trust_make(x, path, bundle, keystore);
 	return run_trust_make("/", path, bundle, keystore);
 }
 
@@ -223,6 +262,10 @@ char **run_image_argv(struct run *x, char **env, char *words, size_t wsize, char
 		 x->dir);
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && n < max; i++)
 		argv[n++] = (char *)fixed[i];
+	for (size_t i = 0; i < x->ntrust_volumes && n + 2 < max; i++) {
+		argv[n++] = "-v";
+		argv[n++] = x->trust_volumes[i];
+	}
 	for (size_t i = 0; env[i] != NULL && n + 2 < max; i++) {
 		argv[n++] = "-e";
 		argv[n++] = (char *)env_arg(x, env[i]);

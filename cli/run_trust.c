@@ -212,3 +212,33 @@ out:
 	free(ours);
 	return ret;
 }
+
+size_t run_trust_targets(const char *root, const char *const *paths, const char **found, size_t max)
+{
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
+	int dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+	struct stat st, seen[RUN_TRUST_MAX];
+	size_t n = 0;
+	bool dup;
+
+	for (size_t i = 0; dir != -1 && paths[i] != NULL && n < max && n < RUN_TRUST_MAX; i++) {
+		fd = (int)syscall(SYS_openat2, dir, paths[i] + 1, &how, sizeof(how));
+		if (fd == -1)
+			continue;
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+			dup = false;
+			for (size_t j = 0; j < n; j++)
+				dup |= seen[j].st_dev == st.st_dev && seen[j].st_ino == st.st_ino;
+			if (!dup) {
+				seen[n] = st;
+				found[n++] = paths[i];
+			}
+		}
+		close(fd);
+	}
+	if (dir != -1)
+		close(dir);
+	if (n == 0 && max > 0)
+		found[n++] = paths[0];
+	return n;
+}

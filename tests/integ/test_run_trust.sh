@@ -11,6 +11,7 @@
 # fetch, npm with a system `cafile` (it then ignores NODE_EXTRA_CA_CERTS),
 # a JVM (java.net.http: its cacerts only) and openssl s_client. Control:
 # the same command outside the run, through the same proxy, fails on trust.
+# The same in an --image container, whose own bundle the CA joins.
 source "$(dirname "$0")/lab.sh"
 source "$INTEG_DIR/unbound.sh"
 lab_up
@@ -105,6 +106,8 @@ fetch(process.argv[2], { dispatcher: new ProxyAgent(process.env.HTTPS_PROXY) })
 	.then(async (r) => console.log(r.status, (await r.text()).trim()))
 	.catch((e) => { console.log('error', e.cause ? e.cause.code + ' ' + e.cause.message : e.message); process.exit(1); });
 JS
+# the JRE's own path: an image has no /etc/alternatives
+JAVA=$(readlink -f "$(command -v java)")
 UNDICI=$(node -e 'console.log(require.resolve("undici", { paths: ["/usr/lib/node_modules/npm", "/usr/share/nodejs"] }))' 2>/dev/null)
 # npm's global config names the machine's bundle, as Debian's /etc/npmrc does
 printf 'cafile=/etc/ssl/certs/ca-certificates.crt\nregistry=%s/npm/\nupdate-notifier=false\naudit=false\nfund=false\nfetch-retries=0\nfetch-timeout=20000\n' \
@@ -123,7 +126,7 @@ cmd_of() {
 	node-https) echo "node $LAB_DIR/node_https.js $U/ok" ;;
 	node-fetch) echo "node $LAB_DIR/node_fetch.js $U/ok $UNDICI" ;;
 	npm) echo "NPM_CONFIG_GLOBALCONFIG=$LAB_DIR/npmrc NPM_CONFIG_CACHE=\$(mktemp -d) npm view thing version" ;;
-	java) echo "java $LAB_DIR/Trust.java $U/ok" ;;
+	java) echo "$JAVA $LAB_DIR/Trust.java $U/ok" ;;
 	openssl) echo "openssl s_client -brief -verify_return_error -proxy \${HTTPS_PROXY#http://} -connect tls.test:8444 -servername tls.test </dev/null" ;;
 	esac
 }
@@ -174,5 +177,39 @@ expect_eq "the run's system bundle is the machine's roots and sluice's CA, the o
 	"$(tr '\n' ' ' <<<"$out" | sed 's/ $//')"
 expect_eq "... and outside the run the machine's bundle does not hold it" 0 \
 	"$(grep -cF "$(sed -n 2p "$STATE/ca.crt")" /etc/ssl/certs/ca-certificates.crt)"
+
+# --image: the container's own store, the image's bundle (here five roots
+# of the machine's: not the machine's whole bundle) and sluice's CA, bound
+# over the image's path and a Java keystore over Debian's; the tools are
+# the machine's (/usr mounted), each with no flag
+if ! podman --version >/dev/null 2>&1; then
+	echo "# skip - --image: no podman"
+else
+	IMG=localhost/sluice-trust-$$
+	r=$(mktemp -d /tmp/sluice-trust-root.XXXXXX)
+	mkdir -p "$r/usr" "$r/etc/ssl/certs" "$r/tmp" "$r/proc" "$r/sys" "$r/dev" "$r/root" "$r/run"
+	for l in bin sbin lib lib64; do ln -s "usr/$l" "$r/$l"; done
+	chmod 1777 "$r/tmp"
+	echo 'root:x:0:0:root:/root:/bin/sh' >"$r/etc/passwd"
+	echo 'root:x:0:' >"$r/etc/group"
+	awk '/BEGIN CERT/ { n++ } n <= 5' /etc/ssl/certs/ca-certificates.crt >"$r/etc/ssl/certs/ca-certificates.crt"
+	tar -C "$r" -cf "$r.tar" . && podman import -q "$r.tar" "$IMG" >/dev/null || lab_bail "podman import $IMG"
+	rm -rf "$r" "$r.tar"
+	IMG_OPTS=(--podman "podman --runtime runc" --image "$IMG" --ulimit nofile=1024:1024
+		--ulimit nproc=1024:1024 -v /usr:/usr:ro -v "$LAB_DIR:$LAB_DIR:ro")
+	# the JRE's configuration, which Debian keeps in /etc (not its trust: that is the run's)
+	jconf=$(readlink -f "$(dirname "$(dirname "$JAVA")")/conf/security/java.security")
+	jconf=$(dirname "$(dirname "$jconf")")
+	case $jconf in /etc/?*) IMG_OPTS+=(-v "$jconf:$jconf:ro") ;; esac
+	out=$(srun "${IMG_OPTS[@]}" -- sh -c 'grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt' 2>&1)
+	expect_eq "--image: the container's bundle is the image's own five roots and sluice's CA" 6 \
+		"$(grep -x '[0-9]*' <<<"$out" | head -1)"
+	for t in $TOOLS; do
+		out=$(srun "${IMG_OPTS[@]}" -- timeout 60 sh -c "$(cmd_of "$t")" 2>&1)
+		expect_re "--image: $t in the container, no flag: trusts sluice's CA" "$(want_of "$t")" "$out"
+	done
+	podman rmi -f "$IMG" >/dev/null 2>&1
+	expect_eq "... and the test's image is removed" "" "$(podman images -q "$IMG" 2>/dev/null)"
+fi
 
 lab_done
