@@ -86,26 +86,33 @@ out:
 	return ret;
 }
 
-/* Every certificate of a PEM text, in order. Returns the stack (the caller frees), or NULL. */
-static STACK_OF(X509) *pem_certs(const char *pem, size_t len)
+/*
+ * Every certificate of a PEM text that reads, in order, onto certs: a
+ * block that does not read (a root's bundle cut short, say) is skipped,
+ * not the rest. Returns 0, or -1 when out of memory.
+ */
+static int pem_certs(STACK_OF(X509) *certs, const char *pem, size_t len)
 {
-	STACK_OF(X509) *certs = sk_X509_new_null();
 	BIO *b = BIO_new_mem_buf(pem, (int)len);
+	size_t before;
 	X509 *c;
+	int ret = 0;
 
-	if (certs == NULL || b == NULL) {
-		sk_X509_free(certs);
-		BIO_free(b);
-		return NULL;
-	}
-	while ((c = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL)
-		if (sk_X509_push(certs, c) == 0) {
+	if (b == NULL)
+		return -1;
+	while ((before = BIO_pending(b)) > 0) {
+		c = PEM_read_bio_X509(b, NULL, NULL, NULL);
+		if (c != NULL && sk_X509_push(certs, c) == 0) {
 			X509_free(c);
+			ret = -1;
 			break;
 		}
+		if (c == NULL && (size_t)BIO_pending(b) == before)
+			break; /* nothing consumed: no way on */
+	}
 	ERR_clear_error(); /* the end of the text reads as an error */
 	BIO_free(b);
-	return certs;
+	return ret;
 }
 
 /* len bytes at path, 0644. Returns 0 or -1 (errno set). */
@@ -135,7 +142,7 @@ static int keystore_bag(STACK_OF(PKCS12_SAFEBAG) **bags, X509 *cert, const char 
 	return 0;
 }
 
-/* The PKCS#12 truststore of certs (the last one sluice's CA) at path, 0644. Returns 0 or -1. */
+/* The PKCS#12 truststore of certs (the first one sluice's CA) at path, 0644. Returns 0 or -1. */
 static int keystore_write(STACK_OF(X509) *certs, const char *path)
 {
 	STACK_OF(PKCS12_SAFEBAG) *bags = NULL;
@@ -149,10 +156,10 @@ static int keystore_write(STACK_OF(X509) *certs, const char *path)
 	if (any == NULL)
 		goto out;
 	for (int i = 0; i < n; i++) {
-		if (i == n - 1)
+		if (i == 0)
 			snprintf(alias, sizeof(alias), "sluice-ca");
 		else
-			snprintf(alias, sizeof(alias), "root-%d", i + 1);
+			snprintf(alias, sizeof(alias), "root-%d", i);
 		if (keystore_bag(&bags, sk_X509_value(certs, i), alias, any) == -1)
 			goto out;
 	}
@@ -176,7 +183,7 @@ int run_trust_make(const char *root, const char *ca_path, const char *bundle_pat
 		   const char *keystore_path)
 {
 	char *sys = NULL, *ours = NULL, *all = NULL;
-	size_t syslen, ourlen, len = 0;
+	size_t syslen, ourlen, len;
 	STACK_OF(X509) *certs = NULL;
 	int ret = -1;
 
@@ -186,21 +193,24 @@ int run_trust_make(const char *root, const char *ca_path, const char *bundle_pat
 	}
 	if (root_bundle_read(root, &sys, &syslen) == -1)
 		goto out;
-	all = malloc(syslen + 1 + ourlen);
+	/* the CA first: a root's bundle cut short cannot swallow it */
+	all = malloc(ourlen + 1 + syslen);
 	if (all == NULL)
 		goto out;
-	memcpy(all, sys != NULL ? sys : "", syslen);
-	len = syslen;
+	memcpy(all, ours, ourlen);
+	len = ourlen;
 	if (len > 0 && all[len - 1] != '\n')
 		all[len++] = '\n';
-	memcpy(all + len, ours, ourlen);
-	len += ourlen;
+	if (syslen > 0)
+		memcpy(all + len, sys, syslen);
+	len += syslen;
 	if (bytes_write(bundle_path, all, len) == -1) {
 		fprintf(stderr, "run: write %s: %s\n", bundle_path, strerror(errno));
 		goto out;
 	}
-	certs = pem_certs(all, len);
-	if (certs == NULL || sk_X509_num(certs) == 0 || keystore_write(certs, keystore_path) == -1) {
+	certs = sk_X509_new_null();
+	if (certs == NULL || pem_certs(certs, ours, ourlen) == -1 || sk_X509_num(certs) != 1 ||
+	    (syslen > 0 && pem_certs(certs, sys, syslen) == -1) || keystore_write(certs, keystore_path) == -1) {
 		fprintf(stderr, "run: a Java keystore at %s failed\n", keystore_path);
 		goto out;
 	}
