@@ -124,10 +124,11 @@ extern const char *const run_trust_bundles[];
 extern const char *const run_trust_keystores[];
 
 /*
- * The combined bundle at bundle_path (the PEM at ca_path, then root's own
- * bundle, the first of run_trust_bundles it holds, links resolved inside
- * root) and a PKCS#12 truststore Java reads of the same certificates (those
- * of root's that read) at keystore_path, both 0644. root is "/" for the
+ * The combined bundle at bundle_path (the certificate at ca_path, then
+ * those of root's own bundle that read, the first of run_trust_bundles it
+ * holds, links resolved inside root; as PEM written again) and a PKCS#12
+ * truststore Java reads of the same certificates at keystore_path, both
+ * 0644. root is "/" for the
  * machine. Returns 0 or -1 after printing.
  */
 int run_trust_make(const char *root, const char *ca_path, const char *bundle_path,

@@ -179,11 +179,33 @@ out:
 	return ret;
 }
 
+/* certs as one PEM text at path, 0644. Returns 0 or -1. */
+static int bundle_write(STACK_OF(X509) *certs, const char *path)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	char *p;
+	long len;
+	int ret = -1;
+
+	if (b == NULL)
+		return -1;
+	for (int i = 0; i < sk_X509_num(certs); i++)
+		if (PEM_write_bio_X509(b, sk_X509_value(certs, i)) != 1)
+			goto out;
+	len = BIO_get_mem_data(b, &p);
+	if (len > 0)
+		ret = bytes_write(path, p, (size_t)len);
+out:
+	ERR_clear_error();
+	BIO_free(b);
+	return ret;
+}
+
 int run_trust_make(const char *root, const char *ca_path, const char *bundle_path,
 		   const char *keystore_path)
 {
-	char *sys = NULL, *ours = NULL, *all = NULL;
-	size_t syslen, ourlen, len;
+	char *sys = NULL, *ours = NULL;
+	size_t syslen, ourlen;
 	STACK_OF(X509) *certs = NULL;
 	int ret = -1;
 
@@ -193,31 +215,28 @@ int run_trust_make(const char *root, const char *ca_path, const char *bundle_pat
 	}
 	if (root_bundle_read(root, &sys, &syslen) == -1)
 		goto out;
-	/* the CA first: a root's bundle cut short cannot swallow it */
-	all = malloc(ourlen + 1 + syslen);
-	if (all == NULL)
-		goto out;
-	memcpy(all, ours, ourlen);
-	len = ourlen;
-	if (len > 0 && all[len - 1] != '\n')
-		all[len++] = '\n';
-	if (syslen > 0)
-		memcpy(all + len, sys, syslen);
-	len += syslen;
-	if (bytes_write(bundle_path, all, len) == -1) {
-		fprintf(stderr, "run: write %s: %s\n", bundle_path, strerror(errno));
-		goto out;
-	}
+	/*
+	 * Written again from the certificates that read, the CA first: a
+	 * root's bundle cut short, which OpenSSL refuses whole, neither
+	 * swallows the CA nor makes the run's bundle unreadable.
+	 */
 	certs = sk_X509_new_null();
 	if (certs == NULL || pem_certs(certs, ours, ourlen) == -1 || sk_X509_num(certs) != 1 ||
-	    (syslen > 0 && pem_certs(certs, sys, syslen) == -1) || keystore_write(certs, keystore_path) == -1) {
+	    (syslen > 0 && pem_certs(certs, sys, syslen) == -1)) {
+		fprintf(stderr, "run: %s: not one certificate\n", ca_path);
+		goto out;
+	}
+	if (bundle_write(certs, bundle_path) == -1) {
+		fprintf(stderr, "run: write %s failed\n", bundle_path);
+		goto out;
+	}
+	if (keystore_write(certs, keystore_path) == -1) {
 		fprintf(stderr, "run: a Java keystore at %s failed\n", keystore_path);
 		goto out;
 	}
 	ret = 0;
 out:
 	sk_X509_pop_free(certs, X509_free);
-	free(all);
 	free(sys);
 	free(ours);
 	return ret;

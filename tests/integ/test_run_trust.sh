@@ -208,8 +208,22 @@ else
 		out=$(srun "${IMG_OPTS[@]}" -- timeout 60 sh -c "$(cmd_of "$t")" 2>&1)
 		expect_re "--image: $t in the container, no flag: trusts sluice's CA" "$(want_of "$t")" "$out"
 	done
-	podman rmi -f "$IMG" >/dev/null 2>&1
-	expect_eq "... and the test's image is removed" "" "$(podman images -q "$IMG" 2>/dev/null)"
+	# an image whose bundle is cut short (a block begun, never ended): the CA still counts
+	r=$(mktemp -d /tmp/sluice-trust-root.XXXXXX)
+	mkdir -p "$r/etc/ssl/certs" "$r/tmp"
+	chmod 1777 "$r/tmp"
+	for l in bin sbin lib lib64; do ln -s "usr/$l" "$r/$l"; done
+	{ awk '/BEGIN CERT/ { n++ } n <= 2' /etc/ssl/certs/ca-certificates.crt; printf -- '-----BEGIN CERTIFICATE-----\nMIIB\n'; } \
+		>"$r/etc/ssl/certs/ca-certificates.crt"
+	tar -C "$r" -cf "$r.tar" . && podman import -q "$r.tar" "$IMG-cut" >/dev/null || lab_bail "podman import $IMG-cut"
+	rm -rf "$r" "$r.tar"
+	IMG_OPTS[3]=$IMG-cut
+	for t in curl java; do
+		out=$(srun "${IMG_OPTS[@]}" -- timeout 60 sh -c "$(cmd_of "$t")" 2>&1)
+		expect_re "--image whose bundle is cut short: $t still trusts sluice's CA" "$(want_of "$t")" "$out"
+	done
+	podman rmi -f "$IMG" "$IMG-cut" >/dev/null 2>&1
+	expect_eq "... and the test's images are removed" "" "$(podman images -q "$IMG" 2>/dev/null)$(podman images -q "$IMG-cut" 2>/dev/null)"
 fi
 
 lab_done
