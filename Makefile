@@ -171,6 +171,11 @@ $(FUZZ_BUILD)/fuzz_socks_line: tests/fuzz/fuzz_socks_line.c $(FUZZ_LIB_OBJS) $(F
 	$(call say,FUZZ,$@)
 	$(Q)clang $(FUZZ_CFLAGS) -Icli -fsanitize=fuzzer -o $@ $^ $(call pkglibs,$(PKG_PROXY) $(PKG_CLI))
 
+# the run's trust (an image's bundle, read whole) lives in the CLI
+$(FUZZ_BUILD)/fuzz_trust_bundle: tests/fuzz/fuzz_trust_bundle.c $(FUZZ_LIB_OBJS) $(FUZZ_BUILD)/obj/cli/run_trust.o
+	$(call say,FUZZ,$@)
+	$(Q)clang $(FUZZ_CFLAGS) -Icli -fsanitize=fuzzer -o $@ $^ $(call pkglibs,$(PKG_PROXY) $(PKG_CLI))
+
 fuzz-build: $(FUZZERS)
 
 fuzz: fuzz-build

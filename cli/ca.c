@@ -32,6 +32,11 @@ static const struct {
 	{ "NODE_EXTRA_CA_CERTS", false }, /* node: added to its built-in roots */
 	{ "GIT_SSL_CAINFO", true },
 	{ "CURL_CA_BUNDLE", true },
+	{ "NPM_CONFIG_CAFILE", true },	 /* npm: wins over a `cafile` in /etc/npmrc */
+	{ "PIP_CERT", true },
+	{ "CARGO_HTTP_CAINFO", true },
+	{ "AWS_CA_BUNDLE", true },
+	{ "DENO_CERT", true },
 };
 
 #define NENV (sizeof(ca_env) / sizeof(ca_env[0]))

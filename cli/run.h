@@ -94,6 +94,8 @@ struct run_opts {
 };
 
 /* Everything the steps share. */
+#define RUN_TRUST_MAX 8 /* bundle and keystore paths, together, that one run binds */
+
 struct run {
 	struct config *c;
 	struct run_opts o;
@@ -120,6 +122,9 @@ struct run {
 	bool noted;             /* the note is in STATE/runnotes */
 	struct config *agent;   /* --agent's profile, loaded */
 	char agent_path[PATH_MAX + 80];
+	/* --image: podman's -v for the run's trust over the image's own store (run_pub_make) */
+	char trust_volumes[RUN_TRUST_MAX][PATH_MAX + 128];
+	size_t ntrust_volumes;
 };
 
 /* run_agent.c: agent profiles and their hand-over (see there) */
@@ -142,6 +147,31 @@ int run_agent_end(const struct config *c, const char *id);
  */
 const char *run_scope_word(const struct run *x, char *buf, size_t size);
 
+/* run_trust.c */
+
+/* The distribution's bundle files and Java keystores a run's trust goes over (NULL-ended). */
+extern const char *const run_trust_bundles[];
+extern const char *const run_trust_keystores[];
+
+/*
+ * The combined bundle at bundle_path (the certificate at ca_path, then
+ * those of root's own bundle that read, the first of run_trust_bundles it
+ * holds, links resolved inside root; as PEM written again) and a PKCS#12
+ * truststore Java reads of the same certificates at keystore_path, both
+ * 0644. root is "/" for the
+ * machine. Returns 0 or -1 after printing.
+ */
+int run_trust_make(const char *root, const char *ca_path, const char *bundle_path,
+		   const char *keystore_path);
+
+/*
+ * Which of paths root holds as regular files, into found (at most max,
+ * each file once: two links to one file are one), links resolved inside
+ * root; none: paths[0] alone, where the first tool looks. Returns the count.
+ */
+size_t run_trust_targets(const char *root, const char *const *paths, const char **found, size_t max);
+
+
 /* run_sandbox.c */
 
 /* The --podman command's words into argv (NULL-ended; words is their store). Returns the count. */
@@ -160,8 +190,10 @@ void run_env_free(char **env);
 #define RUN_HOSTS "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n"
 
 /*
- * STATE/runs/ID/pub: resolv.conf (nameserver 127.0.0.1), hosts (RUN_HOSTS)
- * and copies of the CA's files.
+ * STATE/runs/ID/pub: resolv.conf (nameserver 127.0.0.1), hosts (RUN_HOSTS),
+ * a copy of the CA's certificate, and (run_trust_make) ca-bundle.crt, the
+ * machine's roots and the CA, and cacerts, the same as a Java keystore.
+ * Without a CA (intercept off) only resolv.conf and hosts.
  */
 int run_pub_make(struct run *x);
 

@@ -326,6 +326,53 @@ static int devpts_own(void)
 	return 0;
 }
 
+/* The run's trust over the machine's: detached read-only copies of its files and where each goes. */
+struct trust_binds {
+	int fd[RUN_TRUST_MAX];
+	char target[RUN_TRUST_MAX][PATH_MAX];
+	size_t n;
+};
+
+/*
+ * A copy of pub_dir/name for each of paths the machine has, in tb, by its
+ * real path (a link's file gets it, not the link; each file once). Taken
+ * while pub_dir is still reachable. Returns 0 or -1 after printing.
+ */
+static int trust_copy(struct trust_binds *tb, const char *pub_dir, const char *name,
+		      const char *const *paths)
+{
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
+	char src[PATH_MAX], real[PATH_MAX];
+	struct stat st;
+	bool seen;
+
+	snprintf(src, sizeof(src), "%s/%s", pub_dir, name);
+	if (stat(src, &st) == -1)
+		return 0; /* no CA (intercept off): nothing to trust */
+	for (size_t i = 0; paths[i] != NULL; i++) {
+		if (realpath(paths[i], real) == NULL || stat(real, &st) == -1 || !S_ISREG(st.st_mode))
+			continue;
+		seen = false;
+		for (size_t j = 0; j < tb->n; j++)
+			seen |= strcmp(tb->target[j], real) == 0;
+		if (seen)
+			continue;
+		if (tb->n == RUN_TRUST_MAX) {
+			fprintf(stderr, "run: more than %d trust files to cover\n", RUN_TRUST_MAX);
+			return -1;
+		}
+		tb->fd[tb->n] = tree_copy(AT_FDCWD, src, 0, src);
+		if (tb->fd[tb->n] == -1)
+			return -1;
+		snprintf(tb->target[tb->n], sizeof(tb->target[tb->n]), "%s", real);
+		if (mount_setattr(tb->fd[tb->n++], "", AT_EMPTY_PATH, &ro, sizeof(ro)) == -1) {
+			fprintf(stderr, "run: %s read-only: %s\n", src, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /*
  * The sandbox's mounts, in its own mount namespace. Everything the
  * machine has is there read-only (every mount, recursively, locked so: a
@@ -334,10 +381,12 @@ static int devpts_own(void)
  * project's, home_dir, for sluice-sandbox), and the working directory
  * when the user may write it. Also a fresh /proc, /run (fresh_run) and
  * devpts, the run's pub directory on /run/sluice, its resolv.conf on
- * /etc/resolv.conf and its hosts (the localhost lines) on /etc/hosts, and
- * an empty file over each of the machine's sockets (socks, run_socks_cover).
- * What is attached writable is copied before / goes read-only, and before
- * the fresh directories hide it. Returns 0 or -1 after printing.
+ * /etc/resolv.conf and its hosts (the localhost lines) on /etc/hosts, its
+ * trust (run_trust.c: the machine's roots and the CA) over the machine's
+ * bundle files and Java keystores, read-only, and an empty file over each
+ * of the machine's sockets (socks, run_socks_cover). What is attached
+ * writable is copied before / goes read-only, and before the fresh
+ * directories hide it. Returns 0 or -1 after printing.
  */
 static int sandbox_mounts(const struct run_exec *x, const struct run_socks *socks)
 {
@@ -345,6 +394,7 @@ static int sandbox_mounts(const struct run_exec *x, const struct run_socks *sock
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	char resolv[4200], hosts[4200];
 	struct privates pv;
+	struct trust_binds tb = { .n = 0 };
 	int t[NTREES] = { -1, -1, -1, -1, -1 }, run = -1, ret = -1;
 
 	snprintf(resolv, sizeof(resolv), "%s/resolv.conf", x->pub_dir);
@@ -357,7 +407,9 @@ static int sandbox_mounts(const struct run_exec *x, const struct run_socks *sock
 	    (t[RESOLV] = tree_copy(AT_FDCWD, resolv, 0, resolv)) == -1 ||
 	    (t[HOSTS] = tree_copy(AT_FDCWD, hosts, 0, hosts)) == -1 ||
 	    (x->home_dir != NULL && (t[HOME] = tree_copy(AT_FDCWD, x->home_dir, 0, x->home_dir)) == -1) ||
-	    (t[CWD] = cwd_copy(x, &pv)) == -2)
+	    (t[CWD] = cwd_copy(x, &pv)) == -2 ||
+	    trust_copy(&tb, x->pub_dir, "ca-bundle.crt", run_trust_bundles) == -1 ||
+	    trust_copy(&tb, x->pub_dir, "cacerts", run_trust_keystores) == -1)
 		goto out;
 	if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) == -1) {
 		fprintf(stderr, "run: / read-only: %s\n", strerror(errno));
@@ -373,6 +425,9 @@ static int sandbox_mounts(const struct run_exec *x, const struct run_socks *sock
 	    (t[HOME] != -1 && attach_at(t[HOME], x->user->home, &pv) == -1) ||
 	    (t[CWD] >= 0 && attach_at(t[CWD], x->cwd, &pv) == -1))
 		goto out;
+	for (size_t i = 0; i < tb.n; i++)
+		if (tree_attach(tb.fd[i], tb.target[i]) == -1)
+			goto out;
 	ret = fresh_run_seal(run) == -1 || run_socks_cover(socks) == -1 ? -1 : 0;
 	run = -1;
 out:
@@ -381,6 +436,8 @@ out:
 	for (size_t i = 0; i < NTREES; i++)
 		if (t[i] >= 0)
 			close(t[i]);
+	for (size_t i = 0; i < tb.n; i++)
+		close(tb.fd[i]);
 	return ret;
 }
 

@@ -97,13 +97,66 @@ void run_env_free(char **env)
 }
 
 /*
+ * --image: the run's trust made from the image's own bundle (its root
+ * through `podman image mount`), and the -v that put it over the image's
+ * bundle files and Java keystores (Debian's paths where it has none).
+ * An image podman cannot mount (not here yet: podman run pulls it; a
+ * rootless engine) keeps its own store: the bundle is then the machine's,
+ * at /etc/sluice with the variables only. Returns 0 or -1 after printing.
+ */
+static int image_trust_make(struct run *x, const char *ca, const char *bundle, const char *keystore)
+{
+	char words[RUN_PODMAN_MAX], *argv[PODMAN_ARGS_MAX + 8], root[PATH_MAX];
+	size_t n = run_podman_argv(x, words, sizeof(words), argv, PODMAN_ARGS_MAX), m;
+	const char *found[RUN_TRUST_MAX];
+	int ret;
+
+	argv[n] = "image", argv[n + 1] = "mount", argv[n + 2] = (char *)x->o.image, argv[n + 3] = NULL;
+	if (run_capture(argv, root, sizeof(root), 60000) != 0 || strtok(root, "\n") == NULL ||
+	    root[0] != '/') {
+		fprintf(stderr, "run: podman image mount %s failed: the container keeps its own trust "
+				"store (the CA's bundle is at /etc/sluice)\n", x->o.image);
+		return run_trust_make("/", ca, bundle, keystore);
+	}
+	ret = run_trust_make(root, ca, bundle, keystore);
+	m = run_trust_targets(root, run_trust_bundles, found, RUN_TRUST_MAX / 2);
+	for (size_t i = 0; i < m; i++)
+		snprintf(x->trust_volumes[x->ntrust_volumes++], sizeof(x->trust_volumes[0]), "%s:%s:ro",
+			 bundle, found[i]);
+	m = run_trust_targets(root, run_trust_keystores, found, RUN_TRUST_MAX / 2);
+	for (size_t i = 0; i < m; i++)
+		snprintf(x->trust_volumes[x->ntrust_volumes++], sizeof(x->trust_volumes[0]), "%s:%s:ro",
+			 keystore, found[i]);
+	argv[n + 1] = "unmount";
+	if (run_tool(argv, x->log_fd, 60000) != 0)
+		fprintf(stderr, "run: podman image unmount %s failed\n", x->o.image);
+	return ret;
+}
+
+/* dir/name holding text, mode 0644. Returns 0 or -1 after printing. */
+static int pub_write(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "we");
+	if (f == NULL || fputs(text, f) == EOF || fclose(f) == EOF) {
+		fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	chmod(path, 0644);
+	return 0;
+}
+
+/*
  * What the sandbox reads: resolv.conf (sluice-dns, through the forwarder),
- * hosts (the localhost lines alone) and the CA's files.
+ * hosts (the localhost lines alone) and the CA's files (run_trust.c).
  */
 int run_pub_make(struct run *x)
 {
-	static const char *const ca_files[] = { "ca.crt", "ca-bundle.crt" };
 	char dir[PATH_MAX + 8], path[PATH_MAX + 32], src[PATH_MAX + 32], *buf;
+	char bundle[PATH_MAX + 32], keystore[PATH_MAX + 32];
 	size_t len;
 	FILE *f;
 
@@ -112,36 +165,27 @@ int run_pub_make(struct run *x)
 		fprintf(stderr, "run: mkdir %s: %s\n", dir, strerror(errno));
 		return -1;
 	}
-	snprintf(path, sizeof(path), "%s/resolv.conf", dir);
-	f = fopen(path, "we");
-	if (f == NULL || fputs("nameserver 127.0.0.1\n", f) == EOF || fclose(f) == EOF) {
-		fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
+	/* only the localhost lines in hosts: no host entry of the machine's sidesteps sluice-dns */
+	if (pub_write(dir, "resolv.conf", "nameserver 127.0.0.1\n") == -1 ||
+	    pub_write(dir, "hosts", RUN_HOSTS) == -1)
 		return -1;
-	}
-	chmod(path, 0644);
-	/* only the localhost lines: no host entry of the machine's sidesteps sluice-dns */
-	snprintf(path, sizeof(path), "%s/hosts", dir);
+	snprintf(src, sizeof(src), "%s/ca.crt", x->c->state_dir);
+	snprintf(path, sizeof(path), "%s/ca.crt", dir);
+	if (file_read(src, 1 << 16, &buf, &len) == -1)
+		return 0; /* no CA (intercept off): the variables name files that are not there */
 	f = fopen(path, "we");
-	if (f == NULL || fputs(RUN_HOSTS, f) == EOF || fclose(f) == EOF) {
+	if (f == NULL || fwrite(buf, 1, len, f) != len || fclose(f) == EOF) {
 		fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	chmod(path, 0644);
-	for (size_t i = 0; i < 2; i++) {
-		snprintf(src, sizeof(src), "%s/%s", x->c->state_dir, ca_files[i]);
-		snprintf(path, sizeof(path), "%s/%s", dir, ca_files[i]);
-		if (file_read(src, 1 << 22, &buf, &len) == -1)
-			continue; /* no CA (intercept off): the variables name files that are not there */
-		f = fopen(path, "we");
-		if (f == NULL || fwrite(buf, 1, len, f) != len || fclose(f) == EOF) {
-			fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
-			free(buf);
-			return -1;
-		}
 		free(buf);
-		chmod(path, 0644);
+		return -1;
 	}
-	return 0;
+	free(buf);
+	chmod(path, 0644);
+	snprintf(bundle, sizeof(bundle), "%s/ca-bundle.crt", dir);
+	snprintf(keystore, sizeof(keystore), "%s/cacerts", dir);
+	if (x->o.image != NULL)
+		return image_trust_make(x, path, bundle, keystore);
+	return run_trust_make("/", path, bundle, keystore);
 }
 
 /* nftw's callback for home_chown: what the old owner had, the new one's. */
@@ -234,6 +278,10 @@ char **run_image_argv(struct run *x, char **env, char *words, size_t wsize, char
 		 x->dir);
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && n < max; i++)
 		argv[n++] = (char *)fixed[i];
+	for (size_t i = 0; i < x->ntrust_volumes && n + 2 < max; i++) {
+		argv[n++] = "-v";
+		argv[n++] = x->trust_volumes[i];
+	}
 	for (size_t i = 0; env[i] != NULL && n + 2 < max; i++) {
 		argv[n++] = "-e";
 		argv[n++] = (char *)env_arg(x, env[i]);

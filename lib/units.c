@@ -429,6 +429,11 @@ static const struct {
 	{ "NODE_EXTRA_CA_CERTS", false },
 	{ "GIT_SSL_CAINFO", true },
 	{ "CURL_CA_BUNDLE", true },
+	{ "NPM_CONFIG_CAFILE", true },
+	{ "PIP_CERT", true },
+	{ "CARGO_HTTP_CAINFO", true },
+	{ "AWS_CA_BUNDLE", true },
+	{ "DENO_CERT", true },
 };
 
 #define NCA_VARS (sizeof(ca_vars) / sizeof(ca_vars[0]))

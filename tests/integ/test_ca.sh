@@ -94,18 +94,23 @@ cp "$T/out" show.txt
 expect_eq "show: the fingerprint is openssl's SHA-256 fingerprint" "# SHA-256 $fp" "$(grep '^# SHA-256 ' show.txt)"
 expect_eq "show: the certificate path" "# certificate $ST/ca.crt" "$(grep '^# certificate ' show.txt)"
 expect_eq "show: the bundle path" "# bundle $ST/ca-bundle.crt" "$(grep '^# bundle ' show.txt)"
-expect_eq "show: the five variables, bundle or certificate" \
+expect_eq "show: the ten variables, bundle or certificate" \
 	"export SSL_CERT_FILE=$ST/ca-bundle.crt
 export REQUESTS_CA_BUNDLE=$ST/ca-bundle.crt
 export NODE_EXTRA_CA_CERTS=$ST/ca.crt
 export GIT_SSL_CAINFO=$ST/ca-bundle.crt
-export CURL_CA_BUNDLE=$ST/ca-bundle.crt" "$(grep -v '^#' show.txt)"
+export CURL_CA_BUNDLE=$ST/ca-bundle.crt
+export NPM_CONFIG_CAFILE=$ST/ca-bundle.crt
+export PIP_CERT=$ST/ca-bundle.crt
+export CARGO_HTTP_CAINFO=$ST/ca-bundle.crt
+export AWS_CA_BUNDLE=$ST/ca-bundle.crt
+export DENO_CERT=$ST/ca-bundle.crt" "$(grep -v '^#' show.txt)"
 expect_eq "show: eval sets and exports them" \
 	"$ST/ca-bundle.crt $ST/ca-bundle.crt $ST/ca.crt $ST/ca-bundle.crt $ST/ca-bundle.crt" \
 	"$(eval "$(cat show.txt)" && sh -c 'echo "$SSL_CERT_FILE $REQUESTS_CA_BUNDLE $NODE_EXTRA_CA_CERTS $GIT_SSL_CAINFO $CURL_CA_BUNDLE"')"
 t "show --json parses" eval 'run 0 $C ca show --json && python3 -c "import json,sys; json.load(sys.stdin)" <"$T/out"'
 expect_eq "show --json: the same fingerprint, paths and variables" \
-	"$fp $ST/ca.crt $ST/ca-bundle.crt $ST/ca-bundle.crt $ST/ca.crt 5" \
+	"$fp $ST/ca.crt $ST/ca-bundle.crt $ST/ca-bundle.crt $ST/ca.crt 10" \
 	"$(python3 -c 'import json,sys; o=json.load(sys.stdin); e=o["env"]; print(o["sha256"], o["certificate"], o["bundle"], e["SSL_CERT_FILE"], e["NODE_EXTRA_CA_CERTS"], len(e))' <"$T/out")"
 chmod 0644 "$ST/ca.key"
 t "show needs only the certificate (works whatever the key's mode)" run 0 $C ca show

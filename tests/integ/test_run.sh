@@ -115,7 +115,7 @@ expect_eq "a run with the project's daemons up exits 0" 0 "$code"
 expect_not_re "... and starts no daemon of its own" "started sluice" "$out"
 expect_eq "CMD runs as the sandbox user (made when missing)" "sluice-sandbox" "$(grep -v '^run:' <<<"$out" | head -1)"
 expect_eq "... with the proxy and CA variables, who it is, and only the --env asked for" \
-	"CURL_CA_BUNDLE GIT_SSL_CAINFO HOME HTTPS_PROXY HTTP_PROXY LOGNAME NODE_EXTRA_CA_CERTS NO_PROXY PATH PWD REQUESTS_CA_BUNDLE SET_ME SSL_CERT_FILE USER http_proxy https_proxy no_proxy " \
+	"AWS_CA_BUNDLE CARGO_HTTP_CAINFO CURL_CA_BUNDLE DENO_CERT GIT_SSL_CAINFO HOME HTTPS_PROXY HTTP_PROXY LOGNAME NODE_EXTRA_CA_CERTS NO_PROXY NPM_CONFIG_CAFILE PATH PIP_CERT PWD REQUESTS_CA_BUNDLE SET_ME SSL_CERT_FILE USER http_proxy https_proxy no_proxy " \
 	"$(grep -v '^run:' <<<"$out" | tail -1 | sed 's/TERM //')"
 KEEP_ME=kept
 export KEEP_ME

@@ -94,6 +94,11 @@ env_lines() {
 	echo "NODE_EXTRA_CA_CERTS=$CA_FILE"
 	echo "GIT_SSL_CAINFO=$CA_BUNDLE"
 	echo "CURL_CA_BUNDLE=$CA_BUNDLE"
+	echo "NPM_CONFIG_CAFILE=$CA_BUNDLE"
+	echo "PIP_CERT=$CA_BUNDLE"
+	echo "CARGO_HTTP_CAINFO=$CA_BUNDLE"
+	echo "AWS_CA_BUNDLE=$CA_BUNDLE"
+	echo "DENO_CERT=$CA_BUNDLE"
 }
 # every container: the forwarder at the host's name in podman, the bundle mounted
 containers_conf() {
@@ -112,6 +117,11 @@ containers_conf() {
 	echo "  \"NODE_EXTRA_CA_CERTS=/etc/sluice/ca.crt\","
 	echo "  \"GIT_SSL_CAINFO=/etc/sluice/ca-bundle.crt\","
 	echo "  \"CURL_CA_BUNDLE=/etc/sluice/ca-bundle.crt\","
+	echo "  \"NPM_CONFIG_CAFILE=/etc/sluice/ca-bundle.crt\","
+	echo "  \"PIP_CERT=/etc/sluice/ca-bundle.crt\","
+	echo "  \"CARGO_HTTP_CAINFO=/etc/sluice/ca-bundle.crt\","
+	echo "  \"AWS_CA_BUNDLE=/etc/sluice/ca-bundle.crt\","
+	echo "  \"DENO_CERT=/etc/sluice/ca-bundle.crt\","
 	echo "]"
 	echo "volumes = ["
 	echo "  \"$CA_BUNDLE:/etc/sluice/ca-bundle.crt:ro\","
