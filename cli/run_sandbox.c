@@ -141,7 +141,7 @@ static int pub_write(const char *dir, const char *name, const char *text)
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "we");
-	if (f == NULL || fputs(text, f) == EOF || fclose(f) == EOF) {
+	if (f == NULL || (fputs(text, f) == EOF) + (fclose(f) == EOF) != 0) {
 		fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
 		return -1;
 	}
