@@ -108,12 +108,14 @@ $(CLI): $(call obj,$(CLI_SRCS)) $(LIB)
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(PKG_TEST) $(PKG_PROXY) $(PKG_CLI))
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB) $(call pkglibs,$(PKG_TEST) $(PKG_PROXY) $(PKG_CLI))
 
-# unit tests of CLI modules also link those modules
+# unit tests of CLI modules also link those modules (listed after $(LIB) in $^: the
+# library again after them)
 $(BUILD)/tests/test_principal: $(call obj,cli/principal.c cli/snapshot.c)
 $(BUILD)/tests/test_run_filter: $(call obj,cli/run_filter.c)
 $(BUILD)/tests/test_run_socks: $(call obj,cli/run_socks.c)
+$(BUILD)/tests/test_run_trust: $(call obj,cli/run_trust.c)
 
 # the load generator also links its parts; make lists them after $(LIB) in $^,
 # so the link below puts the library last

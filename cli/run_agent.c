@@ -461,29 +461,46 @@ static int key_write(const struct config *c, const struct inject_rule *r, const 
 	char dir[PATH_MAX + 96], path[PATH_MAX + 700], tmp[PATH_MAX + 710], name[2 * SCOPE_TEXT_MAX + 2];
 	const char *v = getenv(r->source_arg);
 	uid_t uid = cli_user_uid(c);
+	bool held;
 	int fd;
 
-	if (v == NULL || v[0] == '\0') {
-		fprintf(stderr, "run: %s is not set here: requests to %s are refused (rule %s)\n",
-			r->source_arg, r->host, r->name);
-		return 0;
-	}
 	state_path(c, dir, sizeof(dir), "agent-keys", r->name);
-	if (inject_key_name(scope, name, sizeof(name)) == -1 || file_mkdir_p(dir, 0711) == -1 ||
-	    chmod(dir, 0711) == -1) {
-		fprintf(stderr, "run: %s: %s\n", dir, strerror(errno));
+	if (inject_key_name(scope, name, sizeof(name)) == -1) {
+		fprintf(stderr, "run: %s: no key name for it\n", scope);
 		return -1;
 	}
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	/* one key a principal: runs of one project's agent at once share the last one given */
+	held = access(path, F_OK) == 0;
+	if (v == NULL || v[0] == '\0') {
+		if (held)
+			fprintf(stderr, "run: %s is not set here: requests to %s carry the key another run "
+					"of %s handed over (rule %s)\n", r->source_arg, r->host, scope, r->name);
+		else
+			fprintf(stderr, "run: %s is not set here: requests to %s are refused (rule %s)\n",
+				r->source_arg, r->host, r->name);
+		return 0;
+	}
+	if (held)
+		fprintf(stderr, "run: %s replaces the key another run of %s handed over: its requests "
+				"carry this one now (rule %s)\n", r->source_arg, scope, r->name);
+	if (file_mkdir_p(dir, 0711) == -1 || chmod(dir, 0711) == -1) {
+		fprintf(stderr, "run: %s: %s\n", dir, strerror(errno));
+		return -1;
+	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	unlink(tmp);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd == -1 || write(fd, v, strlen(v)) != (ssize_t)strlen(v) ||
-	    (uid != FILE_NO_UID && fchown(fd, uid, (gid_t)-1) == -1) || close(fd) == -1 ||
-	    rename(tmp, path) == -1) {
-		fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
+	    (uid != FILE_NO_UID && fchown(fd, uid, (gid_t)-1) == -1)) {
+		fprintf(stderr, "run: write %s: %s\n", tmp, strerror(errno));
 		if (fd != -1)
 			close(fd);
+		unlink(tmp);
+		return -1;
+	}
+	if (close(fd) == -1 || rename(tmp, path) == -1) {
+		fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));
 		unlink(tmp);
 		return -1;
 	}

@@ -59,7 +59,9 @@ const char *const run_trust_keystores[] = {
  */
 static int root_bundle_read(const char *root, char **out, size_t *len)
 {
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
+	/* O_PATH: a FIFO or a device there is not opened (it would block, or be a device's bytes) */
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
+	struct stat st;
 	int dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd, ret = -1;
 	char path[32];
 
@@ -73,6 +75,10 @@ static int root_bundle_read(const char *root, char **out, size_t *len)
 		fd = (int)syscall(SYS_openat2, dir, run_trust_bundles[i] + 1, &how, sizeof(how));
 		if (fd == -1)
 			continue;
+		if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+			close(fd);
+			continue;
+		}
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
 		ret = file_read(path, TRUST_BUNDLE_MAX, out, len);
 		close(fd);
@@ -244,7 +250,7 @@ out:
 
 size_t run_trust_targets(const char *root, const char *const *paths, const char **found, size_t max)
 {
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT };
 	int dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
 	struct stat st, seen[RUN_TRUST_MAX];
 	size_t n = 0;

@@ -159,7 +159,7 @@ void config_tls_inject(struct parser *p, char **w, size_t nw)
 	char err[512], line[CONFIG_LINE_MAX + 1];
 
 	if (!inject_name_valid(w[1])) {
-		config_error(p, "inject: bad name \"%s\": 1 to %d of A-Z a-z 0-9 . _ -", w[1],
+		config_error(p, "inject: bad name \"%s\": 1 to %d of A-Z a-z 0-9 . _ -, the first not . or -", w[1],
 		     INJECT_NAME_MAX);
 		return;
 	}

@@ -102,7 +102,7 @@ struct inject_rule {
 
 /* inject_rule.c: the config line */
 
-/* Whether s is a rule name: 1-64 bytes of [A-Za-z0-9._-]. */
+/* Whether s is a rule name: 1-64 bytes of [A-Za-z0-9._-], the first not . or - (a directory's name). */
 bool inject_name_valid(const char *s);
 
 /*

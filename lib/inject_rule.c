@@ -96,7 +96,8 @@ bool inject_name_valid(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (n == 0 || n > INJECT_NAME_MAX)
+	/* the first not '.' or '-': a name is a directory's (STATE/agent-keys/NAME), never . or .. */
+	if (n == 0 || n > INJECT_NAME_MAX || s[0] == '.' || s[0] == '-')
 		return false;
 	for (; *s != '\0'; s++)
 		if (!is_alnum((unsigned char)*s) && *s != '.' && *s != '_' && *s != '-')

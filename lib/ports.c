@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <openssl/sha.h>
+
 #include "digits.h"
 
 const char *ports_project_check(const char *s, size_t len)
@@ -203,7 +205,7 @@ bool ports_name_valid(const char *s)
 
 void ports_name_of(const char *s, size_t len, char *out)
 {
-	uint32_t h = 2166136261u;
+	unsigned char md[SHA256_DIGEST_LENGTH];
 	size_t end = len, start, n = 0;
 
 	if (len > 0 && len <= PORTS_NAME_MAX && memchr(s, '\0', len) == NULL) {
@@ -212,8 +214,7 @@ void ports_name_of(const char *s, size_t len, char *out)
 		if (ports_name_valid(out))
 			return;
 	}
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 16777619u;
+	SHA256((const unsigned char *)s, len, md);
 	while (end > 0 && s[end - 1] == '/')
 		end--;
 	start = end;
@@ -223,5 +224,7 @@ void ports_name_of(const char *s, size_t len, char *out)
 		out[n++] = name_byte((unsigned char)s[i]) ? s[i] : '-';
 	if (n == 0)
 		n = (size_t)sprintf(out, "dir");
-	sprintf(out + n, "-%08x", (unsigned)h);
+	out[n++] = '-';
+	for (size_t i = 0; i < PORTS_NAME_HASH_HEX / 2; i++)
+		n += (size_t)sprintf(out + n, "%02x", md[i]);
 }

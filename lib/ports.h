@@ -62,7 +62,8 @@ const char *ports_project_check(const char *s, size_t len);
  * the project as it was given (a directory's path stays there).
  */
 #define PORTS_NAME_MAX 40
-#define PORTS_NAME_BASE_MAX 31 /* a directory's basename's share of its NAME */
+#define PORTS_NAME_HASH_HEX 16 /* 64 bits of SHA-256 of the path: no directory made to match */
+#define PORTS_NAME_BASE_MAX (PORTS_NAME_MAX - 1 - PORTS_NAME_HASH_HEX) /* its basename's share */
 
 /* Whether s (NUL-terminated) is a NAME. */
 bool ports_name_valid(const char *s);
@@ -72,9 +73,10 @@ bool ports_name_valid(const char *s);
  * project that is a NAME is its own; any other (a directory's path, a
  * name with spaces) is its last path component with each byte outside
  * [A-Za-z0-9._-] as '-', cut to PORTS_NAME_BASE_MAX ("dir" when empty),
- * then '-' and 8 hex digits of the FNV-1a 32-bit hash of all of s: the
- * same path gives the same NAME on every host, two directories of one
- * basename two NAMEs.
+ * then '-' and PORTS_NAME_HASH_HEX hex digits of the SHA-256 of all of s:
+ * the same path gives the same NAME on every host, two directories of one
+ * basename two NAMEs, and no directory can be made to take another's
+ * (a 32-bit hash could: a grant for project:NAME is that project's only).
  */
 void ports_name_of(const char *s, size_t len, char *out);
 

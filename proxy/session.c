@@ -677,9 +677,10 @@ void session_rejudge_all(struct proxy *px)
 		 * 401, back in SS_HEAD behind an unflushed 1xx) is in flight too:
 		 * it resumes at its credential, never judged again, so judge it here.
 		 */
-		bool busy = s->x != NULL && s->x->active &&
-			    ((s->state != SS_HEAD && s->state != SS_DRAIN) ||
-			     s->x->phase == XP_CREDENTIAL);
+		/* a tunnel whose upstream is done still relays what the client sends: judged too */
+		bool busy = s->x != NULL && ((s->x->active && ((s->state != SS_HEAD && s->state != SS_DRAIN) ||
+							       s->x->phase == XP_CREDENTIAL)) ||
+					     s->state == SS_TUNNEL);
 		struct target kept;
 		const struct target *t = &kept;
 
@@ -719,7 +720,8 @@ void session_rejudge_all(struct proxy *px)
 						  dial_addr_bytes(&s->x->dial[i]), &v);
 		else
 			dial_up_judge(px->policy, s->up, &t->host, &v);
-		if (v.allow)
+		/* a raw tunnel stands only while a tunnel grant serves it: a plain one would intercept */
+		if (v.allow && !(busy && s->x->raw_tunnel && !v.tunnel))
 			continue;
 		if (!busy) {
 			dial_close(s);
@@ -728,8 +730,12 @@ void session_rejudge_all(struct proxy *px)
 		}
 		s->x->decision = "refuse";
 		s->x->reason = "revoked";
-		snprintf(s->x->detail, sizeof(s->x->detail), "closed by a policy reload: %s",
-			 v.detail[0] ? v.detail : v.reason);
+		if (v.allow)
+			snprintf(s->x->detail, sizeof(s->x->detail),
+				 "closed by a policy reload: no tunnel grant serves it raw now");
+		else
+			snprintf(s->x->detail, sizeof(s->x->detail), "closed by a policy reload: %s",
+				 v.detail[0] ? v.detail : v.reason);
 		session_close(s, NULL);
 	}
 }

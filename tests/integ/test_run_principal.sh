@@ -59,7 +59,7 @@ wait_log 5 path=/ap-1
 rid=$(logq path=/ap-1 --field refusal)
 out=$(sl allow approve --yes "$rid" 2>&1)
 expect_re "allow approve of it grants it to the run's principal, its project's (issue 28)" \
-	"added third\\.test for project:[A-Za-z0-9._-]+-[0-9a-f]{8} once" "$out"
+	"added third\\.test for project:[A-Za-z0-9._-]+-[0-9a-f]{16} once" "$out"
 go ap
 wait "$apid"
 expect_eq "... which serves the run from another source address" "second 200" "$(grep '^second' "$LAB_DIR/ap.out")"

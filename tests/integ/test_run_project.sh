@@ -102,10 +102,10 @@ expect_eq "a run of delta has its own budget: served" 200 "$(status_of "$out")"
 # --- a project known only by its directory: a short stable name
 out=$(srun -- sh -c "$(get http://third.test/pj-9)" 2>&1)
 wait_log 5 path=/pj-9
-base=$(basename "$LAB_DIR" | tr -c 'A-Za-z0-9._\n-' '-' | cut -c1-31)
+base=$(basename "$LAB_DIR" | tr -c 'A-Za-z0-9._\n-' '-' | cut -c1-23)
 dname=$(logq path=/pj-9 --field as)
 expect_re "a run without --project: project:BASENAME-HASH of its directory" \
-	"^project:${base//./\\.}-[0-9a-f]{8}\$" "$dname"
+	"^project:${base//./\\.}-$(printf %s "$LAB_DIR" | sha256sum | cut -c1-16)\$" "$dname"
 out=$(srun -- sh -c "$(get http://third.test/pj-10)" 2>&1)
 wait_log 5 path=/pj-10
 expect_eq "... the same name for the next run of that directory" "$dname" "$(logq path=/pj-10 --field as)"

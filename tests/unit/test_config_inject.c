@@ -97,9 +97,13 @@ struct inject_error {
 static const struct inject_error inject_errors[] = {
 	{ "inject", "inject: expects at least 2 arguments, got 0" },
 	{ "inject a", "inject: expects at least 2 arguments, got 1" },
-	{ "inject a/b host=a.example header=X env=E", "inject: bad name \"a/b\": 1 to 64 of A-Z a-z 0-9 . _ -" },
+	{ "inject a/b host=a.example header=X env=E", "inject: bad name \"a/b\": 1 to 64 of A-Z a-z 0-9 . _ -, the first not . or -" },
 	{ "inject aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa host=a.example header=X env=E",
-	  "inject: bad name \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\": 1 to 64 of A-Z a-z 0-9 . _ -" },
+	  "inject: bad name \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\": 1 to 64 of A-Z a-z 0-9 . _ -, the first not . or -" },
+	/* a rule's name is a directory's under STATE/agent-keys: never . or .. (a review's finding) */
+	{ "inject .. host=a.example header=X env=E", "inject: bad name \"..\": 1 to 64 of A-Z a-z 0-9 . _ -, the first not . or -" },
+	{ "inject . host=a.example header=X env=E", "inject: bad name \".\": 1 to 64 of A-Z a-z 0-9 . _ -, the first not . or -" },
+	{ "inject -x host=a.example header=X env=E", "inject: bad name \"-x\": 1 to 64 of A-Z a-z 0-9 . _ -, the first not . or -" },
 	{ "inject a hots=a.example header=X env=E", "inject a: unknown key \"hots\"" },
 	{ "inject a host=a.example header=X env=E header=Y", "inject a: key \"header\" given twice" },
 	{ "inject a host=a.example host=b.example header=X env=E", "inject a: key \"host\" given twice" },

@@ -227,24 +227,32 @@ static void test_name_of(void **state)
 	assert_false(ports_name_valid("a:b"));
 	ports_name_of("alpha", 5, out);
 	assert_string_equal(out, "alpha");
-	/* a path: its basename, sanitized, and 8 hex of FNV-1a 32 of the whole path */
+	/* a path: its basename, sanitized, and 16 hex of SHA-256 of the whole path */
 	ports_name_of("/home/a/proj", 12, out);
-	assert_string_equal(out, "proj-5c92b791");
+	assert_string_equal(out, "proj-4bd27bda97cc490a");
 	ports_name_of("/home/a/proj", 12, again);
 	assert_string_equal(out, again);
 	ports_name_of("/home/b/proj", 12, again);
 	assert_string_not_equal(out, again);
 	assert_memory_equal(again, "proj-", 5);
+	/*
+	 * A directory an agent can make must not take another project's NAME
+	 * (its grants): these two collide under a 32-bit FNV-1a (a review found
+	 * them in seconds); 64 bits of SHA-256 do not.
+	 */
+	ports_name_of("/home/op/work/secretproj", 24, out);
+	ports_name_of("/tmp/agent/6qxbcit/secretproj", 29, again);
+	assert_string_not_equal(out, again);
 	ports_name_of("/home/a/my proj:x", 17, out);
 	assert_memory_equal(out, "my-proj-x-", 10);
-	assert_int_equal(strlen(out), 18);
+	assert_int_equal(strlen(out), 10 + 16);
 	ports_name_of("/", 1, out);
 	assert_memory_equal(out, "dir-", 4);
 	ports_name_of("/home/a/proj/", 13, out);
 	assert_memory_equal(out, "proj-", 5);
 	ports_name_of(long_dir, strlen(long_dir), out);
 	assert_int_equal(strlen(out), 40);
-	assert_memory_equal(out, "an-extremely-long-directory-nam-", 32);
+	assert_memory_equal(out, "an-extremely-long-direc-", 24);
 	assert_true(ports_name_valid(out));
 	/* a project of the registry that is no NAME and no path is hashed too */
 	ports_name_of("my project", 10, out);
