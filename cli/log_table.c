@@ -74,6 +74,13 @@ bool log_row_is_exchange(json_t *row)
 	return false;
 }
 
+bool log_row_is_quiet(json_t *row)
+{
+	const char *reason = json_string_value(json_object_get(row, "reason"));
+
+	return reason != NULL && strcmp(reason, "quiet") == 0;
+}
+
 bool log_row_long(json_t *row, char *what, size_t size)
 {
 	const char *kind = json_string_value(json_object_get(row, "kind"));
