@@ -282,7 +282,9 @@ const char *log_time_cell(const char *ts, char *buf, size_t size);
 bool log_row_is_exchange(json_t *row);
 /*
  * Whether row is a quiet refusal (reason quiet: an agent profile's
- * telemetry, refused on purpose, no refusal id): logged, and left out of
+ * telemetry, refused on purpose, no refusal id), or a suppression row
+ * that counts only those (the proxy gives them a row budget of their own,
+ * so such a row never counts another reason): logged, and left out of
  * every count of refusals the operator must act on (--refused, --by-*,
  * watch's marks; learn reads only observe rows, which it never is).
  */

@@ -11,7 +11,10 @@
 # out of `sluice log --refused` (shown with --all) and `--by-host`'s
 # refusal count, of the request metrics (sluice_proxy_quiet_total counts
 # it), of `sluice watch`'s refusal marks (in tmux); refused in a learn
-# window too, so `sluice allow learn` does not offer it. other.test, the
+# window too, so `sluice allow learn` does not offer it. Past the refusal-row
+# budget (log-row-rate 1, burst 4 here), a flood of quiet tries spends a
+# budget of its own: the run's next real refusal is still written, and the
+# quiet rows' suppression row is left out of --refused too. other.test, the
 # control: an ordinary refusal with an id, listed, marked and offered. A
 # client of no run is not touched by the quiet line (its principal is the
 # run's): an ordinary refusal.
@@ -26,7 +29,7 @@ lab_unbound 'local-data: "good.test. 300 IN A 203.0.113.10"' \
 command -v tmux >/dev/null || lab_bail "tmux is installed (deps/debian-packages)"
 lab_run_project 44100
 MP=9192
-echo "metrics-listen 127.0.0.1:$MP" >>"$CONF"
+printf 'metrics-listen 127.0.0.1:%s\nlog-row-rate 1\nlog-row-burst 4\n' "$MP" >>"$CONF"
 lab_run_proxy
 lab_run_dns "$CONF"
 AD=$LAB_DIR/quiet
@@ -121,5 +124,21 @@ out=$(sl allow learn </dev/null 2>&1)
 printf '%s\n' "$out" | sed 's/^/# learn: /'
 expect_re "allow learn offers other.test" 'allow add other\.test' "$out"
 expect_not_re "... and not the quiet host" 'statsig' "$out"
+
+# --- a flood of quiet tries past the row budget, then one real refusal
+c="curl -s -o /dev/null --max-time 10"
+ANTHROPIC_API_KEY=sk-ant-quiet-$$ timeout -k 5 60 "${SRUN[@]}" --agent claude -- sh -c "
+	for i in 1 2 3 4 5 6 7 8 9 10 11 12; do $c http://statsig.anthropic.com/flood-\$i; done
+	$c -w '%{http_code}' http://other.test/o-after-flood >$AD/f.other; true" >"$AD/f.out" 2>&1
+expect_eq "after 12 quiet tries, the run's real refusal: 403" 403 "$(cat "$AD/f.other")"
+expect_eq "... and its row is written (the quiet tries spent a budget of their own)" 1 \
+	"$(logq path=/o-after-flood reason=not-granted 'refusal!=null')"
+if wait_log 5 kind=suppressed; then ok "the quiet rows past the budget: a suppression row"; else
+	not_ok "the quiet rows past the budget: a suppression row" "$(tail -3 "$NETLOG")"; fi
+expect_re "... it counts only quiet rows" '^\{"quiet": [0-9]+\}$' "$(logq kind=suppressed --field reasons)"
+out=$(sl log --refused 2>&1)
+printf '%s\n' "$out" | sed 's/^/# log --refused: /'
+expect_not_re "log --refused leaves the quiet suppression row out" 'suppressed|quiet' "$out"
+expect_re "... --all shows it" ' - +[0-9]+ .* suppressed ' "$(sl log --refused --all 2>&1)"
 
 lab_done
