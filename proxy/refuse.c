@@ -197,7 +197,8 @@ void refuse_verdict(struct session *s, const struct verdict *v)
  * 407 (the client's proxy credentials), errors (400, 5xx), nor a refusal
  * whose row was not written because its principal is past its
  * refusal-row budget (a client that loops is not given a handshake each
- * time), nor a quiet host's (an agent's telemetry: nobody reads it). A client that has not finished its handshake within
+ * time), nor a quiet host's (an agent's telemetry: nobody reads it). A
+ * client that has not finished its handshake within
  * REFUSE_PAGE_HELLO_MS of the 200 is closed (state.c): one that waits for
  * the server to speak first (SSH, a banner) is not kept for head-timeout.
  */
