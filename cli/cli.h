@@ -281,6 +281,15 @@ const char *log_time_cell(const char *ts, char *buf, size_t size);
  */
 bool log_row_is_exchange(json_t *row);
 /*
+ * Whether row is a quiet refusal (reason quiet: an agent profile's
+ * telemetry, refused on purpose, no refusal id), or a suppression row
+ * that counts only those (the proxy gives them a row budget of their own,
+ * so such a row never counts another reason): logged, and left out of
+ * every count of refusals the operator must act on (--refused, --by-*,
+ * watch's marks; learn reads only observe rows, which it never is).
+ */
+bool log_row_is_quiet(json_t *row);
+/*
  * Whether row is a long exchange's open or progress row (kind "open" or
  * "progress"); then "ws open for 2.0 s: 11 bytes up, 7 down so far" into what.
  */
@@ -304,8 +313,11 @@ enum logview_kind {
 			    observed, last time */
 };
 
-/* A new empty view (logview_free frees it), or NULL when out of memory. */
-struct logview *logview_new(enum logview_kind kind);
+/*
+ * A new empty view (logview_free frees it), or NULL when out of memory.
+ * quiet: count the quiet rows too (log_row_is_quiet; `sluice log --all`).
+ */
+struct logview *logview_new(enum logview_kind kind, bool quiet);
 
 /*
  * Count one row (an object) whose principal is p (NULL for a DNS row, the

@@ -505,6 +505,7 @@ int cmd_log(int argc, char **argv)
 		{ "by-who", no_argument, NULL, 'W' },
 		{ "by-rule", no_argument, NULL, 'U' },
 		{ "refused", no_argument, NULL, 'R' },
+		{ "all", no_argument, NULL, 'A' },
 		{ "dns", no_argument, NULL, 'D' },
 		{ "follow", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
@@ -516,7 +517,7 @@ int cmd_log(int argc, char **argv)
 	struct log_reader r;
 	struct log_snaps sn;
 	struct config *c;
-	bool do_follow = false, has_tail = false, refused = false, dns = false;
+	bool do_follow = false, has_tail = false, refused = false, dns = false, all = false;
 	const char *view = NULL; /* the grouping view's option, NULL: rows listed */
 	char both[48];
 	enum logview_kind kind = LOGVIEW_BY_HOST;
@@ -593,6 +594,9 @@ int cmd_log(int argc, char **argv)
 		case 'D':
 			dns = true;
 			break;
+		case 'A':
+			all = true;
+			break;
 		case 'n': {
 			uint64_t cnt;
 
@@ -617,6 +621,10 @@ int cmd_log(int argc, char **argv)
 		return conflict("--dns verify", VERIFY_DNS_WHY);
 	if (optind != argc)
 		return usage_error("unexpected argument", argv[optind]);
+	if (all && (view == NULL || dns))
+		return conflict(dns ? "--all --dns" : "--all without a view",
+				"--all counts the quiet rows in --by-host, --by-who, --by-rule or --refused; "
+				"listed, every row shows");
 	if (dns_options_check(dns, &f, view, refused) != 0)
 		return EXIT_USAGE;
 	if (dns && (f.run[0] != '\0' || f.name != NULL))
@@ -660,7 +668,7 @@ int cmd_log(int argc, char **argv)
 		goto out_snaps;
 	}
 	if (view != NULL) {
-		v.group = logview_new(dns ? LOGVIEW_DNS_REFUSED : kind);
+		v.group = logview_new(dns ? LOGVIEW_DNS_REFUSED : kind, all);
 		if (v.group == NULL) {
 			fprintf(stderr, "log: out of memory\n");
 			goto out_close;

@@ -74,6 +74,19 @@ bool log_row_is_exchange(json_t *row)
 	return false;
 }
 
+bool log_row_is_quiet(json_t *row)
+{
+	const char *reason = json_string_value(json_object_get(row, "reason"));
+	const char *kind = json_string_value(json_object_get(row, "kind"));
+	json_t *reasons = json_object_get(row, "reasons");
+
+	if (reason != NULL && strcmp(reason, "quiet") == 0)
+		return true;
+	/* a suppression row of quiet rows alone (they spend a budget of their own: proxy/session.c) */
+	return kind != NULL && strcmp(kind, "suppressed") == 0 && json_is_object(reasons) &&
+	       json_object_size(reasons) == 1 && json_object_get(reasons, "quiet") != NULL;
+}
+
 bool log_row_long(json_t *row, char *what, size_t size)
 {
 	const char *kind = json_string_value(json_object_get(row, "kind"));

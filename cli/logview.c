@@ -15,6 +15,9 @@
  * proxy gave it an id, else `sluice allow add`. --dns --refused:
  * the same per queried name, without principals (a DNS row names none).
  * A suppression row counts as the refusals it stands for, under host "-".
+ * A quiet row (reason quiet: an agent profile's telemetry, refused on
+ * purpose) is counted by no view unless asked (--all): it is nothing the
+ * operator must act on.
  * log.c filters and resolves the rows; this file only counts what it is
  * given, in memory (one entry per group, not per row), and prints it at
  * the end.
@@ -43,14 +46,17 @@ struct group {
 
 struct logview {
 	enum logview_kind kind;
+	bool quiet; /* count quiet rows too (--all) */
 	struct group *g; /* sorted: by (host, who) (--by-host, --by-rule), else (who, target) */
 	size_t n, cap;
 };
 
-struct logview *logview_new(enum logview_kind kind)
+struct logview *logview_new(enum logview_kind kind, bool quiet)
 {
 	struct logview *v = calloc(1, sizeof(*v));
 
+	if (v != NULL)
+		v->quiet = quiet;
 	if (v != NULL)
 		v->kind = kind;
 	return v;
@@ -196,6 +202,8 @@ int logview_add(struct logview *v, json_t *row, const struct principal *p)
 
 	/* each exchange once, its own row (and the refusals a suppression row stands for), nothing else */
 	if (!dns && !log_row_is_exchange(row) && (kind == NULL || strcmp(kind, "suppressed") != 0))
+		return 0;
+	if (!dns && !v->quiet && log_row_is_quiet(row))
 		return 0;
 	if (host == NULL)
 		host = "-";

@@ -56,9 +56,9 @@ static const struct verb verbs[] = {
 	  "read the network or DNS log: who used each host, who was refused; verify its chain",
 	  "log [--json] [--host HOST] [--decision allow|refuse|observe] [--who WHO] [-n N] [-f]\n"
 	  "log [...] [--run ID|sluice-ID] [--name AGENT]\n"
-	  "log --by-host|--by-who [--json] [--host HOST] [--decision D] [--who WHO] [-n N]\n"
-	  "log --by-rule [--json] [--host HOST] [--decision D] [--who WHO] [-n N]\n"
-	  "log --refused [--json] [--host HOST] [--decision refuse|observe] [--who WHO] [-n N]\n"
+	  "log --by-host|--by-who [--all] [--json] [--host HOST] [--decision D] [--who WHO] [-n N]\n"
+	  "log --by-rule [--all] [--json] [--host HOST] [--decision D] [--who WHO] [-n N]\n"
+	  "log --refused [--all] [--json] [--host HOST] [--decision refuse|observe] [--who WHO] [-n N]\n"
 	  "log --dns [--json] [--host NAME] [--decision allow|refuse|observe|error] [-n N] [-f]\n"
 	  "log --dns --refused [--json] [--host NAME] [--decision refuse|observe] [-n N]\n"
 	  "log verify [--anchor HASH] [FILE...]\n" },

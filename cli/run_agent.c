@@ -16,7 +16,9 @@
  *   - records itself in STATE/agents.d/ID (its principal, the profile's path);
  *   - writes STATE/agents.conf (0644, no secret) from every record: each
  *     profile rule once, keys=STATE/agent-keys/RULE, principal= each run
- *     of it, and each allow line for= those principals; then SIGHUPs the
+ *     of it, each allow line for= those principals, and each quiet line
+ *     (telemetry, refused with reason quiet) for= the principals of the
+ *     runs whose profile lists it; then SIGHUPs the
  *     proxy and sluice-dns, whose config_load reads agents.conf after the
  *     config (lib/config.c).
  * At teardown (its own, or a later run's of a killed run) the record goes,
@@ -346,6 +348,44 @@ static void allow_put(FILE *f, const struct agent_rec *recs, size_t i, size_t n,
 	fputc('\n', f);
 }
 
+static bool quiet_same(const struct grant *a, const struct grant *b)
+{
+	return a->wildcard == b->wildcard && strcmp(a->host, b->host) == 0;
+}
+
+/*
+ * Each quiet host of record i no record before it lists, once, for= the
+ * principal of every record from i on whose profile lists it: its
+ * requests there are refused quietly, another principal's as ever.
+ */
+static void quiet_put(FILE *f, const struct agent_rec *recs, size_t i, size_t n)
+{
+	const struct config *p = recs[i].p;
+
+	for (size_t k = 0; k < p->nagent_quiet; k++) {
+		const struct grant *q = &p->agent_quiet[k];
+		bool first = true;
+
+		for (size_t j = 0; j < i; j++)
+			for (size_t m = 0; m < recs[j].p->nagent_quiet; m++)
+				first = first && !quiet_same(&recs[j].p->agent_quiet[m], q);
+		if (!first)
+			continue;
+		fprintf(f, "quiet %s%s", q->wildcard ? "*." : "", q->host);
+		for (size_t j = i; j < n; j++) {
+			bool has = false, seen = false;
+
+			for (size_t m = 0; m < recs[j].p->nagent_quiet; m++)
+				has = has || quiet_same(&recs[j].p->agent_quiet[m], q);
+			for (size_t r = i; r < j; r++)
+				seen = seen || strcmp(recs[r].scope, recs[j].scope) == 0;
+			if (has && !seen)
+				fprintf(f, " for=%s", recs[j].scope);
+		}
+		fputc('\n', f);
+	}
+}
+
 /* STATE/agents.conf from the records (removed when there is none). Returns 0 or -1. */
 static int handover_write(const struct config *c, const struct agent_rec *recs, size_t n)
 {
@@ -397,6 +437,7 @@ static int handover_write(const struct config *c, const struct agent_rec *recs, 
 		for (size_t k = 0; k < p->ngrants; k++)
 			if (grant_first(recs, i, &p->grants[k]))
 				allow_put(f, recs, i, n, &p->grants[k]);
+		quiet_put(f, recs, i, n);
 	}
 	if (fclose(f) == EOF || rename(tmp, path) == -1) {
 		fprintf(stderr, "run: write %s: %s\n", path, strerror(errno));

@@ -269,8 +269,9 @@ static void row_take(void *arg, const struct log_reader *r, const char *s, size_
 	d = or_dash(str_of(row, "decision"));
 	mark = strcmp(d, "refuse") == 0 ? MARK_REFUSE : strcmp(d, "observe") == 0 ? MARK_OBSERVE
 										   : MARK_ALLOW;
-	/* a run's probe or its start and end: shown, never marked as a refusal */
-	if (!log_row_is_exchange(row) && !json_is_integer(json_object_get(row, "rows")))
+	/* a run's probe or its start and end, an agent's quiet telemetry: shown, never marked as a refusal */
+	if ((!log_row_is_exchange(row) && !json_is_integer(json_object_get(row, "rows"))) ||
+	    log_row_is_quiet(row))
 		mark = MARK_ALLOW;
 	line = row_render(w, row, mark);
 	if (line == NULL) {

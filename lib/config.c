@@ -403,7 +403,7 @@ static const struct directive directives[] = {
 	{ "dns-metrics-listen", 1, false, false, config_dns_metrics_listen },
 	{ "about", 1, true, false, config_agent_about },
 	{ "sandbox-env", 1, false, true, config_agent_sandbox_env },
-	{ "quiet", 1, false, true, config_agent_quiet },
+	{ "quiet", 1, true, true, config_agent_quiet },
 };
 
 /* Whether the directive named may stand in a file of kind k. */
@@ -417,7 +417,7 @@ static bool directive_fits(const char *name, enum config_kind k)
 	case CONFIG_MAIN:
 		return !own;
 	case CONFIG_HANDOVER:
-		return common;
+		return common || strcmp(name, "quiet") == 0;
 	case CONFIG_PROFILE:
 		return common || own;
 	}
@@ -551,7 +551,7 @@ static void parse_line(struct parser *p, const char *s, size_t len)
 		if (!directive_fits(dir->name, p->kind)) {
 			perr(p, "%s: %s", dir->name, p->kind == CONFIG_MAIN ? "only in an agent profile (etc/agents/NAME.conf)" :
 			     p->kind == CONFIG_PROFILE ? "not in an agent profile (allow, inject, about, sandbox-env, quiet)" :
-			     "not in the handed-over agents.conf (allow and inject only)");
+			     "not in the handed-over agents.conf (allow, inject and quiet only)");
 			return;
 		}
 		if (dir->variadic && nargs < dir->nargs) {

@@ -214,7 +214,13 @@ struct config {
 	char agent_about[CONFIG_AGENT_ABOUT_MAX + 1];
 	char (*agent_env)[CONFIG_AGENT_ENV_MAX + 1]; /* owned; "NAME=VALUE" for the sandbox */
 	size_t nagent_env;
-	struct config_pattern *agent_quiet; /* owned; telemetry hosts, never allowed */
+	/*
+	 * owned; telemetry hosts, never allowed (host, wildcard): a profile's
+	 * have no scopes; the handed-over agents.conf's name for= the runs of
+	 * the profiles that list them, whose requests there are refused with
+	 * reason quiet (policy_judge)
+	 */
+	struct grant *agent_quiet;
 	size_t nagent_quiet;
 };
 
@@ -235,8 +241,9 @@ int config_parse(struct config *c, const char *buf, size_t len, const char *file
 
 /*
  * Read and parse path (at most CONFIG_MAX_FILE bytes), then, when it parsed
- * and STATE/agents.conf exists, that too: the allow and inject lines
- * `sluice run --agent` hands over (nothing else may be there). Returns as
+ * and STATE/agents.conf exists, that too: the allow, inject and quiet
+ * lines `sluice run --agent` hands over (nothing else may be there; a
+ * quiet line there names for= each principal it applies to). Returns as
  * config_parse (errors of either counted), or 1 if unreadable.
  */
 int config_load(struct config *c, const char *path, FILE *errs);
@@ -246,8 +253,9 @@ int config_load(struct config *c, const char *path, FILE *errs);
  * allow and inject lines (each inject reading env=, the environment of
  * the `sluice run` that asks for the profile), and what only a profile
  * has: `about TEXT...`, `sandbox-env NAME=VALUE` (set in the sandbox: a
- * dummy key, telemetry off), `quiet HOST` (telemetry the agent tries,
- * refused as any host no grant names: listed so nobody grants it). Returns
+ * dummy key, telemetry off), `quiet HOST` (telemetry the agent tries:
+ * refused with reason quiet to the runs of the profile, no refusal id,
+ * counted by nothing that counts refusals; listed so nobody grants it). Returns
  * as config_load.
  */
 int config_profile_load(struct config *c, const char *path, FILE *errs);

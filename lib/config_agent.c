@@ -5,7 +5,13 @@
  *   sandbox-env NAME=VALUE   set in the run's sandbox (a dummy key the CLI
  *                            sends and sluice replaces, telemetry off)
  *   quiet HOST|*.SUFFIX      telemetry the agent tries: never allowed by the
- *                            profile, listed so nobody grants it by mistake
+ *                            profile, listed so nobody grants it by mistake;
+ *                            the proxy refuses it to the profile's runs with
+ *                            reason quiet (no refusal id, nothing offers it)
+ *
+ * The handed-over STATE/agents.conf holds `quiet HOST for=PRINCIPAL...` too
+ * (cli/run_agent.c writes it): each principal a run of a profile listing
+ * HOST. There a quiet line names at least one; in a profile, none.
  *
  * A profile's allow and inject lines are the config's own (config_allow.c,
  * config_tls.c); its inject rules read env=, which is the environment of
@@ -78,13 +84,30 @@ void config_agent_sandbox_env(struct parser *p, char **w, size_t nw)
 void config_agent_quiet(struct parser *p, char **w, size_t nw)
 {
 	struct config *c = p->c;
-	struct config_pattern *grown;
+	struct grant *grown;
 	struct grant g;
 	const char *err = "bad host";
 
-	(void)nw;
 	if (grant_parse(w[1], strlen(w[1]), &g, &err) == -1 || g.port != 0) {
 		config_error(p, "quiet: bad host \"%s\": %s", w[1], g.port != 0 ? "no port here" : err);
+		return;
+	}
+	for (size_t i = 2; i < nw; i++) {
+		if (strncmp(w[i], "for=", 4) != 0) {
+			config_error(p, "quiet %s: expected for=PRINCIPAL, got \"%s\"", w[1], w[i]);
+			return;
+		}
+		if (p->kind != CONFIG_HANDOVER) {
+			config_error(p, "quiet %s: for= only in the handed-over agents.conf", w[1]);
+			return;
+		}
+		if (grant_scope_add(&g, w[i] + 4, &err) == -1) {
+			config_error(p, "quiet %s: bad for=\"%s\": %s", w[1], w[i] + 4, err);
+			return;
+		}
+	}
+	if (p->kind == CONFIG_HANDOVER && g.nscopes == 0) {
+		config_error(p, "quiet %s: handed over, it names for=PRINCIPAL", w[1]);
 		return;
 	}
 	grown = realloc(c->agent_quiet, (c->nagent_quiet + 1) * sizeof(*grown));
@@ -93,8 +116,7 @@ void config_agent_quiet(struct parser *p, char **w, size_t nw)
 		return;
 	}
 	c->agent_quiet = grown;
-	memcpy(grown[c->nagent_quiet].host, g.host, sizeof(grown->host));
-	grown[c->nagent_quiet++].wildcard = g.wildcard;
+	grown[c->nagent_quiet++] = g;
 }
 
 void config_agent_finish(struct parser *p)

@@ -20,7 +20,7 @@
 
 enum config_kind {
 	CONFIG_MAIN,     /* sluice.conf */
-	CONFIG_HANDOVER, /* STATE/agents.conf: allow and inject only */
+	CONFIG_HANDOVER, /* STATE/agents.conf: allow, inject and quiet (for=) only */
 	CONFIG_PROFILE,  /* etc/agents/NAME.conf: allow, inject, about, sandbox-env, quiet */
 };
 

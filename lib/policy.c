@@ -62,6 +62,12 @@ struct policy *policy_new(const struct config *c, const struct grant *store, siz
 			goto out_free;
 		p->nexceptions = c->nexceptions;
 	}
+	if (c != NULL && c->nagent_quiet > 0) {
+		p->quiet = copy_array(c->agent_quiet, c->nagent_quiet, sizeof(*p->quiet));
+		if (p->quiet == NULL)
+			goto out_free;
+		p->nquiet = c->nagent_quiet;
+	}
 	if (nown > 0) {
 		p->own = copy_array(own, nown, sizeof(*p->own));
 		if (p->own == NULL)
@@ -85,6 +91,8 @@ void policy_free(struct policy *p)
 	p->exceptions = NULL;
 	free(p->own);
 	p->own = NULL;
+	free(p->quiet);
+	p->quiet = NULL;
 	free(p);
 }
 
@@ -255,6 +263,20 @@ void policy_judge(const struct policy *p, const struct policy_request *r, time_t
 		for (size_t k = 0; k < g->nscopes && v->by == NULL; k++)
 			if (scope_matches(&g->scopes[k], r->who, r->src, r->as))
 				v->by = &g->scopes[k];
+		return;
+	}
+	/* a profile's telemetry, to a run of it: refused on purpose, in every mode, nothing to offer */
+	for (i = 0; i < p->nquiet && r->host->kind == HOST_NAME; i++) {
+		const struct grant *q = &p->quiet[i];
+
+		if (!(q->wildcard ? grant_wildcard_covers(q->host, r->host->name)
+				  : strcmp(q->host, r->host->name) == 0) ||
+		    q->nscopes == 0 || !grant_serves(q, r->who, r->src, r->as))
+			continue;
+		verdict_refuse(v, "quiet", "http_request_denied");
+		v->scoped = NULL;
+		snprintf(v->detail, sizeof(v->detail), "%s is a quiet host of the run's agent profile: its "
+			 "telemetry, refused on purpose (nothing to grant)", r->host->name);
 		return;
 	}
 	v->reason = "not-granted";

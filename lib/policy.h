@@ -34,6 +34,8 @@ struct policy {
 	size_t nexceptions;
 	struct ipnet *own; /* the proxy's own addresses (/32, /128); owned */
 	size_t nown;
+	struct grant *quiet; /* the handed-over quiet hosts (config.h agent_quiet); owned */
+	size_t nquiet;
 	char run_id[GRANT_RUN_ID_LEN + 1]; /* this proxy run, for session grants */
 	bool store_damaged;                /* store unreadable: its grants are absent */
 };
@@ -53,7 +55,7 @@ struct verdict {
 	bool allow;    /* the request may proceed */
 	bool observed; /* refused by grants, allowed because of observe mode */
 	int status;    /* HTTP status when !allow: 403 */
-	const char *reason;       /* short code for logs: "granted", "not-granted",
+	const char *reason;       /* short code for logs: "granted", "not-granted", "quiet",
 				     "host-mismatch", "denied-ip", "own-address" */
 	const char *proxy_status; /* RFC 9209 error type when !allow or observed */
 	const struct grant *grant; /* the grant that allowed it, or NULL */
@@ -95,7 +97,9 @@ const char *policy_mode_name(const struct policy *p, time_t now);
  * is also judged as by policy_judge_addr. now decides once-grant expiry.
  * The verdict's grant is the first that serves the request, unless a later
  * one that serves it carries a budget: then that one, so its budget brakes
- * the request whichever grant came first.
+ * the request whichever grant came first. A request no grant serves to a
+ * quiet host (an agent profile's telemetry) of a principal the quiet line
+ * names is refused with "quiet", in observe mode too; else "not-granted".
  */
 void policy_judge(const struct policy *p, const struct policy_request *r, time_t now,
 		  struct verdict *v);

@@ -15,6 +15,10 @@
  * requests, and refusals after bytes moved, are never held back: they are
  * the record of what left, and a budget must not hide any of it.
  *
+ * A principal's quiet rows (an agent's telemetry: reason quiet) are keyed
+ * apart (session.c), so a loop of them spends its own budget, never the
+ * one its real refusals' rows need.
+ *
  * The principal is whose budget a request spends (session_spender: a build,
  * the stamp's as=, else its src@net); an unattributed connection's is the
  * unit of addresses it comes from (sockaddr_unit: all of loopback one, else

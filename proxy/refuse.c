@@ -197,7 +197,8 @@ void refuse_verdict(struct session *s, const struct verdict *v)
  * 407 (the client's proxy credentials), errors (400, 5xx), nor a refusal
  * whose row was not written because its principal is past its
  * refusal-row budget (a client that loops is not given a handshake each
- * time). A client that has not finished its handshake within
+ * time), nor a quiet host's (an agent's telemetry: nobody reads it). A
+ * client that has not finished its handshake within
  * REFUSE_PAGE_HELLO_MS of the 200 is closed (state.c): one that waits for
  * the server to speak first (SSH, a banner) is not kept for head-timeout.
  */
@@ -206,6 +207,7 @@ bool refuse_page_wanted(const struct session *s, const struct refusal *r)
 	const struct exchange *x = s->x;
 
 	return session_config(s)->refuse_page && r->status == 403 && x->method == HTTP_CONNECT &&
+	       strcmp(r->reason, "quiet") != 0 &&
 	       !x->resp_started && !s->intercept && s->h2 == NULL && s->ix == NULL &&
 	       x->t.host.kind == HOST_NAME && x->t.host.name[0] != '\0' &&
 	       tls_intercepts(s->px, &x->t.host, x->t.port);

@@ -94,6 +94,13 @@ static const char *row_key(const struct session *s, char *buf, size_t size)
 	return lograte_unattributed(s->client, buf, size);
 }
 
+/* The row budget key of a quiet row (an agent's telemetry): its principal's, apart. */
+static const char *quiet_key(const char *key, char *buf, size_t size)
+{
+	snprintf(buf, size, "quiet %s", key);
+	return buf;
+}
+
 void session_row(const struct session *s, const struct exchange *x, struct netlog_row *row,
 		 struct stamp *st, char *who, size_t size)
 {
@@ -146,7 +153,7 @@ bool session_log(struct session *s)
 	struct exchange *x = s->x;
 	struct netlog_row row;
 	struct stamp st;
-	char who[SESSION_WHO_MAX], key[SESSION_WHO_MAX + STAMP_AS_MAX];
+	char who[SESSION_WHO_MAX], key[SESSION_WHO_MAX + STAMP_AS_MAX], qkey[sizeof(key) + 8];
 	bool written = false;
 
 	if (x == NULL || !x->active)
@@ -163,8 +170,12 @@ bool session_log(struct session *s)
 			written = true;
 		}
 	} else {
-		if (s->px->netlog != NULL &&
-		    lograte_admit(s->px, row_key(s, key, sizeof(key)), &row)) {
+		const char *k = row_key(s, key, sizeof(key));
+
+		/* an agent's telemetry spends a budget of its own: a loop of it never holds back a real refusal's row */
+		if (row.reason != NULL && strcmp(row.reason, "quiet") == 0)
+			k = quiet_key(k, qkey, sizeof(qkey));
+		if (s->px->netlog != NULL && lograte_admit(s->px, k, &row)) {
 			netlog_write(s->px->netlog, &row);
 			written = true;
 		}

@@ -2,7 +2,9 @@
  * stats.c: sluice-proxy's metrics (lib/metrics.h), counted where the
  * proxy already knows them: one request per log row, with its kind,
  * decision, reason and bytes; TLS handshakes and leaf-cache lookups
- * (tls.c); token command runs (token.c); policy reloads (reload.c). The
+ * (tls.c); token command runs (token.c); policy reloads (reload.c). A
+ * quiet row (an agent's telemetry, refused on purpose) is counted in
+ * sluice_proxy_quiet_total alone. The
  * gauges (connections, tunnels, HTTP/2 streams) are read off the live
  * sessions when a scrape asks. Only fixed codes become labels: never a
  * host, a path, a client or a secret.
@@ -10,11 +12,12 @@
 #include "proxy.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "h2.h"
 #include "metrics.h"
 
-static struct metrics_family *requests, *bytes, *handshakes, *leaves, *tokens, *reloads;
+static struct metrics_family *requests, *bytes, *handshakes, *leaves, *tokens, *reloads, *quiet;
 static struct metrics_family *conns, *tunnels, *streams;
 
 static void collect(void *arg)
@@ -38,6 +41,11 @@ int stats_init(struct proxy *px)
 	requests = metrics_family("sluice_proxy_requests_total", METRICS_COUNTER,
 				  "Requests, one per network log row, by kind, decision and reason",
 				  "kind", "decision", "reason");
+	quiet = metrics_family("sluice_proxy_quiet_total", METRICS_COUNTER,
+			       "Requests to an agent profile's quiet hosts (its telemetry), refused on "
+			       "purpose: counted here alone, never as requests or refusals",
+			       NULL, NULL, NULL);
+	metrics_add(quiet, 0, NULL, NULL, NULL);
 	bytes = metrics_family("sluice_proxy_bytes_total", METRICS_COUNTER,
 			       "Payload bytes of the logged requests: up to the upstream, down "
 			       "to the client", "direction", NULL, NULL);
@@ -81,6 +89,10 @@ void stats_release(struct proxy *px)
 
 void stats_row(const struct netlog_row *r)
 {
+	if (r->reason != NULL && strcmp(r->reason, "quiet") == 0) {
+		metrics_add(quiet, 1, NULL, NULL, NULL);
+		return;
+	}
 	metrics_add(requests, 1, r->kind, r->decision, r->reason);
 	metrics_add(bytes, r->up, "up", NULL, NULL);
 	metrics_add(bytes, r->down, "down", NULL, NULL);

@@ -4,7 +4,10 @@
  * (lib/inject_rule.c, inject_key_name): each shipped profile
  * (etc/agents/NAME.conf) loads without an error; what only a profile may hold
  * is refused in a config, and what a profile may not hold is refused in it,
- * file:line; a keys= rule needs principal= and prints back as read.
+ * file:line; a keys= rule needs principal= and prints back as read; the
+ * handed-over agents.conf (STATE/agents.conf, read by config_load after the
+ * config) holds `quiet HOST for=PRINCIPAL...`, a profile's quiet line only
+ * the host, and a config none.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -139,6 +142,82 @@ static void test_keys_rule(void **state)
 	assert_int_equal(inject_key_name("abc", name, 65), -1);
 }
 
+/* A config naming state dir, and dir/agents.conf holding handover, through config_load. */
+static struct config *with_handover(const char *handover, int *nerr, char **errs)
+{
+	char dir[] = "/tmp/sluice-handover-XXXXXX", conf[64], hpath[96];
+	struct config *c = config_new();
+	size_t len = 0;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(conf, sizeof(conf), "%s/c.conf", dir);
+	snprintf(hpath, sizeof(hpath), "%s/agents.conf", dir);
+	f = fopen(conf, "w");
+	assert_non_null(f);
+	fprintf(f, "state %s\n", dir);
+	fclose(f);
+	f = fopen(hpath, "w");
+	assert_non_null(f);
+	fputs(handover, f);
+	fclose(f);
+	f = open_memstream(errs, &len);
+	*nerr = config_load(c, conf, f);
+	fclose(f);
+	unlink(conf);
+	unlink(hpath);
+	rmdir(dir);
+	for (char *p = *errs; (p = strstr(p, dir)) != NULL;)
+		memmove(p, "S", 1), memmove(p + 1, p + strlen(dir), strlen(p + strlen(dir)) + 1);
+	return c;
+}
+
+static void test_handover_quiet(void **state)
+{
+	int nerr;
+	char *errs;
+	struct config *c = with_handover("quiet statsig.example for=project:a/claude for=project:a/hold\n"
+					 "quiet *.sentry.example for=127.0.0.1@sluice-0123456789ab\n",
+					 &nerr, &errs);
+
+	(void)state;
+	assert_string_equal(errs, "");
+	assert_int_equal(nerr, 0);
+	assert_int_equal(c->nagent_quiet, 2);
+	assert_string_equal(c->agent_quiet[0].host, "statsig.example");
+	assert_false(c->agent_quiet[0].wildcard);
+	assert_int_equal(c->agent_quiet[0].nscopes, 2);
+	assert_string_equal(c->agent_quiet[0].scopes[1].text, "project:a/hold");
+	assert_true(c->agent_quiet[1].wildcard);
+	assert_string_equal(c->agent_quiet[1].host, "sentry.example");
+	assert_int_equal(c->agent_quiet[1].nscopes, 1);
+	free(errs);
+	config_free(c);
+
+	/* handed over, a quiet line names whom it is for; never a port, never a bad scope */
+	c = with_handover("quiet statsig.example\nquiet a.example:443 for=user\n"
+			  "quiet b.example for=\nquiet c.example tunnel\n", &nerr, &errs);
+	assert_string_equal(errs,
+		"S/agents.conf:1: quiet statsig.example: handed over, it names for=PRINCIPAL\n"
+		"S/agents.conf:2: quiet: bad host \"a.example:443\": no port here\n"
+		"S/agents.conf:3: quiet b.example: bad for=\"\": expected ADDR, ADDR@NET, "
+		"container:<id>, build:<scope>, user, project:NAME[/AGENT] or a container name\n"
+		"S/agents.conf:4: quiet c.example: expected for=PRINCIPAL, got \"tunnel\"\n");
+	assert_int_equal(nerr, 4);
+	free(errs);
+	config_free(c);
+
+	/* a profile's quiet line is the host alone: the run it serves is named at the hand-over */
+	c = profile("quiet t.example for=user\n", &nerr, &errs);
+	assert_string_equal(errs, "p:1: quiet t.example: for= only in the handed-over agents.conf\n");
+	assert_int_equal(nerr, 1);
+	free(errs);
+	config_free(c);
+	/* and a config may hold none, for= or not */
+	expect_errors("quiet a.example for=user\n", 1,
+		      "t.conf:1: quiet: only in an agent profile (etc/agents/NAME.conf)\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -147,6 +226,7 @@ int main(void)
 		cmocka_unit_test(test_profile_errors),
 		cmocka_unit_test(test_main_refuses_profile_lines),
 		cmocka_unit_test(test_keys_rule),
+		cmocka_unit_test(test_handover_quiet),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

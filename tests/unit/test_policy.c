@@ -602,6 +602,86 @@ static void test_store_mode(void **state)
 	policy_free(p);
 }
 
+/*
+ * A handed-over quiet host (an agent profile's telemetry): refused with
+ * reason quiet to a principal its line names, on any port, in observe mode
+ * too; to anyone else an ordinary not-granted refusal; a grant serving the
+ * request still wins.
+ */
+static void test_quiet_hosts(void **state)
+{
+	struct config *c = config_of(MODE_ENFORCE);
+	struct grant q[2], store[1];
+	struct host h = host_of("statsig.example"), sub = host_of("o1.sentry.example");
+	struct policy_request r = { .via = GRANT_VIA_HTTP, .host = &h, .port = 80,
+				    .who = "10.0.0.5@lab", .src = "10.0.0.5" };
+	const char *err;
+	struct policy *p;
+	struct verdict v;
+
+	(void)state;
+	q[0] = grant_of("statsig.example", GRANT_CONFIG);
+	assert_int_equal(grant_scope_add(&q[0], "10.0.0.5@lab", &err), 0);
+	q[1] = grant_of("*.sentry.example", GRANT_CONFIG);
+	assert_int_equal(grant_scope_add(&q[1], "10.0.0.5@lab", &err), 0);
+	c->agent_quiet = q;
+	c->nagent_quiet = 2;
+	p = policy_new(c, NULL, 0, false, NULL, 0, RUN, NOW);
+	assert_non_null(p);
+	c->agent_quiet = NULL; /* the policy holds its own copy */
+	memset(q, 0, sizeof(q));
+
+	policy_judge(p, &r, NOW, &v);
+	assert_false(v.allow);
+	assert_int_equal(v.status, 403);
+	assert_string_equal(v.reason, "quiet");
+	assert_string_equal(v.proxy_status, "http_request_denied");
+	assert_string_equal(v.detail, "statsig.example is a quiet host of the run's agent profile: its "
+				      "telemetry, refused on purpose (nothing to grant)");
+	r.via = GRANT_VIA_CONNECT;
+	r.port = 8443;
+	policy_judge(p, &r, NOW, &v);
+	assert_string_equal(v.reason, "quiet");
+	r.host = &sub;
+	policy_judge(p, &r, NOW, &v);
+	assert_string_equal(v.reason, "quiet");
+
+	/* another principal, an unattributed connection: not the run's telemetry */
+	r.host = &h;
+	r.who = "10.0.0.6@lab";
+	r.src = "10.0.0.6";
+	policy_judge(p, &r, NOW, &v);
+	assert_string_equal(v.reason, "not-granted");
+	r.who = r.src = NULL;
+	policy_judge(p, &r, NOW, &v);
+	assert_string_equal(v.reason, "not-granted");
+
+	/* observe mode (a learn window): still refused, never observed */
+	r.who = "10.0.0.5@lab";
+	r.src = "10.0.0.5";
+	p->mode = MODE_OBSERVE;
+	policy_judge(p, &r, NOW, &v);
+	assert_false(v.allow);
+	assert_false(v.observed);
+	assert_string_equal(v.reason, "quiet");
+	policy_free(p);
+
+	/* an operator's own grant serves it */
+	store[0] = grant_of("statsig.example:8443", GRANT_PERMANENT);
+	c->agent_quiet = q;
+	q[0] = grant_of("statsig.example", GRANT_CONFIG);
+	assert_int_equal(grant_scope_add(&q[0], "10.0.0.5@lab", &err), 0);
+	c->nagent_quiet = 1;
+	p = policy_new(c, store, 1, false, NULL, 0, RUN, NOW);
+	assert_non_null(p);
+	policy_judge(p, &r, NOW, &v);
+	assert_true(v.allow);
+	assert_string_equal(v.reason, "granted");
+	policy_free(p);
+	c->agent_quiet = NULL;
+	config_release(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -618,6 +698,7 @@ int main(void)
 		cmocka_unit_test(test_budgeted_grant_wins),
 		cmocka_unit_test(test_tunnel_grant),
 		cmocka_unit_test(test_store_mode),
+		cmocka_unit_test(test_quiet_hosts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
