@@ -16,6 +16,7 @@
 
 #include "digits.h"
 #include "file.h"
+#include "lines.h"
 #include "sockaddr.h"
 
 static int path_of(char *buf, size_t size, const char *dir, const char *prefix, const char *name)
@@ -85,22 +86,6 @@ void runfile_remove(const char *state_dir, const char *name, int fd)
 		close(fd);
 }
 
-/* The next line of buf[*at..len) (without its newline) into *line, *n; false at the end. */
-static bool next_line(const char *buf, size_t len, size_t *at, const char **line, size_t *n)
-{
-	const char *nl;
-
-	if (*at >= len)
-		return false;
-	nl = memchr(buf + *at, '\n', len - *at);
-	if (nl == NULL)
-		return false; /* a last line without its newline: not a whole file */
-	*line = buf + *at;
-	*n = (size_t)(nl - *line);
-	*at += *n + 1;
-	return true;
-}
-
 int runfile_parse(const char *buf, size_t len, struct runfile *rf)
 {
 	const char *line;
@@ -108,11 +93,11 @@ int runfile_parse(const char *buf, size_t len, struct runfile *rf)
 	char text[128];
 
 	memset(rf, 0, sizeof(*rf));
-	if (!next_line(buf, len, &at, &line, &n) || n != GRANT_RUN_ID_LEN ||
+	if (!line_next(buf, len, &at, &line, &n) || n != GRANT_RUN_ID_LEN ||
 	    !hex_is_lower(line, GRANT_RUN_ID_LEN))
 		return -1;
 	memcpy(rf->id, line, GRANT_RUN_ID_LEN);
-	while (next_line(buf, len, &at, &line, &n)) {
+	while (line_next(buf, len, &at, &line, &n)) {
 		if (n >= sizeof(text))
 			return -1;
 		memcpy(text, line, n);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "digits.h"
+#include "lines.h"
 
 #define MAGIC "sluice-runnote v1"
 
@@ -142,22 +143,6 @@ int runnote_format(const struct runnote *n, char *buf, size_t size)
 	return len + more;
 }
 
-/* The next line of buf[*at..len) into line, len without its '\n'. Returns false at the end or for a last line without one. */
-static bool next_line(const char *buf, size_t len, size_t *at, const char **line, size_t *n)
-{
-	const char *nl;
-
-	if (*at >= len)
-		return false;
-	nl = memchr(buf + *at, '\n', len - *at);
-	if (nl == NULL)
-		return false;
-	*line = buf + *at;
-	*n = (size_t)(nl - *line);
-	*at += *n + 1;
-	return true;
-}
-
 /* Whether line (n bytes) is "KEY " then a value, *v and *vn the value. */
 static bool keyed(const char *line, size_t n, const char *key, const char **v, size_t *vn)
 {
@@ -183,38 +168,38 @@ int runnote_parse(const char *buf, size_t len, struct runnote *n)
 	uint64_t num;
 
 	memset(n, 0, sizeof(*n));
-	if (len > RUNNOTE_MAX_BYTES || !next_line(buf, len, &at, &line, &ln) ||
+	if (len > RUNNOTE_MAX_BYTES || !line_next(buf, len, &at, &line, &ln) ||
 	    ln != strlen(MAGIC) || memcmp(line, MAGIC, ln) != 0)
 		return -1;
-	if (!next_line(buf, len, &at, &line, &ln) || !keyed(line, ln, "id", &v, &vn) ||
+	if (!line_next(buf, len, &at, &line, &ln) || !keyed(line, ln, "id", &v, &vn) ||
 	    !runnote_id_ok(v, vn))
 		return -1;
 	copy(n->id, v, vn);
-	if (!next_line(buf, len, &at, &line, &ln))
+	if (!line_next(buf, len, &at, &line, &ln))
 		return -1;
 	if (keyed(line, ln, "nonce", &v, &vn)) {
-		if (!nonce_ok(v, vn) || !next_line(buf, len, &at, &line, &ln))
+		if (!nonce_ok(v, vn) || !line_next(buf, len, &at, &line, &ln))
 			return -1;
 		copy(n->nonce, v, vn);
 	}
 	if (keyed(line, ln, "name", &v, &vn)) {
-		if (!name_ok(v, vn) || !next_line(buf, len, &at, &line, &ln))
+		if (!name_ok(v, vn) || !line_next(buf, len, &at, &line, &ln))
 			return -1;
 		copy(n->name, v, vn);
 	}
 	if (keyed(line, ln, "project", &v, &vn)) {
-		if (!name_ok(v, vn) || !next_line(buf, len, &at, &line, &ln))
+		if (!name_ok(v, vn) || !line_next(buf, len, &at, &line, &ln))
 			return -1;
 		copy(n->project, v, vn);
 	}
 	if (!keyed(line, ln, "start", &v, &vn) || dec_parse(v, vn, UINT64_MAX / 2, &num) == -1)
 		return -1;
 	n->start_ms = num;
-	if (!next_line(buf, len, &at, &line, &ln) || !keyed(line, ln, "cmd", &v, &vn) ||
+	if (!line_next(buf, len, &at, &line, &ln) || !keyed(line, ln, "cmd", &v, &vn) ||
 	    !cmd_ok(v, vn))
 		return -1;
 	copy(n->cmd, v, vn);
-	if (next_line(buf, len, &at, &line, &ln)) {
+	if (line_next(buf, len, &at, &line, &ln)) {
 		const char *sp;
 
 		if (!keyed(line, ln, "end", &v, &vn) || (sp = memchr(v, ' ', vn)) == NULL ||

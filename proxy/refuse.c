@@ -88,12 +88,10 @@ int refuse_texts(const struct refusal *r, char *status_line, size_t ssize, char 
 	return blen;
 }
 
-int refuse_write(struct buf *out, const struct refusal *r)
+/* r's response onto out: its status, Proxy-Status ps and body[0..blen) (none to a HEAD). */
+static int response_write(struct buf *out, const struct refusal *r, const char *ps, const char *body,
+			  int blen, bool head)
 {
-	char ps[REFUSE_STATUS_MAX];
-	char body[REFUSE_BODY_MAX];
-	int blen = refuse_texts(r, ps, sizeof(ps), body, sizeof(body));
-
 	return buf_printf(out,
 			  "HTTP/1.1 %d %s\r\n"
 			  "%s"
@@ -105,7 +103,16 @@ int refuse_write(struct buf *out, const struct refusal *r)
 			  "%s",
 			  r->status, refuse_status_text(r->status),
 			  r->status == 407 ? "Proxy-Authenticate: Basic realm=\"sluice-build\"\r\n" : "",
-			  ps, blen, body);
+			  ps, blen, head ? "" : body);
+}
+
+int refuse_write(struct buf *out, const struct refusal *r)
+{
+	char ps[REFUSE_STATUS_MAX];
+	char body[REFUSE_BODY_MAX];
+	int blen = refuse_texts(r, ps, sizeof(ps), body, sizeof(body));
+
+	return response_write(out, r, ps, body, blen, false);
 }
 
 /* The one line naming the grant that would allow this target. */
@@ -285,16 +292,7 @@ void refuse_page_answer(struct session *s, const struct http_request *req)
 			r->id[0] != '\0' ? "refusal id: " : "", r->id, r->id[0] != '\0' ? "\n" : "");
 	if (blen < 0 || (size_t)blen >= sizeof(body))
 		blen = (int)strlen(body);
-	if (buf_printf(&s->cout,
-		       "HTTP/1.1 %d %s\r\n"
-		       "Proxy-Status: %s\r\n"
-		       "Content-Type: text/plain; charset=utf-8\r\n"
-		       "Content-Length: %d\r\n"
-		       "Connection: close\r\n"
-		       "\r\n"
-		       "%s",
-		       r->status, refuse_status_text(r->status), ps, blen,
-		       req != NULL && req->method == HTTP_HEAD ? "" : body) == -1) {
+	if (response_write(&s->cout, r, ps, body, blen, req != NULL && req->method == HTTP_HEAD) == -1) {
 		free(r);
 		session_close(s, "out of memory");
 		return;
