@@ -139,6 +139,11 @@ int main(int argc, char **argv)
 	gid_t gid;
 	int opt, ret = 1, sfd;
 
+	/* a reload asked while we start (sluice run's hand-over) waits for the loop, not kills us */
+	if (signals_block() == -1) {
+		perror("sluice-dns: sigprocmask");
+		return 1;
+	}
 	memset(&d, 0, sizeof(d));
 	d.sig_io.fd = -1;
 	d.run_fd = -1;

@@ -9,16 +9,29 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 
-int signals_open(void)
+static void taken(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+}
+
+int signals_block(void)
 {
 	sigset_t set;
 
 	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&set);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1)
+	taken(&set);
+	return sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
+int signals_open(void)
+{
+	sigset_t set;
+
+	if (signals_block() == -1)
 		return -1;
+	taken(&set);
 	return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }

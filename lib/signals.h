@@ -15,4 +15,12 @@
  */
 int signals_open(void);
 
+/*
+ * The same blocking, without the signalfd: a daemon's first step, so a
+ * SIGHUP (a reload `sluice run` asks of a daemon just started) or a
+ * SIGTERM that comes before its loop reads signals waits for it, pending,
+ * instead of killing it. Returns 0, or -1 with errno.
+ */
+int signals_block(void);
+
 #endif

@@ -193,6 +193,10 @@ static int doctor_first(const char *config_path)
 	snprintf(slash + 1, sizeof(self) - (size_t)(slash + 1 - self), "sluice");
 	pid = fork();
 	if (pid == 0) {
+		sigset_t none;
+
+		sigemptyset(&none); /* ours are blocked from the start (signals_block): not doctor's */
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		dup2(2, 1);
 		execv(self, argv);
 		fprintf(stderr, "sluice-proxy: doctor-on-start: %s: %s\n", self, strerror(errno));
@@ -218,6 +222,11 @@ int main(int argc, char **argv)
 	bool check_only = false;
 	int opt, ret = 1;
 
+	/* a reload asked while we start (sluice run's hand-over) waits for the loop, not kills us */
+	if (signals_block() == -1) {
+		perror("sluice-proxy: sigprocmask");
+		return 1;
+	}
 	memset(&px, 0, sizeof(px));
 	px.sig_io.fd = -1;
 	px.run_fd = -1;
