@@ -97,6 +97,21 @@ def tunnel(addr, port, target, timeout=5.0, extra=b""):
     return s, head, status
 
 
+def read_line(s, wait):
+    """What s sends up to its first newline, its end, or wait seconds of
+    silence (a banner the server speaks first); the bytes read."""
+    s.settimeout(wait)
+    got = b""
+    try:
+        while b"\n" not in got:
+            d = s.recv(100)
+            if not d:
+                break
+            got += d
+    except socket.timeout:
+        pass
+    return got
+
 def main():
     addr, port, timeout, want, shut, trickle, meta = "127.0.0.1", 3128, 5.0, 1, False, 0.0, False
     args = sys.argv[1:]

@@ -16,21 +16,11 @@ lab_run_proxy
 banner() {
 	hx "$PY" - "$PROXY_ADDR" "$PROXY_PORT" "$1" <<'PYEOF' 2>&1
 import os, socket, sys
-sys.path.insert(0, os.environ["INTEG_DIR"]); from raw import tunnel
+sys.path.insert(0, os.environ["INTEG_DIR"]); from raw import tunnel, read_line
 s, head, status = tunnel(sys.argv[1], sys.argv[2], sys.argv[3], timeout=10)
 if status != 200:
     print("status", status); sys.exit()
-s.settimeout(3)
-got = b""
-try:
-    while b"\n" not in got:
-        d = s.recv(100)
-        if not d:
-            break
-        got += d
-except socket.timeout:
-    pass
-print("got %r" % got)
+print("got %r" % read_line(s, 3))
 PYEOF
 }
 
@@ -84,18 +74,9 @@ wait_until 10 reloaded_past "$r0" || not_ok "proxy reloads after allow add"
 raw_held() {
 	hx "$PY" - "$PROXY_ADDR" "$PROXY_PORT" "third.test:$1" "$LAB_DIR/raw$1.ready" <<'PYEOF' >"$LAB_DIR/raw$1.out" 2>&1
 import os, socket, sys, time
-sys.path.insert(0, os.environ["INTEG_DIR"]); from raw import tunnel
+sys.path.insert(0, os.environ["INTEG_DIR"]); from raw import tunnel, read_line
 s, head, status = tunnel(sys.argv[1], sys.argv[2], sys.argv[3], timeout=10)
-s.settimeout(1)
-got = b""
-try:
-    while b"\n" not in got:
-        d = s.recv(100)
-        if not d:
-            break
-        got += d
-except socket.timeout:
-    pass
+got = read_line(s, 1)
 # raw bytes, not a ClientHello: an intercepted CONNECT would close on them
 s.sendall(b"raw bytes\n")
 time.sleep(1)
