@@ -18,18 +18,7 @@
 #include <unistd.h>
 
 #include "../../cli/run.h"
-
-static const char ca_pem[] =
-	"-----BEGIN CERTIFICATE-----\n"
-	"MIIBejCCASGgAwIBAgIULiXPV46nERbUDhXQxmxj5CfGQokwCgYIKoZIzj0EAwIw\n"
-	"EjEQMA4GA1UEAwwHZnV6eiBDQTAgFw0yNjEyMDcxNzE5NDdaGA8yMTI2MTExMzE3\n"
-	"MTk0N1owEjEQMA4GA1UEAwwHZnV6eiBDQTBZMBMGByqGSM49AgEGCCqGSM49AwEH\n"
-	"A0IABE8mrjemAAramuedFzLSGcUy7zaU9nBXyptcMOxRq9I4z2j7Rq5zs2FbDKBI\n"
-	"lyHVLzjsPcPZpqNBvNLH2wOLBX2jUzBRMB0GA1UdDgQWBBQlPszZJUzmxyrOj1PR\n"
-	"CkDYVzs8rjAfBgNVHSMEGDAWgBQlPszZJUzmxyrOj1PRCkDYVzs8rjAPBgNVHRMB\n"
-	"Af8EBTADAQH/MAoGCCqGSM49BAMCA0cAMEQCIEbZ/RqDfZb6QBI28KJC2QMARMtH\n"
-	"CEIL44p22DKbUwypAiAjqup1y4Y6UhGoIgfZRn0vzpnZCMFp4ZR1dzU6cMWqPQ==\n"
-	"-----END CERTIFICATE-----\n";
+#include "trust_ca.h"
 
 static void test_fifo_bundle(void **state)
 {
