@@ -324,43 +324,20 @@ cat >"$LAB_DIR/sc32.c" <<'EOF'
 /* sc32: 32-bit socket calls by int $0x80, each in a child: "NAME ok", "NAME ERRNO" or "NAME signal N" */
 #include <stdio.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
-static long i386_call(long nr, long a, long b, long c)
-{
-	long r;
-	__asm__ volatile("int $0x80" : "=a"(r) : "a"(nr), "b"(a), "c"(b), "d"(c) : "memory");
-	return r;
-}
-static void try(const char *name, long nr, long a, long b, long c)
-{
-	int st;
-	pid_t p = fork();
-	if (p == 0) {
-		long r = i386_call(nr, a, b, c);
-		_exit(r < 0 && r > -4096 ? (int)-r : 0);
-	}
-	waitpid(p, &st, 0);
-	if (WIFSIGNALED(st))
-		printf("%s signal %d\n", name, WTERMSIG(st));
-	else if (WEXITSTATUS(st) == 0)
-		printf("%s ok\n", name);
-	else
-		printf("%s %d\n", name, WEXITSTATUS(st));
-}
+#include "call32.h"
 int main(void)
 {
 	int *args = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
 	args[0] = 1; args[1] = 1; args[2] = 0; /* AF_UNIX, SOCK_STREAM */
-	try("socketcall32-unix", 102, 1, (long)args, 0);
+	call32("socketcall32-unix", 102, 1, (long)args, 0);
 	args[0] = 40; /* AF_VSOCK */
-	try("socketcall32-vsock", 102, 1, (long)args, 0);
-	try("socket32-unix", 359, 1, 1, 0);
-	try("socket32-vsock", 359, 40, 1, 0);
+	call32("socketcall32-vsock", 102, 1, (long)args, 0);
+	call32("socket32-unix", 359, 1, 1, 0);
+	call32("socket32-vsock", 359, 40, 1, 0);
 	return 0;
 }
 EOF
-if gcc -O1 -o "$LAB_DIR/sc32" "$LAB_DIR/sc32.c" 2>"$LAB_DIR/sc32.err"; then
+if gcc -O1 -I "$INTEG_DIR" -o "$LAB_DIR/sc32" "$LAB_DIR/sc32.c" 2>"$LAB_DIR/sc32.err"; then
 	outside=$(runuser -u sluice-sandbox -- "$LAB_DIR/sc32" | tr '\n' ' ' | sed 's/ $//')
 	if [[ "$outside" == "socketcall32-unix ok"* ]]; then
 		expect_re "outside a run, 32-bit socketcall and socket make AF_UNIX sockets (the control)" \

@@ -251,32 +251,8 @@ cat >"$LAB_DIR/sc.c" <<'EOF'
 #include <sys/wait.h>
 #include <unistd.h>
 #include <errno.h>
-static long i386_call(long nr, long a, long b, long c)
-{
-	long r;
-	__asm__ volatile("int $0x80" : "=a"(r) : "a"(nr), "b"(a), "c"(b), "d"(c) : "memory");
-	return r;
-}
+#include "call32.h"
 static void n(const char *name, long r) { r == -1 ? printf("%s %d\n", name, errno) : printf("%s ok\n", name); }
-static void k(const char *name, long nr, long a, long b, long c)
-{
-	int st;
-	pid_t p;
-
-	fflush(stdout);
-	p = fork();
-	if (p == 0) {
-		long r = i386_call(nr, a, b, c);
-		_exit(r < 0 && r > -4096 ? (int)-r : 0);
-	}
-	waitpid(p, &st, 0);
-	if (WIFSIGNALED(st))
-		printf("%s signal %d\n", name, WTERMSIG(st));
-	else if (WEXITSTATUS(st) == 0)
-		printf("%s ok\n", name);
-	else
-		printf("%s %d\n", name, WEXITSTATUS(st));
-}
 int main(int argc, char **argv)
 {
 	int fd = open("/dev/null", O_RDWR);
@@ -284,13 +260,13 @@ int main(int argc, char **argv)
 
 	(void)argv;
 	if (argc > 1) {
-		k("getpid32", 20, 0, 0, 0);
-		k("ioctl32", 54, fd, FIONREAD, (long)low);
-		k("ioctl32-tiocsti", 54, fd, TIOCSTI, (long)low);
-		k("ioctl32-tioclinux", 54, fd, TIOCLINUX, (long)low);
-		k("add_key32", 286, 0, 0, 0);
-		k("request_key32", 287, 0, 0, 0);
-		k("keyctl32", 288, 0, -3, 0);
+		call32("getpid32", 20, 0, 0, 0);
+		call32("ioctl32", 54, fd, FIONREAD, (long)low);
+		call32("ioctl32-tiocsti", 54, fd, TIOCSTI, (long)low);
+		call32("ioctl32-tioclinux", 54, fd, TIOCLINUX, (long)low);
+		call32("add_key32", 286, 0, 0, 0);
+		call32("request_key32", 287, 0, 0, 0);
+		call32("keyctl32", 288, 0, -3, 0);
 		return 0;
 	}
 	n("getpid", syscall(SYS_getpid));
@@ -311,7 +287,7 @@ sc_want() {
 		echo "$name $r"
 	done | tr '\n' ' ' | sed 's/ $//'
 }
-if [ "$(uname -m)" = x86_64 ] && gcc -O1 -o "$LAB_DIR/sc" "$LAB_DIR/sc.c" 2>"$LAB_DIR/sc.err"; then
+if [ "$(uname -m)" = x86_64 ] && gcc -O1 -I "$INTEG_DIR" -o "$LAB_DIR/sc" "$LAB_DIR/sc.c" 2>"$LAB_DIR/sc.err"; then
 	outside=$(runuser -u sluice-sandbox -- "$LAB_DIR/sc" | tr '\n' ' ' | sed 's/ $//')
 	expect_re "outside sluice run, the sandbox user's native calls reach the kernel (the control)" \
 		"^getpid ok ioctl [0-9a-z]+ ioctl-tiocsti [0-9a-z]+ ioctl-tioclinux [0-9a-z]+ add_key [0-9a-z]+ request_key [0-9a-z]+ keyctl [0-9a-z]+ getpid-x32 [0-9a-z]+$" "$outside"
