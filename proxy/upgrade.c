@@ -21,8 +21,8 @@
  * scrubber as one stream and out re-framed (same bytes, the fragmentation
  * may change: RFC 6455 5.4 lets an intermediary), control frames by a
  * second scrubber, so one between fragments breaks no match; a secret split
- * between two messages is not seen. A malformed frame closes it, the row
- * saying why. The
+ * between two messages is not seen. A malformed frame closes it: a close
+ * frame (1002) to the client, the row saying why, a drained end. The
  * client's frames are relayed as they are. It does not speak WebSocket
  * over HTTP/2 (RFC 8441) and offers nothing of its own.
  */
@@ -394,6 +394,22 @@ static void splice_step(struct session *s)
 		session_close(s, "websocket closed by the server");
 }
 
+/*
+ * The server sent what no server may: the client gets a close frame (1002,
+ * a protocol error), the row goes down, and the connection drains (our end
+ * shut, what the client still sends read and dropped) so no reset can
+ * destroy the close in the client's buffers. cout ends on a whole frame
+ * here and has the room (scrubbed_from_server reads a frame only then).
+ */
+static void bad_frame_close(struct session *s)
+{
+	static const char close[] = "\x03\xea" "sluice: a bad frame from the server";
+
+	emit(s, true, WS_OP_CLOSE, close, sizeof(close) - 1);
+	session_log(s);
+	session_enter_drain(s);
+}
+
 void upgrade_step(struct session *s)
 {
 	struct upgrade *o = s->x->ws;
@@ -428,7 +444,7 @@ void upgrade_step(struct session *s)
 			if (scrubbed_from_server(s, &u_drained, &moved, &why) == -1) {
 				snprintf(s->x->detail, sizeof(s->x->detail),
 					 "websocket: a bad frame from the server (%s); closed", why);
-				session_close(s, NULL);
+				bad_frame_close(s);
 				return;
 			}
 		} else if (relay_dir(s, true, &u_drained, &moved) == -1) {

@@ -6,7 +6,8 @@
 // and then the GET. Sends one masked text frame (MESSAGE, default "hello")
 // and prints "101 <what came back>", or the status of a response that was
 // not a 101 ("403"), or "error <message>". With HOLD_SECONDS it then waits
-// that long for the connection to be closed and prints "closed" or "open".
+// that long for the connection to be closed and prints "closed" (or "closed
+// before the echo") or "open"; a close frame on the way prints "close CODE".
 "use strict";
 const http = require("http");
 const tls = require("tls");
@@ -37,20 +38,38 @@ function frame(payload) {
 function talk(res, sock, head) {
   let got = Buffer.alloc(0);
   let echoed = false;
-  // the first frame back; bytes that came with the 101 (head) count too
+  // the frames back, whole ones only; bytes that came with the 101 (head)
+  // count too. The first data frame is the echo; a close frame prints its code.
   const take = (d) => {
     got = Buffer.concat([got, d]);
-    if (!echoed && got.length >= 2 && got.length >= 2 + (got[1] & 0x7f)) {
+    for (;;) {
+      if (got.length < 2) return;
+      let len = got[1] & 0x7f, off = 2;
+      if (len === 126) {
+        if (got.length < 4) return;
+        len = got.readUInt16BE(2); off = 4;
+      } else if (len === 127) {
+        if (got.length < 10) return;
+        len = Number(got.readBigUInt64BE(2)); off = 10;
+      }
+      if (got[1] & 0x80) off += 4;
+      if (got.length < off + len) return;
+      const op = got[0] & 0x0f, payload = got.slice(off, off + len);
+      got = got.slice(off + len);
+      if (op === 8) {
+        console.log(`close ${payload.length >= 2 ? payload.readUInt16BE(0) : "without a code"}`);
+        continue;
+      }
+      if (echoed) continue;
       echoed = true;
-      const text = got.slice(2, 2 + (got[1] & 0x7f)).toString();
-      if (!hold) done(`101 ${text}`);
-      console.log(`101 ${text}`);
+      if (!hold) done(`101 ${payload.toString()}`);
+      console.log(`101 ${payload.toString()}`);
     }
   };
   sock.write(frame(message));
   sock.on("data", take);
   take(head);
-  sock.on("close", () => done(echoed ? "closed" : "error closed before the echo"));
+  sock.on("close", () => done(echoed ? "closed" : "closed before the echo"));
   sock.on("error", () => {});
   if (hold) setTimeout(() => done("open"), hold * 1000);
 }
