@@ -1,0 +1,73 @@
+/*
+ * proxy_fakes.h: what the proxy's unit tests (test_proxy_*.c) put around
+ * the module they test, in place of the process main.c would build.
+ *
+ * - A clock the test sets: clock_gettime(2) for CLOCK_REALTIME and
+ *   CLOCK_MONOTONIC answers a time frozen at the first call, moved only by
+ *   fake_clock_advance (or back: fake_clock_back), so a window or a refill is checked to the
+ *   millisecond and no test sleeps. It counts what it was asked. Other
+ *   clocks go to the kernel. (gettimeofday is not faked: lograte.c reads
+ *   it only for the times a suppression row prints.)
+ * - A proxy of the test's own: a config parsed from text (a failed parse
+ *   fails the test), a state directory made fresh under /tmp, a loop, a
+ *   network log in that directory, a run id; no listener, no socket.
+ * - The loop driven by the test: fake_loop_steps runs it, calling the
+ *   test's step before each turn and the timers that fell due (at the
+ *   fake clock) after it, until the step says stop.
+ *
+ * Test-only; include it after cmocka.h.
+ */
+#ifndef SLUICE_TESTS_PROXY_FAKES_H
+#define SLUICE_TESTS_PROXY_FAKES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "proxy.h"
+
+/* --- the clock --------------------------------------------------------- */
+
+/* Move the fake CLOCK_REALTIME and CLOCK_MONOTONIC on by ms. */
+void fake_clock_advance(uint64_t ms);
+/* Step them back by ms (a wall clock set back; the test's own monotonic one goes along). */
+void fake_clock_back(uint64_t ms);
+/* The fake clock's milliseconds (CLOCK_MONOTONIC, as loop.c reads it). */
+uint64_t fake_clock_mono_ms(void);
+/* The fake CLOCK_REALTIME in ms since the epoch. */
+int64_t fake_clock_wall_ms(void);
+/* How many times clock_gettime was asked for clock id (REALTIME or MONOTONIC) since the start. */
+unsigned long fake_clock_asked(clockid_t id);
+
+/* --- a proxy ----------------------------------------------------------- */
+
+struct fake_proxy {
+	struct proxy px;
+	char dir[64];       /* its state directory, made fresh */
+	char log_path[128]; /* its network log, in dir */
+};
+
+/*
+ * A proxy with config text conf (plus "state-dir" set to a fresh
+ * directory), a loop, a network log and a run id. Asserts on failure.
+ */
+struct fake_proxy *fake_proxy_new(const char *conf);
+/* Free what fake_proxy_new made (not what the test set up in px) and remove dir. */
+void fake_proxy_free(struct fake_proxy *fp);
+/* The network log's contents so far, NUL-terminated (caller frees); "" when empty. */
+char *fake_proxy_log(const struct fake_proxy *fp);
+/* How many times needle occurs in hay. */
+size_t fake_count(const char *hay, const char *needle);
+
+/* --- the loop ---------------------------------------------------------- */
+
+/*
+ * Run px's loop: before each turn step(arg, n) with n = 0, 1, ...; the
+ * turn then runs each timer due at the fake clock's now (never waiting
+ * for the real one). Returns when step returns false (its turn runs no
+ * timer). At most 10000 steps: the test fails past them.
+ */
+void fake_loop_steps(struct proxy *px, bool (*step)(void *arg, unsigned n), void *arg);
+
+#endif
