@@ -13,7 +13,10 @@
  *   network log in that directory, a run id; no listener, no socket.
  * - The loop driven by the test: fake_loop_steps runs it, calling the
  *   test's step before each turn and the timers that fell due (at the
- *   fake clock) after it, until the step says stop.
+ *   fake clock) after it, until the step says stop. A loop's time
+ *   (loop_now) is the clock's at loop_new or at its last turn: a step's
+ *   fake_clock_advance is seen from the next step on. A loop runs once
+ *   (loop_stop is for good).
  *
  * Test-only; include it after cmocka.h.
  */
