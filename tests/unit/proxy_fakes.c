@@ -187,6 +187,45 @@ size_t fake_count(const char *hay, const char *needle)
 	return n;
 }
 
+/* --- stderr ------------------------------------------------------------ */
+
+static int saved_err = -1;
+static FILE *kept;
+
+void fake_stderr_begin(void)
+{
+	assert_int_equal(saved_err, -1);
+	fflush(stderr);
+	kept = tmpfile();
+	assert_non_null(kept);
+	saved_err = dup(2);
+	assert_true(saved_err >= 0);
+	assert_int_equal(dup2(fileno(kept), 2), 2);
+}
+
+char *fake_stderr_end(void)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&out, &len);
+	char chunk[4096];
+	size_t n;
+
+	assert_true(saved_err >= 0);
+	fflush(stderr);
+	assert_int_equal(dup2(saved_err, 2), 2);
+	close(saved_err);
+	saved_err = -1;
+	assert_non_null(m);
+	rewind(kept);
+	while ((n = fread(chunk, 1, sizeof(chunk), kept)) > 0)
+		fwrite(chunk, 1, n, m);
+	fclose(kept);
+	kept = NULL;
+	fclose(m);
+	return out;
+}
+
 /* --- the loop ---------------------------------------------------------- */
 
 struct steps {

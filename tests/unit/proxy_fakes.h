@@ -11,6 +11,7 @@
  * - A proxy of the test's own: a config parsed from text (a failed parse
  *   fails the test), a state directory made fresh under /tmp, a loop, a
  *   network log in that directory, a run id; no listener, no socket.
+ * - stderr kept while a test looks at what a module says there.
  * - The loop driven by the test: fake_loop_steps runs it, calling the
  *   test's step before each turn and the timers that fell due (at the
  *   fake clock) after it, until the step says stop. A loop's time
@@ -62,6 +63,13 @@ void fake_proxy_free(struct fake_proxy *fp);
 char *fake_proxy_log(const struct fake_proxy *fp);
 /* How many times needle occurs in hay. */
 size_t fake_count(const char *hay, const char *needle);
+
+/* --- stderr ------------------------------------------------------------ */
+
+/* From now on what is written to stderr (fd 2) is kept, not shown. */
+void fake_stderr_begin(void);
+/* What was written since fake_stderr_begin, NUL-terminated (caller frees); stderr back. */
+char *fake_stderr_end(void);
 
 /* --- the loop ---------------------------------------------------------- */
 
