@@ -229,10 +229,11 @@ char *fake_stderr_end(void)
 /* --- the loop ---------------------------------------------------------- */
 
 struct steps {
-	bool (*step)(void *arg, unsigned n);
+	enum fake_step (*step)(void *arg, unsigned n);
 	void *arg;
 	unsigned n;
-	struct loop_timer tick; /* due at once: the turn never waits for the real clock */
+	struct timespec began;  /* the kernel's monotonic clock: the bound in real time */
+	struct loop_timer tick; /* due at once: the turn does not wait */
 };
 
 static void on_tick(struct loop *l, struct loop_timer *t)
@@ -242,20 +243,25 @@ static void on_tick(struct loop *l, struct loop_timer *t)
 static void on_turn(struct loop *l, void *arg)
 {
 	struct steps *st = arg;
+	struct timespec now;
+	enum fake_step next;
 
+	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &now);
 	assert_true(st->n < 10000);
-	if (!st->step(st->arg, st->n++)) {
-		loop_timer_cancel(l, &st->tick);
+	assert_true(now.tv_sec - st->began.tv_sec < 20);
+	next = st->step(st->arg, st->n++);
+	loop_timer_cancel(l, &st->tick);
+	if (next == FAKE_STOP)
 		loop_stop(l);
-		return;
-	}
-	loop_timer_set(l, &st->tick, 0, on_tick, st);
+	else if (next == FAKE_TURN)
+		loop_timer_set(l, &st->tick, 0, on_tick, st);
 }
 
-void fake_loop_steps(struct proxy *px, bool (*step)(void *arg, unsigned n), void *arg)
+void fake_loop_steps(struct proxy *px, enum fake_step (*step)(void *arg, unsigned n), void *arg)
 {
 	struct steps st = { .step = step, .arg = arg };
 
+	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &st.began);
 	loop_set_hook(px->loop, on_turn, &st);
 	assert_int_equal(loop_run(px->loop), 0);
 	loop_set_hook(px->loop, NULL, NULL);

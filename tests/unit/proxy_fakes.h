@@ -73,12 +73,20 @@ char *fake_stderr_end(void);
 
 /* --- the loop ---------------------------------------------------------- */
 
+/* What a step asks of the turn after it. */
+enum fake_step {
+	FAKE_STOP, /* return from fake_loop_steps (no timer runs) */
+	FAKE_TURN, /* run the timers due at the fake clock, then the next step at once */
+	FAKE_WAIT, /* wait for an event (a child's pipe, its pidfd) or the next timer, then step */
+};
+
 /*
  * Run px's loop: before each turn step(arg, n) with n = 0, 1, ...; the
- * turn then runs each timer due at the fake clock's now (never waiting
- * for the real one). Returns when step returns false (its turn runs no
- * timer). At most 10000 steps: the test fails past them.
+ * turn then runs each timer due at the fake clock's now and what the
+ * kernel says is ready. FAKE_WAIT waits for the kernel (the next timer at
+ * most, in real ms from the fake now); FAKE_TURN never waits. At most
+ * 10000 steps and 20 s: the test fails past them.
  */
-void fake_loop_steps(struct proxy *px, bool (*step)(void *arg, unsigned n), void *arg);
+void fake_loop_steps(struct proxy *px, enum fake_step (*step)(void *arg, unsigned n), void *arg);
 
 #endif

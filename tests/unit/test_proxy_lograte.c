@@ -72,7 +72,7 @@ struct flow {
 	struct fake_proxy *fp;
 };
 
-static bool flow_step(void *arg, unsigned n)
+static enum fake_step flow_step(void *arg, unsigned n)
 {
 	struct fake_proxy *fp = ((struct flow *)arg)->fp;
 
@@ -104,13 +104,13 @@ static bool flow_step(void *arg, unsigned n)
 		for (int i = 0; i < 3; i++)
 			assert_true(admit(fp, "q", "not-granted"));
 		fake_clock_advance(999);
-		return true;
+		return FAKE_TURN;
 	case 1:
 		/* a millisecond before the window's end: nothing told, still counting */
 		assert_int_equal(suppressed(fp, NULL), 0);
 		assert_false(admit(fp, "p", "too-many-streams"));
 		fake_clock_advance(1);
-		return true;
+		return FAKE_TURN;
 	case 2:
 		/* told by the timer: 3 rows, by reason */
 		assert_int_equal(suppressed(fp, NULL), 1);
@@ -126,13 +126,13 @@ static bool flow_step(void *arg, unsigned n)
 		assert_false(admit(fp, "p", "x"));
 		/* half a second: one more row's worth, but a window counting holds them all */
 		fake_clock_advance(500);
-		return true;
+		return FAKE_TURN;
 	case 3:
 		assert_false(admit(fp, "p", "x"));
 		assert_int_equal(suppressed(fp, NULL), 1);
-		return false;
+		return FAKE_STOP;
 	}
-	return false;
+	return FAKE_STOP;
 }
 
 static void test_flow(void **state)
@@ -155,7 +155,7 @@ struct refill {
 	bool want;     /* that row written */
 };
 
-static bool refill_step(void *arg, unsigned n)
+static enum fake_step refill_step(void *arg, unsigned n)
 {
 	struct refill *r = arg;
 
@@ -164,22 +164,22 @@ static bool refill_step(void *arg, unsigned n)
 		for (int i = 0; i < 3; i++)
 			assert_true(admit(r->fp, "p", "r"));
 		fake_clock_advance(r->wait);
-		return true;
+		return FAKE_TURN;
 	case 1:
 		/* at 2 a second, a row's worth takes 500 ms */
 		assert_int_equal(admit(r->fp, "p", "r"), r->want);
 		if (!r->want)
-			return false;
+			return FAKE_STOP;
 		fake_clock_advance(3600 * 1000);
-		return true;
+		return FAKE_TURN;
 	case 2:
 		/* an hour idle refills to the burst, no more */
 		for (int i = 0; i < 3; i++)
 			assert_true(admit(r->fp, "p", "r"));
 		assert_false(admit(r->fp, "p", "r"));
-		return false;
+		return FAKE_STOP;
 	}
-	return false;
+	return FAKE_STOP;
 }
 
 static void test_refill(void **state)
@@ -207,13 +207,13 @@ static void test_refill(void **state)
 	fake_proxy_free(at.fp);
 }
 
-static bool reasons_step(void *arg, unsigned n)
+static enum fake_step reasons_step(void *arg, unsigned n)
 {
 	struct fake_proxy *fp = arg;
 	char why[16];
 
 	if (n > 0)
-		return false;
+		return FAKE_STOP;
 	for (int i = 0; i < 3; i++)
 		assert_true(admit(fp, "p", "first"));
 	/* ten reasons counted: seven kept, the eighth and after "other" */
@@ -227,7 +227,7 @@ static bool reasons_step(void *arg, unsigned n)
 
 		assert_false(lograte_admit(&fp->px, "p", &r));
 	}
-	return false;
+	return FAKE_STOP;
 }
 
 static void test_reasons(void **state)
@@ -242,7 +242,7 @@ static void test_reasons(void **state)
 	fake_proxy_free(fp);
 }
 
-static bool full_step(void *arg, unsigned n)
+static enum fake_step full_step(void *arg, unsigned n)
 {
 	struct fake_proxy *fp = arg;
 	char key[32];
@@ -258,19 +258,19 @@ static bool full_step(void *arg, unsigned n)
 		}
 		assert_int_equal(suppressed(fp, NULL), 0);
 		fake_clock_advance(1); /* the loop's time moves at the next turn */
-		return true;
+		return FAKE_TURN;
 	case 1:
 		assert_false(admit(fp, "p0", "r")); /* p0 used again: counting, no longer the oldest */
 		fake_clock_advance(1);
-		return true;
+		return FAKE_TURN;
 	case 2:
 		/* one more principal: the slot used least recently (p1's) is told, then given up */
 		assert_true(admit(fp, "newcomer", "r"));
 		assert_int_equal(suppressed(fp, NULL), 1);
 		assert_int_equal(suppressed(fp, "\"rows\":1,"), 1);
-		return false;
+		return FAKE_STOP;
 	}
-	return false;
+	return FAKE_STOP;
 }
 
 static void test_full_table(void **state)
@@ -285,17 +285,17 @@ static void test_full_table(void **state)
 	fake_proxy_free(fp);
 }
 
-static bool kill_step(void *arg, unsigned n)
+static enum fake_step kill_step(void *arg, unsigned n)
 {
 	struct fake_proxy *fp = arg;
 
 	if (n > 0)
-		return false;
+		return FAKE_STOP;
 	for (int i = 0; i < 3; i++)
 		assert_true(admit(fp, "p", "not-granted"));
 	for (int i = 0; i < 5; i++)
 		assert_false(admit(fp, "p", "not-granted"));
-	return false;
+	return FAKE_STOP;
 }
 
 static void test_kill(void **state)
