@@ -10,6 +10,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,12 +258,26 @@ static void on_turn(struct loop *l, void *arg)
 		loop_timer_set(l, &st->tick, 0, on_tick, st);
 }
 
+/* A loop that never comes back to a step (a timer re-armed for ever, say) ends the test. */
+static void on_alarm(int sig)
+{
+	static const char msg[] = "proxy_fakes: the loop ran 30 s without coming back to a step\n";
+
+	(void)!write(2, msg, sizeof(msg) - 1);
+	_exit(1);
+}
+
 void fake_loop_steps(struct proxy *px, enum fake_step (*step)(void *arg, unsigned n), void *arg)
 {
 	struct steps st = { .step = step, .arg = arg };
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
 
 	syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &st.began);
+	assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
+	alarm(30);
 	loop_set_hook(px->loop, on_turn, &st);
 	assert_int_equal(loop_run(px->loop), 0);
 	loop_set_hook(px->loop, NULL, NULL);
+	alarm(0);
+	sigaction(SIGALRM, &old, NULL);
 }

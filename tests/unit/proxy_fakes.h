@@ -85,7 +85,8 @@ enum fake_step {
  * turn then runs each timer due at the fake clock's now and what the
  * kernel says is ready. FAKE_WAIT waits for the kernel (the next timer at
  * most, in real ms from the fake now); FAKE_TURN never waits. At most
- * 10000 steps and 20 s: the test fails past them.
+ * 10000 steps and 20 s: the test fails past them; a loop that does not
+ * come back to a step within 30 s ends the program (exit 1, said).
  */
 void fake_loop_steps(struct proxy *px, enum fake_step (*step)(void *arg, unsigned n), void *arg);
 
