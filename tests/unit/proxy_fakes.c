@@ -8,12 +8,15 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -225,6 +228,206 @@ char *fake_stderr_end(void)
 	kept = NULL;
 	fclose(m);
 	return out;
+}
+
+/* --- a DNS server ------------------------------------------------------ */
+
+#define DNS_NAMES 8
+#define DNS_HELD 16
+
+struct dns_rule {
+	char name[256];
+	struct in_addr a[8];
+	size_t na;
+	struct in6_addr aaaa[8];
+	size_t naaaa;
+	int rcode;
+	bool silent;
+};
+
+struct dns_held {
+	unsigned char q[512];
+	size_t len;
+	struct sockaddr_storage from;
+	socklen_t fromlen;
+};
+
+struct fake_dns {
+	struct proxy *px;
+	struct loop_io io;
+	uint16_t port;
+	struct dns_rule rule[DNS_NAMES];
+	size_t nrules;
+	bool hold;
+	struct dns_held held[DNS_HELD];
+	size_t nheld;
+	char asked[4096];
+};
+
+/* The question of q[0..len): its name (lower-case, dotted) into name, its type; end of it. */
+static size_t dns_question(const unsigned char *q, size_t len, char *name, size_t size,
+			   uint16_t *type)
+{
+	size_t i = 12, o = 0;
+
+	assert_true(len > 12);
+	while (i < len && q[i] != 0) {
+		size_t l = q[i++];
+
+		assert_true(l < 64 && i + l < len && o + l + 2 < size);
+		if (o > 0)
+			name[o++] = '.';
+		for (size_t k = 0; k < l; k++) {
+			char c = (char)q[i + k];
+
+			name[o++] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+		}
+		i += l;
+	}
+	name[o] = '\0';
+	assert_true(i + 5 <= len);
+	*type = (uint16_t)(q[i + 1] << 8 | q[i + 2]);
+	return i + 5;
+}
+
+static void dns_answer(struct fake_dns *d, const unsigned char *q, size_t len,
+		       const struct sockaddr_storage *from, socklen_t fromlen)
+{
+	unsigned char r[1024];
+	char name[256];
+	uint16_t type;
+	size_t end = dns_question(q, len, name, sizeof(name), &type), o;
+	const struct dns_rule *rule = NULL;
+	unsigned n = 0;
+
+	for (size_t i = 0; i < d->nrules; i++)
+		if (strcmp(d->rule[i].name, name) == 0)
+			rule = &d->rule[i];
+	if (rule != NULL && rule->silent)
+		return;
+	memcpy(r, q, end);
+	r[2] = 0x80 | (q[2] & 0x01); /* a response; RD as asked */
+	r[3] = 0x80 | (uint8_t)(rule == NULL ? 3 : rule->rcode); /* RA; NXDOMAIN for a stranger */
+	r[4] = 0, r[5] = 1;
+	r[8] = r[9] = r[10] = r[11] = 0;
+	o = end;
+	if (rule != NULL && rule->rcode == 0) {
+		size_t count = type == 1 ? rule->na : type == 28 ? rule->naaaa : 0;
+
+		for (size_t i = 0; i < count && o + 28 + 12 < sizeof(r); i++) {
+			size_t alen = type == 1 ? 4 : 16;
+			const void *a = type == 1 ? (const void *)&rule->a[i] : (const void *)&rule->aaaa[i];
+			const unsigned char rr[] = { 0xc0, 0x0c, 0, (unsigned char)type, 0, 1, 0, 0, 0, 60,
+						     0, (unsigned char)alen };
+
+			memcpy(r + o, rr, sizeof(rr));
+			memcpy(r + o + sizeof(rr), a, alen);
+			o += sizeof(rr) + alen;
+			n++;
+		}
+	}
+	r[6] = 0, r[7] = (unsigned char)n;
+	(void)!sendto(d->io.fd, r, o, 0, (const struct sockaddr *)from, fromlen);
+}
+
+static void on_dns(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct fake_dns *d = io->arg;
+	unsigned char q[512];
+	struct sockaddr_storage from;
+	socklen_t fromlen = sizeof(from);
+	ssize_t n = recvfrom(io->fd, q, sizeof(q), 0, (struct sockaddr *)&from, &fromlen);
+	char name[256], line[300];
+	uint16_t type;
+
+	if (n <= 0)
+		return;
+	dns_question(q, (size_t)n, name, sizeof(name), &type);
+	if (type == 1 || type == 28)
+		snprintf(line, sizeof(line), "%s %s\n", name, type == 1 ? "A" : "AAAA");
+	else
+		snprintf(line, sizeof(line), "%s %u\n", name, type);
+	assert_true(strlen(d->asked) + strlen(line) < sizeof(d->asked));
+	strcat(d->asked, line);
+	if (d->hold) {
+		struct dns_held *h = &d->held[d->nheld++];
+
+		assert_true(d->nheld <= DNS_HELD);
+		memcpy(h->q, q, (size_t)n);
+		h->len = (size_t)n;
+		h->from = from;
+		h->fromlen = fromlen;
+		return;
+	}
+	dns_answer(d, q, (size_t)n, &from, fromlen);
+}
+
+struct fake_dns *fake_dns_new(struct proxy *px)
+{
+	struct fake_dns *d = calloc(1, sizeof(*d));
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	assert_non_null(d);
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	d->px = px;
+	d->port = ntohs(sin.sin_port);
+	assert_int_equal(loop_io_add(px->loop, &d->io, fd, EPOLLIN, on_dns, d), 0);
+	return d;
+}
+
+void fake_dns_free(struct fake_dns *d)
+{
+	if (d == NULL)
+		return;
+	loop_io_close(d->px->loop, &d->io);
+	free(d);
+}
+
+uint16_t fake_dns_port(const struct fake_dns *d)
+{
+	return d->port;
+}
+
+void fake_dns_set(struct fake_dns *d, const char *name, const char *const *addrs, int rcode,
+		  bool silent)
+{
+	struct dns_rule *r = &d->rule[d->nrules++];
+
+	assert_true(d->nrules <= DNS_NAMES);
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->rcode = rcode;
+	r->silent = silent;
+	for (size_t i = 0; addrs != NULL && addrs[i] != NULL; i++) {
+		if (inet_pton(AF_INET, addrs[i], &r->a[r->na]) == 1) {
+			assert_true(++r->na <= 8);
+			continue;
+		}
+		assert_int_equal(inet_pton(AF_INET6, addrs[i], &r->aaaa[r->naaaa]), 1);
+		assert_true(++r->naaaa <= 8);
+	}
+}
+
+void fake_dns_hold(struct fake_dns *d)
+{
+	d->hold = true;
+}
+
+void fake_dns_release(struct fake_dns *d)
+{
+	d->hold = false;
+	for (size_t i = 0; i < d->nheld; i++)
+		dns_answer(d, d->held[i].q, d->held[i].len, &d->held[i].from, d->held[i].fromlen);
+	d->nheld = 0;
+}
+
+const char *fake_dns_asked(const struct fake_dns *d)
+{
+	return d->asked;
 }
 
 /* --- the loop ---------------------------------------------------------- */

@@ -12,6 +12,8 @@
  *   fails the test), a state directory made fresh under /tmp, a loop, a
  *   network log in that directory, a run id; no listener, no socket.
  * - stderr kept while a test looks at what a module says there.
+ * - A DNS server on 127.0.0.1 that records the questions and answers
+ *   what the test says (resolve.c's upstream).
  * - The loop driven by the test: fake_loop_steps runs it, calling the
  *   test's step before each turn and the timers that fell due (at the
  *   fake clock) after it, until the step says stop. A loop's time
@@ -70,6 +72,28 @@ size_t fake_count(const char *hay, const char *needle);
 void fake_stderr_begin(void);
 /* What was written since fake_stderr_begin, NUL-terminated (caller frees); stderr back. */
 char *fake_stderr_end(void);
+
+/* --- a DNS server ------------------------------------------------------ */
+
+/*
+ * A DNS server on 127.0.0.1 (UDP, a port the kernel picks), served by the
+ * proxy's loop: it records each question ("NAME TYPE\n", lower-case, TYPE
+ * A or AAAA or a number) and answers what the test set for the name: its
+ * A and AAAA addresses (text, up to 8 each), or an rcode, or nothing at
+ * all (silent). A name it was told nothing of: NXDOMAIN. Held: questions
+ * are kept unanswered until fake_dns_release.
+ */
+struct fake_dns;
+struct fake_dns *fake_dns_new(struct proxy *px);
+void fake_dns_free(struct fake_dns *d);
+uint16_t fake_dns_port(const struct fake_dns *d);
+/* name's answer: addresses (IPv4 and IPv6 text, NULL-terminated list), rcode, silent. */
+void fake_dns_set(struct fake_dns *d, const char *name, const char *const *addrs, int rcode,
+		  bool silent);
+void fake_dns_hold(struct fake_dns *d);
+void fake_dns_release(struct fake_dns *d); /* answers every question held */
+/* The questions asked so far, one a line (the server's; do not free). */
+const char *fake_dns_asked(const struct fake_dns *d);
 
 /* --- the loop ---------------------------------------------------------- */
 
