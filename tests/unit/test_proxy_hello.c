@@ -6,8 +6,9 @@
  * its own bytes go up, what the client sent after it held in cin; the
  * server's first message read whole (split at every offset too) and held
  * until it is known not to be a HelloRetryRequest, then passed to the
- * client, the tunnel free to relay; the row's detail naming the server
- * name. (A refused hello closes the session through session.c: that path
+ * client, the tunnel free to relay; after a HelloRetryRequest the second
+ * ClientHello (its change_cipher_spec first) read and judged the same
+ * way; the row's detail naming the server name. (A refused hello closes the session through session.c: that path
  * is left to the integration tests until the tunnel is a codec of its own.)
  *
  * tls_hello_step takes the session; ctx_new below is the one place that
@@ -116,9 +117,14 @@ static size_t client_hello(uint8_t *m, const char *name)
 	return o;
 }
 
-/* A TLS 1.2 ServerHello (not a retry), one record, into m. Returns its length. */
-static size_t server_hello(uint8_t *m)
+/* A ServerHello (with retry, a HelloRetryRequest: RFC 8446's random), one record, into m. */
+static size_t server_hello_as(uint8_t *m, bool retry)
 {
+	static const uint8_t hrr[32] = {
+		0xcf, 0x21, 0xad, 0x74, 0xe5, 0x9a, 0x61, 0x11, 0xbe, 0x1d, 0x8c,
+		0x02, 0x1e, 0x65, 0xb8, 0x91, 0xc2, 0xa2, 0x11, 0x16, 0x7a, 0xbb,
+		0x8c, 0x5e, 0x07, 0x9e, 0x09, 0xe2, 0xc8, 0xa8, 0x33, 0x9c,
+	};
 	size_t o = 0;
 
 	m[o++] = 22, m[o++] = 3, m[o++] = 3;
@@ -126,11 +132,20 @@ static size_t server_hello(uint8_t *m)
 	m[o++] = 2, m[o++] = 0;
 	o += put16(m + o, 38);
 	m[o++] = 3, m[o++] = 3;
-	memset(m + o, 0x5a, 32), o += 32;
+	if (retry)
+		memcpy(m + o, hrr, 32);
+	else
+		memset(m + o, 0x5a, 32);
+	o += 32;
 	m[o++] = 0;
 	m[o++] = 0, m[o++] = 0x2f;
 	m[o++] = 0;
 	return o;
+}
+
+static size_t server_hello(uint8_t *m)
+{
+	return server_hello_as(m, false);
 }
 
 static void put(int fd, const void *p, size_t n)
@@ -245,12 +260,52 @@ static void test_byte_by_byte(void **state)
 	ctx_free(c);
 }
 
+static void test_retry(void **state)
+{
+	uint8_t hello[512], again[512], hrr[128], got[1024];
+	size_t len = client_hello(hello, "example.test"), hlen = server_hello_as(hrr, true);
+	size_t alen;
+
+	/* the second ClientHello after the compatibility mode's change_cipher_spec */
+	memcpy(again, "\x14\x03\x03\x00\x01\x01", 6);
+	alen = 6 + client_hello(again + 6, "example.test");
+	for (size_t k = 0; k <= alen; k++) {
+		struct ctx *c = ctx_new("example.test");
+
+		put(c->client, hello, len);
+		assert_int_equal(tls_hello_step(&c->s), 0);
+		assert_int_equal(server_got(c, got, sizeof(got)), len);
+		/* a HelloRetryRequest: to the client, and the second ClientHello judged too */
+		put(c->server, hrr, hlen);
+		assert_int_equal(tls_hello_step(&c->s), 0);
+		assert_int_equal(c->tun.hello, HELLO_RETRY);
+		assert_int_equal(buf_len(&c->s.cout), hlen);
+		assert_memory_equal(buf_head(&c->s.cout), hrr, hlen);
+		put(c->client, again, k);
+		assert_int_equal(tls_hello_step(&c->s), 0);
+		if (k < alen) {
+			assert_int_equal(c->tun.hello, HELLO_RETRY);
+			assert_true(c->tun.to_up.want_read);
+			put(c->client, again + k, alen - k);
+			assert_int_equal(tls_hello_step(&c->s), 0);
+		}
+		/* judged: the relay sends it on (nothing went up meanwhile) */
+		assert_int_equal(c->tun.hello, HELLO_DONE);
+		assert_int_equal(buf_len(&c->s.cin), alen);
+		assert_int_equal(server_got(c, got, sizeof(got)), 0);
+		assert_string_equal(c->x.detail, "passthrough; TLS server name example.test, again "
+						 "after a HelloRetryRequest");
+		ctx_free(c);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_client_hello_split),
 		cmocka_unit_test(test_server_hello_split),
 		cmocka_unit_test(test_byte_by_byte),
+		cmocka_unit_test(test_retry),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
