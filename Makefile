@@ -110,6 +110,28 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIB)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIB) $(call pkglibs,$(PKG_TEST) $(PKG_PROXY) $(PKG_CLI))
 
+# unit tests of the proxy (tests/unit/test_proxy_*.c) link its objects but main.c, as
+# build/<...>/libproxy.a, and the test-side fakes (tests/unit/proxy_*.c: a clock the test
+# sets, a state directory of its own, ...), and see proxy/'s headers. The pattern beats
+# $(BUILD)/tests/% (the shorter stem).
+PROXY_LIB       := $(BUILD)/libproxy.a
+PROXY_LIB_OBJS  := $(call obj,$(filter-out proxy/main.c,$(PROXY_SRCS)))
+PROXY_FAKE_SRCS := $(filter-out tests/unit/test_%,$(sort $(wildcard tests/unit/proxy_*.c)))
+PROXY_FAKE_OBJS := $(call obj,$(PROXY_FAKE_SRCS))
+
+$(PROXY_LIB): $(PROXY_LIB_OBJS)
+	$(call say,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/obj/tests/unit/test_proxy_%.o: ALL_CFLAGS += -Iproxy
+$(PROXY_FAKE_OBJS): ALL_CFLAGS += -Iproxy
+
+$(BUILD)/tests/test_proxy_%: $(BUILD)/obj/tests/unit/test_proxy_%.o $(PROXY_FAKE_OBJS) \
+		$(PROXY_LIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(PKG_TEST) $(PKG_PROXY))
+
 # unit tests of CLI modules also link those modules (listed after $(LIB) in $^: the
 # library again after them)
 $(BUILD)/tests/test_principal: $(call obj,cli/principal.c cli/snapshot.c)
