@@ -463,7 +463,7 @@ int ports_band_of(const char *project, bool allocate, unsigned *base);
 /* wall.c */
 int cmd_wall(int argc, char **argv);
 
-/* Enter the network namespace at path (--netns). Returns 0, or -1 after printing why. */
+/* wall_netns.c: enter the network namespace at path (--netns). Returns 0, or -1 after printing why. */
 int wall_netns_enter(const char *path);
 
 /* wall_nft.c: libnftables for `wall`, and its listings */

@@ -34,7 +34,6 @@
 #include <getopt.h>
 #include <nftables/libnftables.h>
 #include <pwd.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -389,22 +388,6 @@ static char *script_new(const struct wall_params *p)
 		script = NULL;
 	}
 	return script;
-}
-
-int wall_netns_enter(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd == -1 || setns(fd, CLONE_NEWNET) == -1) {
-		fprintf(stderr, "wall: --netns %s: ", path);
-		cli_put_strerror(stderr, errno);
-		fputc('\n', stderr);
-		if (fd != -1)
-			close(fd);
-		return -1;
-	}
-	close(fd);
-	return 0;
 }
 
 /*
