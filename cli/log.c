@@ -199,55 +199,9 @@ static bool row_matches(const struct view *v, json_t *row, const struct principa
 	return f->who == NULL || (p != NULL && principal_matches_who(f->who, p));
 }
 
-json_t *log_principal_json(const struct principal *p)
-{
-	json_t *o = json_object();
-	const char *name = p->name;
-	char addr[LOG_WHO_MAX];
-
-	if (p->kind == PRINCIPAL_ADDRESS) {
-		principal_label(p, addr, sizeof(addr));
-		name = addr;
-	} else if (p->kind == PRINCIPAL_USER) {
-		name = "user";
-	}
-	if (o == NULL ||
-	    json_object_set_new(o, "kind", json_string(principal_kind_name(p->kind))) == -1 ||
-	    json_object_set_new(o, "name", name != NULL ? json_string(name) : json_null()) == -1 ||
-	    json_object_set_new(o, "id", p->id != NULL ? json_string(p->id) : json_null()) == -1 ||
-	    json_object_set_new(o, "project",
-				p->project != NULL ? json_string(p->project) : json_null()) == -1 ||
-	    json_object_set_new(o, "snapshot",
-				p->snap != NULL ? json_string(p->snap->t) : json_null()) == -1) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
-}
-
 static bool is_json_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-void log_put_json(const char *s, size_t len)
-{
-	char *out;
-	size_t i;
-
-	for (i = 0; i < len && (unsigned char)s[i] < 0x7f; i++)
-		;
-	if (i == len) { /* ASCII without DEL: nothing to escape */
-		fwrite(s, 1, len, stdout);
-		return;
-	}
-	out = malloc(len * 6 + 1);
-	if (out == NULL) {
-		fputs("{\"error\":\"out of memory\"}", stdout);
-		return;
-	}
-	fwrite(out, 1, utf8_json_unhide(s, len, out, len * 6 + 1), stdout);
-	free(out);
 }
 
 /*
