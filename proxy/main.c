@@ -277,6 +277,19 @@ static void listeners_close(struct proxy *px)
 	}
 }
 
+/* After the loop: every session closed ("proxy stopping"), the signals no longer read. */
+static void stopping(struct proxy *px)
+{
+	while (px->sessions != NULL)
+		session_close(px->sessions, "proxy stopping");
+	session_free_dead(px);
+	if (px->sig_io.fd >= 0) {
+		int fd = px->sig_io.fd;
+		loop_io_del(px->loop, &px->sig_io);
+		close(fd);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct proxy px;
@@ -349,14 +362,7 @@ int main(int argc, char **argv)
 	ret = loop_run(px.loop) == 0 ? 0 : 1;
 	sd_notify(0, "STOPPING=1");
 
-	while (px.sessions != NULL)
-		session_close(px.sessions, "proxy stopping");
-	session_free_dead(&px);
-	if (px.sig_io.fd >= 0) {
-		int fd = px.sig_io.fd;
-		loop_io_del(px.loop, &px.sig_io);
-		close(fd);
-	}
+	stopping(&px);
 out_reload:
 	reload_release(&px);
 out_resolve:
