@@ -3,8 +3,8 @@
  *
  * Each verb lives in its own file and exports one cmd_<verb>() taking the
  * arguments from the verb's name on (argv[0] is the verb) and returning the
- * process exit status. main.c owns the verb table, the global options and
- * finding the config; the verbs share nothing else.
+ * process exit status. main.c owns the verb table and the global options;
+ * conf.c, usage.c, number.c, say.c and state.c what every verb shares.
  */
 #ifndef SLUICE_CLI_H
 #define SLUICE_CLI_H
@@ -25,7 +25,10 @@
 #define EXIT_ERROR 1
 #define EXIT_USAGE 2
 
-/* main.c */
+/* conf.c: the config in force */
+
+/* Use path as the config file (-c FILE); it must outlive the process's use of it. */
+void cli_config_use(const char *path);
 
 /*
  * The config file in force: -c FILE, else $SLUICE_CONFIG, else
@@ -41,12 +44,19 @@ const char *cli_config_path(void);
  */
 struct config *cli_config_load(void);
 
+/* The uid of the config's `user` (who may own the log files), FILE_NO_UID without one. */
+uid_t cli_user_uid(const struct config *c);
+
+/* usage.c */
+
 /*
  * Print the synopsis of one verb (argv[0] of a verb) to f, or the whole
  * usage when verb is NULL. Verbs call it for -h (stdout, exit 0) and for a
  * usage error (stderr, exit 2).
  */
 void cli_usage(FILE *f, const char *verb);
+
+/* number.c */
 
 /*
  * Parse s, a whole unsigned number in base (10; 0 also takes 0x... and
@@ -55,11 +65,15 @@ void cli_usage(FILE *f, const char *verb);
  */
 int cli_num_parse(const char *s, int base, unsigned long lo, unsigned long hi, unsigned long *out);
 
+/* say.c */
+
 /* fputs strerror(e) with a lower-case first letter (diagnostics read that way). */
 void cli_put_strerror(FILE *f, int e);
 
 /* t as local time, "2026-12-02 03:13:16", into buf. Returns buf. */
 char *cli_time_text(time_t t, char *buf, size_t size);
+
+/* state.c */
 
 /*
  * Open a file of STATE's that the CLI (root) writes or locks, through
@@ -68,9 +82,6 @@ char *cli_time_text(time_t t, char *buf, size_t size);
  * or -1 after printing why.
  */
 int cli_open_state(const char *verb, const char *path, int flags, mode_t mode);
-
-/* The uid of the config's `user` (who may own the log files), FILE_NO_UID without one. */
-uid_t cli_user_uid(const struct config *c);
 
 /* check.c */
 int cmd_check(int argc, char **argv);
@@ -452,7 +463,7 @@ int ports_band_of(const char *project, bool allocate, unsigned *base);
 /* wall.c */
 int cmd_wall(int argc, char **argv);
 
-/* Enter the network namespace at path (--netns). Returns 0, or -1 after printing why. */
+/* wall_netns.c: enter the network namespace at path (--netns). Returns 0, or -1 after printing why. */
 int wall_netns_enter(const char *path);
 
 /* wall_nft.c: libnftables for `wall`, and its listings */

@@ -273,23 +273,12 @@ static bool event_matters(const char *line, size_t len)
  * SIGTERM and SIGINT are blocked except inside ppoll, so a stop is seen
  * between snapshots, never in the middle of a write.
  */
-static int watch(const struct engine *e)
+/* SIGTERM and SIGINT set stop_signal; blocked but in ppoll, whose mask (*orig, less them) lets them in. */
+static void stop_signals_catch(sigset_t *orig)
 {
-	static const char *const ev_args[] = { "events", "--format", "json", "--filter",
-					       "type=container" };
 	struct sigaction sa;
-	sigset_t block, orig;
-	char *buf;
-	size_t len = 0;
-	bool pending = true, skipping = false;
-	int fd, status, ret = EXIT_ERROR;
-	pid_t pid;
+	sigset_t block;
 
-	buf = malloc(EVENT_LINE_MAX + 1);
-	if (buf == NULL) {
-		fprintf(stderr, "engine: out of memory\n");
-		return EXIT_ERROR;
-	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_stop;
 	sigemptyset(&sa.sa_mask);
@@ -298,9 +287,85 @@ static int watch(const struct engine *e)
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
-	sigprocmask(SIG_BLOCK, &block, &orig);
-	sigdelset(&orig, SIGTERM);
-	sigdelset(&orig, SIGINT);
+	sigprocmask(SIG_BLOCK, &block, orig);
+	sigdelset(orig, SIGTERM);
+	sigdelset(orig, SIGINT);
+}
+
+/*
+ * The complete lines in buf[0..*len): whether one is an event that matters
+ * (or one was too long to be an event: then look again anyway, dropping it
+ * to its newline through *skipping). The partial line left moves to buf's start.
+ */
+static bool events_scan(char *buf, size_t *len, bool *skipping)
+{
+	size_t start = 0;
+	bool pending = false;
+
+	for (;;) {
+		char *nl = memchr(buf + start, '\n', *len - start);
+
+		if (nl == NULL)
+			break;
+		if (!*skipping && event_matters(buf + start, (size_t)(nl - (buf + start))))
+			pending = true;
+		*skipping = false;
+		start = (size_t)(nl - buf) + 1;
+	}
+	memmove(buf, buf + start, *len - start);
+	*len -= start;
+	if (*len == EVENT_LINE_MAX) {
+		/* an event too long to be one: drop it to its newline, and look again */
+		*skipping = true;
+		pending = true;
+		*len = 0;
+	}
+	return pending;
+}
+
+/* Send the child sig and reap it. */
+static void child_end(pid_t pid, int sig)
+{
+	int status;
+
+	kill(pid, sig);
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		;
+}
+
+/* The stream ended: record the state it leaves, then say how podman ended. Returns the exit status. */
+static int events_ended(const struct engine *e, pid_t pid, bool pending)
+{
+	int status;
+
+	if (pending)
+		snapshot_once(e);
+	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return EXIT_OK;
+	fprintf(stderr, "engine: %s events: ended with status %d\n", e->pm.text,
+		WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+	return EXIT_ERROR;
+}
+
+static int watch(const struct engine *e)
+{
+	static const char *const ev_args[] = { "events", "--format", "json", "--filter",
+					       "type=container" };
+	sigset_t orig;
+	char *buf;
+	size_t len = 0;
+	bool pending = true, skipping = false;
+	int fd, ret = EXIT_ERROR;
+	pid_t pid;
+
+	buf = malloc(EVENT_LINE_MAX + 1);
+	if (buf == NULL) {
+		fprintf(stderr, "engine: out of memory\n");
+		return EXIT_ERROR;
+	}
+	stop_signals_catch(&orig);
 
 	/* events first, then the first snapshot: nothing starts unseen in between */
 	pid = podman_spawn(&e->pm, ev_args, 5, &fd, NULL);
@@ -310,7 +375,6 @@ static int watch(const struct engine *e)
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		struct timespec retry = { RETRY_MS / 1000, (RETRY_MS % 1000) * 1000000L };
 		ssize_t n;
-		size_t start = 0;
 
 		if (pending && !stop_signal && snapshot_once(e) == 0)
 			pending = false;
@@ -334,48 +398,18 @@ static int watch(const struct engine *e)
 		if (n == 0)
 			break;
 		len += (size_t)n;
-		for (;;) {
-			char *nl = memchr(buf + start, '\n', len - start);
-
-			if (nl == NULL)
-				break;
-			if (!skipping && event_matters(buf + start, (size_t)(nl - (buf + start))))
-				pending = true;
-			skipping = false;
-			start = (size_t)(nl - buf) + 1;
-		}
-		memmove(buf, buf + start, len - start);
-		len -= start;
-		if (len == EVENT_LINE_MAX) {
-			/* an event too long to be one: drop it to its newline, and look again */
-			skipping = true;
+		if (events_scan(buf, &len, &skipping))
 			pending = true;
-			len = 0;
-		}
 	}
 	if (stop_signal) {
-		kill(pid, SIGTERM);
-		while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-			;
-		ret = EXIT_OK;
-		goto out_fd;
-	}
-	/* the stream ended: record the state it leaves, then say how podman ended */
-	if (pending)
-		snapshot_once(e);
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+		child_end(pid, SIGTERM);
 		ret = EXIT_OK;
 	} else {
-		fprintf(stderr, "engine: %s events: ended with status %d\n", e->pm.text,
-			WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+		ret = events_ended(e, pid, pending);
 	}
 	goto out_fd;
 out_child:
-	kill(pid, SIGKILL);
-	while (waitpid(pid, &status, 0) == -1 && errno == EINTR)
-		;
+	child_end(pid, SIGKILL);
 out_fd:
 	close(fd);
 out_buf:

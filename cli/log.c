@@ -199,55 +199,9 @@ static bool row_matches(const struct view *v, json_t *row, const struct principa
 	return f->who == NULL || (p != NULL && principal_matches_who(f->who, p));
 }
 
-json_t *log_principal_json(const struct principal *p)
-{
-	json_t *o = json_object();
-	const char *name = p->name;
-	char addr[LOG_WHO_MAX];
-
-	if (p->kind == PRINCIPAL_ADDRESS) {
-		principal_label(p, addr, sizeof(addr));
-		name = addr;
-	} else if (p->kind == PRINCIPAL_USER) {
-		name = "user";
-	}
-	if (o == NULL ||
-	    json_object_set_new(o, "kind", json_string(principal_kind_name(p->kind))) == -1 ||
-	    json_object_set_new(o, "name", name != NULL ? json_string(name) : json_null()) == -1 ||
-	    json_object_set_new(o, "id", p->id != NULL ? json_string(p->id) : json_null()) == -1 ||
-	    json_object_set_new(o, "project",
-				p->project != NULL ? json_string(p->project) : json_null()) == -1 ||
-	    json_object_set_new(o, "snapshot",
-				p->snap != NULL ? json_string(p->snap->t) : json_null()) == -1) {
-		json_decref(o);
-		return NULL;
-	}
-	return o;
-}
-
 static bool is_json_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-}
-
-void log_put_json(const char *s, size_t len)
-{
-	char *out;
-	size_t i;
-
-	for (i = 0; i < len && (unsigned char)s[i] < 0x7f; i++)
-		;
-	if (i == len) { /* ASCII without DEL: nothing to escape */
-		fwrite(s, 1, len, stdout);
-		return;
-	}
-	out = malloc(len * 6 + 1);
-	if (out == NULL) {
-		fputs("{\"error\":\"out of memory\"}", stdout);
-		return;
-	}
-	fwrite(out, 1, utf8_json_unhide(s, len, out, len * 6 + 1), stdout);
-	free(out);
 }
 
 /*
@@ -492,154 +446,240 @@ static bool who_arg_ok(const char *w)
 	return true;
 }
 
-int cmd_log(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "host", required_argument, NULL, 'H' },
-		{ "decision", required_argument, NULL, 'd' },
-		{ "who", required_argument, NULL, 'w' },
-		{ "run", required_argument, NULL, 'r' },
-		{ "name", required_argument, NULL, 'N' },
-		{ "by-host", no_argument, NULL, 'B' },
-		{ "by-who", no_argument, NULL, 'W' },
-		{ "by-rule", no_argument, NULL, 'U' },
-		{ "refused", no_argument, NULL, 'R' },
-		{ "all", no_argument, NULL, 'A' },
-		{ "dns", no_argument, NULL, 'D' },
-		{ "follow", no_argument, NULL, 'f' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
+/* What the options of `sluice log` ask for. */
+struct log_opts {
 	struct filter f;
+	const char *view; /* the grouping view's option, NULL: rows listed */
+	enum logview_kind kind;
+	size_t tail_n;    /* -n N: the last N rows */
+	bool has_tail, do_follow, refused, dns, all, json;
+};
+
+/* --by-host, --by-who, --by-rule or --refused (opt B, W, U or R): one view only. */
+static int view_option(struct log_opts *o, int opt)
+{
+	const char *name = opt == 'B' ? "--by-host" : opt == 'W' ? "--by-who"
+			 : opt == 'U' ? "--by-rule" : "--refused";
+	char both[48];
+
+	if (o->view != NULL && strcmp(o->view, name) != 0) {
+		snprintf(both, sizeof(both), "%s %s", o->view, name);
+		return usage_error("conflicting options", both);
+	}
+	o->view = name;
+	o->refused = opt == 'R';
+	o->kind = opt == 'B' ? LOGVIEW_BY_HOST : opt == 'W' ? LOGVIEW_BY_WHO
+		: opt == 'U' ? LOGVIEW_BY_RULE : LOGVIEW_REFUSED;
+	return 0;
+}
+
+/* --who: a principal, or a run by its network's name (sluice-ID: that run's rows). */
+static int who_option(struct filter *f, const char *arg)
+{
+	if (!who_arg_ok(arg))
+		return usage_error("bad principal", arg);
+	if (strncmp(arg, "sluice-", 7) == 0 && runnote_id_ok(arg + 7, strlen(arg + 7))) {
+		snprintf(f->run, sizeof(f->run), "%s", arg + 7);
+		return 0;
+	}
+	f->who = arg;
+	return 0;
+}
+
+/* --run ID or sluice-ID. */
+static int run_option(struct filter *f, const char *arg)
+{
+	const char *id = strncmp(arg, "sluice-", 7) == 0 ? arg + 7 : arg;
+
+	if (!runnote_id_ok(id, strlen(id)))
+		return usage_error("bad run (its 12 hex digits, or sluice-ID)", arg);
+	snprintf(f->run, sizeof(f->run), "%s", id);
+	return 0;
+}
+
+/* One option (getopt_long's opt, its optarg) into o. Returns 0, or the exit status. */
+static int option_read(struct log_opts *o, int opt, const char *arg)
+{
+	uint64_t cnt;
+
+	switch (opt) {
+	case 'j':
+		o->json = true;
+		return 0;
+	case 'H':
+		return host_filter(arg, &o->f) == -1 ? EXIT_USAGE : 0;
+	case 'd':
+		if (strcmp(arg, "allow") != 0 && strcmp(arg, "refuse") != 0 &&
+		    strcmp(arg, "observe") != 0 && strcmp(arg, "error") != 0)
+			return usage_error("bad decision (allow, refuse or observe; "
+					   "with --dns also error)", arg);
+		o->f.decision = arg;
+		return 0;
+	case 'w':
+		return who_option(&o->f, arg);
+	case 'r':
+		return run_option(&o->f, arg);
+	case 'N':
+		if (!runnote_name_ok(arg))
+			return usage_error("bad name", arg);
+		o->f.name = arg;
+		return 0;
+	case 'B':
+	case 'W':
+	case 'U':
+	case 'R':
+		return view_option(o, opt);
+	case 'D':
+		o->dns = true;
+		return 0;
+	case 'A':
+		o->all = true;
+		return 0;
+	case 'n':
+		if (dec_parse(arg, strlen(arg), TAIL_MAX, &cnt) == -1)
+			return usage_error("bad row count", arg);
+		o->tail_n = (size_t)cnt;
+		o->has_tail = true;
+		return 0;
+	case 'f':
+		o->do_follow = true;
+		return 0;
+	case 'h':
+		cli_usage(stdout, "log");
+		return EXIT_OK;
+	default:
+		cli_usage(stderr, "log");
+		return EXIT_USAGE;
+	}
+}
+
+/* The options that do not go together, once all are read. Returns 0 or EXIT_USAGE. */
+static int options_check(struct log_opts *o, int argc, char **argv)
+{
+	struct filter *f = &o->f;
+	char both[48];
+
+	if (optind != argc && o->dns && strcmp(argv[optind], "verify") == 0)
+		return conflict("--dns verify", VERIFY_DNS_WHY);
+	if (optind != argc)
+		return usage_error("unexpected argument", argv[optind]);
+	if (o->all && (o->view == NULL || o->dns))
+		return conflict(o->dns ? "--all --dns" : "--all without a view",
+				"--all counts the quiet rows in --by-host, --by-who, --by-rule or --refused; "
+				"listed, every row shows");
+	if (dns_options_check(o->dns, f, o->view, o->refused) != 0)
+		return EXIT_USAGE;
+	if (o->dns && (f->run[0] != '\0' || f->name != NULL))
+		return conflict("--dns --run/--name", "a DNS row names no run");
+	if (o->do_follow && o->view != NULL) { /* a view counts rows up to the end */
+		snprintf(both, sizeof(both), "-f %s", o->view);
+		return usage_error("conflicting options", both);
+	}
+	if (o->refused && f->decision == NULL)
+		f->decision = "refuse";
+	if (o->refused && strcmp(f->decision, "allow") == 0)
+		return usage_error("conflicting options", "--refused --decision allow");
+	return 0;
+}
+
+static const struct option log_longopts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	{ "host", required_argument, NULL, 'H' },
+	{ "decision", required_argument, NULL, 'd' },
+	{ "who", required_argument, NULL, 'w' },
+	{ "run", required_argument, NULL, 'r' },
+	{ "name", required_argument, NULL, 'N' },
+	{ "by-host", no_argument, NULL, 'B' },
+	{ "by-who", no_argument, NULL, 'W' },
+	{ "by-rule", no_argument, NULL, 'U' },
+	{ "refused", no_argument, NULL, 'R' },
+	{ "all", no_argument, NULL, 'A' },
+	{ "dns", no_argument, NULL, 'D' },
+	{ "follow", no_argument, NULL, 'f' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* The options into o. Returns -1 to go on, or the exit status. */
+static int args_parse(int argc, char **argv, struct log_opts *o)
+{
+	int opt, ret;
+
+	memset(o, 0, sizeof(*o));
+	o->kind = LOGVIEW_BY_HOST;
+	while ((opt = getopt_long(argc, argv, "n:fh", log_longopts, NULL)) != -1) {
+		ret = option_read(o, opt, optarg);
+		if (ret != 0 || opt == 'h')
+			return ret;
+	}
+	if (options_check(o, argc, argv) != 0)
+		return EXIT_USAGE;
+	return -1;
+}
+
+/* Open r's file; a missing one is fine when following. Returns 0, or -1 after printing why. */
+static int reader_open(struct log_reader *r, bool dns, bool do_follow)
+{
+	int e;
+
+	if (log_reader_open(r) == 0 || (do_follow && errno == ENOENT))
+		return 0;
+	e = errno;
+	fprintf(stderr, "log: open %s: ", r->path);
+	if (r->why != NULL)
+		fputs(r->why, stderr);
+	else
+		cli_put_strerror(stderr, e);
+	if (dns && r->why == NULL && e == ENOENT)
+		fputs("; sluice-dns writes it (the config's dns-log)", stderr);
+	fputc('\n', stderr);
+	return -1;
+}
+
+/* The rows of r's file through v: listed, last N, or grouped; then -f. Returns the exit status. */
+static int rows_show(struct view *v, struct log_reader *r, const struct log_opts *o)
+{
+	int ret;
+
+	if (!v->json && v->group == NULL)
+		v->rows->header();
+	if (r->fd != -1 && log_reader_drain(r) == -1) {
+		put_read_error(r->path, errno);
+		return EXIT_ERROR;
+	}
+	if (!o->do_follow)
+		log_reader_finish(r);
+	if (o->has_tail)
+		tail_flush(v);
+	if (v->group != NULL)
+		logview_print(v->group, v->json);
+	ret = o->do_follow ? follow(v, r) : EXIT_OK;
+	if (fflush(stdout) == EOF) {
+		fprintf(stderr, "log: write stdout failed\n");
+		ret = EXIT_ERROR;
+	}
+	return ret;
+}
+
+/* The log the options name, read and shown. Returns the exit status. */
+static int log_show(struct log_opts *o)
+{
 	struct tail t;
 	struct view v;
 	struct log_reader r;
 	struct log_snaps sn;
 	struct config *c;
-	bool do_follow = false, has_tail = false, refused = false, dns = false, all = false;
-	const char *view = NULL; /* the grouping view's option, NULL: rows listed */
-	char both[48];
-	enum logview_kind kind = LOGVIEW_BY_HOST;
-	int opt, ret = EXIT_ERROR;
+	int ret = EXIT_ERROR;
 
-	if (argc >= 2 && strcmp(argv[1], "verify") == 0) {
-		if (has_arg(argc, argv, "--dns"))
-			return conflict("verify --dns", VERIFY_DNS_WHY);
-		return log_verify_cmd(argc - 1, argv + 1);
-	}
-	memset(&f, 0, sizeof(f));
 	memset(&t, 0, sizeof(t));
 	memset(&v, 0, sizeof(v));
 	memset(&sn, 0, sizeof(sn));
-	v.f = &f;
+	t.n = o->tail_n;
+	v.f = &o->f;
 	v.snaps = &sn;
-	while ((opt = getopt_long(argc, argv, "n:fh", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'j':
-			v.json = true;
-			break;
-		case 'H':
-			if (host_filter(optarg, &f) == -1)
-				return EXIT_USAGE;
-			break;
-		case 'd':
-			if (strcmp(optarg, "allow") != 0 && strcmp(optarg, "refuse") != 0 &&
-			    strcmp(optarg, "observe") != 0 && strcmp(optarg, "error") != 0)
-				return usage_error("bad decision (allow, refuse or observe; "
-						   "with --dns also error)", optarg);
-			f.decision = optarg;
-			break;
-		case 'w':
-			if (!who_arg_ok(optarg))
-				return usage_error("bad principal", optarg);
-			/* a run by its network's name: that run's rows */
-			if (strncmp(optarg, "sluice-", 7) == 0 &&
-			    runnote_id_ok(optarg + 7, strlen(optarg + 7))) {
-				snprintf(f.run, sizeof(f.run), "%s", optarg + 7);
-				break;
-			}
-			f.who = optarg;
-			break;
-		case 'r': {
-			const char *id = strncmp(optarg, "sluice-", 7) == 0 ? optarg + 7 : optarg;
-
-			if (!runnote_id_ok(id, strlen(id)))
-				return usage_error("bad run (its 12 hex digits, or sluice-ID)", optarg);
-			snprintf(f.run, sizeof(f.run), "%s", id);
-			break;
-		}
-		case 'N':
-			if (!runnote_name_ok(optarg))
-				return usage_error("bad name", optarg);
-			f.name = optarg;
-			break;
-		case 'B':
-		case 'W':
-		case 'U':
-		case 'R': {
-			const char *name = opt == 'B' ? "--by-host" : opt == 'W' ? "--by-who"
-					 : opt == 'U' ? "--by-rule" : "--refused";
-
-			if (view != NULL && strcmp(view, name) != 0) {
-				snprintf(both, sizeof(both), "%s %s", view, name);
-				return usage_error("conflicting options", both);
-			}
-			view = name;
-			refused = opt == 'R';
-			kind = opt == 'B' ? LOGVIEW_BY_HOST : opt == 'W' ? LOGVIEW_BY_WHO
-			     : opt == 'U' ? LOGVIEW_BY_RULE : LOGVIEW_REFUSED;
-			break;
-		}
-		case 'D':
-			dns = true;
-			break;
-		case 'A':
-			all = true;
-			break;
-		case 'n': {
-			uint64_t cnt;
-
-			if (dec_parse(optarg, strlen(optarg), TAIL_MAX, &cnt) == -1)
-				return usage_error("bad row count", optarg);
-			t.n = (size_t)cnt;
-			has_tail = true;
-			break;
-		}
-		case 'f':
-			do_follow = true;
-			break;
-		case 'h':
-			cli_usage(stdout, "log");
-			return EXIT_OK;
-		default:
-			cli_usage(stderr, "log");
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc && dns && strcmp(argv[optind], "verify") == 0)
-		return conflict("--dns verify", VERIFY_DNS_WHY);
-	if (optind != argc)
-		return usage_error("unexpected argument", argv[optind]);
-	if (all && (view == NULL || dns))
-		return conflict(dns ? "--all --dns" : "--all without a view",
-				"--all counts the quiet rows in --by-host, --by-who, --by-rule or --refused; "
-				"listed, every row shows");
-	if (dns_options_check(dns, &f, view, refused) != 0)
-		return EXIT_USAGE;
-	if (dns && (f.run[0] != '\0' || f.name != NULL))
-		return conflict("--dns --run/--name", "a DNS row names no run");
-	if (do_follow && view != NULL) { /* a view counts rows up to the end */
-		snprintf(both, sizeof(both), "-f %s", view);
-		return usage_error("conflicting options", both);
-	}
-	if (refused && f.decision == NULL)
-		f.decision = "refuse";
-	if (refused && strcmp(f.decision, "allow") == 0)
-		return usage_error("conflicting options", "--refused --decision allow");
-
-	v.rows = dns ? &log_dns_rows : &log_network_rows;
-	if (!dns) {
+	v.json = o->json;
+	v.rows = o->dns ? &log_dns_rows : &log_network_rows;
+	if (!o->dns) {
 		v.runs = calloc(1, sizeof(*v.runs));
 		if (v.runs == NULL) {
 			fprintf(stderr, "log: out of memory\n");
@@ -653,28 +693,18 @@ int cmd_log(int argc, char **argv)
 	}
 	if (v.rows->principals && log_snaps_init(&sn, c, "log") == -1)
 		goto out_config;
-	log_reader_init(&r, dns ? c->dns_log_path : c->log_path, cli_user_uid(c), row_handle, &v);
-	if (log_reader_open(&r) == -1 && !(do_follow && errno == ENOENT)) {
-		int e = errno;
-
-		fprintf(stderr, "log: open %s: ", r.path);
-		if (r.why != NULL)
-			fputs(r.why, stderr);
-		else
-			cli_put_strerror(stderr, e);
-		if (dns && r.why == NULL && e == ENOENT)
-			fputs("; sluice-dns writes it (the config's dns-log)", stderr);
-		fputc('\n', stderr);
+	log_reader_init(&r, o->dns ? c->dns_log_path : c->log_path, cli_user_uid(c), row_handle,
+			&v);
+	if (reader_open(&r, o->dns, o->do_follow) == -1)
 		goto out_snaps;
-	}
-	if (view != NULL) {
-		v.group = logview_new(dns ? LOGVIEW_DNS_REFUSED : kind, all);
+	if (o->view != NULL) {
+		v.group = logview_new(o->dns ? LOGVIEW_DNS_REFUSED : o->kind, o->all);
 		if (v.group == NULL) {
 			fprintf(stderr, "log: out of memory\n");
 			goto out_close;
 		}
 	}
-	if (has_tail) {
+	if (o->has_tail) {
 		t.rows = calloc(t.n + 1, sizeof(*t.rows));
 		if (t.rows == NULL) {
 			fprintf(stderr, "log: out of memory\n");
@@ -682,24 +712,7 @@ int cmd_log(int argc, char **argv)
 		}
 		v.tail = &t;
 	}
-	if (!v.json && v.group == NULL)
-		v.rows->header();
-	if (r.fd != -1 && log_reader_drain(&r) == -1) {
-		put_read_error(r.path, errno);
-		goto out_tail;
-	}
-	if (!do_follow)
-		log_reader_finish(&r);
-	if (has_tail)
-		tail_flush(&v);
-	if (v.group != NULL)
-		logview_print(v.group, v.json);
-	ret = do_follow ? follow(&v, &r) : EXIT_OK;
-	if (fflush(stdout) == EOF) {
-		fprintf(stderr, "log: write stdout failed\n");
-		ret = EXIT_ERROR;
-	}
-out_tail:
+	ret = rows_show(&v, &r, o);
 	for (size_t i = 0; i < t.count; i++)
 		free(t.rows[(t.head + i) % t.n]);
 	free(t.rows);
@@ -713,4 +726,20 @@ out_config:
 	config_free(c);
 	free(v.runs);
 	return ret;
+}
+
+int cmd_log(int argc, char **argv)
+{
+	struct log_opts o;
+	int ret;
+
+	if (argc >= 2 && strcmp(argv[1], "verify") == 0) {
+		if (has_arg(argc, argv, "--dns"))
+			return conflict("verify --dns", VERIFY_DNS_WHY);
+		return log_verify_cmd(argc - 1, argv + 1);
+	}
+	ret = args_parse(argc, argv, &o);
+	if (ret != -1)
+		return ret;
+	return log_show(&o);
 }

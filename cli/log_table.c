@@ -4,15 +4,64 @@
  * local time, and the two row kinds' columns, the network log's and the
  * DNS log's. A suppression row (kind "suppressed", docs/network-log.md)
  * shows its count where a host would be and its reasons where a grant
- * would. Reading and filtering rows is log.c's.
+ * would. Also a row's JSON as --json prints it (what a terminal would act
+ * on escaped) and a principal as its "principal" object: the views
+ * (logview.c) print them too. Reading and filtering rows is log.c's.
  */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli.h"
 #include "utf8.h"
+
+json_t *log_principal_json(const struct principal *p)
+{
+	json_t *o = json_object();
+	const char *name = p->name;
+	char addr[LOG_WHO_MAX];
+
+	if (p->kind == PRINCIPAL_ADDRESS) {
+		principal_label(p, addr, sizeof(addr));
+		name = addr;
+	} else if (p->kind == PRINCIPAL_USER) {
+		name = "user";
+	}
+	if (o == NULL ||
+	    json_object_set_new(o, "kind", json_string(principal_kind_name(p->kind))) == -1 ||
+	    json_object_set_new(o, "name", name != NULL ? json_string(name) : json_null()) == -1 ||
+	    json_object_set_new(o, "id", p->id != NULL ? json_string(p->id) : json_null()) == -1 ||
+	    json_object_set_new(o, "project",
+				p->project != NULL ? json_string(p->project) : json_null()) == -1 ||
+	    json_object_set_new(o, "snapshot",
+				p->snap != NULL ? json_string(p->snap->t) : json_null()) == -1) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+void log_put_json(const char *s, size_t len)
+{
+	char *out;
+	size_t i;
+
+	for (i = 0; i < len && (unsigned char)s[i] < 0x7f; i++)
+		;
+	if (i == len) { /* ASCII without DEL: nothing to escape */
+		fwrite(s, 1, len, stdout);
+		return;
+	}
+	out = malloc(len * 6 + 1);
+	if (out == NULL) {
+		fputs("{\"error\":\"out of memory\"}", stdout);
+		return;
+	}
+	fwrite(out, 1, utf8_json_unhide(s, len, out, len * 6 + 1), stdout);
+	free(out);
+}
 
 /* a row must not drive the terminal: utf8_display shows what would as escapes */
 void log_put_cell(const char *s, int width, bool last)

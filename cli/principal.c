@@ -2,7 +2,7 @@
  * principal.c: name a log row's principal from engine snapshots.
  *
  * Pure functions over an indexed struct snapshots (principal.h): no I/O,
- * no clock, no allocation after principal_index. The rule is the design
+ * no clock, no allocation after snapshots_index. The rule is the design
  * brief's: for src@net, the latest snapshot of that net at or before the
  * row if it holds the address, else the first one after it if that holds
  * it, else the bare address. It never looks further in either direction,
@@ -18,66 +18,6 @@
 #include "principal.h"
 
 #define ID_PREFIX_MIN 12
-
-static int snap_cmp(const struct snapshot *a, const struct snapshot *b)
-{
-	int c = strcmp(a->net, b->net);
-
-	if (c != 0)
-		return c;
-	if (a->t_ms != b->t_ms)
-		return a->t_ms < b->t_ms ? -1 : 1;
-	return a->line < b->line ? -1 : a->line > b->line;
-}
-
-static int snap_qcmp(const void *a, const void *b)
-{
-	return snap_cmp(a, b);
-}
-
-static int ref_qcmp(const void *a, const void *b, void *arg)
-{
-	const struct snapshots *all = arg;
-	const struct snap_ref *x = a, *y = b;
-	const struct snapshot *sx = &all->v[x->snap], *sy = &all->v[y->snap];
-	int c = strcmp(sx->ctrs[x->ctr].id, sy->ctrs[y->ctr].id);
-
-	if (c != 0)
-		return c;
-	if (sx->t_ms != sy->t_ms)
-		return sx->t_ms < sy->t_ms ? -1 : 1;
-	return sx->line < sy->line ? -1 : sx->line > sy->line;
-}
-
-int principal_index(struct snapshots *all)
-{
-	size_t n = 0, k = 0;
-
-	if (all->n > 1)
-		qsort(all->v, all->n, sizeof(*all->v), snap_qcmp);
-	free(all->refs);
-	all->refs = NULL;
-	all->nrefs = 0;
-	for (size_t i = 0; i < all->n; i++)
-		n += all->v[i].nctrs;
-	if (n == 0)
-		return 0;
-	if (all->n > UINT32_MAX)
-		return -1;
-	all->refs = calloc(n, sizeof(*all->refs));
-	if (all->refs == NULL)
-		return -1;
-	for (size_t i = 0; i < all->n; i++) {
-		for (size_t j = 0; j < all->v[i].nctrs; j++) {
-			all->refs[k].snap = (uint32_t)i;
-			all->refs[k].ctr = (uint32_t)j;
-			k++;
-		}
-	}
-	all->nrefs = n;
-	qsort_r(all->refs, n, sizeof(*all->refs), ref_qcmp, all);
-	return 0;
-}
 
 /* The container of s holding a, or NULL. */
 static const struct snap_ctr *snap_holder(const struct snapshot *s, const struct snap_addr *a)

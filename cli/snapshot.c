@@ -7,7 +7,7 @@
  * Parsing is strict (a line is either a whole snapshot or reported) and
  * addresses are kept as bytes, so "fd00::5" and "fd00:0::5" are one address.
  * It does not decide anything: engine.c takes snapshots, principal.c applies
- * them.
+ * them (after snapshots_index sorts them here).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "digits.h"
-#include "principal.h"
+#include "snapshot.h"
 
 #define NAME_MAX_LEN 255 /* a container name or project: more is not from an engine */
 
@@ -418,6 +418,66 @@ void snapshots_release(struct snapshots *all)
 	all->nrefs = 0;
 }
 
+static int snap_cmp(const struct snapshot *a, const struct snapshot *b)
+{
+	int c = strcmp(a->net, b->net);
+
+	if (c != 0)
+		return c;
+	if (a->t_ms != b->t_ms)
+		return a->t_ms < b->t_ms ? -1 : 1;
+	return a->line < b->line ? -1 : a->line > b->line;
+}
+
+static int snap_qcmp(const void *a, const void *b)
+{
+	return snap_cmp(a, b);
+}
+
+static int ref_qcmp(const void *a, const void *b, void *arg)
+{
+	const struct snapshots *all = arg;
+	const struct snap_ref *x = a, *y = b;
+	const struct snapshot *sx = &all->v[x->snap], *sy = &all->v[y->snap];
+	int c = strcmp(sx->ctrs[x->ctr].id, sy->ctrs[y->ctr].id);
+
+	if (c != 0)
+		return c;
+	if (sx->t_ms != sy->t_ms)
+		return sx->t_ms < sy->t_ms ? -1 : 1;
+	return sx->line < sy->line ? -1 : sx->line > sy->line;
+}
+
+int snapshots_index(struct snapshots *all)
+{
+	size_t n = 0, k = 0;
+
+	if (all->n > 1)
+		qsort(all->v, all->n, sizeof(*all->v), snap_qcmp);
+	free(all->refs);
+	all->refs = NULL;
+	all->nrefs = 0;
+	for (size_t i = 0; i < all->n; i++)
+		n += all->v[i].nctrs;
+	if (n == 0)
+		return 0;
+	if (all->n > UINT32_MAX)
+		return -1;
+	all->refs = calloc(n, sizeof(*all->refs));
+	if (all->refs == NULL)
+		return -1;
+	for (size_t i = 0; i < all->n; i++) {
+		for (size_t j = 0; j < all->v[i].nctrs; j++) {
+			all->refs[k].snap = (uint32_t)i;
+			all->refs[k].ctr = (uint32_t)j;
+			k++;
+		}
+	}
+	all->nrefs = n;
+	qsort_r(all->refs, n, sizeof(*all->refs), ref_qcmp, all);
+	return 0;
+}
+
 int snapshot_load(const char *path, const char *prefix, struct snapshots *all, FILE *err)
 {
 	FILE *f;
@@ -467,7 +527,7 @@ int snapshot_load(const char *path, const char *prefix, struct snapshots *all, F
 		put_errno(err, prefix, "read", path, errno);
 		goto out_close;
 	}
-	if (principal_index(all) == -1) {
+	if (snapshots_index(all) == -1) {
 		fprintf(err, "%s: out of memory reading %s\n", prefix, path);
 		goto out_close;
 	}

@@ -354,7 +354,72 @@ static void put_finding(const struct probe *p, int timeout_ms)
 	}
 }
 
-int cmd_verify(int argc, char **argv)
+/* What the options of `sluice verify` ask for. */
+struct verify_opts {
+	struct addr proxy, target, target6, direct; /* target6, direct: .set when given */
+	const char *proxy_s, *target_s;
+	char path[sizeof(RUNNOTE_PROBE_PATH) + RUNNOTE_NONCE_LEN]; /* the control's path */
+	int timeout_ms;
+	bool json;
+};
+
+/* One option (getopt_long's opt, its optarg) into o. Returns 0, or the exit status. */
+static int option_read(struct verify_opts *o, int opt, const char *arg)
+{
+	switch (opt) {
+	case 'p':
+		o->proxy_s = arg;
+		return 0;
+	case 't':
+		o->target_s = arg;
+		return 0;
+	case '6':
+		if (addr_parse(arg, 443, &o->target6) == -1 || o->target6.ss.ss_family != AF_INET6) {
+			usage_error("--target6 wants an IPv6 address", arg);
+			return EXIT_USAGE;
+		}
+		return 0;
+	case 'd':
+		if (addr_parse(arg, 0, &o->direct) == -1) {
+			usage_error("--proxy-direct wants ADDR:PORT", arg);
+			return EXIT_USAGE;
+		}
+		return 0;
+	case 'T': {
+		char *end;
+		long v;
+
+		errno = 0;
+		v = strtol(arg, &end, 10);
+		if (arg[0] == '\0' || *end != '\0' || errno != 0 || v < 1 || v > 60000) {
+			usage_error("--timeout-ms wants 1..60000", arg);
+			return EXIT_USAGE;
+		}
+		o->timeout_ms = (int)v;
+		return 0;
+	}
+	case 'j':
+		o->json = true;
+		return 0;
+	case 'P': /* `sluice run`'s: its proxy knows the control request as the run's probe */
+		if (strlen(arg) != RUNNOTE_NONCE_LEN ||
+		    strspn(arg, "0123456789abcdef") != RUNNOTE_NONCE_LEN) {
+			usage_error("--probe wants 32 lowercase hex digits", arg);
+			return EXIT_USAGE;
+		}
+		snprintf(o->path, sizeof(o->path), "%s%s", RUNNOTE_PROBE_PATH, arg);
+		return 0;
+	case 'h':
+		cli_usage(stdout, "verify");
+		return EXIT_OK;
+	default:
+		cli_usage(stderr, "verify");
+		return EXIT_USAGE;
+	}
+}
+
+/* The options into o, the proxy and target checked. Returns -1 to go on, or the exit status. */
+static int args_parse(int argc, char **argv, struct verify_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "proxy", required_argument, NULL, 'p' },
@@ -367,91 +432,43 @@ int cmd_verify(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct addr proxy, target, target6 = { .set = false }, direct = { .set = false }, a;
-	const char *proxy_s = "127.0.0.1:3128", *target_s = NULL;
-	char path[sizeof(RUNNOTE_PROBE_PATH) + RUNNOTE_NONCE_LEN] = "/";
-	struct probe probes[PROBES_MAX];
-	size_t n = 0;
-	int timeout_ms = TIMEOUT_DEFAULT_MS, opt, status = EXIT_OK;
-	bool json = false;
+	int opt, ret;
 
+	memset(o, 0, sizeof(*o));
+	o->proxy_s = "127.0.0.1:3128";
+	o->path[0] = '/';
+	o->timeout_ms = TIMEOUT_DEFAULT_MS;
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'p':
-			proxy_s = optarg;
-			break;
-		case 't':
-			target_s = optarg;
-			break;
-		case '6':
-			if (addr_parse(optarg, 443, &target6) == -1 ||
-			    target6.ss.ss_family != AF_INET6) {
-				usage_error("--target6 wants an IPv6 address", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'd':
-			if (addr_parse(optarg, 0, &direct) == -1) {
-				usage_error("--proxy-direct wants ADDR:PORT", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'T': {
-			char *end;
-			long v;
-
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (optarg[0] == '\0' || *end != '\0' || errno != 0 || v < 1 || v > 60000) {
-				usage_error("--timeout-ms wants 1..60000", optarg);
-				return EXIT_USAGE;
-			}
-			timeout_ms = (int)v;
-			break;
-		}
-		case 'j':
-			json = true;
-			break;
-		case 'P': /* `sluice run`'s: its proxy knows the control request as the run's probe */
-			if (strlen(optarg) != RUNNOTE_NONCE_LEN ||
-			    strspn(optarg, "0123456789abcdef") != RUNNOTE_NONCE_LEN) {
-				usage_error("--probe wants 32 lowercase hex digits", optarg);
-				return EXIT_USAGE;
-			}
-			snprintf(path, sizeof(path), "%s%s", RUNNOTE_PROBE_PATH, optarg);
-			break;
-		case 'h':
-			cli_usage(stdout, "verify");
-			return EXIT_OK;
-		default:
-			cli_usage(stderr, "verify");
-			return EXIT_USAGE;
-		}
+		ret = option_read(o, opt, optarg);
+		if (ret != 0 || opt == 'h')
+			return ret;
 	}
 	if (optind != argc) {
 		usage_error("unexpected argument", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (addr_parse(proxy_s, 0, &proxy) == -1) {
-		usage_error("--proxy wants ADDR:PORT", proxy_s);
+	if (addr_parse(o->proxy_s, 0, &o->proxy) == -1) {
+		usage_error("--proxy wants ADDR:PORT", o->proxy_s);
 		return EXIT_USAGE;
 	}
-	if (target_s == NULL) {
+	if (o->target_s == NULL) {
 		usage_error("--target ADDR is required (an outside IPv4 address the wall must refuse)",
 			    NULL);
 		return EXIT_USAGE;
 	}
-	if (addr_parse(target_s, 80, &target) == -1 || target.ss.ss_family != AF_INET) {
-		usage_error("--target wants an IPv4 address", target_s);
+	if (addr_parse(o->target_s, 80, &o->target) == -1 || o->target.ss.ss_family != AF_INET) {
+		usage_error("--target wants an IPv4 address", o->target_s);
 		return EXIT_USAGE;
 	}
+	return -1;
+}
 
-	memset(probes, 0, sizeof(probes));
-	probes[n].name = "proxy";
-	addr_format(&proxy, probes[n].target, sizeof(probes[n].target));
-	bool answered = control(&proxy, target_s, path, timeout_ms, &probes[n]);
-	n++;
-
+/*
+ * The control (probes[0]), then every way around the proxy, into probes
+ * (PROBES_MAX). Returns how many ran; *answered: whether the control did.
+ */
+static size_t probes_run(const struct verify_opts *o, struct probe *probes, bool *answered)
+{
 	static const struct {
 		const char *name;
 		unsigned port;
@@ -460,37 +477,57 @@ int cmd_verify(int argc, char **argv)
 		{ "tcp443", 443, false }, { "tcp80", 80, false }, { "dns-udp", 53, true },
 		{ "dns-tcp", 53, false }, { "dot", 853, false },  { "quic", 443, true },
 	};
+	struct addr a;
+	size_t n = 0;
+
+	memset(probes, 0, PROBES_MAX * sizeof(*probes));
+	probes[n].name = "proxy";
+	addr_format(&o->proxy, probes[n].target, sizeof(probes[n].target));
+	*answered = control(&o->proxy, o->target_s, o->path, o->timeout_ms, &probes[n]);
+	n++;
+
 	for (size_t i = 0; i < sizeof(plan) / sizeof(plan[0]); i++) {
 		static const unsigned char quic[] = { 0xc3, 0, 0, 0, 1, 8, 's', 'l', 'u', 'i', 'c', 'e', 0, 0 };
 		struct probe *p = &probes[n++];
 
 		p->name = plan[i].name;
-		addr_with_port(&target, plan[i].port, &a);
+		addr_with_port(&o->target, plan[i].port, &a);
 		addr_format(&a, p->target, sizeof(p->target));
 		if (!plan[i].udp)
-			probe_tcp(&a, timeout_ms, p);
+			probe_tcp(&a, o->timeout_ms, p);
 		else if (plan[i].port == 53)
-			probe_udp(&a, dns_query, sizeof(dns_query), timeout_ms, p);
+			probe_udp(&a, dns_query, sizeof(dns_query), o->timeout_ms, p);
 		else
-			probe_udp(&a, quic, sizeof(quic), timeout_ms, p);
+			probe_udp(&a, quic, sizeof(quic), o->timeout_ms, p);
 	}
-	if (target6.set) {
+	if (o->target6.set) {
 		probes[n].name = "tcp6";
-		addr_format(&target6, probes[n].target, sizeof(probes[n].target));
-		probe_tcp(&target6, timeout_ms, &probes[n++]);
+		addr_format(&o->target6, probes[n].target, sizeof(probes[n].target));
+		probe_tcp(&o->target6, o->timeout_ms, &probes[n++]);
 	}
-	if (direct.set) {
+	if (o->direct.set) {
 		probes[n].name = "proxy-direct";
-		addr_format(&direct, probes[n].target, sizeof(probes[n].target));
-		probe_tcp(&direct, timeout_ms, &probes[n++]);
+		addr_format(&o->direct, probes[n].target, sizeof(probes[n].target));
+		probe_tcp(&o->direct, o->timeout_ms, &probes[n++]);
 	}
+	return n;
+}
+
+/*
+ * The exit status of n probes (probes[0] the control, answered or not),
+ * each finding and an unanswered control said on stderr.
+ */
+static int verdict(const struct verify_opts *o, const struct probe *probes, size_t n,
+		   bool answered)
+{
+	int status = EXIT_OK;
 
 	if (!answered) {
 		status = EXIT_USAGE; /* 2: could not assess */
 		fprintf(stderr, "sluice verify: unproven: proxy %s did not answer GET http://%s/: ",
-			probes[0].target, target_s);
+			probes[0].target, o->target_s);
 		if (probes[0].result == R_TIMEOUT)
-			fprintf(stderr, "no answer within %d ms\n", timeout_ms * 5);
+			fprintf(stderr, "no answer within %d ms\n", o->timeout_ms * 5);
 		else if (probes[0].result == R_OPEN || probes[0].err == 0)
 			fprintf(stderr, "not an HTTP response\n");
 		else {
@@ -501,11 +538,26 @@ int cmd_verify(int argc, char **argv)
 	for (size_t i = 1; i < n; i++) {
 		if (probes[i].result == R_REFUSED)
 			continue;
-		put_finding(&probes[i], timeout_ms);
+		put_finding(&probes[i], o->timeout_ms);
 		if (status == EXIT_OK)
 			status = EXIT_ERROR;
 	}
-	if (json)
+	return status;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+	struct verify_opts o;
+	struct probe probes[PROBES_MAX];
+	size_t n;
+	bool answered;
+	int status = args_parse(argc, argv, &o);
+
+	if (status != -1)
+		return status;
+	n = probes_run(&o, probes, &answered);
+	status = verdict(&o, probes, n, answered);
+	if (o.json)
 		print_json(probes, n, status);
 	else if (status == EXIT_OK)
 		printf("pass: proxy %s answered; %zu probes refused\n", probes[0].target, n - 1);

@@ -34,7 +34,6 @@
 #include <getopt.h>
 #include <nftables/libnftables.h>
 #include <pwd.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -177,6 +176,155 @@ static int allow_load(const struct config *c, struct opts *o, struct wall_params
 	return 0;
 }
 
+/* A number option (opt X, m, p or l; its optarg) into p. Returns 0 or EXIT_USAGE after printing. */
+static int number_option(struct opts *o, struct wall_params *p, int opt, const char *arg)
+{
+	unsigned long v;
+
+	switch (opt) {
+	case 'X':
+		if (cli_num_parse(arg, 10, 1, 65535, &v) == -1) {
+			fprintf(stderr, "wall: bad --transparent \"%s\": a port, 1 to 65535\n",
+				arg);
+			return EXIT_USAGE;
+		}
+		p->transparent_port = (unsigned)v;
+		return 0;
+	case 'm':
+		if (cli_num_parse(arg, 0, 1, UINT32_MAX, &v) == -1) {
+			fprintf(stderr, "wall: bad --mark \"%s\"\n", arg);
+			return EXIT_USAGE;
+		}
+		p->forwarder_mark = (uint32_t)v;
+		return 0;
+	case 'p':
+		if (cli_num_parse(arg, 10, 1, 65536 - WALL_BAND, &v) == -1) {
+			fprintf(stderr, "wall: bad --port-base \"%s\": 1 to %d\n", arg,
+				65536 - WALL_BAND);
+			return EXIT_USAGE;
+		}
+		p->port_base = (unsigned)v;
+		o->port_base_set = true;
+		return 0;
+	default: /* 'l' */
+		if (cli_num_parse(arg, 10, 0, 65535, &v) == -1) {
+			fprintf(stderr, "wall: bad --log-group \"%s\": 0 to 65535\n", arg);
+			return EXIT_USAGE;
+		}
+		p->nflog = true;
+		p->nflog_group = (uint16_t)v;
+		return 0;
+	}
+}
+
+/* One option (getopt_long's opt, its optarg) into *o and *p. Returns 0, or the exit status. */
+static int option_read(struct opts *o, struct wall_params *p, int opt, const char *arg)
+{
+	switch (opt) {
+	case 'u':
+		o->user = arg;
+		return 0;
+	case 'r':
+		return net_add("--resolver", arg, o->resolvers, &p->nresolvers) == -1 ? EXIT_USAGE : 0;
+	case 'g':
+		return net_add("--gateway", arg, o->gateways, &p->ngateways) == -1 ? EXIT_USAGE : 0;
+	case 'b':
+		if (p->nbridges == WALL_RANGES_MAX) {
+			fprintf(stderr, "wall: more than %d --bridge\n", WALL_RANGES_MAX);
+			return EXIT_USAGE;
+		}
+		o->bridges[p->nbridges++] = arg;
+		return 0;
+	case 'f':
+		return forwarder_parse(arg, p) == -1 ? EXIT_USAGE : 0;
+	case 'X':
+	case 'm':
+	case 'p':
+	case 'l':
+		return number_option(o, p, opt, arg);
+	case 'c':
+		p->cgroup = arg;
+		return 0;
+	case 'P':
+		o->project = arg;
+		return 0;
+	case 's':
+		o->subuid_path = arg;
+		return 0;
+	case 'n':
+		o->netns = arg;
+		return 0;
+	case 'H':
+		o->this_host = true;
+		return 0;
+	case 'h':
+		cli_usage(stdout, "wall");
+		return EXIT_OK;
+	default:
+		cli_usage(stderr, "wall");
+		return EXIT_USAGE;
+	}
+}
+
+/* The egress profile's deny list: the proxy's own, the one its resolve-and-check uses. */
+static int deny_load(struct wall_params *p, struct ipnet *deny, size_t deny_max)
+{
+	size_t ndeny = 0;
+
+	while (iprange_deny_list(ndeny) != NULL) {
+		if (ndeny == deny_max) {
+			fprintf(stderr, "wall: the deny list has more than %zu ranges\n", deny_max);
+			return EXIT_ERROR;
+		}
+		deny[ndeny] = *iprange_deny_list(ndeny);
+		ndeny++;
+	}
+	p->deny = deny;
+	p->ndeny = ndeny;
+	return 0;
+}
+
+/*
+ * What the options read into *o and *p mean for verb, once all are read:
+ * the profile (the one argument left), where it may apply, the band, the
+ * deny list and the user. Returns -1 to go on, else the exit status.
+ */
+static int args_check(enum wall_verb verb, int argc, char **argv, struct opts *o,
+		      struct wall_params *p, struct ipnet *deny, size_t deny_max)
+{
+	const char *name = verb_names[verb];
+
+	if (optind + 1 != argc || wall_profile_parse(argv[optind], &p->profile) == -1) {
+		cli_usage(stderr, "wall");
+		return EXIT_USAGE;
+	}
+	if (verb == VERB_RENDER && (o->netns != NULL || o->this_host)) {
+		fprintf(stderr, "wall: render loads nothing: --netns and --i-mean-this-host do not apply\n");
+		return EXIT_USAGE;
+	}
+	if ((verb == VERB_APPLY || verb == VERB_REMOVE) && o->netns == NULL && !o->this_host) {
+		fprintf(stderr, "wall: %s without --netns would change this host's ruleset: "
+				"refused (add --i-mean-this-host if that is meant)\n", name);
+		return EXIT_USAGE;
+	}
+	if (!o->port_base_set && ports_band_of(o->project, false, &p->port_base) == -1)
+		return EXIT_ERROR;
+	p->ct_mark = wall_ct_mark(p->port_base);
+	if (verb == VERB_REMOVE)
+		return -1; /* only the table's name matters */
+	if (p->profile == WALL_EGRESS && deny_load(p, deny, deny_max) != 0)
+		return EXIT_ERROR;
+	if ((p->profile == WALL_EGRESS || p->profile == WALL_SANDBOX) && o->user == NULL) {
+		fprintf(stderr, "wall: %s %s: --user NAME%s is required\n", name,
+			wall_profile_name(p->profile),
+			p->profile == WALL_EGRESS ? " (the proxy's user)" : "");
+		return EXIT_USAGE;
+	}
+	if (o->user != NULL && user_load(o, p) == -1)
+		return EXIT_ERROR;
+	return -1;
+}
+
 /*
  * Parse argv (argv[0] is the sub-verb) into *o and *p, deny[] backing the
  * egress profile's deny list. Returns -1 when parsed, else the exit status
@@ -203,10 +351,7 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *name = verb_names[verb];
-	size_t ndeny = 0;
-	unsigned long v;
-	int opt;
+	int opt, ret;
 
 	memset(o, 0, sizeof(*o));
 	memset(p, 0, sizeof(*p));
@@ -215,129 +360,16 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 	p->gateways = o->gateways;
 	/* the profile follows the options or precedes them */
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'u':
-			o->user = optarg;
-			break;
-		case 'r':
-			if (net_add("--resolver", optarg, o->resolvers, &p->nresolvers) == -1)
-				return EXIT_USAGE;
-			break;
-		case 'g':
-			if (net_add("--gateway", optarg, o->gateways, &p->ngateways) == -1)
-				return EXIT_USAGE;
-			break;
-		case 'b':
-			if (p->nbridges == WALL_RANGES_MAX) {
-				fprintf(stderr, "wall: more than %d --bridge\n", WALL_RANGES_MAX);
-				return EXIT_USAGE;
-			}
-			o->bridges[p->nbridges++] = optarg;
-			break;
-		case 'f':
-			if (forwarder_parse(optarg, p) == -1)
-				return EXIT_USAGE;
-			break;
-		case 'X':
-			if (cli_num_parse(optarg, 10, 1, 65535, &v) == -1) {
-				fprintf(stderr, "wall: bad --transparent \"%s\": a port, 1 to 65535\n",
-					optarg);
-				return EXIT_USAGE;
-			}
-			p->transparent_port = (unsigned)v;
-			break;
-		case 'm':
-			if (cli_num_parse(optarg, 0, 1, UINT32_MAX, &v) == -1) {
-				fprintf(stderr, "wall: bad --mark \"%s\"\n", optarg);
-				return EXIT_USAGE;
-			}
-			p->forwarder_mark = (uint32_t)v;
-			break;
-		case 'c':
-			p->cgroup = optarg;
-			break;
-		case 'p':
-			if (cli_num_parse(optarg, 10, 1, 65536 - WALL_BAND, &v) == -1) {
-				fprintf(stderr, "wall: bad --port-base \"%s\": 1 to %d\n", optarg,
-					65536 - WALL_BAND);
-				return EXIT_USAGE;
-			}
-			p->port_base = (unsigned)v;
-			o->port_base_set = true;
-			break;
-		case 'P':
-			o->project = optarg;
-			break;
-		case 'l':
-			if (cli_num_parse(optarg, 10, 0, 65535, &v) == -1) {
-				fprintf(stderr, "wall: bad --log-group \"%s\": 0 to 65535\n", optarg);
-				return EXIT_USAGE;
-			}
-			p->nflog = true;
-			p->nflog_group = (uint16_t)v;
-			break;
-		case 's':
-			o->subuid_path = optarg;
-			break;
-		case 'n':
-			o->netns = optarg;
-			break;
-		case 'H':
-			o->this_host = true;
-			break;
-		case 'h':
-			cli_usage(stdout, "wall");
-			return EXIT_OK;
-		default:
-			cli_usage(stderr, "wall");
-			return EXIT_USAGE;
-		}
+		ret = option_read(o, p, opt, optarg);
+		if (ret != 0 || opt == 'h')
+			return ret;
 	}
 	p->bridges = o->bridges;
 	if (p->nbridges == 0) {
 		o->bridges[0] = "podman*"; /* every podman network's bridge */
 		p->nbridges = 1;
 	}
-	if (optind + 1 != argc || wall_profile_parse(argv[optind], &p->profile) == -1) {
-		cli_usage(stderr, "wall");
-		return EXIT_USAGE;
-	}
-	if (verb == VERB_RENDER && (o->netns != NULL || o->this_host)) {
-		fprintf(stderr, "wall: render loads nothing: --netns and --i-mean-this-host do not apply\n");
-		return EXIT_USAGE;
-	}
-	if ((verb == VERB_APPLY || verb == VERB_REMOVE) && o->netns == NULL && !o->this_host) {
-		fprintf(stderr, "wall: %s without --netns would change this host's ruleset: "
-				"refused (add --i-mean-this-host if that is meant)\n", name);
-		return EXIT_USAGE;
-	}
-	if (!o->port_base_set && ports_band_of(o->project, false, &p->port_base) == -1)
-		return EXIT_ERROR;
-	p->ct_mark = wall_ct_mark(p->port_base);
-	if (verb == VERB_REMOVE)
-		return -1; /* only the table's name matters */
-	if (p->profile == WALL_EGRESS) {
-		/* the proxy's own deny list, the one its resolve-and-check uses */
-		while (iprange_deny_list(ndeny) != NULL) {
-			if (ndeny == deny_max) {
-				fprintf(stderr, "wall: the deny list has more than %zu ranges\n", deny_max);
-				return EXIT_ERROR;
-			}
-			deny[ndeny] = *iprange_deny_list(ndeny);
-			ndeny++;
-		}
-		p->deny = deny;
-		p->ndeny = ndeny;
-	}
-	if ((p->profile == WALL_EGRESS || p->profile == WALL_SANDBOX) && o->user == NULL) {
-		fprintf(stderr, "wall: %s %s: --user NAME%s is required\n", name,
-			wall_profile_name(p->profile),
-			p->profile == WALL_EGRESS ? " (the proxy's user)" : "");
-		return EXIT_USAGE;
-	}
-	if (o->user != NULL && user_load(o, p) == -1)
-		return EXIT_ERROR;
-	return -1;
+	return args_check(verb, argc, argv, o, p, deny, deny_max);
 }
 
 /* The rendered script in a new buffer (the caller frees it), or NULL after printing why. */
@@ -356,22 +388,6 @@ static char *script_new(const struct wall_params *p)
 		script = NULL;
 	}
 	return script;
-}
-
-int wall_netns_enter(const char *path)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd == -1 || setns(fd, CLONE_NEWNET) == -1) {
-		fprintf(stderr, "wall: --netns %s: ", path);
-		cli_put_strerror(stderr, errno);
-		fputc('\n', stderr);
-		if (fd != -1)
-			close(fd);
-		return -1;
-	}
-	close(fd);
-	return 0;
 }
 
 /*

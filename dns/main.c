@@ -130,30 +130,18 @@ static int write_run(struct dnsd *d)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* -c FILE into *config_path, -t into *check_only. Returns 0, or 2 after the usage. */
+static int args_parse(int argc, char **argv, const char **config_path, bool *check_only)
 {
-	struct dnsd d;
-	const char *config_path = "etc/sluice.conf", *why = NULL;
-	bool check_only = false;
-	uid_t log_owner = FILE_NO_UID;
-	gid_t gid;
-	int opt, ret = 1, sfd;
+	int opt;
 
-	/* a reload asked while we start (sluice run's hand-over) waits for the loop, not kills us */
-	if (signals_block() == -1) {
-		perror("sluice-dns: sigprocmask");
-		return 1;
-	}
-	memset(&d, 0, sizeof(d));
-	d.sig_io.fd = -1;
-	d.run_fd = -1;
 	while ((opt = getopt(argc, argv, "c:th")) != -1) {
 		switch (opt) {
 		case 'c':
-			config_path = optarg;
+			*config_path = optarg;
 			break;
 		case 't':
-			check_only = true;
+			*check_only = true;
 			break;
 		default:
 			usage();
@@ -164,6 +152,50 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
+	return 0;
+}
+
+/* STATE made, and the DNS log opened for the config's user to own. Returns 0 or -1 after printing. */
+static int log_open(struct dnsd *d)
+{
+	const char *why = NULL;
+	uid_t log_owner = FILE_NO_UID;
+	gid_t gid;
+
+	if (mkdir(d->config->state_dir, 0700) == -1 && errno != EEXIST) {
+		fprintf(stderr, "sluice-dns: state %s: %s\n", d->config->state_dir, strerror(errno));
+		return -1;
+	}
+	if (d->config->user[0] != '\0' &&
+	    priv_lookup("sluice-dns", d->config->user, &log_owner, &gid) == -1)
+		return -1;
+	d->log = netlog_open(d->config->dns_log_path, d->config->log_rotate_bytes,
+			     d->config->log_keep, d->config->log_chain, log_owner, &why);
+	if (d->log == NULL) {
+		fprintf(stderr, "sluice-dns: dns-log %s: %s\n", d->config->dns_log_path,
+			why != NULL ? why : strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct dnsd d;
+	const char *config_path = "etc/sluice.conf";
+	bool check_only = false;
+	int ret = 1, sfd;
+
+	/* a reload asked while we start (sluice run's hand-over) waits for the loop, not kills us */
+	if (signals_block() == -1) {
+		perror("sluice-dns: sigprocmask");
+		return 1;
+	}
+	memset(&d, 0, sizeof(d));
+	d.sig_io.fd = -1;
+	d.run_fd = -1;
+	if (args_parse(argc, argv, &config_path, &check_only) != 0)
+		return 2;
 	d.config = config_new();
 	if (d.config == NULL || config_load(d.config, config_path, stderr) != 0) {
 		fprintf(stderr, "sluice-dns: %s: not started\n", config_path);
@@ -174,20 +206,8 @@ int main(int argc, char **argv)
 		ret = 0;
 		goto out;
 	}
-	if (mkdir(d.config->state_dir, 0700) == -1 && errno != EEXIST) {
-		fprintf(stderr, "sluice-dns: state %s: %s\n", d.config->state_dir, strerror(errno));
+	if (log_open(&d) == -1)
 		goto out;
-	}
-	if (d.config->user[0] != '\0' &&
-	    priv_lookup("sluice-dns", d.config->user, &log_owner, &gid) == -1)
-		goto out;
-	d.log = netlog_open(d.config->dns_log_path, d.config->log_rotate_bytes,
-			    d.config->log_keep, d.config->log_chain, log_owner, &why);
-	if (d.log == NULL) {
-		fprintf(stderr, "sluice-dns: dns-log %s: %s\n", d.config->dns_log_path,
-			why != NULL ? why : strerror(errno));
-		goto out;
-	}
 	raise_fd_limit(); /* TCP clients and lookups in flight each hold one */
 	d.loop = loop_new();
 	if (d.loop == NULL || cache_init(&d) == -1)

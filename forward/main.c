@@ -330,7 +330,116 @@ static void before_sleep(struct loop *l, void *arg)
 	conn_free_dead(arg);
 }
 
-int main(int argc, char **argv)
+/* What the options ask for beyond the forwarder's own fields. */
+struct fwd_args {
+	const char *net;          /* --net, checked and copied into fw->net */
+	const char *engine_state; /* --engine-state, NULL: the default (with --key) */
+	size_t nown, ndns, ntransparent;
+};
+
+/* One option (getopt_long's opt, its optarg) into fw and a. Returns 0, or 2 after printing. */
+static int option_read(struct forwarder *fw, struct fwd_args *a, int opt, char *arg)
+{
+	switch (opt) {
+	case 'k': key_path = arg; return 0;
+	case 'T': fw->trace = true; return 0;
+	case 'n': a->net = arg; return 0;
+	case 'S':
+		if (parse_src(arg, fw->src, sizeof(fw->src)) == -1) {
+			fprintf(stderr, "sluice-forward: bad --src \"%s\" (an IPv4 or IPv6 "
+					"address)\n", arg);
+			return 2;
+		}
+		return 0;
+	case 'A':
+		if (strlen(arg) > STAMP_AS_MAX || !stamp_as_valid(arg)) {
+			fprintf(stderr, "sluice-forward: bad --as \"%s\" (1-%d bytes of "
+					"[A-Za-z0-9._:-], one '/' in project:NAME/AGENT)\n",
+				arg, STAMP_AS_MAX);
+			return 2;
+		}
+		snprintf(fw->as, sizeof(fw->as), "%s", arg);
+		return 0;
+	case 's': fw->netns = arg; return 0;
+	case 'o':
+		if (add_pair(fw, arg, FWD_STAMP, true) == -1)
+			return 2;
+		a->nown++;
+		return 0;
+	case 'm':
+		if (parse_mark(arg, &fw->mark) == -1) {
+			fprintf(stderr, "sluice-forward: bad --mark \"%s\"\n", arg);
+			return 2;
+		}
+		return 0;
+	case 'c':
+		if (!cgpath_parent_valid(arg) ||
+		    fw->cgroups.nparents == FWD_ENGINE_CGROUPS_MAX) {
+			fprintf(stderr, "sluice-forward: bad --engine-cgroup \"%s\" (an absolute "
+					"cgroup path, at most %d)\n",
+				arg, FWD_ENGINE_CGROUPS_MAX);
+			return 2;
+		}
+		fw->cgroups.parents[fw->cgroups.nparents++] = arg;
+		return 0;
+	case 'u':
+		if (parse_uid(arg, &fw->cgroups.engine_uid) == -1) {
+			fprintf(stderr, "sluice-forward: bad --engine-uid \"%s\"\n", arg);
+			return 2;
+		}
+		return 0;
+	case 'e': a->engine_state = arg; return 0;
+	case 'd':
+		return add_dns(fw, arg, &a->ndns) == -1 ? 2 : 0;
+	case 't':
+		if (a->ntransparent++ == 1) {
+			fprintf(stderr, "sluice-forward: at most one --transparent\n");
+			return 2;
+		}
+		return add_pair(fw, arg, FWD_TRANSPARENT, false) == -1 ? 2 : 0;
+	default: usage(); return 2;
+	}
+}
+
+/*
+ * What the options read mean together: a stamp needs the key and the net
+ * (a --dns relay stamps nothing), the default engine cgroups and state,
+ * the LISTEN=UPSTREAM arguments. Returns 0, or 2 after printing.
+ */
+static int args_finish(struct forwarder *fw, const struct fwd_args *a, int argc, char **argv)
+{
+	static const char *const default_parents[] = { "/libpod_parent", "/machine.slice" };
+	bool stamping = optind < argc || a->nown > 0 || a->ntransparent > 0;
+
+	if ((!stamping && a->ndns == 0) || (stamping && (key_path == NULL || a->net == NULL)) ||
+	    (a->net != NULL && strlen(a->net) > STAMP_NET_MAX)) {
+		usage();
+		return 2;
+	}
+	if (a->net != NULL)
+		snprintf(fw->net, sizeof(fw->net), "%s", a->net);
+	fw->dns_tag = a->ndns > 0 && key_path != NULL && a->net != NULL;
+	if (fw->cgroups.nparents == 0) {
+		for (size_t i = 0; i < sizeof(default_parents) / sizeof(default_parents[0]); i++)
+			fw->cgroups.parents[fw->cgroups.nparents++] = default_parents[i];
+	}
+	/* without --key (--dns alone: no --own either) there is no default to make */
+	if (a->engine_state != NULL ? snprintf(fw->cgroups.engine.path, sizeof(fw->cgroups.engine.path),
+					       "%s", a->engine_state) >= (int)sizeof(fw->cgroups.engine.path)
+				    : key_path != NULL &&
+					      engine_state_default(fw->cgroups.engine.path,
+								   sizeof(fw->cgroups.engine.path)) == -1) {
+		fprintf(stderr, "sluice-forward: --engine-state: path too long\n");
+		return 2;
+	}
+	for (int i = optind; i < argc; i++)
+		if (add_pair(fw, argv[i], FWD_STAMP, false) == -1)
+			return 2;
+	return 0;
+}
+
+/* The arguments into fw and a. Returns 0, or 2 after printing. */
+static int args_parse(int argc, char **argv, struct forwarder *fw, struct fwd_args *a)
 {
 	static const struct option opts[] = {
 		{ "key", required_argument, NULL, 'k' },
@@ -349,162 +458,114 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct forwarder fw;
-	static const char *const default_parents[] = { "/libpod_parent", "/machine.slice" };
-	const char *net = NULL, *err = NULL, *engine_state = NULL;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (option_read(fw, a, opt, optarg) != 0)
+			return 2;
+	}
+	return args_finish(fw, a, argc, argv);
+}
+
+/* The boot id (16 hex digits, random) and the loopback source it picks. Returns 0 or -1. */
+static int boot_init(struct forwarder *fw)
+{
 	unsigned char raw[8];
+
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return -1;
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(fw->boot + 2 * i, 3, "%02x", raw[i]);
+	dial_from_init(fw, raw);
+	return 0;
+}
+
+/* --own: the socket table and cgroup2 of our own namespace, asked inline. Returns 0 or -1 after printing. */
+static int own_start(struct forwarder *fw)
+{
+	const char *err = NULL;
+
+	fw->diag = sockdiag_open();
+	if (fw->diag == -1) {
+		fprintf(stderr, "sluice-forward: sock_diag: %s\n", strerror(errno));
+		return -1;
+	}
+	if (cgroup_map_init(&fw->cgroups, &err) == -1) {
+		fprintf(stderr, "sluice-forward: --own: %s\n", err);
+		return -1;
+	}
+	for (size_t i = 0; i < fw->cgroups.nparents; i++)
+		fprintf(stderr, "sluice-forward: --own: engine cgroup %s%s, uid %u\n",
+			fw->cgroups.root, strcmp(fw->cgroups.parents[i], "/") == 0 ? "" : fw->cgroups.parents[i],
+			(unsigned)fw->cgroups.engine_uid);
+	fprintf(stderr, "sluice-forward: --own: engine state %s\n", fw->cgroups.engine.path);
+	return 0;
+}
+
+/* SIGHUP, SIGINT and SIGTERM through a signalfd on the loop. Returns 0 or -1. */
+static int signals_start(struct forwarder *fw)
+{
+	int sig_fd = signals_open();
+
+	if (sig_fd == -1)
+		return -1;
+	if (loop_io_add(fw->loop, &sig_io, sig_fd, EPOLLIN, on_signal, fw) == -1) {
+		close(sig_fd);
+		return -1;
+	}
+	return 0;
+}
+
+/* The line that says the forwarder runs, and with what. */
+static void running_say(const struct forwarder *fw, const struct fwd_args *a)
+{
 	char from[INET_ADDRSTRLEN] = "?";
-	size_t nown = 0, ndns = 0, ntransparent = 0;
-	bool stamping;
-	int opt, sig_fd, ret = 1;
+
+	if (key_path != NULL)
+		fprintf(stderr, "sluice-forward: running: net %s, boot %s, key %u, %zu listeners "
+				"(%zu own), %zu dns relays%s, a loopback upstream dialled from %s\n",
+			fw->net, fw->boot, fw->key.kid, fw->nlisteners - 2 * a->ndns, a->nown, a->ndns,
+			fw->dns_tag ? " (queries tagged)" : "",
+			inet_ntop(AF_INET,
+				  &((const struct sockaddr_in *)(const void *)&fw->dial_from)->sin_addr,
+				  from, sizeof(from)));
+	else
+		fprintf(stderr, "sluice-forward: running: no stamping listener, %zu dns relays\n",
+			a->ndns);
+}
+
+int main(int argc, char **argv)
+{
+	struct forwarder fw;
+	struct fwd_args a;
+	int ret = 1;
 
 	if (argc >= 2 && strcmp(argv[1], "--wait") == 0)
 		return wait_main(argc - 1, argv + 1);
 	memset(&fw, 0, sizeof(fw));
+	memset(&a, 0, sizeof(a));
 	fw.self_ns = fw.diag = -1;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'k': key_path = optarg; break;
-		case 'T': fw.trace = true; break;
-		case 'n': net = optarg; break;
-		case 'S':
-			if (parse_src(optarg, fw.src, sizeof(fw.src)) == -1) {
-				fprintf(stderr, "sluice-forward: bad --src \"%s\" (an IPv4 or IPv6 "
-						"address)\n", optarg);
-				return 2;
-			}
-			break;
-		case 'A':
-			if (strlen(optarg) > STAMP_AS_MAX || !stamp_as_valid(optarg)) {
-				fprintf(stderr, "sluice-forward: bad --as \"%s\" (1-%d bytes of "
-						"[A-Za-z0-9._:-], one '/' in project:NAME/AGENT)\n",
-					optarg, STAMP_AS_MAX);
-				return 2;
-			}
-			snprintf(fw.as, sizeof(fw.as), "%s", optarg);
-			break;
-		case 's': fw.netns = optarg; break;
-		case 'o':
-			if (add_pair(&fw, optarg, FWD_STAMP, true) == -1)
-				return 2;
-			nown++;
-			break;
-		case 'm':
-			if (parse_mark(optarg, &fw.mark) == -1) {
-				fprintf(stderr, "sluice-forward: bad --mark \"%s\"\n", optarg);
-				return 2;
-			}
-			break;
-		case 'c':
-			if (!cgpath_parent_valid(optarg) ||
-			    fw.cgroups.nparents == FWD_ENGINE_CGROUPS_MAX) {
-				fprintf(stderr, "sluice-forward: bad --engine-cgroup \"%s\" (an absolute "
-						"cgroup path, at most %d)\n",
-					optarg, FWD_ENGINE_CGROUPS_MAX);
-				return 2;
-			}
-			fw.cgroups.parents[fw.cgroups.nparents++] = optarg;
-			break;
-		case 'u':
-			if (parse_uid(optarg, &fw.cgroups.engine_uid) == -1) {
-				fprintf(stderr, "sluice-forward: bad --engine-uid \"%s\"\n", optarg);
-				return 2;
-			}
-			break;
-		case 'e': engine_state = optarg; break;
-		case 'd':
-			if (add_dns(&fw, optarg, &ndns) == -1)
-				return 2;
-			break;
-		case 't':
-			if (ntransparent++ == 1) {
-				fprintf(stderr, "sluice-forward: at most one --transparent\n");
-				return 2;
-			}
-			if (add_pair(&fw, optarg, FWD_TRANSPARENT, false) == -1)
-				return 2;
-			break;
-		default: usage(); return 2;
-		}
-	}
-	/* a stamp needs the key and the net; a --dns relay stamps nothing */
-	stamping = optind < argc || nown > 0 || ntransparent > 0;
-	if ((!stamping && ndns == 0) || (stamping && (key_path == NULL || net == NULL)) ||
-	    (net != NULL && strlen(net) > STAMP_NET_MAX)) {
-		usage();
+	if (args_parse(argc, argv, &fw, &a) != 0)
 		return 2;
-	}
-	if (net != NULL)
-		snprintf(fw.net, sizeof(fw.net), "%s", net);
-	fw.dns_tag = ndns > 0 && key_path != NULL && net != NULL;
-	if (fw.cgroups.nparents == 0) {
-		for (size_t i = 0; i < sizeof(default_parents) / sizeof(default_parents[0]); i++)
-			fw.cgroups.parents[fw.cgroups.nparents++] = default_parents[i];
-	}
-	/* without --key (--dns alone: no --own either) there is no default to make */
-	if (engine_state != NULL ? snprintf(fw.cgroups.engine.path, sizeof(fw.cgroups.engine.path),
-					    "%s", engine_state) >= (int)sizeof(fw.cgroups.engine.path)
-				 : key_path != NULL &&
-					   engine_state_default(fw.cgroups.engine.path,
-								sizeof(fw.cgroups.engine.path)) == -1) {
-		fprintf(stderr, "sluice-forward: --engine-state: path too long\n");
-		return 2;
-	}
-	for (int i = optind; i < argc; i++)
-		if (add_pair(&fw, argv[i], FWD_STAMP, false) == -1)
-			return 2;
 	if (key_path != NULL && load_key(&fw) == -1)
 		return 1;
-	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+	if (boot_init(&fw) == -1)
 		return 1;
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(fw.boot + 2 * i, 3, "%02x", raw[i]);
-	dial_from_init(&fw, raw);
 
 	fw.loop = loop_new();
 	if (fw.loop == NULL)
 		return 1;
-	/* --own: the socket table and cgroup2 of our own namespace, asked inline */
-	if (nown > 0) {
-		fw.diag = sockdiag_open();
-		if (fw.diag == -1) {
-			fprintf(stderr, "sluice-forward: sock_diag: %s\n", strerror(errno));
-			goto out;
-		}
-		if (cgroup_map_init(&fw.cgroups, &err) == -1) {
-			fprintf(stderr, "sluice-forward: --own: %s\n", err);
-			goto out;
-		}
-		for (size_t i = 0; i < fw.cgroups.nparents; i++)
-			fprintf(stderr, "sluice-forward: --own: engine cgroup %s%s, uid %u\n",
-				fw.cgroups.root, strcmp(fw.cgroups.parents[i], "/") == 0 ? "" : fw.cgroups.parents[i],
-				(unsigned)fw.cgroups.engine_uid);
-		fprintf(stderr, "sluice-forward: --own: engine state %s\n", fw.cgroups.engine.path);
-	}
-	if ((ntransparent > 0 && fake_start(&fw) == -1) || dns_start(&fw) == -1 ||
+	if (a.nown > 0 && own_start(&fw) == -1)
+		goto out;
+	if ((a.ntransparent > 0 && fake_start(&fw) == -1) || dns_start(&fw) == -1 ||
 	    listen_start(&fw) == -1)
 		goto out;
-	sig_fd = signals_open();
-	if (sig_fd == -1)
+	if (signals_start(&fw) == -1)
 		goto out;
-	if (loop_io_add(fw.loop, &sig_io, sig_fd, EPOLLIN, on_signal, &fw) == -1) {
-		close(sig_fd);
-		goto out;
-	}
 	loop_set_hook(fw.loop, before_sleep, &fw);
 	if (drop_caps(&fw) == -1)
 		goto out;
-	if (key_path != NULL)
-		fprintf(stderr, "sluice-forward: running: net %s, boot %s, key %u, %zu listeners "
-				"(%zu own), %zu dns relays%s, a loopback upstream dialled from %s\n",
-			fw.net, fw.boot, fw.key.kid, fw.nlisteners - 2 * ndns, nown, ndns,
-			fw.dns_tag ? " (queries tagged)" : "",
-			inet_ntop(AF_INET,
-				  &((const struct sockaddr_in *)(const void *)&fw.dial_from)->sin_addr,
-				  from, sizeof(from)));
-	else
-		fprintf(stderr, "sluice-forward: running: no stamping listener, %zu dns relays\n",
-			ndns);
+	running_say(&fw, &a);
 	ret = loop_run(fw.loop) == 0 && !fw.failed ? 0 : 1;
 out:
 	explicit_bzero(&fw.key, sizeof(fw.key));

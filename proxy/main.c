@@ -214,32 +214,22 @@ static int doctor_first(const char *config_path)
 	return -1;
 }
 
-int main(int argc, char **argv)
+/* -c FILE into *config_path, -d into px->trace, -t into *check_only. Returns 0, or 2 after the usage. */
+static int args_parse(int argc, char **argv, struct proxy *px, const char **config_path,
+		      bool *check_only)
 {
-	struct proxy px;
-	const char *config_path = "etc/sluice.conf", *why = NULL;
-	uid_t log_owner;
-	bool check_only = false;
-	int opt, ret = 1;
+	int opt;
 
-	/* a reload asked while we start (sluice run's hand-over) waits for the loop, not kills us */
-	if (signals_block() == -1) {
-		perror("sluice-proxy: sigprocmask");
-		return 1;
-	}
-	memset(&px, 0, sizeof(px));
-	px.sig_io.fd = -1;
-	px.run_fd = -1;
 	while ((opt = getopt(argc, argv, "c:dth")) != -1) {
 		switch (opt) {
 		case 'c':
-			config_path = optarg;
+			*config_path = optarg;
 			break;
 		case 'd':
-			px.trace = true;
+			px->trace = true;
 			break;
 		case 't':
-			check_only = true;
+			*check_only = true;
 			break;
 		default:
 			usage();
@@ -250,6 +240,73 @@ int main(int argc, char **argv)
 		usage();
 		return 2;
 	}
+	return 0;
+}
+
+/* The network log opened for root or the proxy's user to own. Returns 0 or -1 after printing. */
+static int log_open(struct proxy *px)
+{
+	const char *why = NULL;
+	uid_t log_owner;
+
+	if (priv_owner(px->config, &log_owner) == -1)
+		return -1;
+	px->netlog = netlog_open(px->config->log_path, px->config->log_rotate_bytes,
+				 px->config->log_keep, px->config->log_chain, log_owner, &why);
+	if (px->netlog == NULL) {
+		fprintf(stderr, "sluice-proxy: log %s: %s\n", px->config->log_path,
+			why != NULL ? why : strerror(errno));
+		if (why != NULL)
+			fprintf(stderr, "sluice-proxy: refusing to open it: the log and its rotated "
+					"files must be regular files of root's or the proxy user's, "
+					"with one name; remove what is there, then start again\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* Every listener closed, a unix socket's path unlinked. */
+static void listeners_close(struct proxy *px)
+{
+	for (size_t i = 0; i < px->nlisteners; i++) {
+		int fd = px->listeners[i].io.fd;
+		loop_io_del(px->loop, &px->listeners[i].io);
+		close(fd);
+		if (px->listeners[i].addr.ss_family == AF_UNIX) /* as the user it runs as: may fail */
+			unlink(((const struct sockaddr_un *)&px->listeners[i].addr)->sun_path);
+	}
+}
+
+/* After the loop: every session closed ("proxy stopping"), the signals no longer read. */
+static void stopping(struct proxy *px)
+{
+	while (px->sessions != NULL)
+		session_close(px->sessions, "proxy stopping");
+	session_free_dead(px);
+	if (px->sig_io.fd >= 0) {
+		int fd = px->sig_io.fd;
+		loop_io_del(px->loop, &px->sig_io);
+		close(fd);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct proxy px;
+	const char *config_path = "etc/sluice.conf";
+	bool check_only = false;
+	int ret = 1;
+
+	/* a reload asked while we start (sluice run's hand-over) waits for the loop, not kills us */
+	if (signals_block() == -1) {
+		perror("sluice-proxy: sigprocmask");
+		return 1;
+	}
+	memset(&px, 0, sizeof(px));
+	px.sig_io.fd = -1;
+	px.run_fd = -1;
+	if (args_parse(argc, argv, &px, &config_path, &check_only) != 0)
+		return 2;
 
 	if (session_states_check() == -1)
 		return 1;
@@ -272,19 +329,8 @@ int main(int argc, char **argv)
 	}
 	if (replay_open(&px) == -1 || tls_init(&px) == -1)
 		goto out;
-	if (priv_owner(px.config, &log_owner) == -1)
+	if (log_open(&px) == -1)
 		goto out;
-	px.netlog = netlog_open(px.config->log_path, px.config->log_rotate_bytes,
-				px.config->log_keep, px.config->log_chain, log_owner, &why);
-	if (px.netlog == NULL) {
-		fprintf(stderr, "sluice-proxy: log %s: %s\n", px.config->log_path,
-			why != NULL ? why : strerror(errno));
-		if (why != NULL)
-			fprintf(stderr, "sluice-proxy: refusing to open it: the log and its rotated "
-					"files must be regular files of root's or the proxy user's, "
-					"with one name; remove what is there, then start again\n");
-		goto out;
-	}
 	px.loop = loop_new();
 	if (px.loop == NULL || limit_init(&px) == -1 || budget_init(&px) == -1 ||
 	    lograte_init(&px) == -1)
@@ -316,14 +362,7 @@ int main(int argc, char **argv)
 	ret = loop_run(px.loop) == 0 ? 0 : 1;
 	sd_notify(0, "STOPPING=1");
 
-	while (px.sessions != NULL)
-		session_close(px.sessions, "proxy stopping");
-	session_free_dead(&px);
-	if (px.sig_io.fd >= 0) {
-		int fd = px.sig_io.fd;
-		loop_io_del(px.loop, &px.sig_io);
-		close(fd);
-	}
+	stopping(&px);
 out_reload:
 	reload_release(&px);
 out_resolve:
@@ -334,13 +373,7 @@ out_loop:
 	limit_release(&px);
 	budget_release(&px);
 	lograte_release(&px); /* the suppression rows still due, before the log closes */
-	for (size_t i = 0; i < px.nlisteners; i++) {
-		int fd = px.listeners[i].io.fd;
-		loop_io_del(px.loop, &px.listeners[i].io);
-		close(fd);
-		if (px.listeners[i].addr.ss_family == AF_UNIX) /* as the user it runs as: may fail */
-			unlink(((const struct sockaddr_un *)&px.listeners[i].addr)->sun_path);
-	}
+	listeners_close(&px);
 	loop_free(px.loop);
 	netlog_close(px.netlog);
 out:

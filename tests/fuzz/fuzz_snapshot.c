@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* resolve a row from each of its containers' first address, just after it */
 	all.v = &s;
 	all.n = all.cap = 1;
-	if (principal_index(&all) == 0) {
+	if (snapshots_index(&all) == 0) {
 		for (size_t i = 0; i < s.nctrs; i++) {
 			char addr[64];
 			struct principal_row r = { .t_ms = s.t_ms, .has_t = true, .net = s.net };

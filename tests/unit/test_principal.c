@@ -59,7 +59,7 @@ static void add(struct snapshots *all, const char *line)
 
 static void index_all(struct snapshots *all)
 {
-	assert_int_equal(principal_index(all), 0);
+	assert_int_equal(snapshots_index(all), 0);
 }
 
 /* The label of the row at 03:00:SS from src@net with as (or NULL). */
