@@ -16,6 +16,7 @@
  */
 #include "session.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -809,3 +810,65 @@ void exchange_http(struct session *s)
 		s->active_ms = session_now(s);
 	}
 }
+
+/* --- refusing ------------------------------------------------------------------ */
+
+void exchange_refuse(struct exchange *x, const struct refusal *r)
+{
+	x->conn->codec->refuse(x, r);
+}
+
+void exchange_refusef(struct exchange *x, int status, const char *reason,
+		      const char *proxy_status, const char *fmt, ...)
+{
+	struct refusal ref = { .status = status, .reason = reason, .proxy_status = proxy_status };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
+	va_end(ap);
+	exchange_refuse(x, &ref);
+}
+
+/*
+ * HTTP/1.1's refusal of x (the connection's one exchange, begun here if it
+ * was not: a head refused before it was read whole): the response goes out
+ * (after any unsent tail of an earlier one), the row is written at once,
+ * and the connection closes after a short linger.
+ */
+static void h1_refuse(struct exchange *x, const struct refusal *ref)
+{
+	struct session *s = x->conn;
+	bool page;
+
+	if (!x->active) {
+		exchange_new(s); /* x is s->x: zeroed again, never allocated */
+		x->active = true;
+		x->t_start = loop_clock_ms();
+		x->dns_ms = x->connect_ms = -1;
+		x->req = ++s->nreq;
+	}
+	x->decision = "refuse";
+	x->reason = ref->reason;
+	snprintf(x->detail, sizeof(x->detail), "%s", ref->detail);
+	memcpy(x->refusal, ref->id, sizeof(x->refusal));
+	/*
+	 * A refused CONNECT whose name we may intercept: its row now, then the
+	 * refusal inside its TLS (refuse.c), unless the row was not written
+	 * (a principal past its refusal-row budget gets the plain 403).
+	 */
+	page = refuse_page_wanted(s, ref);
+	if (page)
+		x->status = ref->status;
+	/* cout holds at most the unsent tail of an earlier response: keep it, append */
+	else if (!x->resp_started && refuse_write(&s->cout, ref) == 0)
+		x->status = ref->status;
+	if (session_log(s) && page && refuse_page_begin(s, ref) == 0)
+		return;
+	if (page && !s->closed)
+		refuse_write(&s->cout, ref);
+	if (!s->closed)
+		session_enter_drain(s);
+}
+
+const struct codec exchange_h1_codec = { .name = "http/1.1", .refuse = h1_refuse };

@@ -13,7 +13,7 @@
  * (the pseudo-headers as its request line, :authority as its Host) and goes
  * through exchange_judge as an HTTP/1.1 head does: the tunnel's host, the
  * policy, the body cap, the credential. A refusal is that stream's answer
- * (session_refuse comes here: the status, Proxy-Status and the grant hint),
+ * (h2_codec's refuse: the status, Proxy-Status and the grant hint),
  * and the connection goes on. An allowed head opens a stream upstream,
  * filtered as head.c filters HTTP/1.1 (head_forwards), with the canonical
  * :authority and the credential (never indexed by HPACK). Bodies and
@@ -68,6 +68,7 @@ static void refused_row(struct session *s, const char *reason, const char *detai
 	struct exchange x;
 
 	memset(&x, 0, sizeof(x));
+	x.conn = s;
 	h2_exchange_open(s, &x);
 	x.decision = "refuse";
 	x.reason = reason;
@@ -476,6 +477,7 @@ void h2_begin(struct session *s)
 	h->s = s;
 	h->up_last = INT32_MAX;
 	s->h2 = h;
+	s->codec = &h2_codec;
 	if (sessions_new(h) == -1) {
 		session_close(s, "HTTP/2 setup failed");
 		return;

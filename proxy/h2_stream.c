@@ -105,6 +105,7 @@ struct h2_stream *h2_stream_new(struct h2 *h, int32_t cid)
 		free(st);
 		return NULL;
 	}
+	st->x->conn = h->s;
 	st->cid = cid;
 	st->uid = -1;
 	st->up_closed = true;
@@ -313,11 +314,12 @@ void h2_cancel_up(struct h2 *h, struct h2_stream *st)
 	buf_release(&st->to_up);
 }
 
-void h2_refuse(struct session *s, const struct refusal *r)
+/* HTTP/2's refusal: x's stream is answered (or reset, its answer begun), not the connection */
+static void stream_refuse(struct exchange *x, const struct refusal *r)
 {
+	struct session *s = x->conn;
 	struct h2 *h = s->h2;
-	struct h2_stream *st = stream_of(h, s->x);
-	struct exchange *x = s->x;
+	struct h2_stream *st = stream_of(h, x);
 
 	if (st == NULL)
 		return; /* not a stream's: nothing is carried outside them */
@@ -337,6 +339,8 @@ void h2_refuse(struct session *s, const struct refusal *r)
 	else
 		nghttp2_submit_rst_stream(h->srv, NGHTTP2_FLAG_NONE, st->cid, NGHTTP2_INTERNAL_ERROR);
 }
+
+const struct codec h2_codec = { .name = "h2", .refuse = stream_refuse };
 
 void h2_refuse_retry(struct h2 *h, struct h2_stream *st, const char *why)
 {

@@ -244,6 +244,7 @@ int refuse_page_begin(struct session *s, const struct refusal *r)
 	buf_consume(&s->cin, buf_len(&s->cin));
 	*page = *r;
 	s->ix->page = page;
+	s->codec = &refuse_page_codec;
 	dial_close(s);
 	s->phase_ms = session_now(s); /* the handshake's deadline: REFUSE_PAGE_HELLO_MS from here */
 	session_intercept_begin(s); /* our 200, then the client's handshake (tls.c) */
@@ -269,6 +270,7 @@ void refuse_page_answer(struct session *s, const struct http_request *req)
 	int blen;
 
 	s->ix->page = NULL;
+	s->codec = &exchange_h1_codec;
 	if (!s->intercept) { /* the handshake did not complete: nothing can be said in it */
 		free(r);
 		session_close(s, NULL);
@@ -300,3 +302,11 @@ void refuse_page_answer(struct session *s, const struct http_request *req)
 	free(r);
 	session_enter_drain(s);
 }
+
+/* Refused again inside a refusal's page (a timeout): the page's refusal is the answer. */
+static void page_refuse(struct exchange *x, const struct refusal *r)
+{
+	refuse_page_answer(x->conn, NULL);
+}
+
+const struct codec refuse_page_codec = { .name = "refusal page", .refuse = page_refuse };

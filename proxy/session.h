@@ -81,6 +81,7 @@ enum x_phase {
  * upstream socket an exchange uses. HTTP/1.1 has one at a time (s->x).
  */
 struct exchange {
+	struct session *conn; /* the connection it came on: its transport, stamp and codec */
 	bool active; /* begun and its row not written yet */
 	bool h2;     /* an HTTP/2 stream (h2.c): its row says so */
 	enum x_phase phase; /* where its head resumes when read again */
@@ -226,6 +227,30 @@ struct intercept {
 };
 
 /*
+ * A codec: how the protocol a connection speaks to its client says what
+ * its exchanges are told, behind one small table (haproxy's mux_ops, in
+ * small). A connection speaks one at a time (s->codec): HTTP/1.1 from its
+ * accept; a CONNECT's tunnel after its 200; a WebSocket after its 101; an
+ * intercepted CONNECT whose handshake is parked for the upstream's ALPN;
+ * a refusal's page inside TLS; HTTP/2, whose exchanges are its streams.
+ */
+struct codec {
+	const char *name;
+	/*
+	 * Answer x, an exchange of this connection, with refusal r as the
+	 * protocol says it, and write its row (or leave it to the close).
+	 * The connection may be draining or closed after it.
+	 */
+	void (*refuse)(struct exchange *x, const struct refusal *r);
+};
+extern const struct codec exchange_h1_codec;    /* exchange.c: a response, then the drain */
+extern const struct codec session_tunnel_codec; /* session.c: the 200 went: the row, the drain */
+extern const struct codec upgrade_codec;        /* upgrade.c: the 101 went: the row, the close */
+extern const struct codec tls_alpn_codec;       /* tls.c: no request yet: said at the first */
+extern const struct codec refuse_page_codec;    /* refuse.c: the page's refusal, then the close */
+extern const struct codec h2_codec;             /* h2_stream.c: the stream's answer, or its reset */
+
+/*
  * A client connection. What an idle one needs stays here (under 1 KiB, see
  * session.c); the request in flight (r), the upstream's identity (up), a
  * tunnel's relay (tun), an intercepted CONNECT's state (ix) and a verified
@@ -265,6 +290,7 @@ struct session {
 	uint64_t active_ms; /* last byte moved either way */
 	uint64_t head_ms;   /* first byte of the head being read, 0 if none */
 
+	const struct codec *codec; /* what the client speaks now (struct codec) */
 	struct exchange *x; /* the exchange in flight; NULL while idle (exchange_new) */
 	struct tunnel *tun; /* a CONNECT relaying bytes (SS_TUNNEL), from its 200 to the close */
 	struct h2 *h2;      /* an intercepted CONNECT speaking HTTP/2 (SS_H2): its streams */
@@ -357,6 +383,11 @@ bool session_log(struct session *s); /* false: no row written (lograte's budget 
 void session_row(const struct session *s, const struct exchange *x, struct netlog_row *row,
 		 struct stamp *st, char *who, size_t size);
 void session_abort(struct session *s, const char *why);
+/*
+ * Refuse what is in flight on s as its codec says it (exchange_refuse):
+ * under HTTP/1.1 the request, begun when none is (a head timed out or
+ * malformed); under HTTP/2 nothing outside a stream is answered.
+ */
 void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* The same with the refusal made by the caller (a grantable one carries its id). */
@@ -383,6 +414,7 @@ int refuse_page_begin(struct session *s, const struct refusal *r);
  * malformed head) is answered with the page's refusal, then the close.
  */
 void refuse_page_answer(struct session *s, const struct http_request *req);
+/* A tunnel past its 200 refused (session_tunnel_codec): no status, the row and the drain. */
 void session_tunnel_refuse(struct session *s, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void session_enter_drain(struct session *s);
@@ -424,6 +456,17 @@ void session_on_client(struct loop *l, struct loop_io *io, uint32_t events);
 void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events);
 
 /* exchange.c */
+/*
+ * Refuse x with r: its connection's codec says it (a response, a stream's
+ * answer, the page inside TLS, or only the row where the answer went out
+ * already) and its row is written. x's connection may be draining or
+ * closed after it: the caller goes no further with either.
+ */
+void exchange_refuse(struct exchange *x, const struct refusal *r);
+/* The same with the refusal made of its status, reason, Proxy-Status and detail. */
+void exchange_refusef(struct exchange *x, int status, const char *reason,
+		      const char *proxy_status, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 void exchange_head(struct session *s);
 void exchange_http(struct session *s);
 /*
@@ -564,7 +607,6 @@ bool h2_wants_client(const struct session *s);
 void h2_interest(const struct session *s, uint32_t *c, uint32_t *u);
 uint64_t h2_due(const struct session *s, const struct config *c);
 void h2_late(struct session *s, const struct config *c);
-void h2_refuse(struct session *s, const struct refusal *r); /* s->x's stream is answered */
 void h2_revoke(struct session *s, const struct verdict *v); /* a reload refused the host */
 void h2_token_ready(struct session *s);                     /* token.c woke the session */
 void h2_end(struct session *s, const char *why); /* the close: every open stream's row */

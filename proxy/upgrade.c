@@ -137,16 +137,24 @@ static uint64_t client_taken(const struct session *s)
 	return s->x->up + buf_len(&s->cin);
 }
 
+/* A WebSocket refused past its 101: nothing more can be said; the close writes its row. */
+static void ws_refuse(struct exchange *x, const struct refusal *r)
+{
+	x->decision = "refuse";
+	x->reason = r->reason;
+	snprintf(x->detail, sizeof(x->detail), "%s", r->detail);
+	session_close(x->conn, NULL);
+}
+
+const struct codec upgrade_codec = { .name = "websocket", .refuse = ws_refuse };
+
 /* Past its grant's max-up: the WebSocket closes with its row (refuse, budget). */
 static void budget_close(struct session *s)
 {
 	char why[sizeof(s->x->detail) - 32];
 
 	budget_line(s, s->x, why, sizeof(why));
-	s->x->decision = "refuse";
-	s->x->reason = "budget";
-	snprintf(s->x->detail, sizeof(s->x->detail), "%s: closed", why);
-	session_close(s, NULL);
+	exchange_refusef(s->x, 403, "budget", "http_request_denied", "%s: closed", why);
 }
 
 void upgrade_begin(struct session *s)
@@ -156,6 +164,7 @@ void upgrade_begin(struct session *s)
 	x->ws->open = true;
 	x->status = 101; /* the row comes when the WebSocket ends */
 	x->replayable = false;
+	s->codec = &upgrade_codec;
 	session_enter(s, SS_WEBSOCKET);
 	/* frames the client sent with the handshake are taken: past the budget, none goes up */
 	if (budget_over(s, x, client_taken(s)))
