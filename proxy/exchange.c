@@ -32,9 +32,11 @@ static void copy_capped(char *dst, size_t size, size_t *len, const char *src, si
 }
 
 /* Which directive set the request's body cap, for the refusal. */
-static const char *cap_name(const struct session *s)
+static const char *cap_name(const struct exchange *x)
 {
-	return s->x->body_cap == session_config(s)->max_body_bytes ? "max-body-bytes" : "body-limit";
+	const struct session *s = x->conn;
+
+	return x->body_cap == session_config(s)->max_body_bytes ? "max-body-bytes" : "body-limit";
 }
 
 /*
@@ -42,16 +44,11 @@ static const char *cap_name(const struct session *s)
  * agent), and on the connection's first head its stamp. Returns 0, or -1
  * when it was refused or the session closed.
  */
-static int request_begin(struct session *s, const struct http_request *req)
+static int request_begin(struct exchange *x, const struct http_request *req)
 {
-	struct exchange *x;
+	struct session *s = x->conn;
 	int ua;
 
-	if (exchange_new(s) == -1) {
-		session_close(s, "out of memory");
-		return -1;
-	}
-	x = s->x;
 	x->active = true;
 	x->t_start = loop_clock_ms();
 	x->dns_ms = x->connect_ms = -1;
@@ -77,33 +74,33 @@ static int request_begin(struct session *s, const struct http_request *req)
  * target (the head must be origin-form with a Host), else the target the
  * request line names, canonical. Returns 0, or -1 refused (400).
  */
-static int request_target(struct session *s, const struct http_request *req)
+static int request_target(struct exchange *x, const struct http_request *req)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	const char *err = NULL;
 
 	if (s->intercept) {
 		if (req->form != HTTP_FORM_ORIGIN || req->host_header < 0) {
-			session_refuse(s, 400, "malformed", "http_request_error",
-				       "inside a TLS tunnel send GET /path with a Host header, not "
-				       "%.*s",
-				       (int)(req->target_len > 64 ? 64 : req->target_len),
-				       req->target);
+			exchange_refusef(x, 400, "malformed", "http_request_error",
+					 "inside a TLS tunnel send GET /path with a Host header, not "
+					 "%.*s",
+					 (int)(req->target_len > 64 ? 64 : req->target_len),
+					 req->target);
 			return -1;
 		}
 		x->t = s->ix->tunnel;
 		return 0;
 	}
 	if (req->form != HTTP_FORM_ABSOLUTE && req->form != HTTP_FORM_AUTHORITY) {
-		session_refuse(s, 400, "malformed", "http_request_error",
-			       "sluice-proxy is a forward proxy: send http://host/path or "
-			       "CONNECT host:port, not %.*s",
-			       (int)(req->target_len > 64 ? 64 : req->target_len), req->target);
+		exchange_refusef(x, 400, "malformed", "http_request_error",
+				 "sluice-proxy is a forward proxy: send http://host/path or "
+				 "CONNECT host:port, not %.*s",
+				 (int)(req->target_len > 64 ? 64 : req->target_len), req->target);
 		return -1;
 	}
 	if (host_canon(req->host, req->host_len, &x->t.host, &err) == -1) {
-		session_refuse(s, 400, "malformed", "http_request_error", "bad host %.*s: %s",
-			       (int)(req->host_len > 64 ? 64 : req->host_len), req->host, err);
+		exchange_refusef(x, 400, "malformed", "http_request_error", "bad host %.*s: %s",
+				 (int)(req->host_len > 64 ? 64 : req->host_len), req->host, err);
 		return -1;
 	}
 	x->t.port = req->port;
@@ -116,9 +113,9 @@ static int request_target(struct session *s, const struct http_request *req)
  * the same host and port): the row's decision, reason and grant. Returns
  * 0 allowed (or observed), -1 refused.
  */
-static int request_judge(struct session *s, const struct http_request *req)
+static int request_judge(struct exchange *x, const struct http_request *req)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	struct policy_request pr;
 	struct host hh;
 	struct verdict v;
@@ -136,15 +133,15 @@ static int request_judge(struct session *s, const struct http_request *req)
 
 		if (host_port_parse(h->value, h->value_len, x->t.port, &hh, &port, &has_port,
 				    &err) == -1) {
-			session_refuse(s, 400, "malformed", "http_request_error",
-				       "bad Host header: %s", err);
+			exchange_refusef(x, 400, "malformed", "http_request_error",
+					 "bad Host header: %s", err);
 			return -1;
 		}
 		if (has_port && port != x->t.port) {
-			session_refuse(s, 403, "host-mismatch", "http_request_denied",
-				       "the Host header names port %u but the request goes to port "
-				       "%u; nothing to grant: send the request to the host it names",
-				       port, x->t.port);
+			exchange_refusef(x, 403, "host-mismatch", "http_request_denied",
+					 "the Host header names port %u but the request goes to port "
+					 "%u; nothing to grant: send the request to the host it names",
+					 port, x->t.port);
 			return -1;
 		}
 		pr.host_header = &hh;
@@ -152,7 +149,7 @@ static int request_judge(struct session *s, const struct http_request *req)
 	session_principal(s, &pr, who, sizeof(who));
 	policy_judge(s->px->policy, &pr, time(NULL), &v);
 	if (!v.allow) {
-		refuse_verdict(s, &v);
+		refuse_verdict(x, &v);
 		return -1;
 	}
 	if (v.observed) {
@@ -169,35 +166,35 @@ static int request_judge(struct session *s, const struct http_request *req)
 			 grant_level_name(v.grant->level), v.by != NULL ? ", for " : "",
 			 v.by != NULL ? v.by->text : "");
 	}
-	if (v.grant != NULL && grant_budgeted(v.grant) && budget_request(s, req, v.grant) == -1)
+	if (v.grant != NULL && grant_budgeted(v.grant) && budget_request(x, req, v.grant) == -1)
 		return -1;
 	return 0;
 }
 
 /* The host's body cap; a declared length over it is refused (413). Returns 0 or -1. */
-static int request_capped(struct session *s, const struct http_request *req)
+static int request_capped(struct exchange *x, const struct http_request *req)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 
 	x->body_cap = config_body_limit(session_config(s), x->t.host.name);
 	if (x->body_cap > 0 && req->body == HTTP_BODY_LENGTH && req->content_length > x->body_cap) {
-		exchange_body_refuse(s, req->content_length);
+		exchange_body_refuse(x, req->content_length);
 		return -1;
 	}
 	return 0;
 }
 
-void exchange_body_refuse(struct session *s, uint64_t declared)
+void exchange_body_refuse(struct exchange *x, uint64_t declared)
 {
 	if (declared > 0)
-		session_refuse(s, 413, "body-too-large", "http_request_error",
-			       "request body of %llu bytes is over %s %llu; nothing was sent",
-			       (unsigned long long)declared, cap_name(s),
-			       (unsigned long long)s->x->body_cap);
+		exchange_refusef(x, 413, "body-too-large", "http_request_error",
+				 "request body of %llu bytes is over %s %llu; nothing was sent",
+				 (unsigned long long)declared, cap_name(x),
+				 (unsigned long long)x->body_cap);
 	else
-		session_refuse(s, 413, "body-too-large", "http_request_error",
-			       "request body over %s %llu; the request was cut off", cap_name(s),
-			       (unsigned long long)s->x->body_cap);
+		exchange_refusef(x, 413, "body-too-large", "http_request_error",
+				 "request body over %s %llu; the request was cut off", cap_name(x),
+				 (unsigned long long)x->body_cap);
 }
 
 /*
@@ -212,9 +209,9 @@ static int request_credential(struct session *s, const struct http_request *req,
 	struct exchange *x = s->x;
 
 	/* a body over its cap is refused before any credential is fetched */
-	if (request_capped(s, req) == -1)
+	if (request_capped(x, req) == -1)
 		return -1;
-	switch (inject_begin(s, req)) {
+	switch (inject_begin(x, req)) {
 	case -1:
 		return -1;
 	case 1:
@@ -258,7 +255,7 @@ static void request_send(struct session *s, const struct http_request *req, size
 			       "request head too large to forward");
 		return;
 	}
-	inject_sent(s);
+	inject_sent(x);
 	buf_consume(&s->cin, len);
 	if (s->ufd >= 0) {
 		/*
@@ -300,8 +297,12 @@ static void resume_request(struct session *s, const struct http_request *req, si
  */
 static void start_request(struct session *s, const struct http_request *req, size_t len)
 {
-	if (request_begin(s, req) == -1 || request_target(s, req) == -1 ||
-	    request_judge(s, req) == -1)
+	if (exchange_new(s) == -1) {
+		session_close(s, "out of memory");
+		return;
+	}
+	if (request_begin(s->x, req) == -1 || request_target(s->x, req) == -1 ||
+	    request_judge(s->x, req) == -1)
 		return;
 	if (req->upgrade && req->method != HTTP_CONNECT && upgrade_request(s, req) == -1)
 		return;
@@ -317,12 +318,13 @@ static void start_request(struct session *s, const struct http_request *req, siz
 	resume_request(s, req, len);
 }
 
-int exchange_judge(struct session *s, const struct http_request *req)
+int exchange_judge(struct exchange *x, const struct http_request *req)
 {
-	if (request_begin(s, req) == -1 || request_target(s, req) == -1 ||
-	    request_judge(s, req) == -1 || request_capped(s, req) == -1)
+	exchange_reset(x);
+	if (request_begin(x, req) == -1 || request_target(x, req) == -1 ||
+	    request_judge(x, req) == -1 || request_capped(x, req) == -1)
 		return -1;
-	return inject_begin(s, req);
+	return inject_begin(x, req);
 }
 
 /*
@@ -479,7 +481,7 @@ static bool reissue(struct session *s)
 	buf_release(&s->cin);
 	s->cin = b;
 	dial_close(s);
-	inject_end(s);
+	inject_end(x);
 	exchange_rewind(x); /* one row: the re-issued try's, saying so */
 	x->phase = XP_CREDENTIAL;
 	s->reissued = true;
@@ -533,7 +535,7 @@ static int response_head(struct session *s)
 			return -1; /* the same request again, with a new token */
 		}
 	}
-	if (inject_response_coding(s, &resp) == -1)
+	if (inject_response_coding(x, &resp) == -1)
 		return -1;
 	if (resp.status >= 200) {
 		x->resp_head = true;
@@ -553,7 +555,7 @@ static int response_head(struct session *s)
 			       "%s sent a response head too large to pass on", x->t.host.name);
 		return -1;
 	}
-	if (inject_scrub_head(s, head_at) == -1) {
+	if (inject_scrub_head(x, head_at) == -1) {
 		buf_truncate(&s->cout, head_at); /* never the unscrubbed head */
 		session_refuse(s, 502, "upstream-malformed", "http_response_header_section_size",
 			       "%s sent a response head sluice-proxy could not scrub",
@@ -621,11 +623,11 @@ static int request_body(struct session *s, struct pass *p)
 		p->moved |= x->up != before || x->req_done;
 		if (x->body_cap > 0 && x->up > x->body_cap) {
 			/* chunked: found out on the way; the origin gets a cut request */
-			exchange_body_refuse(s, 0);
+			exchange_body_refuse(x, 0);
 			return -1;
 		}
 		if (budget_over(s, x, x->up)) {
-			budget_refuse(s, "the request was cut off");
+			budget_refuse(x, "the request was cut off");
 			return -1;
 		}
 		if (x->req_done) {
@@ -696,7 +698,7 @@ static int response_move(struct session *s, struct pass *p)
 		return 0;
 	if (x->scrub != NULL) {
 		const char *why;
-		int k = inject_move_body(s, &why);
+		int k = inject_move_body(x, &why);
 
 		if (k == -1) {
 			session_abort(s, why);
@@ -747,7 +749,7 @@ static int response_read(struct session *s, struct pass *p)
 		   buf_len(&s->uin) == 0) {
 		/* a scrubbed body is finished by inject_move_body */
 		if (x->scrub != NULL)
-			inject_body_eof(s);
+			inject_body_eof(x);
 		else
 			x->resp_done = true;
 		x->resp_close = true;
@@ -842,7 +844,7 @@ static void h1_refuse(struct exchange *x, const struct refusal *ref)
 	bool page;
 
 	if (!x->active) {
-		exchange_new(s); /* x is s->x: zeroed again, never allocated */
+		exchange_new(s); /* x is x: zeroed again, never allocated */
 		x->active = true;
 		x->t_start = loop_clock_ms();
 		x->dns_ms = x->connect_ms = -1;

@@ -49,17 +49,26 @@ _Static_assert(sizeof(struct session) + sizeof(struct sess_stamp) + sizeof(struc
  */
 int exchange_new(struct session *s)
 {
-	if (s->x == NULL) {
-		s->x = malloc(sizeof(*s->x));
-	} else {
-		upgrade_free(s->x);
-		budget_end(s, s->x);
+	if (s->x != NULL) {
+		exchange_reset(s->x);
+		return 0;
 	}
+	s->x = malloc(sizeof(*s->x));
 	if (s->x == NULL)
 		return -1;
 	memset(s->x, 0, sizeof(*s->x));
 	s->x->conn = s;
 	return 0;
+}
+
+void exchange_reset(struct exchange *x)
+{
+	struct session *s = x->conn;
+
+	upgrade_free(x);
+	budget_end(s, x);
+	memset(x, 0, sizeof(*x));
+	x->conn = s;
 }
 
 /* The kept stamp as the log row takes it. */
@@ -80,7 +89,7 @@ void exchange_free(struct session *s)
 {
 	if (s->x == NULL)
 		return;
-	inject_end(s);
+	inject_end(s->x);
 	upgrade_free(s->x);
 	budget_end(s, s->x);
 	free(s->x);
@@ -151,13 +160,18 @@ void session_row(const struct session *s, const struct exchange *x, struct netlo
 
 bool session_log(struct session *s)
 {
-	struct exchange *x = s->x;
+	return s->x != NULL && exchange_log(s->x);
+}
+
+bool exchange_log(struct exchange *x)
+{
+	struct session *s = x->conn;
 	struct netlog_row row;
 	struct stamp st;
 	char who[SESSION_WHO_MAX], key[SESSION_WHO_MAX + STAMP_AS_MAX], qkey[sizeof(key) + 8];
 	bool written = false;
 
-	if (x == NULL || !x->active)
+	if (!x->active)
 		return false;
 	x->active = false;
 	session_row(s, x, &row, &st, who, sizeof(who));
@@ -183,7 +197,7 @@ bool session_log(struct session *s)
 		stats_row(&row);
 		sandbox_count(&row);
 	}
-	inject_end(s);
+	inject_end(x);
 	return written;
 }
 
@@ -227,7 +241,7 @@ void session_close(struct session *s, const char *why)
 	 * part of the session.
 	 */
 	if (s->x != NULL)
-		inject_end(s);
+		inject_end(s->x);
 	if (s->cio.fd >= 0)
 		loop_io_close(px->loop, &s->cio);
 	else
@@ -739,7 +753,7 @@ void session_tunnel_begin(struct session *s)
 {
 	/* the bytes the client sent behind its head are taken: past its budget, none goes up */
 	if (budget_over(s, s->x, buf_len(&s->cin))) {
-		budget_refuse(s, "with the bytes sent behind the CONNECT head; none went up");
+		budget_refuse(s->x, "with the bytes sent behind the CONNECT head; none went up");
 		return;
 	}
 	s->tun = calloc(1, sizeof(*s->tun));

@@ -370,12 +370,19 @@ static inline bool session_would_block(void)
 
 /* session.c */
 int exchange_new(struct session *s);
+void exchange_reset(struct exchange *x); /* zeroed for a new request, still its connection's */
 void exchange_free(struct session *s);
 void session_step_tunnel(struct session *s);
 void session_step_drain(struct session *s);
 int session_stamp_keep(struct session *s, const struct stamp *st);
 int session_stamp_first_head(struct session *s, const struct http_request *req);
-bool session_log(struct session *s); /* false: no row written (lograte's budget spent) */
+bool session_log(struct session *s); /* s->x's row (exchange_log); false: none written */
+/*
+ * x's row, once: written unless lograte's budget for its principal is
+ * spent (returns false then, and when it was written already); its
+ * secrets go (inject_end).
+ */
+bool exchange_log(struct exchange *x);
 /*
  * x's row of s as it stands now (its bytes and time so far) into *row; st
  * and who (SESSION_WHO_MAX bytes) hold its stamp and principal.
@@ -393,7 +400,7 @@ void session_refuse(struct session *s, int status, const char *reason, const cha
 /* The same with the refusal made by the caller (a grantable one carries its id). */
 void session_refuse_with(struct session *s, const struct refusal *ref);
 /* refuse.c: refuse a request as the policy's verdict v says, with the hint that grants it. */
-void refuse_verdict(struct session *s, const struct verdict *v);
+void refuse_verdict(struct exchange *x, const struct verdict *v);
 /* a refused client given the page must finish its TLS handshake this soon after the 200 */
 #define REFUSE_PAGE_HELLO_MS 2000
 /*
@@ -470,23 +477,23 @@ void exchange_refusef(struct exchange *x, int status, const char *reason,
 void exchange_head(struct session *s);
 void exchange_http(struct session *s);
 /*
- * An HTTP/2 stream's request (h2.c), begun, targeted, judged, capped and
- * given its credential as an HTTP/1.1 request is, in s->x. Returns 0 go
- * on, 1 waiting for its rule's token (s->token), -1 refused (answered
- * through session_refuse).
+ * An HTTP/2 stream's request x (h2.c), begun, targeted, judged, capped and
+ * given its credential as an HTTP/1.1 request is. Returns 0 go on, 1
+ * waiting for its rule's token (its connection's s->token), -1 refused
+ * (answered through exchange_refuse).
  */
-int exchange_judge(struct session *s, const struct http_request *req);
+int exchange_judge(struct exchange *x, const struct http_request *req);
 /* 413: the declared body length (0: found out on the way) is over the host's cap */
-void exchange_body_refuse(struct session *s, uint64_t declared);
+void exchange_body_refuse(struct exchange *x, uint64_t declared);
 
 /* budget.c (the table's side is in proxy.h) */
 /*
- * The grant g that allowed s->x has a budget: the request counts against
+ * The grant g that allowed x has a budget: the request counts against
  * its principal's (session_spender), unless that is spent or its declared
  * body would pass it: 403 budget, or in a mode that refuses nothing the
  * row says it would have been. Returns 0 go on, -1 refused.
  */
-int budget_request(struct session *s, const struct http_request *req, const struct grant *g);
+int budget_request(struct exchange *x, const struct http_request *req, const struct grant *g);
 /*
  * x has taken `taken` bytes from its client to go up (since it began; up,
  * where bytes go up as they are read): those not spent yet are spent
@@ -496,8 +503,8 @@ int budget_request(struct session *s, const struct http_request *req, const stru
  * (budget_refuse) or the tunnel.
  */
 bool budget_over(struct session *s, struct exchange *x, uint64_t taken);
-/* 403 budget: what s->x sent passed its max-up; what says what became of it */
-void budget_refuse(struct session *s, const char *what);
+/* 403 budget: what x sent passed its max-up; what says what became of it */
+void budget_refuse(struct exchange *x, const char *what);
 /*
  * What x may still take under its max-up, taken (as budget_over has it)
  * counted as spent: UINT64_MAX when nothing holds it back (no max-up, or
@@ -526,12 +533,12 @@ void longrow_write(struct session *s, const struct config *c);
 int head_upstream(struct session *s, const struct http_request *req); /* into uout; 0 or -1 */
 int head_client(struct session *s, const struct http_response *resp);  /* into cout; 0 or -1 */
 int head_put_header(struct buf *b, const struct http_header *h); /* "Name: value\r\n" */
-bool head_forwards(const struct session *s, const struct http_request *req, size_t i, int plan);
-ssize_t head_credential(struct session *s, char **value);
-ssize_t head_query_path(struct session *s, const struct http_request *req, char **out,
+bool head_forwards(const struct exchange *x, const struct http_request *req, size_t i, int plan);
+ssize_t head_credential(struct exchange *x, char **value);
+ssize_t head_query_path(struct exchange *x, const struct http_request *req, char **out,
 			size_t *size);
-int head_authority(const struct session *s, char *out, size_t size);
-uint64_t head_up_size(const struct session *s, const struct http_request *req);
+int head_authority(const struct exchange *x, char *out, size_t size);
+uint64_t head_up_size(const struct exchange *x, const struct http_request *req);
 
 /* body.c */
 /*
@@ -543,7 +550,7 @@ uint64_t head_up_size(const struct session *s, const struct http_request *req);
 int body_move(struct session *s, bool request, bool *wait_trailer);
 
 /* token.c */
-int token_get(struct session *s, const struct inject_rule *r, char **val, size_t *len,
+int token_get(struct exchange *x, const struct inject_rule *r, char **val, size_t *len,
 	      char *why, size_t size);
 /*
  * An upstream answered 401 to value gen of t: marks it stale (the next
@@ -557,19 +564,19 @@ int token_peek(struct proxy *px, const struct inject_rule *r, char **val, size_t
 /* inject.c */
 #define INJECT_SCRUB_PIECE 8192 /* response body bytes scrubbed at a time */
 #define INJECT_INFLATE_MAX (64ull << 20) /* a decoded body's cap: a "zip bomb" stops there */
-size_t inject_scrub_room(const struct session *s);
-int inject_begin(struct session *s, const struct http_request *req);
-void inject_unsent(struct session *s);
-void inject_sent(struct session *s);
-void inject_end(struct session *s);
-int inject_response_coding(struct session *s, const struct http_response *resp);
-void inject_refuse_range(struct session *s);
-void inject_refuse_coding(struct session *s, const char *why);
-bool inject_drops_header(const struct session *s, const struct http_header *h);
-int inject_header_plan(const struct session *s, const struct http_request *req);
-int inject_scrub_head(struct session *s, size_t from);
-int inject_move_body(struct session *s, const char **why);
-void inject_body_eof(struct session *s);
+size_t inject_scrub_room(const struct exchange *x);
+int inject_begin(struct exchange *x, const struct http_request *req);
+void inject_unsent(struct exchange *x);
+void inject_sent(struct exchange *x);
+void inject_end(struct exchange *x);
+int inject_response_coding(struct exchange *x, const struct http_response *resp);
+void inject_refuse_range(struct exchange *x);
+void inject_refuse_coding(struct exchange *x, const char *why);
+bool inject_drops_header(const struct exchange *x, const struct http_header *h);
+int inject_header_plan(const struct exchange *x, const struct http_request *req);
+int inject_scrub_head(struct exchange *x, size_t from);
+int inject_move_body(struct exchange *x, const char **why);
+void inject_body_eof(struct exchange *x);
 
 /* tls.c */
 void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len);
@@ -625,7 +632,7 @@ void dial_up_judge(const struct policy *p, const struct upstream *u, const struc
 		   struct verdict *v);
 void dial_reuse(struct session *s);
 const void *dial_addr_bytes(const struct sockaddr_storage *ss);
-void dial_refuse_address(struct session *s, int family, const void *addr,
+void dial_refuse_address(struct exchange *x, int family, const void *addr,
 			 const struct verdict *v);
 
 #endif

@@ -81,7 +81,7 @@ static void ask_http(const struct session *s, uint32_t *c, uint32_t *u)
 		*u |= EPOLLOUT;
 	/* a scrubbed body moves only with room for a whole piece: wait for the client */
 	if (!x->resp_done && !x->in_done && buf_room(&s->uin) > 0 &&
-	    buf_room(&s->cout) >= (x->scrub != NULL ? inject_scrub_room(s) : 1))
+	    buf_room(&s->cout) >= (x->scrub != NULL ? inject_scrub_room(x) : 1))
 		*u |= EPOLLIN;
 }
 

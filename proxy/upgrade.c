@@ -213,14 +213,15 @@ static int relay_dir(struct session *s, bool from_up, bool *drained, bool *moved
 }
 
 /* A frame for the client, if cout has the room (the caller made sure). */
-static void emit(struct session *s, bool fin, enum ws_opcode op, const char *p, size_t n)
+static void emit(struct exchange *x, bool fin, enum ws_opcode op, const char *p, size_t n)
 {
+	struct session *s = x->conn;
 	uint8_t h[WS_FRAME_HEAD_MAX];
 	size_t hl = ws_frame_write(h, fin, op, n);
 
 	buf_append(&s->cout, h, hl);
 	buf_append(&s->cout, p, n);
-	s->x->down += hl + n;
+	x->down += hl + n;
 }
 
 /* All the scrubber holds, into out (room for scrub_hold_max). Returns how many. */
@@ -249,7 +250,7 @@ static void control_frame(struct session *s, const struct ws_frame *f, size_t hl
 	n = scrub_feed(sc, buf_head(&s->uin), (size_t)f->len, out, size, &used);
 	n += flush_all(sc, out + n, size - n);
 	buf_consume(&s->uin, used);
-	emit(s, true, f->opcode, out, n);
+	emit(s->x, true, f->opcode, out, n);
 }
 
 /*
@@ -320,14 +321,14 @@ static int scrubbed_from_server(struct session *s, bool *drained, bool *moved, c
 			o->in_frame = false;
 			if (o->frame_fin) {
 				n += flush_all(x->scrub, out + n, sizeof(out) - n);
-				emit(s, true, o->msg_sent ? WS_OP_CONT : o->msg_op, out, n);
+				emit(x, true, o->msg_sent ? WS_OP_CONT : o->msg_op, out, n);
 				o->in_msg = false;
 				*moved = true;
 				continue;
 			}
 		}
 		if (n > 0) {
-			emit(s, false, o->msg_sent ? WS_OP_CONT : o->msg_op, out, n);
+			emit(x, false, o->msg_sent ? WS_OP_CONT : o->msg_op, out, n);
 			o->msg_sent = true;
 			*moved = true;
 		}
@@ -414,7 +415,7 @@ static void bad_frame_close(struct session *s)
 {
 	static const char close[] = "\x03\xea" "sluice: a bad frame from the server";
 
-	emit(s, true, WS_OP_CLOSE, close, sizeof(close) - 1);
+	emit(s->x, true, WS_OP_CLOSE, close, sizeof(close) - 1);
 	session_log(s);
 	session_enter_drain(s);
 }
