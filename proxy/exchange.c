@@ -428,15 +428,16 @@ void exchange_head(struct session *s)
 }
 
 /*
- * What a try of the exchange set goes, its judgement stays: its row's
- * fields, its verdict and grant, its budget and what it took of it
- * (reissue).
+ * What a try of the exchange set goes, its judgement stays: its
+ * connection, its row's fields, its verdict and grant, its budget and
+ * what it took of it (reissue).
  */
 static void exchange_rewind(struct exchange *x)
 {
 	struct exchange j = *x;
 
 	memset(x, 0, sizeof(*x));
+	x->conn = j.conn;
 	x->active = j.active;
 	x->req = j.req;
 	x->t = j.t;
