@@ -210,9 +210,9 @@ void dial_next(struct session *s)
 		return;
 	}
 	x->dialed[0] = '\0';
-	session_refuse(s, 502, "connect-failed", "connection_refused",
-		       "could not connect to %s port %u: %s", x->t.host.name, x->t.port,
-		       strerror(x->dial_errno ? x->dial_errno : ECONNREFUSED));
+	exchange_refusef(x, 502, "connect-failed", "connection_refused",
+			 "could not connect to %s port %u: %s", x->t.host.name, x->t.port,
+			 strerror(x->dial_errno ? x->dial_errno : ECONNREFUSED));
 }
 
 /* Whether ss is one of our own listening sockets (a request to ourselves). */

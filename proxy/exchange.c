@@ -1,18 +1,20 @@
 /*
  * exchange.c: one HTTP request and its response.
  *
- * Reads a request head and begins it in steps (request_begin: the row's
- * fields and the connection's stamp; request_target; request_judge: the
- * policy on the target and Host; request_credential; request_send: the
- * head upstream, on the kept upstream or a new dial; a request that waited
- * for its token, or is re-issued after a 401, has its head read again and
- * resumes at request_credential: judged once), then streams the
+ * Reads a request head and runs it through a table of phases (exchange_run:
+ * judge, the row's fields, the stamp, the target, the policy's verdict and
+ * budget; tunnel, a CONNECT dialed or intercepted; credential, the body's
+ * cap and the credential, which may wait for its token; send, the head
+ * upstream on the kept upstream or a new dial). A phase that waits keeps
+ * x->phase and the head, read again, resumes there (a token minted, a
+ * re-issue after a 401): judged and charged once. Then it streams the
  * request body and the response back under their framing (exchange_http,
  * one pass of named steps at a time), writes the row, and keeps the
  * upstream for the next request to the same target or drops it. A
  * kept-alive upstream that closes under a bodiless idempotent request gets
  * it once more on a new connection (try_replay). The heads it sends are
- * written by head.c.
+ * written by head.c. It is also HTTP/1.1's codec (exchange_h1_codec): how
+ * a refused exchange is answered on such a connection.
  */
 #include "session.h"
 
@@ -197,29 +199,68 @@ void exchange_body_refuse(struct exchange *x, uint64_t declared)
 				 (unsigned long long)x->body_cap);
 }
 
+/* --- the phases of a head ------------------------------------------------------ */
+
 /*
- * Before anything goes out: the body's cap, then the credential (which may
- * wait for its token command), and for a minted token the head kept to be
- * re-issued once after a 401. Returns 0 go on, 1 waiting for the token
- * (SS_TOKEN; the head is read again and resumes here, XP_CREDENTIAL: its
- * row, judgement and budget are the ones it has), -1 refused.
+ * What a phase tells exchange_run (nginx's phase engine, in small): go on,
+ * wait, or stop. A phase that waits leaves x->phase where it is; the head,
+ * read again when it may go on, resumes there, so nothing before it (the
+ * judgement, the budget's charge) runs twice.
  */
-static int request_credential(struct session *s, const struct http_request *req, size_t len)
+enum phase_rc {
+	PHASE_NEXT, /* done here: on to the next phase */
+	PHASE_WAIT, /* it waits (its token): resumed at this phase */
+	PHASE_DONE, /* the head's part is over: refused, or handed on (sent, dialed, intercepted) */
+};
+
+/* XP_JUDGE: its row's fields and the stamp, its target, the policy's verdict and budget, an upgrade's offer. */
+static enum phase_rc phase_judge(struct exchange *x, const struct http_request *req, size_t len)
 {
-	struct exchange *x = s->x;
+	if (request_begin(x, req) == -1 || request_target(x, req) == -1 ||
+	    request_judge(x, req) == -1)
+		return PHASE_DONE;
+	if (req->upgrade && req->method != HTTP_CONNECT && upgrade_request(x, req) == -1)
+		return PHASE_DONE;
+	return PHASE_NEXT;
+}
+
+/* XP_TUNNEL: a CONNECT is dialed, or intercepted (our 200 first, no dial yet); others go on. */
+static enum phase_rc phase_tunnel(struct exchange *x, const struct http_request *req, size_t len)
+{
+	struct session *s = x->conn;
+
+	if (req->method != HTTP_CONNECT)
+		return PHASE_NEXT;
+	buf_consume(&s->cin, len);
+	dial_close(s);
+	if (!x->raw_tunnel && tls_intercepts(s->px, &x->t.host, x->t.port))
+		session_intercept_begin(s);
+	else
+		dial_start(s);
+	return PHASE_DONE;
+}
+
+/*
+ * XP_CREDENTIAL, before anything goes out: the body's cap, then the
+ * credential (which may wait for its token command: SS_TOKEN, its head
+ * read again when it is minted), and for a minted token the head kept to
+ * be re-issued once after a 401 (reissue resumes here too).
+ */
+static enum phase_rc phase_credential(struct exchange *x, const struct http_request *req,
+				      size_t len)
+{
+	struct session *s = x->conn;
 
 	/* a body over its cap is refused before any credential is fetched */
 	if (request_capped(x, req) == -1)
-		return -1;
+		return PHASE_DONE;
 	switch (inject_begin(x, req)) {
 	case -1:
-		return -1;
+		return PHASE_DONE;
 	case 1:
-		/* its token is being minted: this head is read again when it is */
-		x->phase = XP_CREDENTIAL;
 		s->phase_ms = session_now(s);
 		session_enter(s, SS_TOKEN);
-		return 1;
+		return PHASE_WAIT;
 	}
 	if (s->reissued) {
 		s->reissued = false;
@@ -232,28 +273,31 @@ static int request_credential(struct session *s, const struct http_request *req,
 			x->rehead_len = len;
 		}
 	}
-	return 0;
+	return PHASE_NEXT;
 }
 
 /*
- * The head goes upstream: built (credential written, the rule's name
- * kept for the row), then on the kept-alive upstream to the same target
- * (replayable once if it was closing) or on a new dial.
+ * XP_SEND: the head goes upstream: built (credential written, the rule's
+ * name kept for the row), then on the kept-alive upstream to the same
+ * target (replayable once if it was closing) or on a new dial (which waits
+ * in the connection's states: SS_RESOLVE, SS_CONNECT).
  */
-static void request_send(struct session *s, const struct http_request *req, size_t len)
+static enum phase_rc phase_send(struct exchange *x, const struct http_request *req, size_t len)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 
+	if (x->ws != NULL)
+		upgrade_scrubbed(x);
 	x->req_body = req->body;
 	x->req_left = req->content_length;
 	x->req_done = req->body == HTTP_BODY_NONE ||
 		      (req->body == HTTP_BODY_LENGTH && req->content_length == 0);
 	if (!(s->ufd >= 0 && s->up_ready && dial_up_is(s->up, &x->t)))
 		dial_close(s);
-	if (head_upstream(s, req) == -1) {
-		session_refuse(s, 431, "head-too-large", "http_request_error",
-			       "request head too large to forward");
-		return;
+	if (head_upstream(x, req) == -1) {
+		exchange_refusef(x, 431, "head-too-large", "http_request_error",
+				 "request head too large to forward");
+		return PHASE_DONE;
 	}
 	inject_sent(x);
 	buf_consume(&s->cin, len);
@@ -270,52 +314,43 @@ static void request_send(struct session *s, const struct http_request *req, size
 				buf_append(&s->replay, buf_head(&s->uout), buf_len(&s->uout)) == 0;
 		x->sent_ms = session_now(s);
 		session_enter(s, SS_HTTP);
-		return;
+		return PHASE_DONE;
 	}
 	dial_start(s);
+	return PHASE_DONE;
 }
 
-/*
- * The judged request whose head is cin[0..len) from its credential on:
- * where a new request goes on after its judgement, and where one resumes
- * (XP_CREDENTIAL) after waiting for its token or to be re-issued.
- */
-static void resume_request(struct session *s, const struct http_request *req, size_t len)
-{
-	s->x->phase = XP_JUDGE; /* request_credential sets it again should it wait again */
-	if (request_credential(s, req, len) != 0)
-		return;
-	if (s->x->ws != NULL)
-		upgrade_scrubbed(s);
-	request_send(s, req, len);
-}
+/* The phases of an HTTP/1.1 head, in order (enum x_phase). */
+static const struct phase {
+	const char *name;
+	enum phase_rc (*run)(struct exchange *x, const struct http_request *req, size_t len);
+} phases[XP_DONE] = {
+	[XP_JUDGE] = { "judge", phase_judge },
+	[XP_TUNNEL] = { "tunnel", phase_tunnel },
+	[XP_CREDENTIAL] = { "credential", phase_credential },
+	[XP_SEND] = { "send", phase_send },
+};
 
 /*
- * Begin the request whose head is cin[0..len): its row, its target, the
- * policy's verdict (and its budget taken); a CONNECT then dials (or is
- * intercepted), any other request gets its credential and goes upstream.
+ * x's head, cin[0..len), through its phases from x->phase on: a new head
+ * from XP_JUDGE, one that waited from where it waited. A phase may have
+ * refused x or closed its connection: the engine then stops, touching no
+ * more than x's phase.
  */
-static void start_request(struct session *s, const struct http_request *req, size_t len)
+static void exchange_run(struct exchange *x, const struct http_request *req, size_t len)
 {
-	if (exchange_new(s) == -1) {
-		session_close(s, "out of memory");
-		return;
+	while (x->phase < XP_DONE) {
+		switch (phases[x->phase].run(x, req, len)) {
+		case PHASE_NEXT:
+			x->phase++;
+			break;
+		case PHASE_WAIT:
+			return;
+		case PHASE_DONE:
+			x->phase = XP_DONE;
+			return;
+		}
 	}
-	if (request_begin(s->x, req) == -1 || request_target(s->x, req) == -1 ||
-	    request_judge(s->x, req) == -1)
-		return;
-	if (req->upgrade && req->method != HTTP_CONNECT && upgrade_request(s, req) == -1)
-		return;
-	if (req->method == HTTP_CONNECT) {
-		buf_consume(&s->cin, len);
-		dial_close(s);
-		if (!s->x->raw_tunnel && tls_intercepts(s->px, &s->x->t.host, s->x->t.port))
-			session_intercept_begin(s);
-		else
-			dial_start(s);
-		return;
-	}
-	resume_request(s, req, len);
 }
 
 int exchange_judge(struct exchange *x, const struct http_request *req)
@@ -332,9 +367,9 @@ int exchange_judge(struct exchange *x, const struct http_request *req)
  * may be replayed, dial the same address again (it was checked when first
  * dialed, and re-judged at every reload since) and send the head again.
  */
-static bool try_replay(struct session *s)
+static bool try_replay(struct exchange *x)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 
 	if (!x->replayable || x->resp_started || buf_len(&s->uin) > 0)
 		return false;
@@ -372,10 +407,13 @@ void exchange_head(struct session *s)
 			}
 			if (n > 0) {
 				s->head_ms = 0;
+				/* one that waited resumes where it waited; a new one begins */
 				if (s->x != NULL && s->x->active && s->x->phase == XP_CREDENTIAL)
-					resume_request(s, &req, (size_t)n);
+					exchange_run(s->x, &req, (size_t)n);
+				else if (exchange_new(s) == -1)
+					session_close(s, "out of memory");
 				else
-					start_request(s, &req, (size_t)n);
+					exchange_run(s->x, &req, (size_t)n);
 				s->again = true;
 				return;
 			}
@@ -468,9 +506,9 @@ static void exchange_rewind(struct exchange *x)
  * charged once; a second 401 goes to the client). Returns true when
  * re-issued.
  */
-static bool reissue(struct session *s)
+static bool reissue(struct exchange *x)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	struct buf b;
 
 	buf_init(&b, HEAD_MAX + buf_len(&s->cin));
@@ -495,11 +533,11 @@ static bool reissue(struct session *s)
  * Parse the response head in uin. Returns 1 progress, 0 need more, -1
  * refused, or a WebSocket's 101 passed (the session is in SS_WEBSOCKET).
  */
-static int response_head(struct session *s)
+static int response_head(struct exchange *x)
 {
+	struct session *s = x->conn;
 	struct http_header hdrs[HEADERS_MAX];
 	struct http_response resp;
-	struct exchange *x = s->x;
 	ssize_t n = http_parse_response(buf_head(&s->uin), buf_len(&s->uin), RESP_HEAD_MAX,
 					x->method, &resp, hdrs, HEADERS_MAX);
 
@@ -507,23 +545,23 @@ static int response_head(struct session *s)
 		return 0;
 	if (n == -1 && (resp.error == HTTP_E_TOO_LARGE || resp.error == HTTP_E_TOO_MANY)) {
 		if (resp.error == HTTP_E_TOO_MANY)
-			session_refuse(s, 502, "upstream-head-too-large",
-				       "http_response_header_section_size",
-				       "%s sent a response head of more than %d header lines; nothing "
-				       "of it was passed on", x->t.host.name, HEADERS_MAX);
+			exchange_refusef(x, 502, "upstream-head-too-large",
+					 "http_response_header_section_size",
+					 "%s sent a response head of more than %d header lines; nothing "
+					 "of it was passed on", x->t.host.name, HEADERS_MAX);
 		else
-			session_refuse(s, 502, "upstream-head-too-large",
-				       "http_response_header_section_size",
-				       "%s sent a response head over %d bytes; nothing of it was "
-				       "passed on", x->t.host.name, RESP_HEAD_MAX);
+			exchange_refusef(x, 502, "upstream-head-too-large",
+					 "http_response_header_section_size",
+					 "%s sent a response head over %d bytes; nothing of it was "
+					 "passed on", x->t.host.name, RESP_HEAD_MAX);
 		return -1;
 	}
 	if (n < 0) {
-		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
-			       "%s sent a response sluice-proxy cannot pass on", x->t.host.name);
+		exchange_refusef(x, 502, "upstream-malformed", "http_protocol_error",
+				 "%s sent a response sluice-proxy cannot pass on", x->t.host.name);
 		return -1;
 	}
-	if (resp.status == 101 && upgrade_response(s, &resp) == -1)
+	if (resp.status == 101 && upgrade_response(x, &resp) == -1)
 		return -1;
 	if (resp.status == 401 && x->minted != NULL && x->injected) {
 		if (!token_refused(x->minted, x->minted_gen, session_config(s))) {
@@ -532,7 +570,7 @@ static int response_head(struct session *s)
 				snprintf(x->detail, sizeof(x->detail),
 					 "the upstream refused the token (401); token-min-interval "
 					 "allows no new one yet");
-		} else if (x->rehead != NULL && reissue(s)) {
+		} else if (x->rehead != NULL && reissue(x)) {
 			return -1; /* the same request again, with a new token */
 		}
 	}
@@ -551,16 +589,16 @@ static int response_head(struct session *s)
 	}
 	size_t head_at = buf_len(&s->cout);
 
-	if (head_client(s, &resp) == -1) {
-		session_refuse(s, 502, "upstream-head-too-large", "http_response_header_section_size",
-			       "%s sent a response head too large to pass on", x->t.host.name);
+	if (head_client(x, &resp) == -1) {
+		exchange_refusef(x, 502, "upstream-head-too-large", "http_response_header_section_size",
+				 "%s sent a response head too large to pass on", x->t.host.name);
 		return -1;
 	}
 	if (inject_scrub_head(x, head_at) == -1) {
 		buf_truncate(&s->cout, head_at); /* never the unscrubbed head */
-		session_refuse(s, 502, "upstream-malformed", "http_response_header_section_size",
-			       "%s sent a response head sluice-proxy could not scrub",
-			       x->t.host.name);
+		exchange_refusef(x, 502, "upstream-malformed", "http_response_header_section_size",
+				 "%s sent a response head sluice-proxy could not scrub",
+				 x->t.host.name);
 		return -1;
 	}
 	x->resp_started = true;
@@ -568,18 +606,18 @@ static int response_head(struct session *s)
 	buf_release(&s->replay);
 	buf_consume(&s->uin, (size_t)n);
 	if (resp.status == 101) {
-		upgrade_begin(s); /* what followed the 101 in uin is the server's first bytes */
+		upgrade_begin(x); /* what followed the 101 in uin is the server's first bytes */
 		return -1;
 	}
 	return 1;
 }
 
-static void finish_request(struct session *s)
+static void finish_request(struct exchange *x)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	bool out_of_step = !x->req_done; /* answered before the body was all sent */
 
-	session_log(s);
+	exchange_log(x);
 	if (x->client_close || out_of_step) {
 		session_enter_drain(s);
 		return;
@@ -608,17 +646,17 @@ struct pass {
 };
 
 /* The request body, client -> uout, under its framing and its cap. Returns 0 or -1 (ended). */
-static int request_body(struct session *s, struct pass *p)
+static int request_body(struct exchange *x, struct pass *p)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	ssize_t n;
 
 	if (!x->req_done && buf_len(&s->cin) > 0) {
 		uint64_t before = x->up;
 
-		if (body_move(s, true, &p->req_trailer) == -1) {
-			session_refuse(s, 400, "malformed", "http_request_error",
-				       "malformed chunked request body");
+		if (body_move(x, true, &p->req_trailer) == -1) {
+			exchange_refusef(x, 400, "malformed", "http_request_error",
+					 "malformed chunked request body");
 			return -1;
 		}
 		p->moved |= x->up != before || x->req_done;
@@ -654,9 +692,9 @@ static int request_body(struct session *s, struct pass *p)
 }
 
 /* What uout holds goes upstream; a failure before any answer may replay. Returns 0 or -1. */
-static int request_write(struct session *s, struct pass *p)
+static int request_write(struct exchange *x, struct pass *p)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	ssize_t n;
 
 	if (buf_len(&s->uout) == 0)
@@ -665,11 +703,11 @@ static int request_write(struct session *s, struct pass *p)
 	if (n > 0) {
 		p->moved = true;
 	} else if (n == -1 && !session_would_block()) {
-		if (try_replay(s))
+		if (try_replay(x))
 			return -1;
 		if (!x->resp_started)
-			session_refuse(s, 502, "connect-failed", "connection_terminated",
-				       "%s closed the connection: %s", x->t.host.name, strerror(errno));
+			exchange_refusef(x, 502, "connect-failed", "connection_terminated",
+					 "%s closed the connection: %s", x->t.host.name, strerror(errno));
 		else
 			session_abort(s, "upstream write error");
 		return -1;
@@ -682,12 +720,12 @@ static int request_write(struct session *s, struct pass *p)
  * its body right behind it so both leave in one write: scrubbed, under
  * its framing, or to the end of the stream. Returns 0 or -1.
  */
-static int response_move(struct session *s, struct pass *p)
+static int response_move(struct exchange *x, struct pass *p)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 
 	if (!x->resp_done && !x->resp_head && buf_len(&s->uin) > 0) {
-		int k = response_head(s);
+		int k = response_head(x);
 
 		if (k < 0)
 			return -1;
@@ -709,7 +747,7 @@ static int response_move(struct session *s, struct pass *p)
 	} else if (x->resp_body != HTTP_BODY_EOF) {
 		uint64_t before = x->down;
 
-		if (body_move(s, false, &p->resp_trailer) == -1) {
+		if (body_move(x, false, &p->resp_trailer) == -1) {
 			session_abort(s, "malformed chunked response body");
 			return -1;
 		}
@@ -734,9 +772,9 @@ static int response_move(struct session *s, struct pass *p)
  * stream is never early): a body that runs to the end ends here; an end
  * before the response is a replay or a 502. Returns 0 or -1.
  */
-static int response_read(struct session *s, struct pass *p)
+static int response_read(struct exchange *x, struct pass *p)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	ssize_t n;
 
 	if (x->resp_done || x->in_done || buf_room(&s->uin) == 0 || buf_room(&s->cout) == 0 ||
@@ -756,11 +794,11 @@ static int response_read(struct session *s, struct pass *p)
 		x->resp_close = true;
 		p->moved = true;
 	} else if (n == 0 || (n == -1 && !session_would_block())) {
-		if (try_replay(s))
+		if (try_replay(x))
 			return -1;
 		if (!x->resp_started)
-			session_refuse(s, 502, "upstream-closed", "connection_terminated",
-				       "%s closed the connection without answering", x->t.host.name);
+			exchange_refusef(x, 502, "upstream-closed", "connection_terminated",
+					 "%s closed the connection without answering", x->t.host.name);
 		else
 			session_abort(s, "upstream closed mid-response");
 		return -1;
@@ -773,10 +811,12 @@ static int response_read(struct session *s, struct pass *p)
  * answer's last byte goes out, so a kill -9 between the two cannot leave
  * an answered request unlogged. Returns 0 or -1.
  */
-static int response_flush(struct session *s, struct pass *p)
+static int response_flush(struct exchange *x, struct pass *p)
 {
-	if (s->x->resp_done)
-		session_log(s);
+	struct session *s = x->conn;
+
+	if (x->resp_done)
+		exchange_log(x);
 	if (buf_len(&s->cout) > 0) {
 		size_t before = buf_len(&s->cout);
 
@@ -796,16 +836,17 @@ static int response_flush(struct session *s, struct pass *p)
  */
 void exchange_http(struct session *s)
 {
+	struct exchange *x = s->x; /* HTTP/1.1's one in flight */
 	struct pass p = { 0 };
 
 	for (;;) {
 		p.moved = p.req_trailer = p.resp_trailer = p.head_short = false;
-		if (request_body(s, &p) == -1 || request_write(s, &p) == -1 ||
-		    response_move(s, &p) == -1 || response_read(s, &p) == -1 ||
-		    response_flush(s, &p) == -1)
+		if (request_body(x, &p) == -1 || request_write(x, &p) == -1 ||
+		    response_move(x, &p) == -1 || response_read(x, &p) == -1 ||
+		    response_flush(x, &p) == -1)
 			return;
-		if (s->x->resp_done && (s->x->req_done || buf_len(&s->uout) == 0)) {
-			finish_request(s);
+		if (x->resp_done && (x->req_done || buf_len(&s->uout) == 0)) {
+			finish_request(x);
 			return;
 		}
 		if (!p.moved)
@@ -845,7 +886,7 @@ static void h1_refuse(struct exchange *x, const struct refusal *ref)
 	bool page;
 
 	if (!x->active) {
-		exchange_new(s); /* x is x: zeroed again, never allocated */
+		exchange_reset(x); /* a head refused before it was begun: zeroed for its row */
 		x->active = true;
 		x->t_start = loop_clock_ms();
 		x->dns_ms = x->connect_ms = -1;

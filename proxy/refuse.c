@@ -138,7 +138,6 @@ static void refuse_ungranted(struct exchange *x, const struct verdict *v)
 {
 	struct session *s = x->conn;
 	struct refusal ref = { .status = v->status, .reason = v->reason,
-
 			       .proxy_status = v->proxy_status };
 	char hint[HOST_NAME_MAX_LEN + 16], who[SESSION_WHO_MAX];
 	struct policy_request pr = { 0 };

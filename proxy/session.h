@@ -65,12 +65,17 @@ struct target {
 };
 
 /*
- * Where an HTTP/1.1 exchange's head, read again from cin, resumes
- * (exchange_head): a head is judged once, and charged to its budget once.
+ * The phases of an HTTP/1.1 exchange's head, in order (exchange.c's
+ * table): a phase that waits keeps x->phase, and the head, read again from
+ * cin, resumes there (exchange_head): a head is judged once, and charged
+ * to its budget once.
  */
 enum x_phase {
-	XP_JUDGE = 0,  /* a new head: begun, its target, its judgement, then on */
-	XP_CREDENTIAL, /* judged: it waited for its token, or is re-issued after a 401 */
+	XP_JUDGE = 0,  /* begun: its row's fields, target, judgement and budget, an upgrade's offer */
+	XP_TUNNEL,     /* a CONNECT: dialed, or intercepted (our 200 first) */
+	XP_CREDENTIAL, /* the body's cap, the credential: waits for its token; a 401's re-issue */
+	XP_SEND,       /* the head upstream, on the kept upstream or a new dial */
+	XP_DONE,       /* the head's phases are over: sent, handed on, or refused */
 };
 
 /*
@@ -530,8 +535,8 @@ uint64_t longrow_due(const struct session *s, const struct config *c);
 void longrow_write(struct session *s, const struct config *c);
 
 /* head.c */
-int head_upstream(struct session *s, const struct http_request *req); /* into uout; 0 or -1 */
-int head_client(struct session *s, const struct http_response *resp);  /* into cout; 0 or -1 */
+int head_upstream(struct exchange *x, const struct http_request *req); /* into uout; 0 or -1 */
+int head_client(struct exchange *x, const struct http_response *resp);  /* into cout; 0 or -1 */
 int head_put_header(struct buf *b, const struct http_header *h); /* "Name: value\r\n" */
 bool head_forwards(const struct exchange *x, const struct http_request *req, size_t i, int plan);
 ssize_t head_credential(struct exchange *x, char **value);
@@ -547,7 +552,7 @@ uint64_t head_up_size(const struct exchange *x, const struct http_request *req);
  * body's trailer section is not all here yet: in must be read although it
  * holds bytes.
  */
-int body_move(struct session *s, bool request, bool *wait_trailer);
+int body_move(struct exchange *x, bool request, bool *wait_trailer);
 
 /* token.c */
 int token_get(struct exchange *x, const struct inject_rule *r, char **val, size_t *len,
@@ -595,12 +600,12 @@ ssize_t sio_write(struct session *s, bool up, struct buf *b);
 /* upgrade.c */
 struct upgrade;
 /* 1 a WebSocket handshake (x->ws kept), 0 not one (Upgrade dropped), -1 refused */
-int upgrade_request(struct session *s, const struct http_request *req);
-void upgrade_scrubbed(struct session *s);    /* the host is scrubbed: so are its messages */
+int upgrade_request(struct exchange *x, const struct http_request *req);
+void upgrade_scrubbed(struct exchange *x);    /* the host is scrubbed: so are its messages */
 bool upgrade_drops_header(const struct exchange *x, const struct http_header *h);
 int upgrade_head(struct buf *b);            /* Connection and Upgrade, for a handshake's heads */
-int upgrade_response(struct session *s, const struct http_response *resp); /* a 101: 0 or -1 */
-void upgrade_begin(struct session *s);      /* the 101 is queued: relay (SS_WEBSOCKET) */
+int upgrade_response(struct exchange *x, const struct http_response *resp); /* a 101: 0 or -1 */
+void upgrade_begin(struct exchange *x);      /* the 101 is queued: relay (SS_WEBSOCKET) */
 void upgrade_step(struct session *s);
 bool upgrade_wants_client(const struct session *s);
 void upgrade_interest(const struct session *s, uint32_t *c, uint32_t *u);

@@ -594,14 +594,14 @@ void tls_step_connect(struct session *s)
 	}
 	v = SSL_get_verify_result(s->ussl);
 	if (v != X509_V_OK)
-		session_refuse(s, 502, "upstream-tls", "tls_certificate_error",
-			       "%s presented a certificate that does not verify: %s; nothing was "
-			       "sent",
-			       x->t.host.name, X509_verify_cert_error_string(v));
+		exchange_refusef(x, 502, "upstream-tls", "tls_certificate_error",
+				 "%s presented a certificate that does not verify: %s; nothing was "
+				 "sent",
+				 x->t.host.name, X509_verify_cert_error_string(v));
 	else
-		session_refuse(s, 502, "upstream-tls", "tls_protocol_error",
-			       "TLS handshake with %s failed: %s; nothing was sent", x->t.host.name,
-			       tls_error_text());
+		exchange_refusef(x, 502, "upstream-tls", "tls_protocol_error",
+				 "TLS handshake with %s failed: %s; nothing was sent", x->t.host.name,
+				 tls_error_text());
 }
 
 /* --- reads and writes -------------------------------------------------- */

@@ -58,9 +58,9 @@ struct upgrade {
 	uint64_t up0, down0; /* bytes each way before that */
 };
 
-int upgrade_request(struct session *s, const struct http_request *req)
+int upgrade_request(struct exchange *x, const struct http_request *req)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	const char *why = NULL;
 
 	if (!ws_is_upgrade(req->headers, req->nheaders))
@@ -78,16 +78,16 @@ int upgrade_request(struct session *s, const struct http_request *req)
 		ws_offer_read(req->headers, req->nheaders, &x->ws->offer, &why);
 	if (why == NULL)
 		return 1;
-	session_refuse(s, 400, "malformed", "http_request_error",
-		       "bad WebSocket handshake: %s; nothing was sent", why);
+	exchange_refusef(x, 400, "malformed", "http_request_error",
+			 "bad WebSocket handshake: %s; nothing was sent", why);
 	return -1;
 }
 
-void upgrade_scrubbed(struct session *s)
+void upgrade_scrubbed(struct exchange *x)
 {
-	struct upgrade *o = s->x->ws;
+	struct upgrade *o = x->ws;
 
-	if (s->x->scrub == NULL)
+	if (x->scrub == NULL)
 		return;
 	/* messages stay plain frames only without extensions: none is offered upstream */
 	o->scrubbed = true;
@@ -104,28 +104,28 @@ int upgrade_head(struct buf *b)
 	return buf_append(b, "Connection: Upgrade\r\nUpgrade: websocket\r\n", 41);
 }
 
-int upgrade_response(struct session *s, const struct http_response *resp)
+int upgrade_response(struct exchange *x, const struct http_response *resp)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	const char *why;
 
 	if (x->ws == NULL) {
-		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
-			       "%s switched protocols (101) unasked", x->t.host.name);
+		exchange_refusef(x, 502, "upstream-malformed", "http_protocol_error",
+				 "%s switched protocols (101) unasked", x->t.host.name);
 		return -1;
 	}
 	if (buf_len(&s->uout) > 0) {
 		/* the rest of the handshake's head would go up after the client's bytes */
-		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
-			       "%s answered 101 before the whole handshake was sent", x->t.host.name);
+		exchange_refusef(x, 502, "upstream-malformed", "http_protocol_error",
+				 "%s answered 101 before the whole handshake was sent", x->t.host.name);
 		return -1;
 	}
 	why = ws_answer_check(&x->ws->offer, resp->headers, resp->nheaders);
 	if (why != NULL) {
-		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
-			       "%s answered the WebSocket handshake with a 101 the client could not "
-			       "trust: %s",
-			       x->t.host.name, why);
+		exchange_refusef(x, 502, "upstream-malformed", "http_protocol_error",
+				 "%s answered the WebSocket handshake with a 101 the client could not "
+				 "trust: %s",
+				 x->t.host.name, why);
 		return -1;
 	}
 	return 0;
@@ -157,9 +157,9 @@ static void budget_close(struct session *s)
 	exchange_refusef(s->x, 403, "budget", "http_request_denied", "%s: closed", why);
 }
 
-void upgrade_begin(struct session *s)
+void upgrade_begin(struct exchange *x)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 
 	x->ws->open = true;
 	x->status = 101; /* the row comes when the WebSocket ends */
