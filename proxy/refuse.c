@@ -271,7 +271,7 @@ void refuse_page_answer(struct session *s, const struct http_request *req)
 	int blen;
 
 	s->ix->page = NULL;
-	s->codec = &exchange_h1_codec;
+	s->codec = &h1_codec;
 	if (!s->intercept) { /* the handshake did not complete: nothing can be said in it */
 		free(r);
 		session_close(s, NULL);

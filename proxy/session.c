@@ -14,7 +14,6 @@
  * decide policy (policy.c) or resolve names (resolve.c).
  */
 #include "session.h"
-#include "runnote.h"
 
 #include <arpa/inet.h>
 #include <stdarg.h>
@@ -43,34 +42,6 @@ _Static_assert(sizeof(struct session) + sizeof(struct sess_stamp) + sizeof(struc
 
 /* --- the log row ------------------------------------------------------- */
 
-/*
- * The request's storage: a zeroed struct exchange, allocated for the first
- * request (or refusal) after the session was idle. Returns 0 or -1.
- */
-int exchange_new(struct session *s)
-{
-	if (s->x != NULL) {
-		exchange_reset(s->x);
-		return 0;
-	}
-	s->x = malloc(sizeof(*s->x));
-	if (s->x == NULL)
-		return -1;
-	memset(s->x, 0, sizeof(*s->x));
-	s->x->conn = s;
-	return 0;
-}
-
-void exchange_reset(struct exchange *x)
-{
-	struct session *s = x->conn;
-
-	upgrade_free(x);
-	budget_end(s, x);
-	memset(x, 0, sizeof(*x));
-	x->conn = s;
-}
-
 /* The kept stamp as the log row takes it. */
 static void stamp_expand(const struct sess_stamp *k, struct stamp *st)
 {
@@ -82,33 +53,6 @@ static void stamp_expand(const struct sess_stamp *k, struct stamp *st)
 	snprintf(st->net, sizeof(st->net), "%s", k->net);
 	snprintf(st->as, sizeof(st->as), "%s", k->as);
 	memcpy(st->boot, k->boot, sizeof(st->boot));
-}
-
-/* Give the request's storage back; its row is written (the session is idle or closing). */
-void exchange_free(struct session *s)
-{
-	if (s->x == NULL)
-		return;
-	inject_end(s->x);
-	upgrade_free(s->x);
-	budget_end(s, s->x);
-	free(s->x);
-	s->x = NULL;
-}
-
-/* Whose row budget a row spends (lograte.c): its spender's, an unattributed one its unit's. */
-static const char *row_key(const struct session *s, char *buf, size_t size)
-{
-	if (s->stamp != NULL || s->build != NULL)
-		return session_spender(s, buf, size);
-	return lograte_unattributed(s->client, buf, size);
-}
-
-/* The row budget key of a quiet row (an agent's telemetry): its principal's, apart. */
-static const char *quiet_key(const char *key, char *buf, size_t size)
-{
-	snprintf(buf, size, "quiet %s", key);
-	return buf;
 }
 
 void session_row(const struct session *s, const struct exchange *x, struct netlog_row *row,
@@ -163,43 +107,6 @@ bool session_log(struct session *s)
 	return s->x != NULL && exchange_log(s->x);
 }
 
-bool exchange_log(struct exchange *x)
-{
-	struct session *s = x->conn;
-	struct netlog_row row;
-	struct stamp st;
-	char who[SESSION_WHO_MAX], key[SESSION_WHO_MAX + STAMP_AS_MAX], qkey[sizeof(key) + 8];
-	bool written = false;
-
-	if (!x->active)
-		return false;
-	x->active = false;
-	session_row(s, x, &row, &st, who, sizeof(who));
-	if (sandbox_probe(s->px, x, row.stamp)) {
-		/* a run's self-check: a kind of its own, counted by nothing that counts refusals */
-		row.kind = "probe";
-		row.path = RUNNOTE_PROBE_PATH;
-		row.path_len = sizeof(RUNNOTE_PROBE_PATH) - 1;
-		if (s->px->netlog != NULL) {
-			netlog_write(s->px->netlog, &row);
-			written = true;
-		}
-	} else {
-		const char *k = row_key(s, key, sizeof(key));
-
-		/* an agent's telemetry spends a budget of its own: a loop of it never holds back a real refusal's row */
-		if (row.reason != NULL && strcmp(row.reason, "quiet") == 0)
-			k = quiet_key(k, qkey, sizeof(qkey));
-		if (s->px->netlog != NULL && lograte_admit(s->px, k, &row)) {
-			netlog_write(s->px->netlog, &row);
-			written = true;
-		}
-		stats_row(&row);
-		sandbox_count(&row);
-	}
-	inject_end(x);
-	return written;
-}
 
 /* --- closing ----------------------------------------------------------- */
 
@@ -634,7 +541,7 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 		return;
 	}
 	s->px = px;
-	s->codec = &exchange_h1_codec;
+	s->codec = &h1_codec;
 	s->id = ++px->next_conn_id;
 	s->cfd = fd;
 	s->ufd = -1;

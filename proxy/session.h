@@ -2,11 +2,13 @@
  * session.h: the inside of a client connection, shared by the files that
  * drive it (private to proxy/; proxy.h is the program's table of contents).
  *
- * session.c   lifecycle: accept, tunnels, refusals, the log row, close,
- *             re-judging after a reload
+ * session.c   lifecycle: accept, tunnels, the log row's connection fields,
+ *             close, re-judging after a reload
  * state.c     the states as one table: steps, readiness, deadlines, timeouts
- * exchange.c  one HTTP request and its response: read and judge the head,
- *             forward it, stream both bodies, keep or drop the upstream
+ * exchange.c  one exchange, whichever codec carries it: its storage, its
+ *             start (target, judgement, budget), its refusal, its row
+ * h1.c        HTTP/1.1's codec: a head through its phases, forwarded, both
+ *             bodies streamed, the upstream kept or dropped; its refusals
  * head.c      the heads written: upstream request, client response
  * body.c      a request's bodies under their framing, trailers filtered
  * dial.c      the upstream: resolve, judge every answer, connect exactly a
@@ -67,7 +69,7 @@ struct target {
 /*
  * The phases of an HTTP/1.1 exchange's head, in order (exchange.c's
  * table): a phase that waits keeps x->phase, and the head, read again from
- * cin, resumes there (exchange_head): a head is judged once, and charged
+ * cin, resumes there (h1_head): a head is judged once, and charged
  * to its budget once.
  */
 enum x_phase {
@@ -248,7 +250,7 @@ struct codec {
 	 */
 	void (*refuse)(struct exchange *x, const struct refusal *r);
 };
-extern const struct codec exchange_h1_codec;    /* exchange.c: a response, then the drain */
+extern const struct codec h1_codec;             /* h1.c: a response, then the drain */
 extern const struct codec session_tunnel_codec; /* session.c: the 200 went: the row, the drain */
 extern const struct codec upgrade_codec;        /* upgrade.c: the 101 went: the row, the close */
 extern const struct codec tls_alpn_codec;       /* tls.c: no request yet: said at the first */
@@ -374,20 +376,11 @@ static inline bool session_would_block(void)
 }
 
 /* session.c */
-int exchange_new(struct session *s);
-void exchange_reset(struct exchange *x); /* zeroed for a new request, still its connection's */
-void exchange_free(struct session *s);
 void session_step_tunnel(struct session *s);
 void session_step_drain(struct session *s);
 int session_stamp_keep(struct session *s, const struct stamp *st);
 int session_stamp_first_head(struct session *s, const struct http_request *req);
 bool session_log(struct session *s); /* s->x's row (exchange_log); false: none written */
-/*
- * x's row, once: written unless lograte's budget for its principal is
- * spent (returns false then, and when it was written already); its
- * secrets go (inject_end).
- */
-bool exchange_log(struct exchange *x);
 /*
  * x's row of s as it stands now (its bytes and time so far) into *row; st
  * and who (SESSION_WHO_MAX bytes) hold its stamp and principal.
@@ -468,6 +461,23 @@ void session_on_client(struct loop *l, struct loop_io *io, uint32_t events);
 void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events);
 
 /* exchange.c */
+int exchange_new(struct session *s); /* s->x, allocated or zeroed for a new request: 0 or -1 */
+void exchange_reset(struct exchange *x); /* zeroed for a new request, still its connection's */
+void exchange_free(struct session *s); /* s->x, its row written, goes (an idle connection) */
+/*
+ * x begun from its head: the row's fields (and on the connection's first
+ * head its stamp), its target, the policy's verdict and its budget's
+ * charge. Returns 0, or -1 refused (or the connection closed).
+ */
+int exchange_start(struct exchange *x, const struct http_request *req);
+/* The host's body cap; a declared length over it is refused (413). Returns 0 or -1. */
+int exchange_capped(struct exchange *x, const struct http_request *req);
+/*
+ * x's row, once: written unless lograte's budget for its principal is
+ * spent (returns false then, and when it was written already); its
+ * secrets go (inject_end).
+ */
+bool exchange_log(struct exchange *x);
 /*
  * Refuse x with r: its connection's codec says it (a response, a stream's
  * answer, the page inside TLS, or only the row where the answer went out
@@ -479,8 +489,6 @@ void exchange_refuse(struct exchange *x, const struct refusal *r);
 void exchange_refusef(struct exchange *x, int status, const char *reason,
 		      const char *proxy_status, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
-void exchange_head(struct session *s);
-void exchange_http(struct session *s);
 /*
  * An HTTP/2 stream's request x (h2.c), begun, targeted, judged, capped and
  * given its credential as an HTTP/1.1 request is. Returns 0 go on, 1
@@ -490,6 +498,10 @@ void exchange_http(struct session *s);
 int exchange_judge(struct exchange *x, const struct http_request *req);
 /* 413: the declared body length (0: found out on the way) is over the host's cap */
 void exchange_body_refuse(struct exchange *x, uint64_t declared);
+
+/* h1.c: HTTP/1.1's codec */
+void h1_head(struct session *s); /* SS_HEAD's step: a head read, run through its phases */
+void h1_http(struct session *s); /* SS_HTTP's step: the bodies and the response relayed */
 
 /* budget.c (the table's side is in proxy.h) */
 /*

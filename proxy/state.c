@@ -277,7 +277,7 @@ static const struct state_def {
 } states[] = {
 	[SS_HEAD] = { "head", "a request head from the client",
 		      "408 if part of a head came, else close (head- or idle-timeout)",
-		      exchange_head, in_head, ask_head, due_head, late_head },
+		      h1_head, in_head, ask_head, due_head, late_head },
 	[SS_RESOLVE] = { "resolve", "the resolver's answer", "504 dns-timeout (connect-timeout)",
 			 NULL, in_none, ask_none, due_connect, late_resolve },
 	[SS_CONNECT] = { "connect", "the upstream's TCP connect",
@@ -286,7 +286,7 @@ static const struct state_def {
 	[SS_HTTP] = { "http", "request and response bytes",
 		      "504 upstream-timeout before a response (response-timeout), else close "
 		      "(idle-timeout)",
-		      exchange_http, in_http, ask_http, due_http, late_http },
+		      h1_http, in_http, ask_http, due_http, late_http },
 	[SS_TUNNEL] = { "tunnel", "tunnel bytes either way (a passthrough's hellos first)",
 			"sni-unreadable or upstream-timeout during the hellos, else close "
 			"(idle-timeout)",

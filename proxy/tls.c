@@ -503,7 +503,7 @@ void tls_alpn_unreached(struct session *s, const char *why)
 {
 	dial_close(s);
 	s->ix->alpn = ALPN_H1;
-	s->codec = &exchange_h1_codec;
+	s->codec = &h1_codec;
 	snprintf(s->ix->unreached, sizeof(s->ix->unreached),
 		 "the upstream was not reached before the handshake (%s)", why);
 	session_enter(s, SS_TLS_ACCEPT);
@@ -584,7 +584,7 @@ void tls_step_connect(struct session *s)
 			/* the parked client handshake goes on, offered what the upstream chose */
 			SSL_get0_alpn_selected(s->ussl, &alpn, &alen);
 			s->ix->alpn = alen == 2 && memcmp(alpn, "h2", 2) == 0 ? ALPN_H2 : ALPN_H1;
-			s->codec = &exchange_h1_codec; /* h2_begin makes it h2's */
+			s->codec = &h1_codec; /* h2_begin makes it h2's */
 			session_enter(s, SS_TLS_ACCEPT);
 			return;
 		}
