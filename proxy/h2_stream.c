@@ -451,8 +451,8 @@ static void submit_up(struct session *s, struct h2_stream *st, const struct http
 	if (id < 0) {
 		x->injected = false;
 		if (plen < 0 || clen < 0)
-			session_refuse(s, 502, "upstream-h2", "http_protocol_error",
-				       "the request could not be opened upstream: out of memory");
+			exchange_refusef(x, 502, "upstream-h2", "http_protocol_error",
+					 "the request could not be opened upstream: out of memory");
 		else { /* nothing went: its stream ids used up, or nghttp2's memory */
 			char why[96];
 
