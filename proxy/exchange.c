@@ -5,15 +5,14 @@
  * Its storage (exchange_new, exchange_reset, exchange_free); its start:
  * the row's fields and, on the connection's first head, its stamp; its
  * target; the policy's verdict on it and its budget's charge
- * (exchange_start), then the body's cap (exchange_capped); its refusal,
- * one call (exchange_refuse) that the connection's codec says its own way;
- * and its row (exchange_log). It reads no bytes and writes none to a
- * socket: the codecs do.
+ * (exchange_start), then the body's cap (exchange_capped); and its row
+ * (exchange_log). Its refusal is one call, exchange_refuse (inline in
+ * session.h), that the connection's codec says its own way. It reads no
+ * bytes and writes none to a socket: the codecs do.
  */
 #include "session.h"
 #include "runnote.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -251,25 +250,6 @@ int exchange_judge(struct exchange *x, const struct http_request *req)
 	if (exchange_start(x, req) == -1 || exchange_capped(x, req) == -1)
 		return -1;
 	return inject_begin(x, req);
-}
-
-/* --- refusing ------------------------------------------------------------------ */
-
-void exchange_refuse(struct exchange *x, const struct refusal *r)
-{
-	x->conn->codec->refuse(x, r);
-}
-
-void exchange_refusef(struct exchange *x, int status, const char *reason,
-		      const char *proxy_status, const char *fmt, ...)
-{
-	struct refusal ref = { .status = status, .reason = reason, .proxy_status = proxy_status };
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
-	va_end(ap);
-	exchange_refuse(x, &ref);
 }
 
 /* --- its row ------------------------------------------------------------------- */

@@ -29,6 +29,7 @@
 
 #include <errno.h>
 #include <openssl/ssl.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "alpn.h"
@@ -460,6 +461,33 @@ void session_update_interest(struct session *s);
 void session_on_client(struct loop *l, struct loop_io *io, uint32_t events);
 void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events);
 
+/*
+ * Refuse x with r: its connection's codec says it (a response, a stream's
+ * answer, the page inside TLS, or only the row where the answer went out
+ * already) and its row is written. x's connection may be draining or
+ * closed after it: the caller goes no further with either. (Here, not in
+ * exchange.c: every codec and phase reaches it, and it needs nothing but
+ * the codec table.)
+ */
+static inline void exchange_refuse(struct exchange *x, const struct refusal *r)
+{
+	x->conn->codec->refuse(x, r);
+}
+
+/* The same with the refusal made of its status, reason, Proxy-Status and detail. */
+static inline __attribute__((format(printf, 5, 6))) void
+exchange_refusef(struct exchange *x, int status, const char *reason, const char *proxy_status,
+		 const char *fmt, ...)
+{
+	struct refusal ref = { .status = status, .reason = reason, .proxy_status = proxy_status };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
+	va_end(ap);
+	exchange_refuse(x, &ref);
+}
+
 /* exchange.c */
 int exchange_new(struct session *s); /* s->x, allocated or zeroed for a new request: 0 or -1 */
 void exchange_reset(struct exchange *x); /* zeroed for a new request, still its connection's */
@@ -478,17 +506,6 @@ int exchange_capped(struct exchange *x, const struct http_request *req);
  * secrets go (inject_end).
  */
 bool exchange_log(struct exchange *x);
-/*
- * Refuse x with r: its connection's codec says it (a response, a stream's
- * answer, the page inside TLS, or only the row where the answer went out
- * already) and its row is written. x's connection may be draining or
- * closed after it: the caller goes no further with either.
- */
-void exchange_refuse(struct exchange *x, const struct refusal *r);
-/* The same with the refusal made of its status, reason, Proxy-Status and detail. */
-void exchange_refusef(struct exchange *x, int status, const char *reason,
-		      const char *proxy_status, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
 /*
  * An HTTP/2 stream's request x (h2.c), begun, targeted, judged, capped and
  * given its credential as an HTTP/1.1 request is. Returns 0 go on, 1
