@@ -77,9 +77,9 @@ static int move_trailer(struct session *s, bool request, struct buf *in, struct 
 	return 1;
 }
 
-int body_move(struct session *s, bool request, bool *wait_trailer)
+int body_move(struct exchange *x, bool request, bool *wait_trailer)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	struct buf *in = request ? &s->cin : &s->uin;
 	struct buf *out = request ? &s->uout : &s->cout;
 	enum http_body kind = request ? x->req_body : x->resp_body;

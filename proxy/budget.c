@@ -555,14 +555,14 @@ void budget_put(struct budget_entry *e)
  * budget, or in a mode that refuses nothing the row says it would have
  * been. Returns 0 go on, -1 refused.
  */
-int budget_request(struct session *s, const struct http_request *req, const struct grant *g)
+int budget_request(struct exchange *x, const struct http_request *req, const struct grant *g)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	char who[SESSION_WHO_MAX], why[sizeof(((struct refusal *)0)->detail)];
 	uint64_t body = req->body == HTTP_BODY_LENGTH ? req->content_length : 0;
 
 	if (budget_take(s->px, g, session_spender(s, who, sizeof(who)),
-			s->stamp != NULL ? s->stamp->net : NULL, head_up_size(s, req), body,
+			s->stamp != NULL ? s->stamp->net : NULL, head_up_size(x, req), body,
 			&x->budget, why, sizeof(why)) == 0)
 		return 0;
 	if (policy_mode_at(s->px->policy, time(NULL)) != MODE_ENFORCE) {
@@ -572,7 +572,7 @@ int budget_request(struct session *s, const struct http_request *req, const stru
 		snprintf(x->detail, sizeof(x->detail), "would be refused: %s", why);
 		return 0;
 	}
-	session_refuse(s, 403, "budget", "http_request_denied", "%s", why);
+	exchange_refusef(x, 403, "budget", "http_request_denied", "%s", why);
 	return -1;
 }
 
@@ -604,12 +604,13 @@ void budget_line(struct session *s, const struct exchange *x, char *out, size_t 
 	budget_words(x->budget, true, out, size);
 }
 
-void budget_refuse(struct session *s, const char *what)
+void budget_refuse(struct exchange *x, const char *what)
 {
+	struct session *s = x->conn;
 	char why[sizeof(((struct refusal *)0)->detail)];
 
-	budget_line(s, s->x, why, sizeof(why));
-	session_refuse(s, 403, "budget", "http_request_denied", "%s: %s", why, what);
+	budget_line(s, x, why, sizeof(why));
+	exchange_refusef(x, 403, "budget", "http_request_denied", "%s: %s", why, what);
 }
 
 void budget_end(struct session *s, struct exchange *x)

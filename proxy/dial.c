@@ -48,30 +48,30 @@ void dial_close(struct session *s)
 }
 
 /* A destination address the policy refused, with the exception that would allow it. */
-void dial_refuse_address(struct session *s, int family, const void *addr,
+void dial_refuse_address(struct exchange *x, int family, const void *addr,
 			 const struct verdict *v)
 {
-	const char *name = s->x->t.host.name;
+	const char *name = x->t.host.name;
 	char a[INET6_ADDRSTRLEN], range[64];
 	struct ipnet net;
 
 	if (strcmp(v->reason, "denied-ip") != 0 || iprange_denied(family, addr, &net) == NULL) {
-		session_refuse(s, v->status, v->reason, v->proxy_status, "%s: %s", name,
-			       v->detail);
+		exchange_refusef(x, v->status, v->reason, v->proxy_status, "%s: %s", name,
+				 v->detail);
 		return;
 	}
 	ipaddr_format(family, addr, a, sizeof(a));
 	ipnet_format(&net, range, sizeof(range));
-	if (s->x->t.host.kind == HOST_NAME)
-		session_refuse(s, v->status, v->reason, v->proxy_status,
-			       "%s resolves to %s, in denied range %s; if that is intended, add "
-			       "to the config: allow-private %s %s",
-			       name, a, range, name, range);
+	if (x->t.host.kind == HOST_NAME)
+		exchange_refusef(x, v->status, v->reason, v->proxy_status,
+				 "%s resolves to %s, in denied range %s; if that is intended, add "
+				 "to the config: allow-private %s %s",
+				 name, a, range, name, range);
 	else
-		session_refuse(s, v->status, v->reason, v->proxy_status,
-			       "%s is in denied range %s; if that is intended, add to the "
-			       "config: allow-private %s %s",
-			       a, range, name, range);
+		exchange_refusef(x, v->status, v->reason, v->proxy_status,
+				 "%s is in denied range %s; if that is intended, add to the "
+				 "config: allow-private %s %s",
+				 a, range, name, range);
 }
 
 /* Whether u is the upstream of target t (same port and host). */
@@ -210,9 +210,9 @@ void dial_next(struct session *s)
 		return;
 	}
 	x->dialed[0] = '\0';
-	session_refuse(s, 502, "connect-failed", "connection_refused",
-		       "could not connect to %s port %u: %s", x->t.host.name, x->t.port,
-		       strerror(x->dial_errno ? x->dial_errno : ECONNREFUSED));
+	exchange_refusef(x, 502, "connect-failed", "connection_refused",
+			 "could not connect to %s port %u: %s", x->t.host.name, x->t.port,
+			 strerror(x->dial_errno ? x->dial_errno : ECONNREFUSED));
 }
 
 /* Whether ss is one of our own listening sockets (a request to ourselves). */
@@ -262,7 +262,7 @@ static void dial_checked(struct session *s, const struct sockaddr_storage *addrs
 
 		policy_judge_addr(s->px->policy, &s->x->t.host, ss->ss_family, dial_addr_bytes(ss), &v);
 		if (!v.allow) {
-			dial_refuse_address(s, ss->ss_family, dial_addr_bytes(ss), &v);
+			dial_refuse_address(s->x, ss->ss_family, dial_addr_bytes(ss), &v);
 			return;
 		}
 		if (is_own_listener(s->px, ss)) {

@@ -1,25 +1,66 @@
 /*
- * exchange.c: one HTTP request and its response.
+ * exchange.c: one exchange's life, whichever codec carries it (an
+ * HTTP/1.1 request or CONNECT, h1.c; an HTTP/2 stream, h2_stream.c).
  *
- * Reads a request head and begins it in steps (request_begin: the row's
- * fields and the connection's stamp; request_target; request_judge: the
- * policy on the target and Host; request_credential; request_send: the
- * head upstream, on the kept upstream or a new dial; a request that waited
- * for its token, or is re-issued after a 401, has its head read again and
- * resumes at request_credential: judged once), then streams the
- * request body and the response back under their framing (exchange_http,
- * one pass of named steps at a time), writes the row, and keeps the
- * upstream for the next request to the same target or drops it. A
- * kept-alive upstream that closes under a bodiless idempotent request gets
- * it once more on a new connection (try_replay). The heads it sends are
- * written by head.c.
+ * Its storage (exchange_new, exchange_reset, exchange_free); its start:
+ * the row's fields and, on the connection's first head, its stamp; its
+ * target; the policy's verdict on it and its budget's charge
+ * (exchange_start), then the body's cap (exchange_capped); and its row
+ * (exchange_log). Its refusal is one call, exchange_refuse (inline in
+ * session.h), that the connection's codec says its own way. It reads no
+ * bytes and writes none to a socket: the codecs do.
  */
 #include "session.h"
+#include "runnote.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+/* --- storage ------------------------------------------------------------------- */
+
+/*
+ * The request's storage: a zeroed struct exchange, allocated for the first
+ * request (or refusal) after the session was idle. Returns 0 or -1.
+ */
+int exchange_new(struct session *s)
+{
+	if (s->x != NULL) {
+		exchange_reset(s->x);
+		return 0;
+	}
+	s->x = malloc(sizeof(*s->x));
+	if (s->x == NULL)
+		return -1;
+	memset(s->x, 0, sizeof(*s->x));
+	s->x->conn = s;
+	return 0;
+}
+
+void exchange_reset(struct exchange *x)
+{
+	struct session *s = x->conn;
+
+	upgrade_free(x);
+	budget_end(s, x);
+	memset(x, 0, sizeof(*x));
+	x->conn = s;
+}
+
+/* Give the request's storage back; its row is written (the session is idle or closing). */
+void exchange_free(struct session *s)
+{
+	if (s->x == NULL)
+		return;
+	inject_end(s->x);
+	upgrade_free(s->x);
+	budget_end(s, s->x);
+	free(s->x);
+	s->x = NULL;
+}
+
+/* --- its start: the row's fields, the target, the judgement ---------------------- */
 
 static void copy_capped(char *dst, size_t size, size_t *len, const char *src, size_t n)
 {
@@ -31,9 +72,11 @@ static void copy_capped(char *dst, size_t size, size_t *len, const char *src, si
 }
 
 /* Which directive set the request's body cap, for the refusal. */
-static const char *cap_name(const struct session *s)
+static const char *cap_name(const struct exchange *x)
 {
-	return s->x->body_cap == session_config(s)->max_body_bytes ? "max-body-bytes" : "body-limit";
+	const struct session *s = x->conn;
+
+	return x->body_cap == session_config(s)->max_body_bytes ? "max-body-bytes" : "body-limit";
 }
 
 /*
@@ -41,16 +84,11 @@ static const char *cap_name(const struct session *s)
  * agent), and on the connection's first head its stamp. Returns 0, or -1
  * when it was refused or the session closed.
  */
-static int request_begin(struct session *s, const struct http_request *req)
+static int request_begin(struct exchange *x, const struct http_request *req)
 {
-	struct exchange *x;
+	struct session *s = x->conn;
 	int ua;
 
-	if (exchange_new(s) == -1) {
-		session_close(s, "out of memory");
-		return -1;
-	}
-	x = s->x;
 	x->active = true;
 	x->t_start = loop_clock_ms();
 	x->dns_ms = x->connect_ms = -1;
@@ -76,33 +114,33 @@ static int request_begin(struct session *s, const struct http_request *req)
  * target (the head must be origin-form with a Host), else the target the
  * request line names, canonical. Returns 0, or -1 refused (400).
  */
-static int request_target(struct session *s, const struct http_request *req)
+static int request_target(struct exchange *x, const struct http_request *req)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	const char *err = NULL;
 
 	if (s->intercept) {
 		if (req->form != HTTP_FORM_ORIGIN || req->host_header < 0) {
-			session_refuse(s, 400, "malformed", "http_request_error",
-				       "inside a TLS tunnel send GET /path with a Host header, not "
-				       "%.*s",
-				       (int)(req->target_len > 64 ? 64 : req->target_len),
-				       req->target);
+			exchange_refusef(x, 400, "malformed", "http_request_error",
+					 "inside a TLS tunnel send GET /path with a Host header, not "
+					 "%.*s",
+					 (int)(req->target_len > 64 ? 64 : req->target_len),
+					 req->target);
 			return -1;
 		}
 		x->t = s->ix->tunnel;
 		return 0;
 	}
 	if (req->form != HTTP_FORM_ABSOLUTE && req->form != HTTP_FORM_AUTHORITY) {
-		session_refuse(s, 400, "malformed", "http_request_error",
-			       "sluice-proxy is a forward proxy: send http://host/path or "
-			       "CONNECT host:port, not %.*s",
-			       (int)(req->target_len > 64 ? 64 : req->target_len), req->target);
+		exchange_refusef(x, 400, "malformed", "http_request_error",
+				 "sluice-proxy is a forward proxy: send http://host/path or "
+				 "CONNECT host:port, not %.*s",
+				 (int)(req->target_len > 64 ? 64 : req->target_len), req->target);
 		return -1;
 	}
 	if (host_canon(req->host, req->host_len, &x->t.host, &err) == -1) {
-		session_refuse(s, 400, "malformed", "http_request_error", "bad host %.*s: %s",
-			       (int)(req->host_len > 64 ? 64 : req->host_len), req->host, err);
+		exchange_refusef(x, 400, "malformed", "http_request_error", "bad host %.*s: %s",
+				 (int)(req->host_len > 64 ? 64 : req->host_len), req->host, err);
 		return -1;
 	}
 	x->t.port = req->port;
@@ -115,9 +153,9 @@ static int request_target(struct session *s, const struct http_request *req)
  * the same host and port): the row's decision, reason and grant. Returns
  * 0 allowed (or observed), -1 refused.
  */
-static int request_judge(struct session *s, const struct http_request *req)
+static int request_judge(struct exchange *x, const struct http_request *req)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	struct policy_request pr;
 	struct host hh;
 	struct verdict v;
@@ -135,15 +173,15 @@ static int request_judge(struct session *s, const struct http_request *req)
 
 		if (host_port_parse(h->value, h->value_len, x->t.port, &hh, &port, &has_port,
 				    &err) == -1) {
-			session_refuse(s, 400, "malformed", "http_request_error",
-				       "bad Host header: %s", err);
+			exchange_refusef(x, 400, "malformed", "http_request_error",
+					 "bad Host header: %s", err);
 			return -1;
 		}
 		if (has_port && port != x->t.port) {
-			session_refuse(s, 403, "host-mismatch", "http_request_denied",
-				       "the Host header names port %u but the request goes to port "
-				       "%u; nothing to grant: send the request to the host it names",
-				       port, x->t.port);
+			exchange_refusef(x, 403, "host-mismatch", "http_request_denied",
+					 "the Host header names port %u but the request goes to port "
+					 "%u; nothing to grant: send the request to the host it names",
+					 port, x->t.port);
 			return -1;
 		}
 		pr.host_header = &hh;
@@ -151,7 +189,7 @@ static int request_judge(struct session *s, const struct http_request *req)
 	session_principal(s, &pr, who, sizeof(who));
 	policy_judge(s->px->policy, &pr, time(NULL), &v);
 	if (!v.allow) {
-		refuse_verdict(s, &v);
+		refuse_verdict(x, &v);
 		return -1;
 	}
 	if (v.observed) {
@@ -168,644 +206,103 @@ static int request_judge(struct session *s, const struct http_request *req)
 			 grant_level_name(v.grant->level), v.by != NULL ? ", for " : "",
 			 v.by != NULL ? v.by->text : "");
 	}
-	if (v.grant != NULL && grant_budgeted(v.grant) && budget_request(s, req, v.grant) == -1)
+	if (v.grant != NULL && grant_budgeted(v.grant) && budget_request(x, req, v.grant) == -1)
 		return -1;
 	return 0;
 }
 
-/* The host's body cap; a declared length over it is refused (413). Returns 0 or -1. */
-static int request_capped(struct session *s, const struct http_request *req)
+int exchange_start(struct exchange *x, const struct http_request *req)
 {
-	struct exchange *x = s->x;
+	if (request_begin(x, req) == -1 || request_target(x, req) == -1 ||
+	    request_judge(x, req) == -1)
+		return -1;
+	return 0;
+}
+
+int exchange_capped(struct exchange *x, const struct http_request *req)
+{
+	struct session *s = x->conn;
 
 	x->body_cap = config_body_limit(session_config(s), x->t.host.name);
 	if (x->body_cap > 0 && req->body == HTTP_BODY_LENGTH && req->content_length > x->body_cap) {
-		exchange_body_refuse(s, req->content_length);
+		exchange_body_refuse(x, req->content_length);
 		return -1;
 	}
 	return 0;
 }
 
-void exchange_body_refuse(struct session *s, uint64_t declared)
+void exchange_body_refuse(struct exchange *x, uint64_t declared)
 {
 	if (declared > 0)
-		session_refuse(s, 413, "body-too-large", "http_request_error",
-			       "request body of %llu bytes is over %s %llu; nothing was sent",
-			       (unsigned long long)declared, cap_name(s),
-			       (unsigned long long)s->x->body_cap);
+		exchange_refusef(x, 413, "body-too-large", "http_request_error",
+				 "request body of %llu bytes is over %s %llu; nothing was sent",
+				 (unsigned long long)declared, cap_name(x),
+				 (unsigned long long)x->body_cap);
 	else
-		session_refuse(s, 413, "body-too-large", "http_request_error",
-			       "request body over %s %llu; the request was cut off", cap_name(s),
-			       (unsigned long long)s->x->body_cap);
+		exchange_refusef(x, 413, "body-too-large", "http_request_error",
+				 "request body over %s %llu; the request was cut off", cap_name(x),
+				 (unsigned long long)x->body_cap);
 }
 
-/*
- * Before anything goes out: the body's cap, then the credential (which may
- * wait for its token command), and for a minted token the head kept to be
- * re-issued once after a 401. Returns 0 go on, 1 waiting for the token
- * (SS_TOKEN; the head is read again and resumes here, XP_CREDENTIAL: its
- * row, judgement and budget are the ones it has), -1 refused.
- */
-static int request_credential(struct session *s, const struct http_request *req, size_t len)
+int exchange_judge(struct exchange *x, const struct http_request *req)
 {
-	struct exchange *x = s->x;
-
-	/* a body over its cap is refused before any credential is fetched */
-	if (request_capped(s, req) == -1)
+	exchange_reset(x);
+	if (exchange_start(x, req) == -1 || exchange_capped(x, req) == -1)
 		return -1;
-	switch (inject_begin(s, req)) {
-	case -1:
-		return -1;
-	case 1:
-		/* its token is being minted: this head is read again when it is */
-		x->phase = XP_CREDENTIAL;
-		s->phase_ms = session_now(s);
-		session_enter(s, SS_TOKEN);
-		return 1;
-	}
-	if (s->reissued) {
-		s->reissued = false;
-		snprintf(x->detail, sizeof(x->detail), "re-issued once with a new token after a 401");
-	} else if (x->minted != NULL && req->body == HTTP_BODY_NONE) {
-		/* kept to re-issue once if the token is refused (401) */
-		x->rehead = malloc(len);
-		if (x->rehead != NULL) {
-			memcpy(x->rehead, buf_head(&s->cin), len);
-			x->rehead_len = len;
-		}
-	}
-	return 0;
+	return inject_begin(x, req);
 }
 
-/*
- * The head goes upstream: built (credential written, the rule's name
- * kept for the row), then on the kept-alive upstream to the same target
- * (replayable once if it was closing) or on a new dial.
- */
-static void request_send(struct session *s, const struct http_request *req, size_t len)
-{
-	struct exchange *x = s->x;
+/* --- its row ------------------------------------------------------------------- */
 
-	x->req_body = req->body;
-	x->req_left = req->content_length;
-	x->req_done = req->body == HTTP_BODY_NONE ||
-		      (req->body == HTTP_BODY_LENGTH && req->content_length == 0);
-	if (!(s->ufd >= 0 && s->up_ready && dial_up_is(s->up, &x->t)))
-		dial_close(s);
-	if (head_upstream(s, req) == -1) {
-		session_refuse(s, 431, "head-too-large", "http_request_error",
-			       "request head too large to forward");
-		return;
-	}
-	inject_sent(s);
-	buf_consume(&s->cin, len);
-	if (s->ufd >= 0) {
-		/*
-		 * A kept-alive upstream may be closing just as this request goes
-		 * out; a bodiless idempotent request is then re-sent once on a new
-		 * connection to the same checked address, as browsers do.
-		 */
-		dial_reuse(s);
-		buf_release(&s->replay);
-		x->replayable = x->req_done && req->method != HTTP_POST &&
-				req->method != HTTP_PATCH &&
-				buf_append(&s->replay, buf_head(&s->uout), buf_len(&s->uout)) == 0;
-		x->sent_ms = session_now(s);
-		session_enter(s, SS_HTTP);
-		return;
-	}
-	dial_start(s);
+/* Whose row budget a row spends (lograte.c): its spender's, an unattributed one its unit's. */
+static const char *row_key(const struct session *s, char *buf, size_t size)
+{
+	if (s->stamp != NULL || s->build != NULL)
+		return session_spender(s, buf, size);
+	return lograte_unattributed(s->client, buf, size);
 }
 
-/*
- * The judged request whose head is cin[0..len) from its credential on:
- * where a new request goes on after its judgement, and where one resumes
- * (XP_CREDENTIAL) after waiting for its token or to be re-issued.
- */
-static void resume_request(struct session *s, const struct http_request *req, size_t len)
+/* The row budget key of a quiet row (an agent's telemetry): its principal's, apart. */
+static const char *quiet_key(const char *key, char *buf, size_t size)
 {
-	s->x->phase = XP_JUDGE; /* request_credential sets it again should it wait again */
-	if (request_credential(s, req, len) != 0)
-		return;
-	if (s->x->ws != NULL)
-		upgrade_scrubbed(s);
-	request_send(s, req, len);
+	snprintf(buf, size, "quiet %s", key);
+	return buf;
 }
 
-/*
- * Begin the request whose head is cin[0..len): its row, its target, the
- * policy's verdict (and its budget taken); a CONNECT then dials (or is
- * intercepted), any other request gets its credential and goes upstream.
- */
-static void start_request(struct session *s, const struct http_request *req, size_t len)
+bool exchange_log(struct exchange *x)
 {
-	if (request_begin(s, req) == -1 || request_target(s, req) == -1 ||
-	    request_judge(s, req) == -1)
-		return;
-	if (req->upgrade && req->method != HTTP_CONNECT && upgrade_request(s, req) == -1)
-		return;
-	if (req->method == HTTP_CONNECT) {
-		buf_consume(&s->cin, len);
-		dial_close(s);
-		if (!s->x->raw_tunnel && tls_intercepts(s->px, &s->x->t.host, s->x->t.port))
-			session_intercept_begin(s);
-		else
-			dial_start(s);
-		return;
-	}
-	resume_request(s, req, len);
-}
+	struct session *s = x->conn;
+	struct netlog_row row;
+	struct stamp st;
+	char who[SESSION_WHO_MAX], key[SESSION_WHO_MAX + STAMP_AS_MAX], qkey[sizeof(key) + 8];
+	bool written = false;
 
-int exchange_judge(struct session *s, const struct http_request *req)
-{
-	if (request_begin(s, req) == -1 || request_target(s, req) == -1 ||
-	    request_judge(s, req) == -1 || request_capped(s, req) == -1)
-		return -1;
-	return inject_begin(s, req);
-}
-
-/*
- * The reused upstream failed before a byte of the response: if the request
- * may be replayed, dial the same address again (it was checked when first
- * dialed, and re-judged at every reload since) and send the head again.
- */
-static bool try_replay(struct session *s)
-{
-	struct exchange *x = s->x;
-
-	if (!x->replayable || x->resp_started || buf_len(&s->uin) > 0)
+	if (!x->active)
 		return false;
-	x->replayable = false;
-	dial_close_fd(s);
-	buf_release(&s->uout);
-	if (buf_append(&s->uout, buf_head(&s->replay), buf_len(&s->replay)) == -1)
-		return false;
-	buf_release(&s->replay);
-	x->dial_errno = 0;
-	dial_next(s);
-	return true;
-}
-
-void exchange_head(struct session *s)
-{
-	struct http_header hdrs[HEADERS_MAX];
-	struct http_request req;
-	bool drained = false;
-
-	if (session_flush_client(s) == -1) {
-		session_close(s, "client gone");
-		return;
-	}
-	if (buf_len(&s->cout) > 0)
-		return; /* the previous response first */
-	for (;;) {
-		if (buf_len(&s->cin) > 0) {
-			ssize_t n = http_parse_request(buf_head(&s->cin), buf_len(&s->cin), HEAD_MAX,
-						       &req, hdrs, HEADERS_MAX);
-
-			if (n != 0 && s->ix != NULL && s->ix->page != NULL) {
-				refuse_page_answer(s, n > 0 ? &req : NULL); /* refused at its CONNECT */
-				return;
-			}
-			if (n > 0) {
-				s->head_ms = 0;
-				if (s->x != NULL && s->x->active && s->x->phase == XP_CREDENTIAL)
-					resume_request(s, &req, (size_t)n);
-				else
-					start_request(s, &req, (size_t)n);
-				s->again = true;
-				return;
-			}
-			if (n == -1) {
-				switch (req.error) {
-				case HTTP_E_TOO_MANY:
-					session_refuse(s, 431, "too-many-headers",
-						       "http_request_error",
-						       "more than %d header lines", HEADERS_MAX);
-					break;
-				case HTTP_E_TOO_LARGE:
-					session_refuse(s, 431, "head-too-large",
-						       "http_request_error",
-						       "request head over %d bytes; nothing was sent",
-						       HEAD_MAX);
-					break;
-				default:
-					session_refuse(s, 400, "malformed", "http_request_error",
-						       "malformed request head (%s); nothing was sent",
-						       req.error == HTTP_E_FRAMING  ? "ambiguous body framing"
-						       : req.error == HTTP_E_METHOD ? "bad method"
-						       : req.error == HTTP_E_VERSION ? "bad version"
-						       : req.error == HTTP_E_USERINFO
-							       ? "userinfo in target"
-						       : req.error == HTTP_E_ZONE_ID ? "IPv6 zone id"
-										     : "syntax");
-				}
-				return;
-			}
+	x->active = false;
+	session_row(s, x, &row, &st, who, sizeof(who));
+	if (sandbox_probe(s->px, x, row.stamp)) {
+		/* a run's self-check: a kind of its own, counted by nothing that counts refusals */
+		row.kind = "probe";
+		row.path = RUNNOTE_PROBE_PATH;
+		row.path_len = sizeof(RUNNOTE_PROBE_PATH) - 1;
+		if (s->px->netlog != NULL) {
+			netlog_write(s->px->netlog, &row);
+			written = true;
 		}
-		if (drained)
-			return; /* the rest of the head has not arrived yet */
-		ssize_t n = sio_read(s, false, &s->cin, 0, &drained);
-
-		if (n > 0) {
-			s->active_ms = session_now(s);
-			if (s->head_ms == 0) {
-				s->head_ms = session_now(s);
-				session_arm_timer(s); /* head-timeout, not idle-timeout, from here */
-			}
-			continue;
-		}
-		if (n == -1 && session_would_block()) {
-			buf_trim(&s->cin); /* an idle connection holds no buffer */
-			return;
-		}
-		session_close(s, n == 0 ? "client closed" : "client read error");
-		return;
-	}
-}
-
-/*
- * What a try of the exchange set goes, its judgement stays: its row's
- * fields, its verdict and grant, its budget and what it took of it
- * (reissue).
- */
-static void exchange_rewind(struct exchange *x)
-{
-	struct exchange j = *x;
-
-	memset(x, 0, sizeof(*x));
-	x->active = j.active;
-	x->req = j.req;
-	x->t = j.t;
-	x->method = j.method;
-	x->minor = j.minor;
-	memcpy(x->path, j.path, sizeof(x->path));
-	x->path_len = j.path_len;
-	memcpy(x->ua, j.ua, sizeof(x->ua));
-	x->ua_len = j.ua_len;
-	memcpy(x->grant, j.grant, sizeof(x->grant));
-	x->decision = j.decision;
-	x->reason = j.reason;
-	memcpy(x->detail, j.detail, sizeof(x->detail));
-	x->budget = j.budget;
-	x->budget_up = j.budget_up;
-	x->budget_observed = j.budget_observed;
-	x->t_start = j.t_start;
-	x->dns_ms = x->connect_ms = -1;
-	x->client_close = j.client_close;
-	x->ws = j.ws;
-}
-
-/*
- * The upstream refused the minted token (401) of a bodiless request, and
- * token_refused says another token can be had: drop this upstream and its
- * answer, and put the client's head back in front of what it sent since,
- * to be sent once more from its credential on (XP_CREDENTIAL: judged and
- * charged once; a second 401 goes to the client). Returns true when
- * re-issued.
- */
-static bool reissue(struct session *s)
-{
-	struct exchange *x = s->x;
-	struct buf b;
-
-	buf_init(&b, HEAD_MAX + buf_len(&s->cin));
-	if (buf_append(&b, x->rehead, x->rehead_len) == -1 ||
-	    buf_append(&b, buf_head(&s->cin), buf_len(&s->cin)) == -1) {
-		buf_release(&b);
-		return false;
-	}
-	buf_release(&s->cin);
-	s->cin = b;
-	dial_close(s);
-	inject_end(s);
-	exchange_rewind(x); /* one row: the re-issued try's, saying so */
-	x->phase = XP_CREDENTIAL;
-	s->reissued = true;
-	s->head_ms = session_now(s);
-	session_enter(s, SS_HEAD);
-	return true;
-}
-
-/*
- * Parse the response head in uin. Returns 1 progress, 0 need more, -1
- * refused, or a WebSocket's 101 passed (the session is in SS_WEBSOCKET).
- */
-static int response_head(struct session *s)
-{
-	struct http_header hdrs[HEADERS_MAX];
-	struct http_response resp;
-	struct exchange *x = s->x;
-	ssize_t n = http_parse_response(buf_head(&s->uin), buf_len(&s->uin), RESP_HEAD_MAX,
-					x->method, &resp, hdrs, HEADERS_MAX);
-
-	if (n == -2)
-		return 0;
-	if (n == -1 && (resp.error == HTTP_E_TOO_LARGE || resp.error == HTTP_E_TOO_MANY)) {
-		if (resp.error == HTTP_E_TOO_MANY)
-			session_refuse(s, 502, "upstream-head-too-large",
-				       "http_response_header_section_size",
-				       "%s sent a response head of more than %d header lines; nothing "
-				       "of it was passed on", x->t.host.name, HEADERS_MAX);
-		else
-			session_refuse(s, 502, "upstream-head-too-large",
-				       "http_response_header_section_size",
-				       "%s sent a response head over %d bytes; nothing of it was "
-				       "passed on", x->t.host.name, RESP_HEAD_MAX);
-		return -1;
-	}
-	if (n < 0) {
-		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
-			       "%s sent a response sluice-proxy cannot pass on", x->t.host.name);
-		return -1;
-	}
-	if (resp.status == 101 && upgrade_response(s, &resp) == -1)
-		return -1;
-	if (resp.status == 401 && x->minted != NULL && x->injected) {
-		if (!token_refused(x->minted, x->minted_gen, session_config(s))) {
-			/* within token-min-interval no new token can be had: the 401 goes to the client */
-			if (x->detail[0] == '\0')
-				snprintf(x->detail, sizeof(x->detail),
-					 "the upstream refused the token (401); token-min-interval "
-					 "allows no new one yet");
-		} else if (x->rehead != NULL && reissue(s)) {
-			return -1; /* the same request again, with a new token */
-		}
-	}
-	if (inject_response_coding(s, &resp) == -1)
-		return -1;
-	if (resp.status >= 200) {
-		x->resp_head = true;
-		x->status = resp.status;
-		x->resp_body = resp.body;
-		x->resp_left = resp.content_length;
-		x->resp_close = resp.close;
-		if (resp.body == HTTP_BODY_EOF)
-			x->client_close = true;
-		x->resp_done = resp.body == HTTP_BODY_NONE ||
-			       (resp.body == HTTP_BODY_LENGTH && resp.content_length == 0);
-	}
-	size_t head_at = buf_len(&s->cout);
-
-	if (head_client(s, &resp) == -1) {
-		session_refuse(s, 502, "upstream-head-too-large", "http_response_header_section_size",
-			       "%s sent a response head too large to pass on", x->t.host.name);
-		return -1;
-	}
-	if (inject_scrub_head(s, head_at) == -1) {
-		buf_truncate(&s->cout, head_at); /* never the unscrubbed head */
-		session_refuse(s, 502, "upstream-malformed", "http_response_header_section_size",
-			       "%s sent a response head sluice-proxy could not scrub",
-			       x->t.host.name);
-		return -1;
-	}
-	x->resp_started = true;
-	x->replayable = false;
-	buf_release(&s->replay);
-	buf_consume(&s->uin, (size_t)n);
-	if (resp.status == 101) {
-		upgrade_begin(s); /* what followed the 101 in uin is the server's first bytes */
-		return -1;
-	}
-	return 1;
-}
-
-static void finish_request(struct session *s)
-{
-	struct exchange *x = s->x;
-	bool out_of_step = !x->req_done; /* answered before the body was all sent */
-
-	session_log(s);
-	if (x->client_close || out_of_step) {
-		session_enter_drain(s);
-		return;
-	}
-	/* bytes past the response would be read as the next one's: never reuse */
-	if (x->resp_close || x->resp_body == HTTP_BODY_EOF || buf_len(&s->uin) > 0)
-		dial_close(s);
-	buf_trim(&s->uin);
-	buf_trim(&s->uout);
-	buf_trim(&s->cin);
-	/* a pipelined head already (partly) here is on the head clock from now */
-	s->head_ms = buf_len(&s->cin) > 0 ? session_now(s) : 0;
-	session_enter(s, SS_HEAD);
-}
-
-/*
- * One pass of exchange_http: what moved, and what its steps learnt that
- * the next ones (or the next pass) must know.
- */
-struct pass {
-	bool moved;
-	bool c_drained, u_drained; /* a read said EAGAIN: not again in this wake-up */
-	bool req_trailer;          /* a request trailer section is not all here */
-	bool resp_trailer;         /* ... a response one */
-	bool head_short;           /* the response head is not all here */
-};
-
-/* The request body, client -> uout, under its framing and its cap. Returns 0 or -1 (ended). */
-static int request_body(struct session *s, struct pass *p)
-{
-	struct exchange *x = s->x;
-	ssize_t n;
-
-	if (!x->req_done && buf_len(&s->cin) > 0) {
-		uint64_t before = x->up;
-
-		if (body_move(s, true, &p->req_trailer) == -1) {
-			session_refuse(s, 400, "malformed", "http_request_error",
-				       "malformed chunked request body");
-			return -1;
-		}
-		p->moved |= x->up != before || x->req_done;
-		if (x->body_cap > 0 && x->up > x->body_cap) {
-			/* chunked: found out on the way; the origin gets a cut request */
-			exchange_body_refuse(s, 0);
-			return -1;
-		}
-		if (budget_over(s, x, x->up)) {
-			budget_refuse(s, "the request was cut off");
-			return -1;
-		}
-		if (x->req_done) {
-			x->sent_ms = session_now(s); /* the response clock starts now */
-			session_arm_timer(s);
-		}
-	}
-	/* a trailer section is read whole before it goes on */
-	if (!x->req_done && (buf_len(&s->cin) == 0 || p->req_trailer) && !p->c_drained) {
-		size_t lim = x->req_body == HTTP_BODY_LENGTH && x->req_left < IOBUF_MAX
-				     ? (size_t)x->req_left
-				     : 0;
-
-		n = sio_read(s, false, &s->cin, budget_read_limit(x, x->up, lim), &p->c_drained);
-		if (n > 0) {
-			p->moved = true;
-		} else if (n == 0 || !session_would_block()) {
-			session_close(s, "client closed during the request body");
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* What uout holds goes upstream; a failure before any answer may replay. Returns 0 or -1. */
-static int request_write(struct session *s, struct pass *p)
-{
-	struct exchange *x = s->x;
-	ssize_t n;
-
-	if (buf_len(&s->uout) == 0)
-		return 0;
-	n = sio_write(s, true, &s->uout);
-	if (n > 0) {
-		p->moved = true;
-	} else if (n == -1 && !session_would_block()) {
-		if (try_replay(s))
-			return -1;
-		if (!x->resp_started)
-			session_refuse(s, 502, "connect-failed", "connection_terminated",
-				       "%s closed the connection: %s", x->t.host.name, strerror(errno));
-		else
-			session_abort(s, "upstream write error");
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * The response, uin -> cout: its head (parsed, re-framed, scrubbed), then
- * its body right behind it so both leave in one write: scrubbed, under
- * its framing, or to the end of the stream. Returns 0 or -1.
- */
-static int response_move(struct session *s, struct pass *p)
-{
-	struct exchange *x = s->x;
-
-	if (!x->resp_done && !x->resp_head && buf_len(&s->uin) > 0) {
-		int k = response_head(s);
-
-		if (k < 0)
-			return -1;
-		p->moved |= k > 0;
-		p->head_short = k == 0;
-	}
-	if (x->resp_done || !x->resp_head ||
-	    !(buf_len(&s->uin) > 0 || (x->scrub != NULL && (x->in_done || x->z_more))))
-		return 0;
-	if (x->scrub != NULL) {
-		const char *why;
-		int k = inject_move_body(s, &why);
-
-		if (k == -1) {
-			session_abort(s, why);
-			return -1;
-		}
-		p->moved |= k > 0;
-	} else if (x->resp_body != HTTP_BODY_EOF) {
-		uint64_t before = x->down;
-
-		if (body_move(s, false, &p->resp_trailer) == -1) {
-			session_abort(s, "malformed chunked response body");
-			return -1;
-		}
-		p->moved |= x->down != before || x->resp_done;
 	} else {
-		size_t k = buf_len(&s->uin);
+		const char *k = row_key(s, key, sizeof(key));
 
-		if (k > buf_room(&s->cout))
-			k = buf_room(&s->cout);
-		if (k > 0) {
-			buf_append(&s->cout, buf_head(&s->uin), k);
-			buf_consume(&s->uin, k);
-			x->down += k;
-			p->moved = true;
+		/* an agent's telemetry spends a budget of its own: a loop of it never holds back a real refusal's row */
+		if (row.reason != NULL && strcmp(row.reason, "quiet") == 0)
+			k = quiet_key(k, qkey, sizeof(qkey));
+		if (s->px->netlog != NULL && lograte_admit(s->px, k, &row)) {
+			netlog_write(s->px->netlog, &row);
+			written = true;
 		}
+		stats_row(&row);
+		sandbox_count(&row);
 	}
-	return 0;
-}
-
-/*
- * Read the upstream, only once what was read is used up (so an end of
- * stream is never early): a body that runs to the end ends here; an end
- * before the response is a replay or a 502. Returns 0 or -1.
- */
-static int response_read(struct session *s, struct pass *p)
-{
-	struct exchange *x = s->x;
-	ssize_t n;
-
-	if (x->resp_done || x->in_done || buf_room(&s->uin) == 0 || buf_room(&s->cout) == 0 ||
-	    !(buf_len(&s->uin) == 0 || p->head_short || p->resp_trailer) ||
-	    (p->u_drained && !s->u_hup))
-		return 0;
-	n = sio_read(s, true, &s->uin, 0, &p->u_drained);
-	if (n > 0) {
-		p->moved = true;
-	} else if (n == 0 && x->resp_head && x->resp_body == HTTP_BODY_EOF &&
-		   buf_len(&s->uin) == 0) {
-		/* a scrubbed body is finished by inject_move_body */
-		if (x->scrub != NULL)
-			inject_body_eof(s);
-		else
-			x->resp_done = true;
-		x->resp_close = true;
-		p->moved = true;
-	} else if (n == 0 || (n == -1 && !session_would_block())) {
-		if (try_replay(s))
-			return -1;
-		if (!x->resp_started)
-			session_refuse(s, 502, "upstream-closed", "connection_terminated",
-				       "%s closed the connection without answering", x->t.host.name);
-		else
-			session_abort(s, "upstream closed mid-response");
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * What cout holds goes to the client. The row is written before the
- * answer's last byte goes out, so a kill -9 between the two cannot leave
- * an answered request unlogged. Returns 0 or -1.
- */
-static int response_flush(struct session *s, struct pass *p)
-{
-	if (s->x->resp_done)
-		session_log(s);
-	if (buf_len(&s->cout) > 0) {
-		size_t before = buf_len(&s->cout);
-
-		if (session_flush_client(s) == -1) {
-			session_close(s, "client gone");
-			return -1;
-		}
-		p->moved |= buf_len(&s->cout) != before;
-	}
-	return 0;
-}
-
-/*
- * SS_HTTP's step: the request body up, the response down, until nothing
- * moves; a finished exchange leaves the connection for its next head or
- * its close.
- */
-void exchange_http(struct session *s)
-{
-	struct pass p = { 0 };
-
-	for (;;) {
-		p.moved = p.req_trailer = p.resp_trailer = p.head_short = false;
-		if (request_body(s, &p) == -1 || request_write(s, &p) == -1 ||
-		    response_move(s, &p) == -1 || response_read(s, &p) == -1 ||
-		    response_flush(s, &p) == -1)
-			return;
-		if (s->x->resp_done && (s->x->req_done || buf_len(&s->uout) == 0)) {
-			finish_request(s);
-			return;
-		}
-		if (!p.moved)
-			break;
-		s->active_ms = session_now(s);
-	}
+	inject_end(x);
+	return written;
 }

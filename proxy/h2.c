@@ -13,7 +13,7 @@
  * (the pseudo-headers as its request line, :authority as its Host) and goes
  * through exchange_judge as an HTTP/1.1 head does: the tunnel's host, the
  * policy, the body cap, the credential. A refusal is that stream's answer
- * (session_refuse comes here: the status, Proxy-Status and the grant hint),
+ * (h2_codec's refuse: the status, Proxy-Status and the grant hint),
  * and the connection goes on. An allowed head opens a stream upstream,
  * filtered as head.c filters HTTP/1.1 (head_forwards), with the canonical
  * :authority and the credential (never indexed by HPACK). Bodies and
@@ -68,13 +68,12 @@ static void refused_row(struct session *s, const char *reason, const char *detai
 	struct exchange x;
 
 	memset(&x, 0, sizeof(x));
+	x.conn = s;
 	h2_exchange_open(s, &x);
 	x.decision = "refuse";
 	x.reason = reason;
 	snprintf(x.detail, sizeof(x.detail), "%s", detail);
-	s->x = &x;
-	session_log(s);
-	s->x = NULL;
+	exchange_log(&x);
 }
 
 /* The client's stream id is not taken: the upstream takes none, or past our GOAWAY. */
@@ -192,9 +191,7 @@ static bool trailers_over_budget(struct session *s, struct h2_stream *st)
 	if (!budget_over(s, st->x, st->x->up))
 		return false;
 	st->req_tr->n = 0;
-	s->x = st->x;
-	budget_refuse(s, "the request was cut off");
-	s->x = NULL;
+	budget_refuse(st->x, "the request was cut off");
 	return true;
 }
 
@@ -230,10 +227,8 @@ static int srv_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 	}
 	if (frame->hd.type == NGHTTP2_HEADERS && st->head_done && !st->sent && !st->refused) {
 		/* trailers before the head went (it waits for a token): not kept apart from it */
-		h->s->x = st->x;
-		session_refuse(h->s, 400, "malformed", "http_request_error",
-			       "trailers came before the request could be sent");
-		h->s->x = NULL;
+		exchange_refusef(st->x, 400, "malformed", "http_request_error",
+				 "trailers came before the request could be sent");
 		return 0;
 	}
 	if (frame->hd.type == NGHTTP2_HEADERS && st->head_done && st->req_tr != NULL &&
@@ -267,16 +262,12 @@ static int srv_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_
 	st->x->up += len;
 	if (st->x->body_cap > 0 && st->x->up > st->x->body_cap) {
 		h2_give_back_cli(h, st, len);
-		s->x = st->x;
-		exchange_body_refuse(s, 0);
-		s->x = NULL;
+		exchange_body_refuse(st->x, 0);
 		return 0;
 	}
 	if (budget_over(s, st->x, st->x->up)) {
 		h2_give_back_cli(h, st, len);
-		s->x = st->x;
-		budget_refuse(s, "the request was cut off");
-		s->x = NULL;
+		budget_refuse(st->x, "the request was cut off");
 		return 0;
 	}
 	if (buf_append(&st->to_up, data, len) == -1) {
@@ -476,6 +467,7 @@ void h2_begin(struct session *s)
 	h->s = s;
 	h->up_last = INT32_MAX;
 	s->h2 = h;
+	s->codec = &h2_codec;
 	if (sessions_new(h) == -1) {
 		session_close(s, "HTTP/2 setup failed");
 		return;
@@ -617,11 +609,10 @@ static void up_gone(struct session *s)
 		}
 		if (!open || st->resp_end || st->refused || !st->sent)
 			continue; /* the unsent: h2_goaway below */
-		s->x = st->x;
 		if (!st->answered) {
-			session_refuse(s, 502, "upstream-closed", "destination_unavailable",
-				       "%s closed its HTTP/2 connection before it answered",
-				       st->x->t.host.name);
+			exchange_refusef(st->x, 502, "upstream-closed", "destination_unavailable",
+					 "%s closed its HTTP/2 connection before it answered",
+					 st->x->t.host.name);
 		} else {
 			snprintf(st->x->detail, sizeof(st->x->detail),
 				 "%s closed its HTTP/2 connection during the response",
@@ -629,7 +620,6 @@ static void up_gone(struct session *s)
 			nghttp2_submit_rst_stream(h->srv, NGHTTP2_FLAG_NONE, st->cid,
 						  NGHTTP2_INTERNAL_ERROR);
 		}
-		s->x = NULL;
 	}
 	h2_goaway(h, " ended its HTTP/2 connection before this stream was sent");
 	nghttp2_session_del(h->up);
@@ -724,16 +714,14 @@ void h2_late(struct session *s, const struct config *c)
 		if (!stream_waits(st, &at, TOKEN_WAIT_MS, c->response_timeout_ms) || at > now)
 			continue;
 		any = true;
-		s->x = st->x;
 		if (st->waiting)
-			session_refuse(s, 504, "inject-failed", "http_request_error",
-				       "no token within %u s; the request was not sent",
-				       TOKEN_WAIT_MS / 1000);
+			exchange_refusef(st->x, 504, "inject-failed", "http_request_error",
+					 "no token within %u s; the request was not sent",
+					 TOKEN_WAIT_MS / 1000);
 		else
-			session_refuse(s, 504, "upstream-timeout", "http_response_timeout",
-				       "%s sent no response within %u s", st->x->t.host.name,
-				       c->response_timeout_ms / 1000);
-		s->x = NULL;
+			exchange_refusef(st->x, 504, "upstream-timeout", "http_response_timeout",
+					 "%s sent no response within %u s", st->x->t.host.name,
+					 c->response_timeout_ms / 1000);
 	}
 	if (!any && now >= s->active_ms + c->idle_timeout_ms)
 		session_close(s, "idle timeout");
@@ -794,9 +782,7 @@ void h2_end(struct session *s, const char *why)
 			h2_stream_log(s, st);
 			st->cli_closed = true;
 		}
-		s->x = st->x;
-		inject_end(s);
-		s->x = NULL;
+		inject_end(st->x);
 	}
 }
 

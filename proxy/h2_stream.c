@@ -105,6 +105,7 @@ struct h2_stream *h2_stream_new(struct h2 *h, int32_t cid)
 		free(st);
 		return NULL;
 	}
+	st->x->conn = h->s;
 	st->cid = cid;
 	st->uid = -1;
 	st->up_closed = true;
@@ -128,9 +129,7 @@ void h2_stream_free(struct h2 *h, struct h2_stream *st)
 	nghttp2_session_consume_connection(h->srv, st->cli_in - st->cli_done);
 	if (h->up != NULL)
 		nghttp2_session_consume_connection(h->up, st->up_in - st->up_done);
-	s->x = st->x;
-	inject_end(s);
-	s->x = NULL;
+	inject_end(st->x);
 	upgrade_free(st->x);
 	budget_end(s, st->x);
 	free(st->x);
@@ -177,9 +176,7 @@ void h2_stream_log(struct session *s, struct h2_stream *st)
 							 : "reset by the client before its head was whole");
 	}
 	x->h2 = true;
-	s->x = x;
-	session_log(s);
-	s->x = NULL;
+	exchange_log(x);
 }
 
 /* Hand back n bytes of the upstream's DATA for st (its window, and the connection's). */
@@ -313,11 +310,12 @@ void h2_cancel_up(struct h2 *h, struct h2_stream *st)
 	buf_release(&st->to_up);
 }
 
-void h2_refuse(struct session *s, const struct refusal *r)
+/* HTTP/2's refusal: x's stream is answered (or reset, its answer begun), not the connection */
+static void stream_refuse(struct exchange *x, const struct refusal *r)
 {
+	struct session *s = x->conn;
 	struct h2 *h = s->h2;
-	struct h2_stream *st = stream_of(h, s->x);
-	struct exchange *x = s->x;
+	struct h2_stream *st = stream_of(h, x);
 
 	if (st == NULL)
 		return; /* not a stream's: nothing is carried outside them */
@@ -337,6 +335,8 @@ void h2_refuse(struct session *s, const struct refusal *r)
 	else
 		nghttp2_submit_rst_stream(h->srv, NGHTTP2_FLAG_NONE, st->cid, NGHTTP2_INTERNAL_ERROR);
 }
+
+const struct codec h2_codec = { .name = "h2", .refuse = stream_refuse };
 
 void h2_refuse_retry(struct h2 *h, struct h2_stream *st, const char *why)
 {
@@ -388,9 +388,9 @@ void h2_resume_up(struct h2 *h, struct h2_stream *st)
 static void submit_up(struct session *s, struct h2_stream *st, const struct http_request *req)
 {
 	struct h2 *h = s->h2;
-	struct exchange *x = s->x;
+	struct exchange *x = st->x;
 	const struct inject_rule *rule = x->rule;
-	int plan = rule != NULL && rule->target == INJECT_HEADER ? inject_header_plan(s, req) : -2;
+	int plan = rule != NULL && rule->target == INJECT_HEADER ? inject_header_plan(x, req) : -2;
 	nghttp2_nv nv[HEADERS_MAX + 8];
 	nghttp2_data_provider prd = { .source.ptr = st, .read_callback = up_read };
 	char authority[HOST_NAME_MAX_LEN + 16], field[INJECT_FIELD_MAX + 1];
@@ -404,10 +404,10 @@ static void submit_up(struct session *s, struct h2_stream *st, const struct http
 						   : " ended its HTTP/2 connection before this stream was sent");
 		return;
 	}
-	head_authority(s, authority, sizeof(authority));
-	plen = head_query_path(s, req, &path, &psize);
+	head_authority(x, authority, sizeof(authority));
+	plen = head_query_path(x, req, &path, &psize);
 	if (plan != -2)
-		clen = head_credential(s, &cred);
+		clen = head_credential(x, &cred);
 	if (plen >= 0 && clen >= 0) {
 		nv[n++] = h2_nv(":method", 7, req->method_str, req->method_len, NGHTTP2_NV_FLAG_NONE);
 		nv[n++] = nv_str(":scheme", "https");
@@ -418,7 +418,7 @@ static void submit_up(struct session *s, struct h2_stream *st, const struct http
 			const struct http_header *f = &req->headers[i];
 
 			/* te: trailers is HTTP/2's one hop field (gRPC needs it); nghttp2 let no other in */
-			if (h2_named(f, "te") || head_forwards(s, req, i, plan))
+			if (h2_named(f, "te") || head_forwards(x, req, i, plan))
 				nv[n++] = h2_nv(f->name, f->name_len, f->value, f->value_len,
 						NGHTTP2_NV_FLAG_NONE);
 		}
@@ -451,8 +451,8 @@ static void submit_up(struct session *s, struct h2_stream *st, const struct http
 	if (id < 0) {
 		x->injected = false;
 		if (plen < 0 || clen < 0)
-			session_refuse(s, 502, "upstream-h2", "http_protocol_error",
-				       "the request could not be opened upstream: out of memory");
+			exchange_refusef(x, 502, "upstream-h2", "http_protocol_error",
+					 "the request could not be opened upstream: out of memory");
 		else { /* nothing went: its stream ids used up, or nghttp2's memory */
 			char why[96];
 
@@ -463,7 +463,7 @@ static void submit_up(struct session *s, struct h2_stream *st, const struct http
 		return;
 	}
 	h->wipe_up = h->wipe_up || x->injected;
-	inject_sent(s);
+	inject_sent(x);
 	st->uid = id;
 	st->sent = true;
 	st->up_closed = false;
@@ -481,12 +481,11 @@ void h2_stream_head(struct session *s, struct h2_stream *st)
 	int rc;
 
 	st->head_done = true;
-	s->x = st->x;
 	if (why != NULL) {
-		session_refuse(s, 400, "malformed", "http_request_error", "%s", why);
+		exchange_refusef(st->x, 400, "malformed", "http_request_error", "%s", why);
 		rc = -1;
 	} else {
-		rc = exchange_judge(s, &req);
+		rc = exchange_judge(st->x, &req);
 	}
 	st->x->h2 = true;
 	if (rc == 1) {
@@ -495,7 +494,6 @@ void h2_stream_head(struct session *s, struct h2_stream *st)
 		session_arm_timer(s);
 	} else if (rc == 0)
 		submit_up(s, st, &req);
-	s->x = NULL;
 }
 
 void h2_token_ready(struct session *s)
@@ -510,11 +508,10 @@ void h2_token_ready(struct session *s)
 			continue;
 		woke = true;
 		st->waiting = false;
-		s->x = st->x;
 		s->token = NULL;
 		s->token_waited = true; /* a woken request starts no run (token.c); this stream's */
 		if (stream_request(st, &req, hd, fields) == NULL) {
-			switch (inject_begin(s, &req)) {
+			switch (inject_begin(st->x, &req)) {
 			case 0:
 				submit_up(s, st, &req);
 				break;
@@ -524,7 +521,6 @@ void h2_token_ready(struct session *s)
 			}
 		}
 		s->token_waited = false;
-		s->x = NULL;
 	}
 	if (woke)
 		session_pump(s);
@@ -587,13 +583,11 @@ void h2_answer_up(struct session *s, struct h2_stream *st, bool end)
 			 "yet");
 	/* what HTTP/1.1 refuses from a scrubbed host (inject.c), and a coding, which h2 does not decode */
 	if (x->scrub != NULL && (status == 206 || encoded)) {
-		s->x = x;
 		if (status == 206)
-			inject_refuse_range(s);
+			inject_refuse_range(x);
 		else
-			inject_refuse_coding(s, "sluice-proxy does not decode it over HTTP/2; nothing of "
+			inject_refuse_coding(x, "sluice-proxy does not decode it over HTTP/2; nothing of "
 						"it was passed on");
-		s->x = NULL;
 		return;
 	}
 	if (x->scrub != NULL && h2_scrub_fields(x->scrub, &st->resp) == -1) {

@@ -34,11 +34,9 @@ static void interim(struct h2 *h, struct h2_stream *st)
 	nghttp2_nv nv[HEADERS_MAX];
 
 	if (++st->interim > H2_INTERIM_MAX) {
-		h->s->x = st->x;
-		session_refuse(h->s, 502, "upstream-h2", "http_protocol_error",
-			       "%s sent more than %d interim (1xx) responses", st->x->t.host.name,
-			       H2_INTERIM_MAX);
-		h->s->x = NULL;
+		exchange_refusef(st->x, 502, "upstream-h2", "http_protocol_error",
+				 "%s sent more than %d interim (1xx) responses", st->x->t.host.name,
+				 H2_INTERIM_MAX);
 		return;
 	}
 	if (st->x->scrub != NULL && h2_scrub_fields(st->x->scrub, &st->resp) == -1) {
@@ -165,16 +163,13 @@ static int up_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 		return 0;
 	}
 	if (!st->resp_end && !st->refused) {
-		struct session *s = h->s;
-
-		s->x = st->x;
 		if (!st->answered && code == NGHTTP2_REFUSED_STREAM)
 			/* RFC 9113 8.7: it did not process it; the client may send it again */
 			h2_refuse_retry(h, st, " refused the stream (REFUSED_STREAM) before it processed it");
 		else if (!st->answered)
-			session_refuse(s, 502, "upstream-h2", "http_protocol_error",
-				       "%s reset the stream (%s) before it answered",
-				       st->x->t.host.name, nghttp2_http2_strerror(code));
+			exchange_refusef(st->x, 502, "upstream-h2", "http_protocol_error",
+					 "%s reset the stream (%s) before it answered",
+					 st->x->t.host.name, nghttp2_http2_strerror(code));
 		else {
 			snprintf(st->x->detail, sizeof(st->x->detail),
 				 "%s reset the stream (%s) during its response", st->x->t.host.name,
@@ -182,7 +177,6 @@ static int up_close(nghttp2_session *ng, int32_t id, uint32_t code, void *arg)
 			nghttp2_submit_rst_stream(h->srv, NGHTTP2_FLAG_NONE, st->cid,
 						  NGHTTP2_INTERNAL_ERROR);
 		}
-		s->x = NULL;
 	}
 	return 0;
 }

@@ -33,10 +33,9 @@ int head_put_header(struct buf *b, const struct http_header *h)
  * caller wipes and frees it), or *out NULL when there is no query rule.
  * Returns the length, or -1.
  */
-ssize_t head_query_path(struct session *s, const struct http_request *req, char **out,
+ssize_t head_query_path(struct exchange *x, const struct http_request *req, char **out,
 			size_t *size)
 {
-	struct exchange *x = s->x;
 	bool injected = false;
 	int n;
 
@@ -54,11 +53,12 @@ ssize_t head_query_path(struct session *s, const struct http_request *req, char 
 }
 
 /* The request line's target. Returns 0, or -1 when it does not fit. */
-static int put_target(struct session *s, const struct http_request *req)
+static int put_target(struct exchange *x, const struct http_request *req)
 {
+	struct session *s = x->conn;
 	char *p;
 	size_t size = 0;
-	ssize_t n = head_query_path(s, req, &p, &size);
+	ssize_t n = head_query_path(x, req, &p, &size);
 
 	if (p == NULL)
 		return n < 0 ? -1 : put(&s->uout, req->path, req->path_len);
@@ -72,9 +72,8 @@ static int put_target(struct session *s, const struct http_request *req)
  * A header rule's value (prefix+secret), malloc'd: the caller wipes and
  * frees it. Sets x->injected. Returns its length, or -1.
  */
-ssize_t head_credential(struct session *s, char **value)
+ssize_t head_credential(struct exchange *x, char **value)
 {
-	struct exchange *x = s->x;
 	size_t size = INJECT_PREFIX_MAX + x->secret_len + 1;
 	char *v = malloc(size);
 	int n;
@@ -88,11 +87,12 @@ ssize_t head_credential(struct session *s, char **value)
 }
 
 /* A header rule's line (name: prefix+secret). Returns 0 or -1. */
-static int put_credential(struct session *s)
+static int put_credential(struct exchange *x)
 {
-	const char *field = s->x->rule->field;
+	struct session *s = x->conn;
+	const char *field = x->rule->field;
 	char *v;
-	ssize_t n = head_credential(s, &v);
+	ssize_t n = head_credential(x, &v);
 
 	if (n >= 0)
 		n = put(&s->uout, field, strlen(field)) == -1 || put(&s->uout, ": ", 2) == -1 ||
@@ -100,11 +100,11 @@ static int put_credential(struct session *s)
 			    ? -1
 			    : 0;
 	if (v != NULL) {
-		explicit_bzero(v, INJECT_PREFIX_MAX + s->x->secret_len + 1);
+		explicit_bzero(v, INJECT_PREFIX_MAX + x->secret_len + 1);
 		free(v);
 	}
 	if (n == -1)
-		s->x->injected = false;
+		x->injected = false;
 	return (int)n;
 }
 
@@ -115,9 +115,10 @@ static int put_credential(struct session *s)
  * origin reads the name that was judged, never a spelling of it (GOOD.TEST.,
  * full-width letters).
  */
-int head_authority(const struct session *s, char *out, size_t size)
+int head_authority(const struct exchange *x, char *out, size_t size)
 {
-	const struct target *t = &s->x->t;
+	const struct session *s = x->conn;
+	const struct target *t = &x->t;
 	const char *l = t->host.kind == HOST_IPV6 ? "[" : "";
 	const char *r = t->host.kind == HOST_IPV6 ? "]" : "";
 	uint16_t dflt = s->intercept ? 443 : 80;
@@ -127,11 +128,12 @@ int head_authority(const struct session *s, char *out, size_t size)
 	return snprintf(out, size, "%s%s%s:%u", l, t->host.name, r, t->port);
 }
 
-static int put_host(struct session *s)
+static int put_host(struct exchange *x)
 {
+	struct session *s = x->conn;
 	char a[HOST_NAME_MAX_LEN + 16];
 
-	head_authority(s, a, sizeof(a));
+	head_authority(x, a, sizeof(a));
 	return buf_printf(&s->uout, "Host: %s\r\n", a);
 }
 
@@ -139,10 +141,9 @@ static int put_host(struct session *s)
  * Whether request header i goes upstream, HTTP/1.1 or HTTP/2 (plan:
  * inject_header_plan's, or -2 without a header rule).
  */
-bool head_forwards(const struct session *s, const struct http_request *req, size_t i, int plan)
+bool head_forwards(const struct exchange *x, const struct http_request *req, size_t i, int plan)
 {
 	const struct http_header *h = &req->headers[i];
-	const struct exchange *x = s->x;
 
 	/* a stamp never leaves: not the forwarder's, not a client's */
 	if (http_is_hop_header(req->headers, req->nheaders, i) || http_header_is(h, STAMP_HEADER) ||
@@ -169,27 +170,28 @@ bool head_forwards(const struct session *s, const struct http_request *req, size
  * body, so a secret is never split between two ranges the scrubber sees
  * apart.
  */
-int head_upstream(struct session *s, const struct http_request *req)
+int head_upstream(struct exchange *x, const struct http_request *req)
 {
+	struct session *s = x->conn;
 	struct buf *b = &s->uout;
-	const struct inject_rule *rule = s->x->rule;
-	int plan = rule != NULL && rule->target == INJECT_HEADER ? inject_header_plan(s, req) : -2;
+	const struct inject_rule *rule = x->rule;
+	int plan = rule != NULL && rule->target == INJECT_HEADER ? inject_header_plan(x, req) : -2;
 
 	if (put(b, req->method_str, req->method_len) == -1 || put(b, " ", 1) == -1 ||
-	    put_target(s, req) == -1 || buf_printf(b, " HTTP/1.%d\r\n", req->minor) == -1 ||
-	    put_host(s) == -1)
+	    put_target(x, req) == -1 || buf_printf(b, " HTTP/1.%d\r\n", req->minor) == -1 ||
+	    put_host(x) == -1)
 		return -1;
 	for (size_t i = 0; i < req->nheaders; i++)
-		if (head_forwards(s, req, i, plan) && head_put_header(b, &req->headers[i]) == -1)
+		if (head_forwards(x, req, i, plan) && head_put_header(b, &req->headers[i]) == -1)
 			return -1;
-	if (plan != -2 && put_credential(s) == -1)
+	if (plan != -2 && put_credential(x) == -1)
 		return -1;
 	/* a WebSocket handshake says upgrade, never close: the connection goes on as the WebSocket */
-	if (s->x->ws != NULL)
+	if (x->ws != NULL)
 		return upgrade_head(b) == -1 ? -1 : put(b, "\r\n", 2);
-	if (s->x->scrub != NULL && put(b, "Accept-Encoding: identity\r\n", 27) == -1)
+	if (x->scrub != NULL && put(b, "Accept-Encoding: identity\r\n", 27) == -1)
 		return -1;
-	if (s->x->client_close && put(b, "Connection: close\r\n", 19) == -1)
+	if (x->client_close && put(b, "Connection: close\r\n", 19) == -1)
 		return -1;
 	return put(b, "\r\n", 2);
 }
@@ -202,22 +204,23 @@ int head_upstream(struct session *s, const struct http_request *req)
  * credential sluice writes is not the client's and does not either. What
  * a budget's max-up charges for a head, HTTP/1.1 or HTTP/2 alike.
  */
-uint64_t head_up_size(const struct session *s, const struct http_request *req)
+uint64_t head_up_size(const struct exchange *x, const struct http_request *req)
 {
 	char a[HOST_NAME_MAX_LEN + 16];
-	int alen = head_authority(s, a, sizeof(a));
+	int alen = head_authority(x, a, sizeof(a));
 	uint64_t n = req->method_len + 1 + (req->path != NULL ? req->path_len : req->target_len) +
 		     sizeof(" HTTP/1.1\r\n") - 1 + sizeof("Host: \r\n") - 1 + (alen > 0 ? alen : 0) + 2;
 
 	for (size_t i = 0; i < req->nheaders; i++)
-		if (head_forwards(s, req, i, -2))
+		if (head_forwards(x, req, i, -2))
 			n += req->headers[i].name_len + 2 + req->headers[i].value_len + 2;
 	return n;
 }
 
 /* The response head for the client: re-framed, hop-by-hop and scrubbed-away headers out. */
-int head_client(struct session *s, const struct http_response *resp)
+int head_client(struct exchange *x, const struct http_response *resp)
 {
+	struct session *s = x->conn;
 	struct buf *b = &s->cout;
 
 	if (buf_printf(b, "HTTP/1.1 %d ", resp->status) == -1 ||
@@ -225,16 +228,16 @@ int head_client(struct session *s, const struct http_response *resp)
 		return -1;
 	for (size_t i = 0; i < resp->nheaders; i++) {
 		if (http_is_hop_header(resp->headers, resp->nheaders, i) ||
-		    inject_drops_header(s, &resp->headers[i]))
+		    inject_drops_header(x, &resp->headers[i]))
 			continue;
 		if (head_put_header(b, &resp->headers[i]) == -1)
 			return -1;
 	}
 	/* a decoded body is framed anew */
-	if (s->x->inflate != NULL && s->x->out_chunked &&
+	if (x->inflate != NULL && x->out_chunked &&
 	    put(b, "Transfer-Encoding: chunked\r\n", 28) == -1)
 		return -1;
-	if (s->x->client_close && resp->status >= 200 &&
+	if (x->client_close && resp->status >= 200 &&
 	    put(b, "Connection: close\r\n", 19) == -1)
 		return -1;
 	/* a WebSocket's 101 (upgrade.c checked it): the two headers dropped above */

@@ -70,10 +70,8 @@ static void secret_wipe(struct exchange *x)
 }
 
 /* The credential was not sent (require= found no placeholder): drop it, keep scrubbing. */
-void inject_unsent(struct session *s)
+void inject_unsent(struct exchange *x)
 {
-	struct exchange *x = s->x;
-
 	secret_wipe(x);
 	free(x->rehead);
 	x->rehead = NULL;
@@ -86,23 +84,21 @@ void inject_unsent(struct session *s)
  * written dropped (require= found no placeholder: sent as it was,
  * scrubbed). The rule itself is forgotten: a reload frees it.
  */
-void inject_sent(struct session *s)
+void inject_sent(struct exchange *x)
 {
-	struct exchange *x = s->x;
-
 	if (x->rule != NULL && x->injected) {
 		snprintf(x->inject_name, sizeof(x->inject_name), "%s", x->rule->name);
 		if (x->rule->target == INJECT_HEADER)
 			snprintf(x->inject_field, sizeof(x->inject_field), "%s", x->rule->field);
 	} else {
-		inject_unsent(s);
+		inject_unsent(x);
 	}
 	x->rule = NULL;
 }
 
-void inject_end(struct session *s)
+void inject_end(struct exchange *x)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 
 	/* the request head that carried the credential went through these */
 	if (x->secret != NULL) {
@@ -166,9 +162,10 @@ static int secret_file(const char *path, char **buf, size_t *len, char *why, siz
  * minted, or none without mint), -2 with why[] (an env, file or handed-over key
  * missing or unusable: the operator's to fix), or -1 with why[].
  */
-static int secret_load(struct session *s, const struct inject_rule *rule, bool mint, char **val,
+static int secret_load(struct exchange *x, const struct inject_rule *rule, bool mint, char **val,
 		       size_t *vlen, char *why, size_t size)
 {
+	struct session *s = x->conn;
 	int k;
 	char *buf = NULL;
 	size_t len = 0;
@@ -216,7 +213,7 @@ static int secret_load(struct session *s, const struct inject_rule *rule, bool m
 		break;
 	}
 	case INJECT_COMMAND:
-		k = mint ? token_get(s, rule, &buf, &len, why, size) : token_peek(s->px, rule, &buf, &len);
+		k = mint ? token_get(x, rule, &buf, &len, why, size) : token_peek(s->px, rule, &buf, &len);
 		if (k == -1 && !mint)
 			goto oom;
 		if (k <= 0)
@@ -243,9 +240,9 @@ oom:
  * names it, or no form is long enough: no scrubber. Returns 0, or -1 with
  * why[] (out of memory, too many forms).
  */
-static int scrub_build(struct session *s, char *why, size_t size)
+static int scrub_build(struct exchange *x, char *why, size_t size)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	const struct config *c = session_config(s);
 	struct inject_forms f;
 	int ret = -1;
@@ -263,7 +260,7 @@ static int scrub_build(struct session *s, char *why, size_t size)
 			k = inject_forms_add(&f, rule->prefix, x->secret, x->secret_len);
 		} else {
 			/* for scrubbing only: what cannot be had now was not sent by this proxy now */
-			if (secret_load(s, rule, false, &v, &n, ignored, sizeof(ignored)) != 0)
+			if (secret_load(x, rule, false, &v, &n, ignored, sizeof(ignored)) != 0)
 				continue;
 			k = inject_forms_add(&f, rule->prefix, v, n);
 			explicit_bzero(v, n);
@@ -300,9 +297,9 @@ out_release:
  * 1 (wait: its token is being minted; the request is asked again when it
  * is) or -1 (refused: nothing is sent).
  */
-int inject_begin(struct session *s, const struct http_request *req)
+int inject_begin(struct exchange *x, const struct http_request *req)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	struct policy_request pr = { 0 };
 	char whobuf[SESSION_WHO_MAX];
 	char why[256];
@@ -317,23 +314,23 @@ int inject_begin(struct session *s, const struct http_request *req)
 		x->rule = NULL;
 	}
 	if (x->rule != NULL) {
-		switch (secret_load(s, x->rule, true, &x->secret, &x->secret_len, why, sizeof(why))) {
+		switch (secret_load(x, x->rule, true, &x->secret, &x->secret_len, why, sizeof(why))) {
 		case 1:
 			return 1;
 		case -2: /* the operator's to fix: a status no client retries */
-			session_refuse(s, 403, "inject-secret-missing", "proxy_configuration_error",
-				       "rule %s: %s; the request was not sent (sluice doctor checks "
-				       "every inject rule)", x->rule->name, why);
+			exchange_refusef(x, 403, "inject-secret-missing", "proxy_configuration_error",
+					 "rule %s: %s; the request was not sent (sluice doctor checks "
+					 "every inject rule)", x->rule->name, why);
 			return -1;
 		case -1:
-			session_refuse(s, 502, "inject-failed", "http_request_error",
-				       "rule %s: %s; the request was not sent", x->rule->name, why);
+			exchange_refusef(x, 502, "inject-failed", "http_request_error",
+					 "rule %s: %s; the request was not sent", x->rule->name, why);
 			return -1;
 		}
 	}
-	if (scrub_build(s, why, sizeof(why)) == -1) {
-		session_refuse(s, 502, "inject-failed", "http_request_error",
-			       "%s; the request was not sent", why);
+	if (scrub_build(x, why, sizeof(why)) == -1) {
+		exchange_refusef(x, 502, "inject-failed", "http_request_error",
+				 "%s; the request was not sent", why);
 		return -1;
 	}
 	return 0;
@@ -344,9 +341,9 @@ int inject_begin(struct session *s, const struct http_request *req)
  * ours, i >= 0 replace the value of header i (its placeholder), -2 leave
  * the request as it is (require= and no lone placeholder).
  */
-int inject_header_plan(const struct session *s, const struct http_request *req)
+int inject_header_plan(const struct exchange *x, const struct http_request *req)
 {
-	const struct inject_rule *rule = s->x->rule;
+	const struct inject_rule *rule = x->rule;
 	int found = -1, count = 0;
 
 	if (rule->require[0] == '\0')
@@ -363,10 +360,10 @@ int inject_header_plan(const struct session *s, const struct http_request *req)
 	return -2;
 }
 
-size_t inject_scrub_room(const struct session *s)
+size_t inject_scrub_room(const struct exchange *x)
 {
 	/* a piece, what the scrubber held back, chunk framing */
-	return INJECT_SCRUB_PIECE + scrub_hold_max(s->x->scrub) + 32;
+	return INJECT_SCRUB_PIECE + scrub_hold_max(x->scrub) + 32;
 }
 
 /* The Content-Encoding value v[0..n), trimmed, is exactly name (case-insensitive). */
@@ -413,33 +410,32 @@ static bool coding_identity(const char *v, size_t n)
  * the scrubbed body is framed. Returns 0, or -1 when refused.
  */
 /* A 206 from a scrubbed host: no Range went up, and a range joined to another could show a secret. */
-void inject_refuse_range(struct session *s)
+void inject_refuse_range(struct exchange *x)
 {
-	session_refuse(s, 502, "range-response", "http_response_incomplete",
-		       "%s answered with a range (206) although none was asked for; "
-		       "sluice-proxy cannot scrub a secret split across ranges",
-		       s->x->t.host.name);
+	exchange_refusef(x, 502, "range-response", "http_response_incomplete",
+			 "%s answered with a range (206) although none was asked for; "
+			 "sluice-proxy cannot scrub a secret split across ranges",
+			 x->t.host.name);
 }
 
 /* A coding sluice cannot decode from a scrubbed host; its value is not echoed (it could be a secret). */
-void inject_refuse_coding(struct session *s, const char *why)
+void inject_refuse_coding(struct exchange *x, const char *why)
 {
-	session_refuse(s, 502, "encoded-response", "http_response_content_coding",
-		       "%s answered with a Content-Encoding other than identity, which was asked "
-		       "for; %s",
-		       s->x->t.host.name, why);
+	exchange_refusef(x, 502, "encoded-response", "http_response_content_coding",
+			 "%s answered with a Content-Encoding other than identity, which was asked "
+			 "for; %s",
+			 x->t.host.name, why);
 }
 
-int inject_response_coding(struct session *s, const struct http_response *resp)
+int inject_response_coding(struct exchange *x, const struct http_response *resp)
 {
-	struct exchange *x = s->x;
 	const struct http_header *enc = NULL;
 	size_t nenc = 0;
 
 	if (x->scrub == NULL || resp->status < 200)
 		return 0;
 	if (resp->status == 206) {
-		inject_refuse_range(s);
+		inject_refuse_range(x);
 		return -1;
 	}
 	x->out_chunked = resp->body == HTTP_BODY_CHUNKED;
@@ -459,7 +455,7 @@ int inject_response_coding(struct session *s, const struct http_response *resp)
 	if (nenc > 1 || !(coding_is(enc->value, enc->value_len, "gzip") ||
 			  coding_is(enc->value, enc->value_len, "x-gzip") ||
 			  coding_is(enc->value, enc->value_len, "deflate"))) {
-		inject_refuse_coding(s, "sluice-proxy cannot scrub a secret from it");
+		inject_refuse_coding(x, "sluice-proxy cannot scrub a secret from it");
 		return -1;
 	}
 	x->inflate = calloc(1, sizeof(*x->inflate));
@@ -467,9 +463,9 @@ int inject_response_coding(struct session *s, const struct http_response *resp)
 	if (x->inflate == NULL || inflateInit2(x->inflate, 32 + 15) != Z_OK) {
 		free(x->inflate);
 		x->inflate = NULL;
-		session_refuse(s, 502, "encoded-response", "http_response_content_coding",
-			       "out of memory for decoding a compressed response of %s",
-			       x->t.host.name);
+		exchange_refusef(x, 502, "encoded-response", "http_response_content_coding",
+				 "out of memory for decoding a compressed response of %s",
+				 x->t.host.name);
 		return -1;
 	}
 	x->out_chunked = x->minor >= 1;
@@ -479,17 +475,18 @@ int inject_response_coding(struct session *s, const struct http_response *resp)
 }
 
 /* A response header the client must not get: it described the body as it came, encoded. */
-bool inject_drops_header(const struct session *s, const struct http_header *h)
+bool inject_drops_header(const struct exchange *x, const struct http_header *h)
 {
-	return s->x->inflate != NULL &&
+	return x->inflate != NULL &&
 	       (http_header_is(h, "Content-Encoding") || http_header_is(h, "Content-Length") ||
 		http_header_is(h, "Transfer-Encoding"));
 }
 
 /* Mask the secret in cout[from..] (a complete response head) in place. Returns 0 or -1. */
-int inject_scrub_head(struct session *s, size_t from)
+int inject_scrub_head(struct exchange *x, size_t from)
 {
-	struct scrub *sc = s->x->scrub;
+	struct session *s = x->conn;
+	struct scrub *sc = x->scrub;
 	char *p = buf_head(&s->cout) + from, *tmp;
 	size_t len = buf_len(&s->cout) - from, used = 0, w;
 
@@ -512,10 +509,11 @@ int inject_scrub_head(struct session *s, size_t from)
 }
 
 /* Scrub in[0..n) onto cout (with end, all it holds too), as one chunk if out_chunked. */
-static int scrub_out(struct session *s, const char *in, size_t n, bool end)
+static int scrub_out(struct exchange *x, const char *in, size_t n, bool end)
 {
-	struct scrub *sc = s->x->scrub;
-	bool chunk = s->x->out_chunked;
+	struct session *s = x->conn;
+	struct scrub *sc = x->scrub;
+	bool chunk = x->out_chunked;
 	char out[INJECT_SCRUB_PIECE + SCRUB_MAX_LEN];
 	size_t used = 0, w = 0;
 
@@ -540,9 +538,8 @@ static int scrub_out(struct session *s, const char *in, size_t n, bool end)
  * unless decoding filled a piece: then z_more, and the rest comes next).
  * Returns 0, or -1 with why set.
  */
-static int emit(struct session *s, const char *in, size_t n, size_t *used, const char **why)
+static int emit(struct exchange *x, const char *in, size_t n, size_t *used, const char **why)
 {
-	struct exchange *x = s->x;
 	z_stream *z = x->inflate;
 	char dec[INJECT_SCRUB_PIECE];
 	size_t m;
@@ -551,7 +548,7 @@ static int emit(struct session *s, const char *in, size_t n, size_t *used, const
 	*used = n;
 	*why = "response too large to scrub";
 	if (z == NULL)
-		return scrub_out(s, in, n, false);
+		return scrub_out(x, in, n, false);
 	/* a gzip body may hold several members, one after the other */
 	if (x->z_end && n > 0) {
 		if (inflateReset(z) != Z_OK)
@@ -577,20 +574,20 @@ static int emit(struct session *s, const char *in, size_t n, size_t *used, const
 		*why = "compressed response body over 67108864 bytes once decoded";
 		return -1;
 	}
-	return scrub_out(s, dec, m, false);
+	return scrub_out(x, dec, m, false);
 }
 
 /* The body ended: what the scrubber holds goes out, then the last chunk. */
-static int finish(struct session *s, const char **why)
+static int finish(struct exchange *x, const char **why)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 
 	if (x->inflate != NULL && !x->z_end) {
 		*why = "compressed response body cut short";
 		return -1;
 	}
 	*why = "response too large to scrub";
-	if (scrub_out(s, NULL, 0, true) == -1 ||
+	if (scrub_out(x, NULL, 0, true) == -1 ||
 	    (x->out_chunked && buf_append(&s->cout, "0\r\n\r\n", 5) == -1))
 		return -1;
 	x->resp_done = true;
@@ -603,22 +600,22 @@ static int finish(struct session *s, const char **why)
  * Returns 1 moved, 0 nothing to do now, -1 malformed or out of room (why
  * says which).
  */
-int inject_move_body(struct session *s, const char **why)
+int inject_move_body(struct exchange *x, const char **why)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	bool moved = false;
 
 	*why = "malformed chunked response body";
-	while (!x->resp_done && buf_room(&s->cout) >= inject_scrub_room(s)) {
+	while (!x->resp_done && buf_room(&s->cout) >= inject_scrub_room(x)) {
 		const char *p = buf_head(&s->uin);
 		size_t n = buf_len(&s->uin), k, used;
 
 		if (x->z_more) {
 			/* what the decoder still holds, before more input */
-			if (emit(s, NULL, 0, &used, why) == -1)
+			if (emit(x, NULL, 0, &used, why) == -1)
 				return -1;
 		} else if (x->in_done) {
-			if (finish(s, why) == -1)
+			if (finish(x, why) == -1)
 				return -1;
 		} else if (n == 0) {
 			break;
@@ -631,7 +628,7 @@ int inject_move_body(struct session *s, const char **why)
 					k = (size_t)ch->remaining;
 				if (k > INJECT_SCRUB_PIECE)
 					k = INJECT_SCRUB_PIECE;
-				if (emit(s, p, k, &used, why) == -1)
+				if (emit(x, p, k, &used, why) == -1)
 					return -1;
 				*why = "malformed chunked response body";
 				if (http_chunked_scan(ch, p, used) != (ssize_t)used)
@@ -651,7 +648,7 @@ int inject_move_body(struct session *s, const char **why)
 				k = (size_t)x->resp_left;
 			if (k > INJECT_SCRUB_PIECE)
 				k = INJECT_SCRUB_PIECE;
-			if (emit(s, p, k, &used, why) == -1)
+			if (emit(x, p, k, &used, why) == -1)
 				return -1;
 			buf_consume(&s->uin, used);
 			x->down += used;
@@ -666,9 +663,9 @@ int inject_move_body(struct session *s, const char **why)
 }
 
 /* A body read to its end (EOF-delimited): inject_move_body finishes it. */
-void inject_body_eof(struct session *s)
+void inject_body_eof(struct exchange *x)
 {
-	s->x->in_done = true;
+	x->in_done = true;
 }
 
 /*

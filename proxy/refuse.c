@@ -134,14 +134,15 @@ static void grant_hint(const struct target *t, char *out, size_t size)
  * id or by hand, to the principal that asked when a grant is scoped to
  * others.
  */
-static void refuse_ungranted(struct session *s, const struct verdict *v)
+static void refuse_ungranted(struct exchange *x, const struct verdict *v)
 {
+	struct session *s = x->conn;
 	struct refusal ref = { .status = v->status, .reason = v->reason,
 			       .proxy_status = v->proxy_status };
 	char hint[HOST_NAME_MAX_LEN + 16], who[SESSION_WHO_MAX];
 	struct policy_request pr = { 0 };
 
-	grant_hint(&s->x->t, hint, sizeof(hint));
+	grant_hint(&x->t, hint, sizeof(hint));
 	session_principal(s, &pr, who, sizeof(who));
 	if (refuse_id(ref.id) == -1) /* no id to approve by: the grant by hand alone */
 		snprintf(ref.detail, sizeof(ref.detail),
@@ -163,24 +164,24 @@ static void refuse_ungranted(struct session *s, const struct verdict *v)
 		snprintf(ref.detail, sizeof(ref.detail),
 			 "%s is not granted; to grant it run: sluice allow approve %s (or: sluice allow "
 			 "add %s)", hint, ref.id, hint);
-	session_refuse_with(s, &ref);
+	exchange_refuse(x, &ref);
 }
 
-void refuse_verdict(struct session *s, const struct verdict *v)
+void refuse_verdict(struct exchange *x, const struct verdict *v)
 {
 	if (strcmp(v->reason, "not-granted") == 0) {
-		refuse_ungranted(s, v);
+		refuse_ungranted(x, v);
 	} else if (strcmp(v->reason, "host-mismatch") == 0) {
-		session_refuse(s, v->status, v->reason, v->proxy_status,
-			       "the Host header names another host than the request target %s; "
-			       "nothing to grant: send the request to the host it names",
-			       s->x->t.host.name);
-	} else if (strcmp(v->reason, "denied-ip") == 0 && s->x->t.host.kind != HOST_NAME) {
-		const struct host *h = &s->x->t.host;
+		exchange_refusef(x, v->status, v->reason, v->proxy_status,
+				 "the Host header names another host than the request target %s; "
+				 "nothing to grant: send the request to the host it names",
+				 x->t.host.name);
+	} else if (strcmp(v->reason, "denied-ip") == 0 && x->t.host.kind != HOST_NAME) {
+		const struct host *h = &x->t.host;
 
-		dial_refuse_address(s, h->kind == HOST_IPV4 ? AF_INET : AF_INET6, &h->addr, v);
+		dial_refuse_address(x, h->kind == HOST_IPV4 ? AF_INET : AF_INET6, &h->addr, v);
 	} else {
-		session_refuse(s, v->status, v->reason, v->proxy_status, "%s", v->detail);
+		exchange_refusef(x, v->status, v->reason, v->proxy_status, "%s", v->detail);
 	}
 }
 
@@ -244,6 +245,7 @@ int refuse_page_begin(struct session *s, const struct refusal *r)
 	buf_consume(&s->cin, buf_len(&s->cin));
 	*page = *r;
 	s->ix->page = page;
+	s->codec = &refuse_page_codec;
 	dial_close(s);
 	s->phase_ms = session_now(s); /* the handshake's deadline: REFUSE_PAGE_HELLO_MS from here */
 	session_intercept_begin(s); /* our 200, then the client's handshake (tls.c) */
@@ -269,6 +271,7 @@ void refuse_page_answer(struct session *s, const struct http_request *req)
 	int blen;
 
 	s->ix->page = NULL;
+	s->codec = &h1_codec;
 	if (!s->intercept) { /* the handshake did not complete: nothing can be said in it */
 		free(r);
 		session_close(s, NULL);
@@ -300,3 +303,11 @@ void refuse_page_answer(struct session *s, const struct http_request *req)
 	free(r);
 	session_enter_drain(s);
 }
+
+/* Refused again inside a refusal's page (a timeout): the page's refusal is the answer. */
+static void page_refuse(struct exchange *x, const struct refusal *r)
+{
+	refuse_page_answer(x->conn, NULL);
+}
+
+const struct codec refuse_page_codec = { .name = "refusal page", .refuse = page_refuse };

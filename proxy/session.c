@@ -14,7 +14,6 @@
  * decide policy (policy.c) or resolve names (resolve.c).
  */
 #include "session.h"
-#include "runnote.h"
 
 #include <arpa/inet.h>
 #include <stdarg.h>
@@ -43,24 +42,6 @@ _Static_assert(sizeof(struct session) + sizeof(struct sess_stamp) + sizeof(struc
 
 /* --- the log row ------------------------------------------------------- */
 
-/*
- * The request's storage: a zeroed struct exchange, allocated for the first
- * request (or refusal) after the session was idle. Returns 0 or -1.
- */
-int exchange_new(struct session *s)
-{
-	if (s->x == NULL) {
-		s->x = malloc(sizeof(*s->x));
-	} else {
-		upgrade_free(s->x);
-		budget_end(s, s->x);
-	}
-	if (s->x == NULL)
-		return -1;
-	memset(s->x, 0, sizeof(*s->x));
-	return 0;
-}
-
 /* The kept stamp as the log row takes it. */
 static void stamp_expand(const struct sess_stamp *k, struct stamp *st)
 {
@@ -72,33 +53,6 @@ static void stamp_expand(const struct sess_stamp *k, struct stamp *st)
 	snprintf(st->net, sizeof(st->net), "%s", k->net);
 	snprintf(st->as, sizeof(st->as), "%s", k->as);
 	memcpy(st->boot, k->boot, sizeof(st->boot));
-}
-
-/* Give the request's storage back; its row is written (the session is idle or closing). */
-void exchange_free(struct session *s)
-{
-	if (s->x == NULL)
-		return;
-	inject_end(s);
-	upgrade_free(s->x);
-	budget_end(s, s->x);
-	free(s->x);
-	s->x = NULL;
-}
-
-/* Whose row budget a row spends (lograte.c): its spender's, an unattributed one its unit's. */
-static const char *row_key(const struct session *s, char *buf, size_t size)
-{
-	if (s->stamp != NULL || s->build != NULL)
-		return session_spender(s, buf, size);
-	return lograte_unattributed(s->client, buf, size);
-}
-
-/* The row budget key of a quiet row (an agent's telemetry): its principal's, apart. */
-static const char *quiet_key(const char *key, char *buf, size_t size)
-{
-	snprintf(buf, size, "quiet %s", key);
-	return buf;
 }
 
 void session_row(const struct session *s, const struct exchange *x, struct netlog_row *row,
@@ -150,41 +104,9 @@ void session_row(const struct session *s, const struct exchange *x, struct netlo
 
 bool session_log(struct session *s)
 {
-	struct exchange *x = s->x;
-	struct netlog_row row;
-	struct stamp st;
-	char who[SESSION_WHO_MAX], key[SESSION_WHO_MAX + STAMP_AS_MAX], qkey[sizeof(key) + 8];
-	bool written = false;
-
-	if (x == NULL || !x->active)
-		return false;
-	x->active = false;
-	session_row(s, x, &row, &st, who, sizeof(who));
-	if (sandbox_probe(s->px, x, row.stamp)) {
-		/* a run's self-check: a kind of its own, counted by nothing that counts refusals */
-		row.kind = "probe";
-		row.path = RUNNOTE_PROBE_PATH;
-		row.path_len = sizeof(RUNNOTE_PROBE_PATH) - 1;
-		if (s->px->netlog != NULL) {
-			netlog_write(s->px->netlog, &row);
-			written = true;
-		}
-	} else {
-		const char *k = row_key(s, key, sizeof(key));
-
-		/* an agent's telemetry spends a budget of its own: a loop of it never holds back a real refusal's row */
-		if (row.reason != NULL && strcmp(row.reason, "quiet") == 0)
-			k = quiet_key(k, qkey, sizeof(qkey));
-		if (s->px->netlog != NULL && lograte_admit(s->px, k, &row)) {
-			netlog_write(s->px->netlog, &row);
-			written = true;
-		}
-		stats_row(&row);
-		sandbox_count(&row);
-	}
-	inject_end(s);
-	return written;
+	return s->x != NULL && exchange_log(s->x);
 }
+
 
 /* --- closing ----------------------------------------------------------- */
 
@@ -226,7 +148,7 @@ void session_close(struct session *s, const char *why)
 	 * part of the session.
 	 */
 	if (s->x != NULL)
-		inject_end(s);
+		inject_end(s->x);
 	if (s->cio.fd >= 0)
 		loop_io_close(px->loop, &s->cio);
 	else
@@ -289,9 +211,10 @@ void session_enter_drain(struct session *s)
 }
 
 /*
- * Refuse the request in flight: the response goes out (after any unsent
- * tail of an earlier one), the row is written at once, and the connection
- * closes after a short linger.
+ * Refuse what is in flight on s, as its codec says it (exchange_refuse):
+ * HTTP/1.1's request, begun here when none is (a head that timed out or
+ * came malformed). An HTTP/2 connection has none outside its streams:
+ * nothing is answered.
  */
 void session_refuse(struct session *s, int status, const char *reason,
 			   const char *proxy_status, const char *fmt, ...)
@@ -307,72 +230,46 @@ void session_refuse(struct session *s, int status, const char *reason,
 
 void session_refuse_with(struct session *s, const struct refusal *ref)
 {
-	bool page;
-
-	if (s->ix != NULL && s->ix->page != NULL) {
-		refuse_page_answer(s, NULL); /* a timeout inside a refusal's page: the page */
+	if (s->x == NULL && s->codec == &h2_codec)
+		return;
+	if (s->x == NULL && exchange_new(s) == -1) {
+		session_close(s, "out of memory");
 		return;
 	}
-	if (s->ix != NULL && s->ix->alpn == ALPN_DIAL) {
-		tls_alpn_unreached(s, ref->detail); /* no request to answer yet */
-		return;
-	}
-	if (s->h2 != NULL) {
-		h2_refuse(s, ref); /* the stream's answer, not the connection's end */
-		return;
-	}
-	if (s->x == NULL || !s->x->active) {
-		if (exchange_new(s) == -1) {
-			session_close(s, "out of memory");
-			return;
-		}
-		s->x->active = true;
-		s->x->t_start = loop_clock_ms();
-		s->x->dns_ms = s->x->connect_ms = -1;
-		s->x->req = ++s->nreq;
-	}
-	s->x->decision = "refuse";
-	s->x->reason = ref->reason;
-	snprintf(s->x->detail, sizeof(s->x->detail), "%s", ref->detail);
-	memcpy(s->x->refusal, ref->id, sizeof(s->x->refusal));
-	/*
-	 * A refused CONNECT whose name we may intercept: its row now, then the
-	 * refusal inside its TLS (refuse.c), unless the row was not written
-	 * (a principal past its refusal-row budget gets the plain 403).
-	 */
-	page = refuse_page_wanted(s, ref);
-	if (page)
-		s->x->status = ref->status;
-	/* cout holds at most the unsent tail of an earlier response: keep it, append */
-	else if (!s->x->resp_started && refuse_write(&s->cout, ref) == 0)
-		s->x->status = ref->status;
-	if (session_log(s) && page && refuse_page_begin(s, ref) == 0)
-		return;
-	if (page && !s->closed)
-		refuse_write(&s->cout, ref);
-	if (!s->closed)
-		session_enter_drain(s);
+	exchange_refuse(s->x, ref);
 }
 
 /*
- * Refuse a tunnel whose 200 went out already (a passthrough ClientHello
- * that fails its check): the row at once, counting what moved, then what
- * cout holds (a TLS alert, say) goes out and the connection closes after
- * a short linger; the upstream is closed at once.
+ * A tunnel whose 200 went out already is refused (a passthrough
+ * ClientHello that fails its check, its budget spent): the row at once,
+ * counting what moved, then what cout holds (a TLS alert, say) goes out
+ * and the connection closes after a short linger; the upstream is closed
+ * at once.
  */
-void session_tunnel_refuse(struct session *s, const char *reason, const char *fmt, ...)
+static void tunnel_refuse(struct exchange *x, const struct refusal *r)
 {
-	va_list ap;
+	struct session *s = x->conn;
 
 	s->tun->hello = HELLO_DONE;
-	s->x->decision = "refuse";
-	s->x->reason = reason;
-	va_start(ap, fmt);
-	vsnprintf(s->x->detail, sizeof(s->x->detail), fmt, ap);
-	va_end(ap);
+	x->decision = "refuse";
+	x->reason = r->reason;
+	snprintf(x->detail, sizeof(x->detail), "%s", r->detail);
 	tunnel_count(s);
 	session_log(s);
 	session_enter_drain(s);
+}
+
+const struct codec session_tunnel_codec = { .name = "tunnel", .refuse = tunnel_refuse };
+
+void session_tunnel_refuse(struct session *s, const char *reason, const char *fmt, ...)
+{
+	struct refusal ref = { .reason = reason };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
+	va_end(ap);
+	exchange_refuse(s->x, &ref);
 }
 
 /* Write out what is queued for the client. Returns -1 if the client is gone. */
@@ -644,6 +541,7 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 		return;
 	}
 	s->px = px;
+	s->codec = &h1_codec;
 	s->id = ++px->next_conn_id;
 	s->cfd = fd;
 	s->ufd = -1;
@@ -762,7 +660,7 @@ void session_tunnel_begin(struct session *s)
 {
 	/* the bytes the client sent behind its head are taken: past its budget, none goes up */
 	if (budget_over(s, s->x, buf_len(&s->cin))) {
-		budget_refuse(s, "with the bytes sent behind the CONNECT head; none went up");
+		budget_refuse(s->x, "with the bytes sent behind the CONNECT head; none went up");
 		return;
 	}
 	s->tun = calloc(1, sizeof(*s->tun));
@@ -785,5 +683,6 @@ void session_tunnel_begin(struct session *s)
 	if (tls_active(s->px) && s->x->raw_tunnel && s->x->detail[0] == '\0')
 		snprintf(s->x->detail, sizeof(s->x->detail), "tunnel grant: relayed raw");
 	s->tun->hello_ms = session_now(s);
+	s->codec = &session_tunnel_codec;
 	session_enter(s, SS_TUNNEL);
 }

@@ -2,11 +2,13 @@
  * session.h: the inside of a client connection, shared by the files that
  * drive it (private to proxy/; proxy.h is the program's table of contents).
  *
- * session.c   lifecycle: accept, tunnels, refusals, the log row, close,
- *             re-judging after a reload
+ * session.c   lifecycle: accept, tunnels, the log row's connection fields,
+ *             close, re-judging after a reload
  * state.c     the states as one table: steps, readiness, deadlines, timeouts
- * exchange.c  one HTTP request and its response: read and judge the head,
- *             forward it, stream both bodies, keep or drop the upstream
+ * exchange.c  one exchange, whichever codec carries it: its storage, its
+ *             start (target, judgement, budget), its refusal, its row
+ * h1.c        HTTP/1.1's codec: a head through its phases, forwarded, both
+ *             bodies streamed, the upstream kept or dropped; its refusals
  * head.c      the heads written: upstream request, client response
  * body.c      a request's bodies under their framing, trailers filtered
  * dial.c      the upstream: resolve, judge every answer, connect exactly a
@@ -27,6 +29,7 @@
 
 #include <errno.h>
 #include <openssl/ssl.h>
+#include <stdarg.h>
 #include <stdio.h>
 
 #include "alpn.h"
@@ -65,12 +68,17 @@ struct target {
 };
 
 /*
- * Where an HTTP/1.1 exchange's head, read again from cin, resumes
- * (exchange_head): a head is judged once, and charged to its budget once.
+ * The phases of an HTTP/1.1 exchange's head, in order (exchange.c's
+ * table): a phase that waits keeps x->phase, and the head, read again from
+ * cin, resumes there (h1_head): a head is judged once, and charged
+ * to its budget once.
  */
 enum x_phase {
-	XP_JUDGE = 0,  /* a new head: begun, its target, its judgement, then on */
-	XP_CREDENTIAL, /* judged: it waited for its token, or is re-issued after a 401 */
+	XP_JUDGE = 0,  /* begun: its row's fields, target, judgement and budget, an upgrade's offer */
+	XP_TUNNEL,     /* a CONNECT: dialed, or intercepted (our 200 first) */
+	XP_CREDENTIAL, /* the body's cap, the credential: waits for its token; a 401's re-issue */
+	XP_SEND,       /* the head upstream, on the kept upstream or a new dial */
+	XP_DONE,       /* the head's phases are over: sent, handed on, or refused */
 };
 
 /*
@@ -81,6 +89,7 @@ enum x_phase {
  * upstream socket an exchange uses. HTTP/1.1 has one at a time (s->x).
  */
 struct exchange {
+	struct session *conn; /* the connection it came on: its transport, stamp and codec */
 	bool active; /* begun and its row not written yet */
 	bool h2;     /* an HTTP/2 stream (h2.c): its row says so */
 	enum x_phase phase; /* where its head resumes when read again */
@@ -226,6 +235,30 @@ struct intercept {
 };
 
 /*
+ * A codec: how the protocol a connection speaks to its client says what
+ * its exchanges are told, behind one small table (haproxy's mux_ops, in
+ * small). A connection speaks one at a time (s->codec): HTTP/1.1 from its
+ * accept; a CONNECT's tunnel after its 200; a WebSocket after its 101; an
+ * intercepted CONNECT whose handshake is parked for the upstream's ALPN;
+ * a refusal's page inside TLS; HTTP/2, whose exchanges are its streams.
+ */
+struct codec {
+	const char *name;
+	/*
+	 * Answer x, an exchange of this connection, with refusal r as the
+	 * protocol says it, and write its row (or leave it to the close).
+	 * The connection may be draining or closed after it.
+	 */
+	void (*refuse)(struct exchange *x, const struct refusal *r);
+};
+extern const struct codec h1_codec;             /* h1.c: a response, then the drain */
+extern const struct codec session_tunnel_codec; /* session.c: the 200 went: the row, the drain */
+extern const struct codec upgrade_codec;        /* upgrade.c: the 101 went: the row, the close */
+extern const struct codec tls_alpn_codec;       /* tls.c: no request yet: said at the first */
+extern const struct codec refuse_page_codec;    /* refuse.c: the page's refusal, then the close */
+extern const struct codec h2_codec;             /* h2_stream.c: the stream's answer, or its reset */
+
+/*
  * A client connection. What an idle one needs stays here (under 1 KiB, see
  * session.c); the request in flight (r), the upstream's identity (up), a
  * tunnel's relay (tun), an intercepted CONNECT's state (ix) and a verified
@@ -265,6 +298,7 @@ struct session {
 	uint64_t active_ms; /* last byte moved either way */
 	uint64_t head_ms;   /* first byte of the head being read, 0 if none */
 
+	const struct codec *codec; /* what the client speaks now (struct codec) */
 	struct exchange *x; /* the exchange in flight; NULL while idle (exchange_new) */
 	struct tunnel *tun; /* a CONNECT relaying bytes (SS_TUNNEL), from its 200 to the close */
 	struct h2 *h2;      /* an intercepted CONNECT speaking HTTP/2 (SS_H2): its streams */
@@ -343,13 +377,11 @@ static inline bool session_would_block(void)
 }
 
 /* session.c */
-int exchange_new(struct session *s);
-void exchange_free(struct session *s);
 void session_step_tunnel(struct session *s);
 void session_step_drain(struct session *s);
 int session_stamp_keep(struct session *s, const struct stamp *st);
 int session_stamp_first_head(struct session *s, const struct http_request *req);
-bool session_log(struct session *s); /* false: no row written (lograte's budget spent) */
+bool session_log(struct session *s); /* s->x's row (exchange_log); false: none written */
 /*
  * x's row of s as it stands now (its bytes and time so far) into *row; st
  * and who (SESSION_WHO_MAX bytes) hold its stamp and principal.
@@ -357,12 +389,17 @@ bool session_log(struct session *s); /* false: no row written (lograte's budget 
 void session_row(const struct session *s, const struct exchange *x, struct netlog_row *row,
 		 struct stamp *st, char *who, size_t size);
 void session_abort(struct session *s, const char *why);
+/*
+ * Refuse what is in flight on s as its codec says it (exchange_refuse):
+ * under HTTP/1.1 the request, begun when none is (a head timed out or
+ * malformed); under HTTP/2 nothing outside a stream is answered.
+ */
 void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* The same with the refusal made by the caller (a grantable one carries its id). */
 void session_refuse_with(struct session *s, const struct refusal *ref);
 /* refuse.c: refuse a request as the policy's verdict v says, with the hint that grants it. */
-void refuse_verdict(struct session *s, const struct verdict *v);
+void refuse_verdict(struct exchange *x, const struct verdict *v);
 /* a refused client given the page must finish its TLS handshake this soon after the 200 */
 #define REFUSE_PAGE_HELLO_MS 2000
 /*
@@ -383,6 +420,7 @@ int refuse_page_begin(struct session *s, const struct refusal *r);
  * malformed head) is answered with the page's refusal, then the close.
  */
 void refuse_page_answer(struct session *s, const struct http_request *req);
+/* A tunnel past its 200 refused (session_tunnel_codec): no status, the row and the drain. */
 void session_tunnel_refuse(struct session *s, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void session_enter_drain(struct session *s);
@@ -423,27 +461,73 @@ void session_update_interest(struct session *s);
 void session_on_client(struct loop *l, struct loop_io *io, uint32_t events);
 void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events);
 
-/* exchange.c */
-void exchange_head(struct session *s);
-void exchange_http(struct session *s);
 /*
- * An HTTP/2 stream's request (h2.c), begun, targeted, judged, capped and
- * given its credential as an HTTP/1.1 request is, in s->x. Returns 0 go
- * on, 1 waiting for its rule's token (s->token), -1 refused (answered
- * through session_refuse).
+ * Refuse x with r: its connection's codec says it (a response, a stream's
+ * answer, the page inside TLS, or only the row where the answer went out
+ * already) and its row is written. x's connection may be draining or
+ * closed after it: the caller goes no further with either. (Here, not in
+ * exchange.c: every codec and phase reaches it, and it needs nothing but
+ * the codec table.)
  */
-int exchange_judge(struct session *s, const struct http_request *req);
+static inline void exchange_refuse(struct exchange *x, const struct refusal *r)
+{
+	x->conn->codec->refuse(x, r);
+}
+
+/* The same with the refusal made of its status, reason, Proxy-Status and detail. */
+static inline __attribute__((format(printf, 5, 6))) void
+exchange_refusef(struct exchange *x, int status, const char *reason, const char *proxy_status,
+		 const char *fmt, ...)
+{
+	struct refusal ref = { .status = status, .reason = reason, .proxy_status = proxy_status };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
+	va_end(ap);
+	exchange_refuse(x, &ref);
+}
+
+/* exchange.c */
+int exchange_new(struct session *s); /* s->x, allocated or zeroed for a new request: 0 or -1 */
+void exchange_reset(struct exchange *x); /* zeroed for a new request, still its connection's */
+void exchange_free(struct session *s); /* s->x, its row written, goes (an idle connection) */
+/*
+ * x begun from its head: the row's fields (and on the connection's first
+ * head its stamp), its target, the policy's verdict and its budget's
+ * charge. Returns 0, or -1 refused (or the connection closed).
+ */
+int exchange_start(struct exchange *x, const struct http_request *req);
+/* The host's body cap; a declared length over it is refused (413). Returns 0 or -1. */
+int exchange_capped(struct exchange *x, const struct http_request *req);
+/*
+ * x's row, once: written unless lograte's budget for its principal is
+ * spent (returns false then, and when it was written already); its
+ * secrets go (inject_end).
+ */
+bool exchange_log(struct exchange *x);
+/*
+ * An HTTP/2 stream's request x (h2.c), begun, targeted, judged, capped and
+ * given its credential as an HTTP/1.1 request is. Returns 0 go on, 1
+ * waiting for its rule's token (its connection's s->token), -1 refused
+ * (answered through exchange_refuse).
+ */
+int exchange_judge(struct exchange *x, const struct http_request *req);
 /* 413: the declared body length (0: found out on the way) is over the host's cap */
-void exchange_body_refuse(struct session *s, uint64_t declared);
+void exchange_body_refuse(struct exchange *x, uint64_t declared);
+
+/* h1.c: HTTP/1.1's codec */
+void h1_head(struct session *s); /* SS_HEAD's step: a head read, run through its phases */
+void h1_http(struct session *s); /* SS_HTTP's step: the bodies and the response relayed */
 
 /* budget.c (the table's side is in proxy.h) */
 /*
- * The grant g that allowed s->x has a budget: the request counts against
+ * The grant g that allowed x has a budget: the request counts against
  * its principal's (session_spender), unless that is spent or its declared
  * body would pass it: 403 budget, or in a mode that refuses nothing the
  * row says it would have been. Returns 0 go on, -1 refused.
  */
-int budget_request(struct session *s, const struct http_request *req, const struct grant *g);
+int budget_request(struct exchange *x, const struct http_request *req, const struct grant *g);
 /*
  * x has taken `taken` bytes from its client to go up (since it began; up,
  * where bytes go up as they are read): those not spent yet are spent
@@ -453,8 +537,8 @@ int budget_request(struct session *s, const struct http_request *req, const stru
  * (budget_refuse) or the tunnel.
  */
 bool budget_over(struct session *s, struct exchange *x, uint64_t taken);
-/* 403 budget: what s->x sent passed its max-up; what says what became of it */
-void budget_refuse(struct session *s, const char *what);
+/* 403 budget: what x sent passed its max-up; what says what became of it */
+void budget_refuse(struct exchange *x, const char *what);
 /*
  * What x may still take under its max-up, taken (as budget_over has it)
  * counted as spent: UINT64_MAX when nothing holds it back (no max-up, or
@@ -480,15 +564,15 @@ uint64_t longrow_due(const struct session *s, const struct config *c);
 void longrow_write(struct session *s, const struct config *c);
 
 /* head.c */
-int head_upstream(struct session *s, const struct http_request *req); /* into uout; 0 or -1 */
-int head_client(struct session *s, const struct http_response *resp);  /* into cout; 0 or -1 */
+int head_upstream(struct exchange *x, const struct http_request *req); /* into uout; 0 or -1 */
+int head_client(struct exchange *x, const struct http_response *resp);  /* into cout; 0 or -1 */
 int head_put_header(struct buf *b, const struct http_header *h); /* "Name: value\r\n" */
-bool head_forwards(const struct session *s, const struct http_request *req, size_t i, int plan);
-ssize_t head_credential(struct session *s, char **value);
-ssize_t head_query_path(struct session *s, const struct http_request *req, char **out,
+bool head_forwards(const struct exchange *x, const struct http_request *req, size_t i, int plan);
+ssize_t head_credential(struct exchange *x, char **value);
+ssize_t head_query_path(struct exchange *x, const struct http_request *req, char **out,
 			size_t *size);
-int head_authority(const struct session *s, char *out, size_t size);
-uint64_t head_up_size(const struct session *s, const struct http_request *req);
+int head_authority(const struct exchange *x, char *out, size_t size);
+uint64_t head_up_size(const struct exchange *x, const struct http_request *req);
 
 /* body.c */
 /*
@@ -497,10 +581,10 @@ uint64_t head_up_size(const struct session *s, const struct http_request *req);
  * body's trailer section is not all here yet: in must be read although it
  * holds bytes.
  */
-int body_move(struct session *s, bool request, bool *wait_trailer);
+int body_move(struct exchange *x, bool request, bool *wait_trailer);
 
 /* token.c */
-int token_get(struct session *s, const struct inject_rule *r, char **val, size_t *len,
+int token_get(struct exchange *x, const struct inject_rule *r, char **val, size_t *len,
 	      char *why, size_t size);
 /*
  * An upstream answered 401 to value gen of t: marks it stale (the next
@@ -514,19 +598,19 @@ int token_peek(struct proxy *px, const struct inject_rule *r, char **val, size_t
 /* inject.c */
 #define INJECT_SCRUB_PIECE 8192 /* response body bytes scrubbed at a time */
 #define INJECT_INFLATE_MAX (64ull << 20) /* a decoded body's cap: a "zip bomb" stops there */
-size_t inject_scrub_room(const struct session *s);
-int inject_begin(struct session *s, const struct http_request *req);
-void inject_unsent(struct session *s);
-void inject_sent(struct session *s);
-void inject_end(struct session *s);
-int inject_response_coding(struct session *s, const struct http_response *resp);
-void inject_refuse_range(struct session *s);
-void inject_refuse_coding(struct session *s, const char *why);
-bool inject_drops_header(const struct session *s, const struct http_header *h);
-int inject_header_plan(const struct session *s, const struct http_request *req);
-int inject_scrub_head(struct session *s, size_t from);
-int inject_move_body(struct session *s, const char **why);
-void inject_body_eof(struct session *s);
+size_t inject_scrub_room(const struct exchange *x);
+int inject_begin(struct exchange *x, const struct http_request *req);
+void inject_unsent(struct exchange *x);
+void inject_sent(struct exchange *x);
+void inject_end(struct exchange *x);
+int inject_response_coding(struct exchange *x, const struct http_response *resp);
+void inject_refuse_range(struct exchange *x);
+void inject_refuse_coding(struct exchange *x, const char *why);
+bool inject_drops_header(const struct exchange *x, const struct http_header *h);
+int inject_header_plan(const struct exchange *x, const struct http_request *req);
+int inject_scrub_head(struct exchange *x, size_t from);
+int inject_move_body(struct exchange *x, const char **why);
+void inject_body_eof(struct exchange *x);
 
 /* tls.c */
 void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len);
@@ -545,12 +629,12 @@ ssize_t sio_write(struct session *s, bool up, struct buf *b);
 /* upgrade.c */
 struct upgrade;
 /* 1 a WebSocket handshake (x->ws kept), 0 not one (Upgrade dropped), -1 refused */
-int upgrade_request(struct session *s, const struct http_request *req);
-void upgrade_scrubbed(struct session *s);    /* the host is scrubbed: so are its messages */
+int upgrade_request(struct exchange *x, const struct http_request *req);
+void upgrade_scrubbed(struct exchange *x);    /* the host is scrubbed: so are its messages */
 bool upgrade_drops_header(const struct exchange *x, const struct http_header *h);
 int upgrade_head(struct buf *b);            /* Connection and Upgrade, for a handshake's heads */
-int upgrade_response(struct session *s, const struct http_response *resp); /* a 101: 0 or -1 */
-void upgrade_begin(struct session *s);      /* the 101 is queued: relay (SS_WEBSOCKET) */
+int upgrade_response(struct exchange *x, const struct http_response *resp); /* a 101: 0 or -1 */
+void upgrade_begin(struct exchange *x);      /* the 101 is queued: relay (SS_WEBSOCKET) */
 void upgrade_step(struct session *s);
 bool upgrade_wants_client(const struct session *s);
 void upgrade_interest(const struct session *s, uint32_t *c, uint32_t *u);
@@ -564,7 +648,6 @@ bool h2_wants_client(const struct session *s);
 void h2_interest(const struct session *s, uint32_t *c, uint32_t *u);
 uint64_t h2_due(const struct session *s, const struct config *c);
 void h2_late(struct session *s, const struct config *c);
-void h2_refuse(struct session *s, const struct refusal *r); /* s->x's stream is answered */
 void h2_revoke(struct session *s, const struct verdict *v); /* a reload refused the host */
 void h2_token_ready(struct session *s);                     /* token.c woke the session */
 void h2_end(struct session *s, const char *why); /* the close: every open stream's row */
@@ -583,7 +666,7 @@ void dial_up_judge(const struct policy *p, const struct upstream *u, const struc
 		   struct verdict *v);
 void dial_reuse(struct session *s);
 const void *dial_addr_bytes(const struct sockaddr_storage *ss);
-void dial_refuse_address(struct session *s, int family, const void *addr,
+void dial_refuse_address(struct exchange *x, int family, const void *addr,
 			 const struct verdict *v);
 
 #endif

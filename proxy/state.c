@@ -81,7 +81,7 @@ static void ask_http(const struct session *s, uint32_t *c, uint32_t *u)
 		*u |= EPOLLOUT;
 	/* a scrubbed body moves only with room for a whole piece: wait for the client */
 	if (!x->resp_done && !x->in_done && buf_room(&s->uin) > 0 &&
-	    buf_room(&s->cout) >= (x->scrub != NULL ? inject_scrub_room(s) : 1))
+	    buf_room(&s->cout) >= (x->scrub != NULL ? inject_scrub_room(x) : 1))
 		*u |= EPOLLIN;
 }
 
@@ -277,7 +277,7 @@ static const struct state_def {
 } states[] = {
 	[SS_HEAD] = { "head", "a request head from the client",
 		      "408 if part of a head came, else close (head- or idle-timeout)",
-		      exchange_head, in_head, ask_head, due_head, late_head },
+		      h1_head, in_head, ask_head, due_head, late_head },
 	[SS_RESOLVE] = { "resolve", "the resolver's answer", "504 dns-timeout (connect-timeout)",
 			 NULL, in_none, ask_none, due_connect, late_resolve },
 	[SS_CONNECT] = { "connect", "the upstream's TCP connect",
@@ -286,7 +286,7 @@ static const struct state_def {
 	[SS_HTTP] = { "http", "request and response bytes",
 		      "504 upstream-timeout before a response (response-timeout), else close "
 		      "(idle-timeout)",
-		      exchange_http, in_http, ask_http, due_http, late_http },
+		      h1_http, in_http, ask_http, due_http, late_http },
 	[SS_TUNNEL] = { "tunnel", "tunnel bytes either way (a passthrough's hellos first)",
 			"sni-unreadable or upstream-timeout during the hellos, else close "
 			"(idle-timeout)",

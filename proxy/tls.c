@@ -136,6 +136,7 @@ static int client_hello_cb(SSL *ssl, int *alert, void *arg)
 	    !alpn_offer_read(p, len, s->ix->offer, &s->ix->offer_len))
 		return SSL_CLIENT_HELLO_SUCCESS;
 	s->ix->alpn = ALPN_DIAL;
+	s->codec = &tls_alpn_codec;
 	return SSL_CLIENT_HELLO_RETRY;
 }
 
@@ -495,17 +496,26 @@ void tls_step_accept(struct session *s)
 
 /*
  * The upstream could not be reached while the client's handshake was
- * parked (session_refuse calls this then): the handshake goes on offering
+ * parked (its codec's refusal calls this then): the handshake goes on offering
  * HTTP/1.1 only, and the first request dials again and answers why.
  */
 void tls_alpn_unreached(struct session *s, const char *why)
 {
 	dial_close(s);
 	s->ix->alpn = ALPN_H1;
+	s->codec = &h1_codec;
 	snprintf(s->ix->unreached, sizeof(s->ix->unreached),
 		 "the upstream was not reached before the handshake (%s)", why);
 	session_enter(s, SS_TLS_ACCEPT);
 }
+
+/* Refused while the client's handshake is parked: no request to answer yet (tls_alpn_unreached). */
+static void alpn_refuse(struct exchange *x, const struct refusal *r)
+{
+	tls_alpn_unreached(x->conn, r->detail);
+}
+
+const struct codec tls_alpn_codec = { .name = "tls parked for alpn", .refuse = alpn_refuse };
 
 /* The upstream's TCP connection is up: its TLS handshake next. Returns 0 or -1 (refused). */
 int tls_connect_begin(struct session *s)
@@ -574,6 +584,7 @@ void tls_step_connect(struct session *s)
 			/* the parked client handshake goes on, offered what the upstream chose */
 			SSL_get0_alpn_selected(s->ussl, &alpn, &alen);
 			s->ix->alpn = alen == 2 && memcmp(alpn, "h2", 2) == 0 ? ALPN_H2 : ALPN_H1;
+			s->codec = &h1_codec; /* h2_begin makes it h2's */
 			session_enter(s, SS_TLS_ACCEPT);
 			return;
 		}
@@ -583,14 +594,14 @@ void tls_step_connect(struct session *s)
 	}
 	v = SSL_get_verify_result(s->ussl);
 	if (v != X509_V_OK)
-		session_refuse(s, 502, "upstream-tls", "tls_certificate_error",
-			       "%s presented a certificate that does not verify: %s; nothing was "
-			       "sent",
-			       x->t.host.name, X509_verify_cert_error_string(v));
+		exchange_refusef(x, 502, "upstream-tls", "tls_certificate_error",
+				 "%s presented a certificate that does not verify: %s; nothing was "
+				 "sent",
+				 x->t.host.name, X509_verify_cert_error_string(v));
 	else
-		session_refuse(s, 502, "upstream-tls", "tls_protocol_error",
-			       "TLS handshake with %s failed: %s; nothing was sent", x->t.host.name,
-			       tls_error_text());
+		exchange_refusef(x, 502, "upstream-tls", "tls_protocol_error",
+				 "TLS handshake with %s failed: %s; nothing was sent", x->t.host.name,
+				 tls_error_text());
 }
 
 /* --- reads and writes -------------------------------------------------- */

@@ -381,9 +381,10 @@ static bool may_run(const struct token *t, const struct config *c)
  * request owns), 0 minting (s waits in SS_TOKEN and is woken), -1 failed
  * (why filled).
  */
-int token_get(struct session *s, const struct inject_rule *r, char **val, size_t *len,
+int token_get(struct exchange *x, const struct inject_rule *r, char **val, size_t *len,
 	      char *why, size_t size)
 {
+	struct session *s = x->conn;
 	struct proxy *px = s->px;
 	const struct config *c = session_config(s);
 	char key[TOKEN_KEY_MAX];
@@ -439,8 +440,8 @@ int token_get(struct session *s, const struct inject_rule *r, char **val, size_t
 	}
 	memcpy(*val, t->value, t->len + 1);
 	*len = t->len;
-	s->x->minted = t;
-	s->x->minted_gen = t->gen;
+	x->minted = t;
+	x->minted_gen = t->gen;
 	return 1;
 }
 

@@ -58,9 +58,9 @@ struct upgrade {
 	uint64_t up0, down0; /* bytes each way before that */
 };
 
-int upgrade_request(struct session *s, const struct http_request *req)
+int upgrade_request(struct exchange *x, const struct http_request *req)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	const char *why = NULL;
 
 	if (!ws_is_upgrade(req->headers, req->nheaders))
@@ -78,16 +78,16 @@ int upgrade_request(struct session *s, const struct http_request *req)
 		ws_offer_read(req->headers, req->nheaders, &x->ws->offer, &why);
 	if (why == NULL)
 		return 1;
-	session_refuse(s, 400, "malformed", "http_request_error",
-		       "bad WebSocket handshake: %s; nothing was sent", why);
+	exchange_refusef(x, 400, "malformed", "http_request_error",
+			 "bad WebSocket handshake: %s; nothing was sent", why);
 	return -1;
 }
 
-void upgrade_scrubbed(struct session *s)
+void upgrade_scrubbed(struct exchange *x)
 {
-	struct upgrade *o = s->x->ws;
+	struct upgrade *o = x->ws;
 
-	if (s->x->scrub == NULL)
+	if (x->scrub == NULL)
 		return;
 	/* messages stay plain frames only without extensions: none is offered upstream */
 	o->scrubbed = true;
@@ -104,28 +104,28 @@ int upgrade_head(struct buf *b)
 	return buf_append(b, "Connection: Upgrade\r\nUpgrade: websocket\r\n", 41);
 }
 
-int upgrade_response(struct session *s, const struct http_response *resp)
+int upgrade_response(struct exchange *x, const struct http_response *resp)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	const char *why;
 
 	if (x->ws == NULL) {
-		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
-			       "%s switched protocols (101) unasked", x->t.host.name);
+		exchange_refusef(x, 502, "upstream-malformed", "http_protocol_error",
+				 "%s switched protocols (101) unasked", x->t.host.name);
 		return -1;
 	}
 	if (buf_len(&s->uout) > 0) {
 		/* the rest of the handshake's head would go up after the client's bytes */
-		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
-			       "%s answered 101 before the whole handshake was sent", x->t.host.name);
+		exchange_refusef(x, 502, "upstream-malformed", "http_protocol_error",
+				 "%s answered 101 before the whole handshake was sent", x->t.host.name);
 		return -1;
 	}
 	why = ws_answer_check(&x->ws->offer, resp->headers, resp->nheaders);
 	if (why != NULL) {
-		session_refuse(s, 502, "upstream-malformed", "http_protocol_error",
-			       "%s answered the WebSocket handshake with a 101 the client could not "
-			       "trust: %s",
-			       x->t.host.name, why);
+		exchange_refusef(x, 502, "upstream-malformed", "http_protocol_error",
+				 "%s answered the WebSocket handshake with a 101 the client could not "
+				 "trust: %s",
+				 x->t.host.name, why);
 		return -1;
 	}
 	return 0;
@@ -137,25 +137,34 @@ static uint64_t client_taken(const struct session *s)
 	return s->x->up + buf_len(&s->cin);
 }
 
+/* A WebSocket refused past its 101: nothing more can be said; the close writes its row. */
+static void ws_refuse(struct exchange *x, const struct refusal *r)
+{
+	x->decision = "refuse";
+	x->reason = r->reason;
+	snprintf(x->detail, sizeof(x->detail), "%s", r->detail);
+	session_close(x->conn, NULL);
+}
+
+const struct codec upgrade_codec = { .name = "websocket", .refuse = ws_refuse };
+
 /* Past its grant's max-up: the WebSocket closes with its row (refuse, budget). */
 static void budget_close(struct session *s)
 {
 	char why[sizeof(s->x->detail) - 32];
 
 	budget_line(s, s->x, why, sizeof(why));
-	s->x->decision = "refuse";
-	s->x->reason = "budget";
-	snprintf(s->x->detail, sizeof(s->x->detail), "%s: closed", why);
-	session_close(s, NULL);
+	exchange_refusef(s->x, 403, "budget", "http_request_denied", "%s: closed", why);
 }
 
-void upgrade_begin(struct session *s)
+void upgrade_begin(struct exchange *x)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 
 	x->ws->open = true;
 	x->status = 101; /* the row comes when the WebSocket ends */
 	x->replayable = false;
+	s->codec = &upgrade_codec;
 	session_enter(s, SS_WEBSOCKET);
 	/* frames the client sent with the handshake are taken: past the budget, none goes up */
 	if (budget_over(s, x, client_taken(s)))
@@ -204,14 +213,15 @@ static int relay_dir(struct session *s, bool from_up, bool *drained, bool *moved
 }
 
 /* A frame for the client, if cout has the room (the caller made sure). */
-static void emit(struct session *s, bool fin, enum ws_opcode op, const char *p, size_t n)
+static void emit(struct exchange *x, bool fin, enum ws_opcode op, const char *p, size_t n)
 {
+	struct session *s = x->conn;
 	uint8_t h[WS_FRAME_HEAD_MAX];
 	size_t hl = ws_frame_write(h, fin, op, n);
 
 	buf_append(&s->cout, h, hl);
 	buf_append(&s->cout, p, n);
-	s->x->down += hl + n;
+	x->down += hl + n;
 }
 
 /* All the scrubber holds, into out (room for scrub_hold_max). Returns how many. */
@@ -240,7 +250,7 @@ static void control_frame(struct session *s, const struct ws_frame *f, size_t hl
 	n = scrub_feed(sc, buf_head(&s->uin), (size_t)f->len, out, size, &used);
 	n += flush_all(sc, out + n, size - n);
 	buf_consume(&s->uin, used);
-	emit(s, true, f->opcode, out, n);
+	emit(s->x, true, f->opcode, out, n);
 }
 
 /*
@@ -311,14 +321,14 @@ static int scrubbed_from_server(struct session *s, bool *drained, bool *moved, c
 			o->in_frame = false;
 			if (o->frame_fin) {
 				n += flush_all(x->scrub, out + n, sizeof(out) - n);
-				emit(s, true, o->msg_sent ? WS_OP_CONT : o->msg_op, out, n);
+				emit(x, true, o->msg_sent ? WS_OP_CONT : o->msg_op, out, n);
 				o->in_msg = false;
 				*moved = true;
 				continue;
 			}
 		}
 		if (n > 0) {
-			emit(s, false, o->msg_sent ? WS_OP_CONT : o->msg_op, out, n);
+			emit(x, false, o->msg_sent ? WS_OP_CONT : o->msg_op, out, n);
 			o->msg_sent = true;
 			*moved = true;
 		}
@@ -405,7 +415,7 @@ static void bad_frame_close(struct session *s)
 {
 	static const char close[] = "\x03\xea" "sluice: a bad frame from the server";
 
-	emit(s, true, WS_OP_CLOSE, close, sizeof(close) - 1);
+	emit(s->x, true, WS_OP_CLOSE, close, sizeof(close) - 1);
 	session_log(s);
 	session_enter_drain(s);
 }
