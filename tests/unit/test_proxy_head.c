@@ -53,6 +53,7 @@ static struct ctx *ctx_new(const char *raw, const char *host, uint16_t port, boo
 	c->x.t.port = port;
 	c->x.t.via = intercept ? GRANT_VIA_CONNECT : GRANT_VIA_HTTP;
 	c->s.x = &c->x;
+	c->x.conn = &c->s;
 	c->s.intercept = intercept;
 	buf_init(&c->s.uout, HEAD_MAX + 1024);
 	buf_init(&c->s.cout, RESP_HEAD_MAX);
@@ -93,7 +94,7 @@ static const char *upstream(struct ctx *c)
 {
 	static char out[HEAD_MAX + 1024];
 
-	assert_int_equal(head_upstream(&c->s, &c->req), 0);
+	assert_int_equal(head_upstream(&c->x, &c->req), 0);
 	assert_true(buf_len(&c->s.uout) < sizeof(out));
 	memcpy(out, buf_head(&c->s.uout), buf_len(&c->s.uout));
 	out[buf_len(&c->s.uout)] = '\0';
@@ -126,7 +127,7 @@ static void test_plain(void **state)
 					 "Transfer-Encoding: chunked\r\n"
 					 "\r\n");
 	/* what a budget charges for it is what went */
-	assert_int_equal(head_up_size(&c->s, &c->req), buf_len(&c->s.uout));
+	assert_int_equal(head_up_size(&c->x, &c->req), buf_len(&c->s.uout));
 	ctx_free(c);
 
 	/* HTTP/1.0, and a client that closes */
@@ -138,7 +139,7 @@ static void test_plain(void **state)
 					 "Content-Length: 0\r\n"
 					 "Connection: close\r\n"
 					 "\r\n");
-	assert_int_equal(head_up_size(&c->s, &c->req) + 19, buf_len(&c->s.uout)); /* ours, not its */
+	assert_int_equal(head_up_size(&c->x, &c->req) + 19, buf_len(&c->s.uout)); /* ours, not its */
 	ctx_free(c);
 }
 
@@ -167,12 +168,12 @@ static void test_authority(void **state)
 		struct ctx *c = ctx_new("GET / HTTP/1.1\r\nHost: whatever.test\r\n\r\n", cases[i].host,
 					cases[i].port, cases[i].intercept);
 
-		assert_int_equal(head_authority(&c->s, out, sizeof(out)), (int)strlen(cases[i].want));
+		assert_int_equal(head_authority(&c->x, out, sizeof(out)), (int)strlen(cases[i].want));
 		assert_string_equal(out, cases[i].want);
 		/* the client's Host is not what goes: the judged one is */
 		snprintf(want, sizeof(want), "GET / HTTP/1.1\r\nHost: %s\r\n\r\n", cases[i].want);
 		assert_string_equal(upstream(c), want);
-		assert_int_equal(head_up_size(&c->s, &c->req), strlen(want));
+		assert_int_equal(head_up_size(&c->x, &c->req), strlen(want));
 		ctx_free(c);
 	}
 	/* a name at its longest */
@@ -188,7 +189,7 @@ static void test_authority(void **state)
 		struct ctx *c = ctx_new("GET / HTTP/1.1\r\nHost: h\r\n\r\n", host, 65535, false);
 
 		snprintf(want, sizeof(want), "%s:65535", host);
-		assert_int_equal(head_authority(&c->s, out, sizeof(out)), (int)strlen(want));
+		assert_int_equal(head_authority(&c->x, out, sizeof(out)), (int)strlen(want));
 		assert_string_equal(out, want);
 		ctx_free(c);
 	}
@@ -224,7 +225,7 @@ static void test_credential(void **state)
 					 "\r\n");
 	assert_true(c->x.injected);
 	/* the budget charges the client's bytes, not our credential */
-	assert_int_equal(head_up_size(&c->s, &c->req), strlen("GET /v1 HTTP/1.1\r\nHost: api.test\r\n"
+	assert_int_equal(head_up_size(&c->x, &c->req), strlen("GET /v1 HTTP/1.1\r\nHost: api.test\r\n"
 								"authorization: Basic stolen\r\nAccept: a\r\n"
 								"Authorization: again\r\n\r\n"));
 	ctx_free(c);
@@ -298,13 +299,13 @@ static void test_no_room(void **state)
 		c = ctx_new(raw, "example.test", 80, false);
 		buf_release(&c->s.uout);
 		buf_init(&c->s.uout, max);
-		assert_int_equal(head_upstream(&c->s, &c->req), -1);
+		assert_int_equal(head_upstream(&c->x, &c->req), -1);
 		ctx_free(c);
 	}
 	c = ctx_new(raw, "example.test", 80, false);
 	buf_release(&c->s.uout);
 	buf_init(&c->s.uout, whole);
-	assert_int_equal(head_upstream(&c->s, &c->req), 0);
+	assert_int_equal(head_upstream(&c->x, &c->req), 0);
 	ctx_free(c);
 }
 
@@ -318,7 +319,7 @@ static char *to_client(struct ctx *c, const char *raw)
 	assert_int_equal(http_parse_response(raw, strlen(raw), RESP_HEAD_MAX, HTTP_GET, &resp, hdrs,
 					     HEADERS_MAX),
 			 (ssize_t)strlen(raw));
-	assert_int_equal(head_client(&c->s, &resp), 0);
+	assert_int_equal(head_client(&c->x, &resp), 0);
 	out = strndup(buf_head(&c->s.cout), buf_len(&c->s.cout));
 	buf_consume(&c->s.cout, buf_len(&c->s.cout));
 	return out;

@@ -138,6 +138,7 @@ static struct mint *up(void)
 	assert_int_equal(m->fp->px.config->nrules, 2);
 	m->s.px = &m->fp->px;
 	m->s.x = &m->x;
+	m->x.conn = &m->s;
 	return m;
 }
 
@@ -168,7 +169,7 @@ static int get(struct mint *m, bool waited)
 	m->val = NULL;
 	m->why[0] = '\0';
 	m->s.token_waited = waited;
-	m->got = token_get(&m->s, rule(m), &m->val, &m->len, m->why, sizeof(m->why));
+	m->got = token_get(&m->x, rule(m), &m->val, &m->len, m->why, sizeof(m->why));
 	assert_true(m->got >= -1 && m->got <= 1);
 	assert_int_equal(m->got == 1, m->val != NULL);
 	return m->got;
