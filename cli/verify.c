@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "digits.h"
 #include "runnote.h"
 #include "sockaddr.h"
 
@@ -414,7 +415,7 @@ int cmd_verify(int argc, char **argv)
 			break;
 		case 'P': /* `sluice run`'s: its proxy knows the control request as the run's probe */
 			if (strlen(optarg) != RUNNOTE_NONCE_LEN ||
-			    strspn(optarg, "0123456789abcdef") != RUNNOTE_NONCE_LEN) {
+			    !hex_is_lower(optarg, RUNNOTE_NONCE_LEN)) {
 				usage_error("--probe wants 32 lowercase hex digits", optarg);
 				return EXIT_USAGE;
 			}

@@ -16,6 +16,7 @@
 
 #include "digits.h"
 #include "file.h"
+#include "hex.h"
 #include "lines.h"
 #include "sockaddr.h"
 
@@ -51,8 +52,7 @@ int runfile_write(const char *state_dir, const char *name, struct runfile *rf)
 
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
 		return -1;
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(rf->id + 2 * i, 3, "%02x", raw[i]);
+	hex_encode(raw, sizeof(raw), rf->id);
 	len = format(rf, text, sizeof(text));
 	snprintf(tmpname, sizeof(tmpname), ".%s.%d", name, (int)getpid());
 	if (path_of(path, sizeof(path), state_dir, "", name) == -1 ||
