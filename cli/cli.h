@@ -48,12 +48,6 @@ struct config *cli_config_load(void);
  */
 void cli_usage(FILE *f, const char *verb);
 
-/*
- * Parse s, a whole unsigned number in base (10; 0 also takes 0x... and
- * 0...), within [lo, hi] into *out. Returns 0, or -1 for anything else
- * (empty, a sign, trailing bytes, out of range).
- */
-int cli_num_parse(const char *s, int base, unsigned long lo, unsigned long hi, unsigned long *out);
 
 /* fputs strerror(e) with a lower-case first letter (diagnostics read that way). */
 void cli_put_strerror(FILE *f, int e);

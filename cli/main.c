@@ -139,19 +139,6 @@ struct config *cli_config_load(void)
 	return c;
 }
 
-int cli_num_parse(const char *s, int base, unsigned long lo, unsigned long hi, unsigned long *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, base);
-	if (s[0] == '\0' || s[0] == '-' || *end != '\0' || errno != 0 || v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
 void cli_put_strerror(FILE *f, int e)
 {
 	const char *s = strerror(e);

@@ -398,12 +398,9 @@ int cmd_verify(int argc, char **argv)
 			}
 			break;
 		case 'T': {
-			char *end;
-			long v;
+			uint64_t v;
 
-			errno = 0;
-			v = strtol(optarg, &end, 10);
-			if (optarg[0] == '\0' || *end != '\0' || errno != 0 || v < 1 || v > 60000) {
+			if (digits_text(optarg, 10, 1, 60000, &v) == -1) {
 				usage_error("--timeout-ms wants 1..60000", optarg);
 				return EXIT_USAGE;
 			}

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "digits.h"
 #include "iprange.h"
 #include "file.h"
 #include "sockaddr.h"
@@ -128,7 +129,7 @@ static int user_load(struct opts *o, struct wall_params *p)
 
 	if (pw != NULL)
 		uid = pw->pw_uid;
-	else if (cli_num_parse(o->user, 10, 0, UINT32_MAX - 1, &uid) == -1) {
+	else if (digits_text(o->user, 10, 0, UINT32_MAX - 1, &uid) == -1) {
 		fprintf(stderr, "wall: --user \"%s\": no such user\n", o->user);
 		return -1;
 	}
@@ -239,7 +240,7 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 				return EXIT_USAGE;
 			break;
 		case 'X':
-			if (cli_num_parse(optarg, 10, 1, 65535, &v) == -1) {
+			if (digits_text(optarg, 10, 1, 65535, &v) == -1) {
 				fprintf(stderr, "wall: bad --transparent \"%s\": a port, 1 to 65535\n",
 					optarg);
 				return EXIT_USAGE;
@@ -247,7 +248,7 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 			p->transparent_port = (unsigned)v;
 			break;
 		case 'm':
-			if (cli_num_parse(optarg, 0, 1, UINT32_MAX, &v) == -1) {
+			if (digits_text(optarg, 0, 1, UINT32_MAX, &v) == -1) {
 				fprintf(stderr, "wall: bad --mark \"%s\"\n", optarg);
 				return EXIT_USAGE;
 			}
@@ -257,7 +258,7 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 			p->cgroup = optarg;
 			break;
 		case 'p':
-			if (cli_num_parse(optarg, 10, 1, 65536 - WALL_BAND, &v) == -1) {
+			if (digits_text(optarg, 10, 1, 65536 - WALL_BAND, &v) == -1) {
 				fprintf(stderr, "wall: bad --port-base \"%s\": 1 to %d\n", optarg,
 					65536 - WALL_BAND);
 				return EXIT_USAGE;
@@ -269,7 +270,7 @@ static int args_parse(enum wall_verb verb, int argc, char **argv, struct opts *o
 			o->project = optarg;
 			break;
 		case 'l':
-			if (cli_num_parse(optarg, 10, 0, 65535, &v) == -1) {
+			if (digits_text(optarg, 10, 0, 65535, &v) == -1) {
 				fprintf(stderr, "wall: bad --log-group \"%s\": 0 to 65535\n", optarg);
 				return EXIT_USAGE;
 			}
