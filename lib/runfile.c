@@ -103,10 +103,9 @@ int runfile_parse(const char *buf, size_t len, struct runfile *rf)
 		memcpy(text, line, n);
 		text[n] = '\0';
 		if (strncmp(text, "pid ", 4) == 0 && rf->pid == 0) {
-			char *end;
-			long v = strtol(text + 4, &end, 10);
+			uint64_t v;
 
-			if (end == text + 4 || *end != '\0' || v <= 0 || v > 0x3fffffff)
+			if (digits_text(text + 4, 10, 1, 0x3fffffff, &v) == -1)
 				return -1;
 			rf->pid = (pid_t)v;
 		} else if (strncmp(text, "listen ", 7) == 0 && rf->nlisten < RUNFILE_LISTEN_MAX) {
