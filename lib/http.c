@@ -532,6 +532,7 @@ static int parse_status_line(struct http_response *resp, const struct span *line
 {
 	struct cursor c;
 	const char *p;
+	uint64_t v;
 	size_t n;
 	int minor;
 
@@ -548,10 +549,10 @@ static int parse_status_line(struct http_response *resp, const struct span *line
 	if (!cur_eat(&c, ' '))
 		return -1;
 	p = cur_ptr(&c);
-	/* the status by position, not dec_parse: exactly three digits, 1xx to 5xx */
-	if (cur_span(&c, is_digit) != 3 || p[0] < '1' || p[0] > '5')
+	/* exactly three digits, 1xx to 5xx */
+	if (cur_span(&c, is_digit) != 3 || dec_parse(p, 3, 599, &v) == -1 || v < 100)
 		return -1;
-	resp->status = (p[0] - '0') * 100 + (p[1] - '0') * 10 + (p[2] - '0');
+	resp->status = (int)v;
 	resp->reason = cur_ptr(&c);
 	if (cur_left(&c) > 0) {
 		if (!cur_eat(&c, ' '))
