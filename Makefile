@@ -147,7 +147,7 @@ $(BUILD)/bench/%: $(BUILD)/obj/bench/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $(filter-out $(LIB),$^) $(LIB) \
-		$(call pkglibs,libssl libcrypto libnghttp2) -lm -pthread
+		$(call pkglibs,libidn2 libssl libcrypto libnghttp2) -lm -pthread
 
 # --- tests -----------------------------------------------------------------
 

@@ -23,6 +23,7 @@
 #include "buildtok.h"
 #include "cli.h"
 #include "file.h"
+#include "hex.h"
 #include "sockaddr.h"
 
 #define TOKENS_NAME "build-tokens"
@@ -191,8 +192,7 @@ static int token_new(struct config *c, int argc, char **argv)
 		fprintf(stderr, "build-token: getrandom: %s\n", strerror(errno));
 		return EXIT_ERROR;
 	}
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(secret + 2 * i, 3, "%02x", raw[i]);
+	hex_encode(raw, sizeof(raw), secret);
 	explicit_bzero(raw, sizeof(raw));
 	fd = tokens_open(c, path, sizeof(path), &t);
 	if (fd == -1)

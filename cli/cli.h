@@ -4,7 +4,7 @@
  * Each verb lives in its own file and exports one cmd_<verb>() taking the
  * arguments from the verb's name on (argv[0] is the verb) and returning the
  * process exit status. main.c owns the verb table and the global options;
- * conf.c, usage.c, number.c, say.c and state.c what every verb shares.
+ * conf.c, usage.c, say.c and state.c what every verb shares.
  */
 #ifndef SLUICE_CLI_H
 #define SLUICE_CLI_H
@@ -56,14 +56,6 @@ uid_t cli_user_uid(const struct config *c);
  */
 void cli_usage(FILE *f, const char *verb);
 
-/* number.c */
-
-/*
- * Parse s, a whole unsigned number in base (10; 0 also takes 0x... and
- * 0...), within [lo, hi] into *out. Returns 0, or -1 for anything else
- * (empty, a sign, trailing bytes, out of range).
- */
-int cli_num_parse(const char *s, int base, unsigned long lo, unsigned long hi, unsigned long *out);
 
 /* say.c */
 

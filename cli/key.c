@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "digits.h"
 #include "file.h"
 #include "stamp.h"
 
@@ -154,13 +155,13 @@ int cmd_key(int argc, char **argv)
 		return sub == NULL ? EXIT_USAGE : EXIT_OK;
 	}
 	if (strcmp(sub, "rotate") == 0 && argc == 4 && strcmp(argv[2], "--grace") == 0) {
-		char *end;
+		uint64_t v;
 
-		grace = strtol(argv[3], &end, 10);
-		if (*end != '\0' || grace < 0 || grace > 86400 * 30) {
+		if (digits_text(argv[3], 10, 0, 86400 * 30, &v) == -1) {
 			fprintf(stderr, "key: bad grace \"%s\": 0 to 2592000 seconds\n", argv[3]);
 			return EXIT_USAGE;
 		}
+		grace = (long)v;
 	} else if (argc != 2 || (strcmp(sub, "init") != 0 && strcmp(sub, "rotate") != 0 &&
 				 strcmp(sub, "list") != 0)) {
 		cli_usage(stderr, "key");

@@ -282,7 +282,7 @@ int log_verify_cmd(int argc, char **argv)
 	if (argc >= 2 && strcmp(argv[1], "--anchor") == 0) {
 		anchor = argc >= 3 ? argv[2] : "";
 		if (strlen(anchor) != NETLOG_PREV_HEX ||
-		    strspn(anchor, "0123456789abcdef") != NETLOG_PREV_HEX) {
+		    !hex_is_lower(anchor, NETLOG_PREV_HEX)) {
 			fprintf(stderr, "log verify: bad --anchor \"%s\": a row's hash, 64 lower-case "
 					"hex digits\n", anchor);
 			cli_usage(stderr, "log");

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "file.h"
+#include "hex.h"
 #include "netns.h"
 #include "ports.h"
 #include "wall.h"
@@ -787,8 +788,7 @@ static int record_new(struct run *x)
 
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
 		return -1;
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(x->r.id + 2 * i, 3, "%02x", raw[i]);
+	hex_encode(raw, sizeof(raw), x->r.id);
 	snprintf(x->r.name, sizeof(x->r.name), "sluice-%s", x->r.id);
 	snprintf(x->netns, sizeof(x->netns), "/run/netns/%s", x->r.name);
 	snprintf(x->r.podman, sizeof(x->r.podman), "%s", x->o.podman);

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hex.h"
 #include "run.h"
 
 #define END_WAIT_MS 3000   /* for the proxy's end row */
@@ -84,8 +85,7 @@ int run_note_begin(struct run *x)
 		fprintf(stderr, "run: getrandom: %s\n", strerror(errno));
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(n->nonce + 2 * i, 3, "%02x", raw[i]);
+	hex_encode(raw, sizeof(raw), n->nonce);
 	snprintf(n->id, sizeof(n->id), "%s", x->r.id);
 	if (x->o.name != NULL)
 		snprintf(n->name, sizeof(n->name), "%s", x->o.name);

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "digits.h"
 #include "priv.h"
 #include "run.h"
 
@@ -33,6 +34,7 @@ static int proc_stat(pid_t pid, char *state, unsigned long long *start)
 {
 	char path[64], buf[1024], *p;
 	ssize_t n;
+	uint64_t v;
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -55,7 +57,9 @@ static int proc_stat(pid_t pid, char *state, unsigned long long *start)
 			return -1;
 		p++;
 	}
-	*start = strtoull(p, NULL, 10);
+	if (dec_parse(p, strspn(p, "0123456789"), ULLONG_MAX, &v) == -1)
+		return -1;
+	*start = v;
 	return 0;
 }
 

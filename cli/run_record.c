@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "digits.h"
 #include "file.h"
 #include "run.h"
 
@@ -148,7 +149,7 @@ int run_record_save(const struct config *c, const struct run_record *r)
 static int record_line(char *line, struct run_record *r)
 {
 	char *val = strchr(line, ' ');
-	int pid;
+	uint64_t v;
 
 	if (val == NULL)
 		return -1;
@@ -156,9 +157,9 @@ static int record_line(char *line, struct run_record *r)
 	if (strcmp(line, "id") == 0)
 		return snprintf(r->id, sizeof(r->id), "%s", val) == RUN_ID_LEN ? 0 : -1;
 	if (strcmp(line, "supervisor") == 0)
-		return sscanf(val, "%d", &pid) == 1 && (r->supervisor = pid) > 0 ? 0 : -1;
+		return digits_text(val, 10, 1, INT_MAX, &v) == 0 ? (r->supervisor = (pid_t)v, 0) : -1;
 	if (strcmp(line, "base") == 0)
-		return sscanf(val, "%u", &r->base) == 1 ? 0 : -1;
+		return digits_text(val, 10, 0, UINT_MAX, &v) == 0 ? (r->base = (unsigned)v, 0) : -1;
 	if (strcmp(line, "podman") == 0)
 		return strcmp(val, "-") == 0 ? 0 : (snprintf(r->podman, sizeof(r->podman), "%s", val), 0);
 	if (strcmp(line, "netns") == 0)
@@ -167,10 +168,17 @@ static int record_line(char *line, struct run_record *r)
 		return (r->walls = strcmp(val, "1") == 0, 0);
 	if (strcmp(line, "proc") == 0 && r->nprocs < RUN_PROCS_MAX) {
 		struct run_proc *p = &r->procs[r->nprocs];
+		char *start = strchr(val, ' '), *what = start != NULL ? strchr(start + 1, ' ') : NULL;
+		uint64_t st;
 
-		if (sscanf(val, "%d %llu %15s", &pid, &p->start, p->what) != 3 || pid <= 0)
+		/* "PID START WHAT", as record_write spells it */
+		if (what == NULL || dec_parse(val, (size_t)(start - val), INT_MAX, &v) == -1 ||
+		    v == 0 || dec_parse(start + 1, (size_t)(what - start - 1), ULLONG_MAX, &st) == -1 ||
+		    what[1] == '\0' || strlen(what + 1) >= sizeof(p->what) || strchr(what + 1, ' ') != NULL)
 			return -1;
-		p->pid = pid;
+		p->pid = (pid_t)v;
+		p->start = st;
+		snprintf(p->what, sizeof(p->what), "%s", what + 1);
 		r->nprocs++;
 		return 0;
 	}

@@ -82,12 +82,12 @@ int snapshot_ts_parse(const char *ts, int64_t *ms)
 		return -1;
 	if (*p == '.') {
 		/* a fraction of 1-9 digits, read to milliseconds: past three they are dropped */
-		for (p++; *p >= '0' && *p <= '9'; p++, nfrac++) {
-			if (nfrac < 3)
-				frac = frac * 10 + (*p - '0');
-		}
-		if (nfrac == 0 || nfrac > 9)
+		size_t nd = strspn(++p, "0123456789");
+
+		if (nd == 0 || nd > 9 || digits(p, nd < 3 ? nd : 3, &frac) == -1)
 			return -1;
+		nfrac = (int)nd;
+		p += nd;
 		for (int i = nfrac; i < 3; i++)
 			frac *= 10;
 	}

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "digits.h"
 #include "runnote.h"
 #include "sockaddr.h"
 
@@ -386,12 +387,9 @@ static int option_read(struct verify_opts *o, int opt, const char *arg)
 		}
 		return 0;
 	case 'T': {
-		char *end;
-		long v;
+		uint64_t v;
 
-		errno = 0;
-		v = strtol(arg, &end, 10);
-		if (arg[0] == '\0' || *end != '\0' || errno != 0 || v < 1 || v > 60000) {
+		if (digits_text(arg, 10, 1, 60000, &v) == -1) {
 			usage_error("--timeout-ms wants 1..60000", arg);
 			return EXIT_USAGE;
 		}
@@ -403,7 +401,7 @@ static int option_read(struct verify_opts *o, int opt, const char *arg)
 		return 0;
 	case 'P': /* `sluice run`'s: its proxy knows the control request as the run's probe */
 		if (strlen(arg) != RUNNOTE_NONCE_LEN ||
-		    strspn(arg, "0123456789abcdef") != RUNNOTE_NONCE_LEN) {
+		    !hex_is_lower(arg, RUNNOTE_NONCE_LEN)) {
 			usage_error("--probe wants 32 lowercase hex digits", arg);
 			return EXIT_USAGE;
 		}

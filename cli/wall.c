@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "digits.h"
 #include "iprange.h"
 #include "file.h"
 #include "sockaddr.h"
@@ -127,7 +128,7 @@ static int user_load(struct opts *o, struct wall_params *p)
 
 	if (pw != NULL)
 		uid = pw->pw_uid;
-	else if (cli_num_parse(o->user, 10, 0, UINT32_MAX - 1, &uid) == -1) {
+	else if (digits_text(o->user, 10, 0, UINT32_MAX - 1, &uid) == -1) {
 		fprintf(stderr, "wall: --user \"%s\": no such user\n", o->user);
 		return -1;
 	}
@@ -179,11 +180,11 @@ static int allow_load(const struct config *c, struct opts *o, struct wall_params
 /* A number option (opt X, m, p or l; its optarg) into p. Returns 0 or EXIT_USAGE after printing. */
 static int number_option(struct opts *o, struct wall_params *p, int opt, const char *arg)
 {
-	unsigned long v;
+	uint64_t v;
 
 	switch (opt) {
 	case 'X':
-		if (cli_num_parse(arg, 10, 1, 65535, &v) == -1) {
+		if (digits_text(arg, 10, 1, 65535, &v) == -1) {
 			fprintf(stderr, "wall: bad --transparent \"%s\": a port, 1 to 65535\n",
 				arg);
 			return EXIT_USAGE;
@@ -191,14 +192,14 @@ static int number_option(struct opts *o, struct wall_params *p, int opt, const c
 		p->transparent_port = (unsigned)v;
 		return 0;
 	case 'm':
-		if (cli_num_parse(arg, 0, 1, UINT32_MAX, &v) == -1) {
+		if (digits_text(arg, 0, 1, UINT32_MAX, &v) == -1) {
 			fprintf(stderr, "wall: bad --mark \"%s\"\n", arg);
 			return EXIT_USAGE;
 		}
 		p->forwarder_mark = (uint32_t)v;
 		return 0;
 	case 'p':
-		if (cli_num_parse(arg, 10, 1, 65536 - WALL_BAND, &v) == -1) {
+		if (digits_text(arg, 10, 1, 65536 - WALL_BAND, &v) == -1) {
 			fprintf(stderr, "wall: bad --port-base \"%s\": 1 to %d\n", arg,
 				65536 - WALL_BAND);
 			return EXIT_USAGE;
@@ -207,7 +208,7 @@ static int number_option(struct opts *o, struct wall_params *p, int opt, const c
 		o->port_base_set = true;
 		return 0;
 	default: /* 'l' */
-		if (cli_num_parse(arg, 10, 0, 65535, &v) == -1) {
+		if (digits_text(arg, 10, 0, 65535, &v) == -1) {
 			fprintf(stderr, "wall: bad --log-group \"%s\": 0 to 65535\n", arg);
 			return EXIT_USAGE;
 		}

@@ -30,6 +30,7 @@
 
 #include "cli.h"
 #include "denied.h"
+#include "digits.h"
 
 #define WALL_DENIED_EXIT_TIMEOUT 1
 #define WALL_DENIED_EXIT_FAIL 3
@@ -239,7 +240,7 @@ int wall_denied_cmd(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'g':
-			if (cli_num_parse(optarg, 10, 0, 65535, &group) == -1) {
+			if (digits_text(optarg, 10, 0, 65535, &group) == -1) {
 				fprintf(stderr, "wall denied: bad --group \"%s\": 0 to 65535\n", optarg);
 				return EXIT_USAGE;
 			}
@@ -249,13 +250,13 @@ int wall_denied_cmd(int argc, char **argv)
 			netns = optarg;
 			break;
 		case 'c':
-			if (cli_num_parse(optarg, 10, 1, ULONG_MAX, &d.count) == -1) {
+			if (digits_text(optarg, 10, 1, ULONG_MAX, &d.count) == -1) {
 				fprintf(stderr, "wall denied: bad --count \"%s\"\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
 		case 't':
-			if (cli_num_parse(optarg, 10, 1, TIMEOUT_MAX, &timeout) == -1) {
+			if (digits_text(optarg, 10, 1, TIMEOUT_MAX, &timeout) == -1) {
 				fprintf(stderr, "wall denied: bad --timeout \"%s\": 1 to %d seconds\n",
 					optarg, TIMEOUT_MAX);
 				return EXIT_USAGE;

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "digits.h"
 
 #define CAPTURE_MAX (1024 * 1024) /* the stderr file is emptied past this */
 #define ESC_WAIT_MS 40 /* a lone ESC is the Esc key once nothing follows it this long */
@@ -194,16 +195,17 @@ static bool more_within(int ms)
 static size_t decode_esc(const unsigned char *b, size_t n, int *key)
 {
 	size_t i = 0;
-	unsigned num = 0;
+	uint64_t num = 0;
 
 	*key = WATCH_KEY_ESC;
 	if (n == 0 || (b[0] != '[' && b[0] != 'O'))
 		return 0;
 	if (n < 2)
 		return 1; /* a cut sequence: taken, ignored */
-	i = 1;
-	while (i < n && b[i] >= '0' && b[i] <= '9' && num < 1000)
-		num = num * 10 + (unsigned)(b[i++] - '0');
+	for (i = 1; i < n && is_digit(b[i]); i++)
+		;
+	if (i > 1 && dec_parse((const char *)b + 1, i - 1, 999, &num) == -1)
+		num = 1000; /* no key's number */
 	while (i < n && (b[i] == ';' || (b[i] >= '0' && b[i] <= '9')))
 		i++; /* modifiers: ignored */
 	if (i == n)

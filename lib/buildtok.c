@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "digits.h"
+#include "hex.h"
 
 #define FILE_HEADER "# sluice build tokens v1"
 
@@ -80,13 +81,10 @@ static int file_line(const char *s, size_t len, struct buildtok *t, const char *
 		*err = "bad name (1-64 of [A-Za-z0-9._-])";
 		return -1;
 	}
-	if (fl[1] != 64 || !hex_is_lower(f[1], 64)) {
+	if (fl[1] != 64 || hex_decode(f[1], sizeof(t->hash), t->hash) == -1) {
 		*err = "bad hash (64 lower-case hex digits)";
 		return -1;
 	}
-	for (i = 0; i < 32; i++)
-		t->hash[i] = (uint8_t)(hex_value((unsigned char)f[1][2 * i]) << 4 |
-				       hex_value((unsigned char)f[1][2 * i + 1]));
 	if (epoch_of(f[2], fl[2], &t->created) == -1 || epoch_of(f[3], fl[3], &t->expires) == -1) {
 		*err = "bad time (Unix seconds)";
 		return -1;
@@ -133,8 +131,7 @@ int buildtok_file_write(FILE *f, const struct buildtok *t, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		char hex[65];
 
-		for (size_t k = 0; k < 32; k++)
-			snprintf(hex + 2 * k, 3, "%02x", t[i].hash[k]);
+		hex_encode(t[i].hash, sizeof(t[i].hash), hex);
 		if (fprintf(f, "%s %s %" PRId64 " %" PRId64 "\n", t[i].name, hex,
 			    (int64_t)t[i].created, (int64_t)t[i].expires) < 0)
 			return -1;

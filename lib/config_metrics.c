@@ -9,6 +9,7 @@
 
 #include "config.h"
 #include "config_parser.h"
+#include "host.h"
 #include "sockaddr.h"
 
 #define LOOPBACK "127.0.0.1"
@@ -20,11 +21,11 @@ static int metrics_addr(struct parser *p, const char *dir, const char *s,
 	size_t n = strspn(s, "0123456789");
 
 	if (n > 0 && s[n] == '\0' && n <= 5) {
-		unsigned long port = strtoul(s, NULL, 10);
+		uint16_t port;
 		char text[32];
 
-		if (port >= 1 && port <= 65535 && s[0] != '0') {
-			snprintf(text, sizeof(text), LOOPBACK ":%lu", port);
+		if (host_port_number(s, n, HOST_PORT_NO_ZERO, &port) == 0) {
+			snprintf(text, sizeof(text), LOOPBACK ":%u", (unsigned)port);
 			if (sockaddr_parse(text, 0, 0, ss) == 0)
 				return 0;
 		}

@@ -6,7 +6,7 @@
  * it wants beyond that (no leading zeros, a length cap, what may follow
  * the digits). Header-only: these run per byte inside the HTTP readers.
  * No signs, no blanks, no "0x" or octal '0' prefix: a caller that takes
- * one strips it and picks the base itself.
+ * one strips it and picks the base itself (or has digits_text do it).
  */
 #ifndef SLUICE_DIGITS_H
 #define SLUICE_DIGITS_H
@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 static inline bool is_digit(unsigned char ch)
 {
@@ -78,6 +79,35 @@ static inline int dec_parse(const char *s, size_t len, uint64_t max, uint64_t *o
 static inline int hex_parse(const char *s, size_t len, uint64_t max, uint64_t *out)
 {
 	return digits_parse(s, len, 16, max, out);
+}
+
+/*
+ * The whole C string s as a number from lo to hi: digits of base (2..16),
+ * or with base 0 as C spells one ("0x" or "0X" then hex, a leading '0' then
+ * octal, else decimal). Nothing else: no blanks, no sign, nothing after.
+ * Returns 0, or -1 with *out untouched. For options and one-value files,
+ * where strtoul would take " 5", "+5" and "" and turn " -1" into its maximum.
+ */
+static inline int digits_text(const char *s, unsigned base, uint64_t lo, uint64_t hi,
+			      uint64_t *out)
+{
+	size_t skip = 0;
+	uint64_t v;
+
+	if (base == 0) {
+		base = 10;
+		if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+			base = 16;
+			skip = 2;
+		} else if (s[0] == '0' && s[1] != '\0') {
+			base = 8;
+			skip = 1;
+		}
+	}
+	if (digits_parse(s + skip, strlen(s + skip), base, hi, &v) == -1 || v < lo)
+		return -1;
+	*out = v;
+	return 0;
 }
 
 #endif

@@ -285,27 +285,25 @@ int host_canon(const char *in, size_t len, struct host *out, const char **err)
 	return 0;
 }
 
-/* Decimal 1-65535, digits only, at most five of them (leading zeros count). */
-static int port_parse(const char *s, size_t len, uint16_t *port)
+int host_port_number(const char *s, size_t len, unsigned flags, uint16_t *port)
 {
 	uint64_t v;
 
-	if (len > 5 || dec_parse(s, len, 65535, &v) == -1 || v == 0)
+	if ((len > 5 && !(flags & HOST_PORT_ANY_ZEROS)) ||
+	    ((flags & HOST_PORT_NO_ZERO) && len > 0 && s[0] == '0') ||
+	    dec_parse(s, len, 65535, &v) == -1 || v == 0)
 		return -1;
 	*port = (uint16_t)v;
 	return 0;
 }
 
-int host_port_parse(const char *in, size_t len, uint16_t default_port, struct host *out,
-		    uint16_t *port, bool *has_port, const char **err)
+int host_port_split(const char *in, size_t len, unsigned flags, struct host_port *out,
+		    const char **err)
 {
 	const char *colon;
-	size_t hostlen = len;
 
-	*port = default_port;
-	*has_port = false;
+	memset(out, 0, sizeof(*out));
 	if (len == 0) {
-		memset(out, 0, sizeof(*out));
 		*err = "empty host";
 		return -1;
 	}
@@ -313,44 +311,53 @@ int host_port_parse(const char *in, size_t len, uint16_t default_port, struct ho
 		const char *close = memchr(in, ']', len);
 
 		if (close == NULL) {
-			memset(out, 0, sizeof(*out));
 			*err = "unclosed '['";
 			return -1;
 		}
-		hostlen = (size_t)(close - in) + 1;
-		if (hostlen < len) {
-			if (in[hostlen] != ':') {
-				memset(out, 0, sizeof(*out));
-				*err = "junk after ']'";
-				return -1;
-			}
-			colon = in + hostlen;
-		} else {
-			colon = NULL;
+		out->bracketed = true;
+		out->host = in + 1;
+		out->host_len = (size_t)(close - in) - 1;
+		colon = close + 1 < in + len ? close + 1 : NULL;
+		if (colon != NULL && *colon != ':') {
+			*err = "junk after ']'";
+			return -1;
 		}
 	} else {
 		colon = memchr(in, ':', len);
 		/* Two or more colons: a bare IPv6 literal, which cannot carry a port. */
 		if (colon != NULL && memchr(colon + 1, ':', len - (size_t)(colon - in) - 1) != NULL)
 			colon = NULL;
-		if (colon != NULL)
-			hostlen = (size_t)(colon - in);
+		out->host = in;
+		out->host_len = colon != NULL ? (size_t)(colon - in) : len;
 	}
 	if (colon != NULL) {
-		size_t plen = len - (size_t)(colon - in) - 1;
-
-		if (port_parse(colon + 1, plen, port) == -1) {
-			memset(out, 0, sizeof(*out));
-			*port = default_port;
+		if (host_port_number(colon + 1, len - (size_t)(colon - in) - 1, flags, &out->port) ==
+		    -1) {
 			*err = "bad port";
 			return -1;
 		}
-		*has_port = true;
+		out->has_port = true;
 	}
-	if (host_canon(in, hostlen, out, err) == -1) {
-		*port = default_port;
-		*has_port = false;
+	return 0;
+}
+
+int host_port_parse(const char *in, size_t len, uint16_t default_port, struct host *out,
+		    uint16_t *port, bool *has_port, const char **err)
+{
+	struct host_port hp;
+
+	*port = default_port;
+	*has_port = false;
+	if (host_port_split(in, len, 0, &hp, err) == -1) {
+		memset(out, 0, sizeof(*out));
 		return -1;
+	}
+	/* host_canon takes the brackets with the address */
+	if (host_canon(hp.host - hp.bracketed, hp.host_len + 2 * hp.bracketed, out, err) == -1)
+		return -1;
+	if (hp.has_port) {
+		*port = hp.port;
+		*has_port = true;
 	}
 	return 0;
 }

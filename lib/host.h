@@ -42,8 +42,41 @@ struct host {
  */
 int host_canon(const char *in, size_t len, struct host *out, const char **err);
 
+/* host_port_split and host_port_number flags */
+#define HOST_PORT_NO_ZERO 0x1   /* no leading zero, as a request target spells a port */
+#define HOST_PORT_ANY_ZEROS 0x2 /* leading zeros past five digits too (sockaddr.h's texts) */
+
+/* "host[:port]" or "[v6][:port]", split by host_port_split; the host not yet judged. */
+struct host_port {
+	const char *host;  /* into the input: between the brackets, or before the colon */
+	size_t host_len;
+	bool bracketed;    /* the host was written in brackets */
+	bool has_port;
+	uint16_t port;     /* 1-65535 when has_port, else 0 */
+};
+
 /*
- * Split and canonicalise "host[:port]" or "[v6][:port]". When no port is
+ * The one host:port splitter: in[0..len) as "host[:port]" or "[v6][:port]"
+ * into *out (pointers into in). Unbracketed text with two or more colons
+ * is a bare IPv6 literal, which carries no port. After ']' only ":port" or
+ * the end. The port as host_port_number reads it. The host is not judged:
+ * host_canon, inet_pton or the caller's own byte class does that. Returns 0,
+ * or -1 with *err: "empty host" (len 0), "unclosed '['", "junk after ']'",
+ * "bad port".
+ */
+int host_port_split(const char *in, size_t len, unsigned flags, struct host_port *out,
+		    const char **err);
+
+/*
+ * The one port reader: s[0..len), decimal digits only, 1-65535; at most
+ * five digits, leading zeros counted, unless flags say otherwise
+ * (HOST_PORT_NO_ZERO: none leading; HOST_PORT_ANY_ZEROS: any number of them).
+ * No sign, no blanks. Returns 0, or -1 with *port untouched.
+ */
+int host_port_number(const char *s, size_t len, unsigned flags, uint16_t *port);
+
+/*
+ * Split and canonicalise "host[:port]" or "[v6][:port]" (host_port_split). When no port is
  * written, *port is default_port and *has_port false. Port must be 1-65535
  * in decimal digits. Returns 0 or -1 with *err.
  */

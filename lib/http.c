@@ -14,6 +14,8 @@
 
 #include <string.h>
 
+#include "host.h"
+
 #define CONTENT_LENGTH_MAX (UINT64_C(1) << 62)
 
 /* ASCII case-insensitive equality of a[0..alen) and the string b. */
@@ -291,62 +293,53 @@ static enum http_method lookup_method(const char *m, size_t len)
 	return HTTP_UNKNOWN;
 }
 
-/* "1" to "65535", no leading zero; the caller judges the byte after the digits. */
-static int parse_port(struct cursor *c, uint16_t *port)
+/* Whether every byte of s[0..n) is in class is (n == 0: true). */
+static bool all_of(const char *s, size_t n, bool (*is)(unsigned char))
 {
-	const char *digits = cur_ptr(c);
-	size_t n = cur_span(c, is_digit);
-	uint64_t v;
-
-	if (n == 0 || digits[0] == '0' || dec_parse(digits, n, 65535, &v) == -1)
-		return -1;
-	*port = (uint16_t)v;
-	return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!is((unsigned char)s[i]))
+			return false;
+	return true;
 }
 
 /*
- * host[:port] or [v6][:port] from an absolute-form or authority-form target.
- * Fills req->host, port and has_port; without a port, port is 80.
+ * host[:port] or [v6][:port] from an absolute-form or authority-form target
+ * (host.h's host_port_split; the port without leading zeros). Fills
+ * req->host, port and has_port; without a port, port is 80.
  */
 static int parse_authority(struct http_request *req, const char *a, size_t len, bool need_port)
 {
-	struct cursor c;
-	const char *close_bracket;
+	struct host_port hp;
+	const char *close_bracket, *err;
 
 	if (memchr(a, '@', len) != NULL) {
 		req->error = HTTP_E_USERINFO;
 		return -1;
 	}
 	req->error = HTTP_E_MALFORMED;
-	cur_init(&c, a, len);
-	if (cur_eat(&c, '[')) {
-		close_bracket = memchr(cur_ptr(&c), ']', cur_left(&c));
-		if (close_bracket != NULL &&
-		    memchr(cur_ptr(&c), '%', (size_t)(close_bracket - cur_ptr(&c))) != NULL) {
+	if (len > 0 && a[0] == '[') {
+		close_bracket = memchr(a, ']', len);
+		if (close_bracket != NULL && memchr(a, '%', (size_t)(close_bracket - a)) != NULL) {
 			req->error = HTTP_E_ZONE_ID;
 			return -1;
 		}
-		req->host = cur_ptr(&c);
-		req->host_len = cur_span(&c, is_v6_byte);
-		if (!cur_eat(&c, ']') || memchr(req->host, ':', req->host_len) == NULL)
-			return -1;
-	} else {
-		req->host = cur_ptr(&c);
-		req->host_len = cur_span(&c, is_host_byte);
-		if (req->host_len == 0)
-			return -1;
 	}
-	if (cur_eat(&c, ':')) {
-		if (parse_port(&c, &req->port) == -1)
-			return -1;
-		req->has_port = true;
-	} else if (need_port) {
+	if (host_port_split(a, len, HOST_PORT_NO_ZERO, &hp, &err) == -1)
 		return -1;
+	if (hp.bracketed ? !all_of(hp.host, hp.host_len, is_v6_byte) ||
+				   memchr(hp.host, ':', hp.host_len) == NULL
+			 : hp.host_len == 0 || !all_of(hp.host, hp.host_len, is_host_byte))
+		return -1;
+	if (!hp.has_port && need_port)
+		return -1;
+	req->host = hp.host;
+	req->host_len = hp.host_len;
+	if (hp.has_port) {
+		req->port = hp.port;
+		req->has_port = true;
 	} else {
 		req->port = 80;
 	}
-	if (cur_left(&c) != 0)
-		return -1;
 	req->error = HTTP_OK;
 	return 0;
 }
@@ -539,6 +532,7 @@ static int parse_status_line(struct http_response *resp, const struct span *line
 {
 	struct cursor c;
 	const char *p;
+	uint64_t v;
 	size_t n;
 	int minor;
 
@@ -555,10 +549,10 @@ static int parse_status_line(struct http_response *resp, const struct span *line
 	if (!cur_eat(&c, ' '))
 		return -1;
 	p = cur_ptr(&c);
-	/* the status by position, not dec_parse: exactly three digits, 1xx to 5xx */
-	if (cur_span(&c, is_digit) != 3 || p[0] < '1' || p[0] > '5')
+	/* exactly three digits, 1xx to 5xx */
+	if (cur_span(&c, is_digit) != 3 || dec_parse(p, 3, 599, &v) == -1 || v < 100)
 		return -1;
-	resp->status = (p[0] - '0') * 100 + (p[1] - '0') * 10 + (p[2] - '0');
+	resp->status = (int)v;
 	resp->reason = cur_ptr(&c);
 	if (cur_left(&c) > 0) {
 		if (!cur_eat(&c, ' '))

@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "digits.h"
+#include "hex.h"
 #include "http_bytes.h"
 
 static bool is_dot_segment(size_t n, bool dots)
@@ -127,20 +128,14 @@ const struct scope *inject_serving_principal(const struct inject_rule *r, const 
 
 int inject_key_name(const char *text, char *out, size_t size)
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char md[SHA256_DIGEST_LENGTH];
-	size_t o = 0;
 
 	if (size < 2 * sizeof(md) + 2)
 		return -1;
 	SHA256((const unsigned char *)text, strlen(text), md);
-	out[o++] = 'k';
-	for (size_t i = 0; i < sizeof(md); i++) {
-		out[o++] = hex[md[i] >> 4];
-		out[o++] = hex[md[i] & 15];
-	}
-	out[o] = '\0';
-	return (int)o;
+	out[0] = 'k';
+	hex_encode(md, sizeof(md), out + 1);
+	return (int)(1 + 2 * sizeof(md));
 }
 
 bool inject_is_placeholder(const struct inject_rule *r, const char *value, size_t len)

@@ -15,6 +15,7 @@
 
 #include "digits.h"
 #include "file.h"
+#include "hex.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,23 +29,12 @@
 
 static const char prev_key[] = ",\"prev\":";
 
-static void hex_of(const unsigned char *md, char out[NETLOG_PREV_HEX + 1])
-{
-	static const char hex[] = "0123456789abcdef";
-
-	for (size_t i = 0; i < SHA256_DIGEST_LENGTH; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 15];
-	}
-	out[NETLOG_PREV_HEX] = '\0';
-}
-
 void netlog_chain_hash(const char *line, size_t len, char out[NETLOG_PREV_HEX + 1])
 {
 	unsigned char md[SHA256_DIGEST_LENGTH];
 
 	SHA256((const unsigned char *)line, len, md);
-	hex_of(md, out);
+	hex_encode(md, sizeof(md), out);
 }
 
 int netlog_chain_prev(const char *row, size_t len, char out[NETLOG_PREV_HEX + 1])
@@ -122,7 +112,7 @@ int netlog_chain_last(const char *path, uid_t owner, char out[NETLOG_PREV_HEX + 
 	}
 	if (EVP_DigestFinal_ex(ctx, md, NULL) != 1)
 		goto out_free_ctx;
-	hex_of(md, out);
+	hex_encode(md, sizeof(md), out);
 	ret = 1;
 out_free_ctx:
 	EVP_MD_CTX_free(ctx);

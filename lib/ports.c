@@ -14,6 +14,7 @@
 #include <openssl/sha.h>
 
 #include "digits.h"
+#include "hex.h"
 
 const char *ports_project_check(const char *s, size_t len)
 {
@@ -225,6 +226,5 @@ void ports_name_of(const char *s, size_t len, char *out)
 	if (n == 0)
 		n = (size_t)sprintf(out, "dir");
 	out[n++] = '-';
-	for (size_t i = 0; i < PORTS_NAME_HASH_HEX / 2; i++)
-		n += (size_t)sprintf(out + n, "%02x", md[i]);
+	hex_encode(md, PORTS_NAME_HASH_HEX / 2, out + n);
 }

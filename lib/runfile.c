@@ -16,6 +16,7 @@
 
 #include "digits.h"
 #include "file.h"
+#include "hex.h"
 #include "lines.h"
 #include "sockaddr.h"
 
@@ -51,8 +52,7 @@ int runfile_write(const char *state_dir, const char *name, struct runfile *rf)
 
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
 		return -1;
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(rf->id + 2 * i, 3, "%02x", raw[i]);
+	hex_encode(raw, sizeof(raw), rf->id);
 	len = format(rf, text, sizeof(text));
 	snprintf(tmpname, sizeof(tmpname), ".%s.%d", name, (int)getpid());
 	if (path_of(path, sizeof(path), state_dir, "", name) == -1 ||
@@ -103,10 +103,9 @@ int runfile_parse(const char *buf, size_t len, struct runfile *rf)
 		memcpy(text, line, n);
 		text[n] = '\0';
 		if (strncmp(text, "pid ", 4) == 0 && rf->pid == 0) {
-			char *end;
-			long v = strtol(text + 4, &end, 10);
+			uint64_t v;
 
-			if (end == text + 4 || *end != '\0' || v <= 0 || v > 0x3fffffff)
+			if (digits_text(text + 4, 10, 1, 0x3fffffff, &v) == -1)
 				return -1;
 			rf->pid = (pid_t)v;
 		} else if (strncmp(text, "listen ", 7) == 0 && rf->nlisten < RUNFILE_LISTEN_MAX) {

@@ -1,9 +1,10 @@
 /*
  * sockaddr.c: socket addresses as text, both ways (sockaddr.h).
  *
- * The parser splits the text by its shape (a "unix:" prefix, a leading
- * '[', more than one colon, else a dotted quad) and hands the address to
- * inet_pton, so what counts as an address is libc's strict numeric form.
+ * The parser takes a "unix:" prefix itself, has host.h's host_port_split
+ * split the rest (a leading '[', more than one colon, else a dotted quad)
+ * and hands the address to inet_pton, so what counts as an address is
+ * libc's strict numeric form.
  * It never guesses: a bare IPv6 address with a port is refused, not split
  * at its last colon.
  */
@@ -15,18 +16,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "digits.h"
-
-/* Decimal digits only, leading zeros allowed, 1..65535. Returns 0 or -1. */
-static int port_parse(const char *s, uint16_t *port)
-{
-	uint64_t v;
-
-	if (dec_parse(s, strlen(s), 65535, &v) == -1 || v == 0)
-		return -1;
-	*port = (uint16_t)v;
-	return 0;
-}
+#include "host.h"
 
 /* PATH of "unix:PATH": absolute, no newline, fits sun_path. Returns 0 or -1. */
 static int unix_parse(const char *path, struct sockaddr_storage *ss)
@@ -77,42 +67,25 @@ int sockaddr_parse(const char *s, unsigned flags, uint16_t default_port,
 		   struct sockaddr_storage *ss)
 {
 	bool port_may_lack = (flags & (SOCKADDR_PORT_OPTIONAL | SOCKADDR_NO_PORT)) != 0;
-	const char *colon, *portstr = NULL;
+	struct host_port hp;
 	unsigned char bytes[16];
-	uint16_t port = default_port;
+	const char *err;
 	int family;
 
 	if ((flags & SOCKADDR_UNIX) && strncmp(s, "unix:", 5) == 0)
 		return unix_parse(s + 5, ss);
-	if (s[0] == '[') {
-		const char *end = strchr(s, ']');
-
-		if (end == NULL || (end[1] != '\0' && end[1] != ':'))
-			return -1;
-		if (ip_parse(AF_INET6, s + 1, (size_t)(end - s - 1), bytes) == -1)
-			return -1;
+	if (host_port_split(s, strlen(s), HOST_PORT_ANY_ZEROS, &hp, &err) == -1)
+		return -1;
+	/* more than one colon unbracketed: a bare v6 address, which cannot carry a port */
+	if (hp.bracketed || (memchr(hp.host, ':', hp.host_len) != NULL && port_may_lack))
 		family = AF_INET6;
-		if (end[1] == ':')
-			portstr = end + 2;
-	} else if ((colon = strchr(s, ':')) != NULL && strchr(colon + 1, ':') != NULL) {
-		/* more than one colon: a bare v6 address, which cannot carry a port */
-		if (!port_may_lack || inet_pton(AF_INET6, s, bytes) != 1)
-			return -1;
-		family = AF_INET6;
-	} else {
-		size_t alen = colon != NULL ? (size_t)(colon - s) : strlen(s);
-
-		if (ip_parse(AF_INET, s, alen, bytes) == -1)
-			return -1;
+	else
 		family = AF_INET;
-		if (colon != NULL)
-			portstr = colon + 1;
-	}
-	if (portstr == NULL && !port_may_lack)
+	if (ip_parse(family, hp.host, hp.host_len, bytes) == -1)
 		return -1;
-	if (portstr != NULL && ((flags & SOCKADDR_NO_PORT) || port_parse(portstr, &port) == -1))
+	if (hp.has_port ? (flags & SOCKADDR_NO_PORT) != 0 : !port_may_lack)
 		return -1;
-	sockaddr_set(ss, family, bytes, port);
+	sockaddr_set(ss, family, bytes, hp.has_port ? hp.port : default_port);
 	return 0;
 }
 

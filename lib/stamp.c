@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "digits.h"
+#include "hex.h"
 
 #define SEQ_LIMIT ((uint64_t)1 << 63) /* seq must stay below */
 #define SRC_MAX 45                    /* longest inet_ntop text, without NUL */
@@ -51,35 +52,6 @@ static size_t cur_field(struct cursor *c, const char **f)
 		c->off++;
 	*f = c->p + start;
 	return c->off - start;
-}
-
-/*
- * s[0..2*n) lowercase hex into out[0..n); false on any other byte, an
- * upper-case digit included: stamp_format writes lower case, and a stamp is
- * canonical (its text is what was signed).
- */
-static bool hex_decode(const char *s, size_t n, uint8_t *out)
-{
-	size_t i;
-
-	if (!hex_is_lower(s, 2 * n))
-		return false;
-	for (i = 0; i < n; i++)
-		out[i] = (uint8_t)(hex_value((unsigned char)s[2 * i]) << 4 |
-				   hex_value((unsigned char)s[2 * i + 1]));
-	return true;
-}
-
-static void hex_encode(const uint8_t *in, size_t n, char *out)
-{
-	static const char digits[] = "0123456789abcdef";
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		out[2 * i] = digits[in[i] >> 4];
-		out[2 * i + 1] = digits[in[i] & 0xf];
-	}
-	out[2 * n] = '\0';
 }
 
 /*
@@ -250,7 +222,7 @@ int stamp_parse(const char *v, size_t len, struct stamp *st, const char **err)
 		return -1;
 	}
 	n = cur_field(&c, &f);
-	if (n != MAC_HEX || !hex_decode(f, sizeof(st->mac), st->mac)) {
+	if (n != MAC_HEX || hex_decode(f, sizeof(st->mac), st->mac) == -1) {
 		*err = "bad mac";
 		return -1;
 	}
@@ -362,7 +334,7 @@ static const char *key_line(const char *l, size_t n, struct stamp_key *k)
 	if (!key_sep(&c))
 		return "expected key after kid";
 	fl = key_word(&c, &f);
-	if (fl != KEY_HEX || !hex_decode(f, STAMP_KEY_BYTES, k->key))
+	if (fl != KEY_HEX || hex_decode(f, STAMP_KEY_BYTES, k->key) == -1)
 		return "bad key: want 64 lowercase hex digits";
 	if (c.off == c.len)
 		return NULL;

@@ -18,6 +18,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "hex.h"
+
 const char *refuse_status_text(int status)
 {
 	switch (status) {
@@ -53,7 +55,6 @@ static void sf_string(const char *in, char *out, size_t size)
 
 int refuse_id(char *out)
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char r[REFUSAL_ID_LEN / 2];
 
 	/* 8 bytes from the kernel's CSPRNG: such a read neither blocks once booted nor comes short */
@@ -61,11 +62,7 @@ int refuse_id(char *out)
 		out[0] = '\0';
 		return -1;
 	}
-	for (size_t i = 0; i < sizeof(r); i++) {
-		out[2 * i] = hex[r[i] >> 4];
-		out[2 * i + 1] = hex[r[i] & 15];
-	}
-	out[REFUSAL_ID_LEN] = '\0';
+	hex_encode(r, sizeof(r), out);
 	return 0;
 }
 

@@ -362,6 +362,16 @@ printf 'sluice-run v1\nbase 0\npodman -\nnetns 0\nwalls 0\nproc %s %s proxy\n' "
 srun -- true >/dev/null 2>&1
 expect_eq "STATE/runs/.shared naming the operator's proxy's pid with another start: the last run out leaves it" \
 	"alive" "$(kill -0 "$PROXY_PID" 2>/dev/null && echo alive || echo dead)"
+# .shared naming it in another spelling than the record's (a sign, a blank: sscanf's "%d %llu"
+# took them): not a record, moved aside, and its proc line stops nothing
+for spelling in "+%s %s" "%s +%s" "%s  %s" "%s -%s"; do
+	printf "sluice-run v1\nbase 0\npodman -\nnetns 0\nwalls 0\nproc $spelling proxy\n" "$PROXY_PID" \
+		"$(start_of "$PROXY_PID")" >"$STATE/runs/.shared"
+	srun -- true >/dev/null 2>"$LAB_DIR/spelling.err"
+	expect_eq "STATE/runs/.shared's proc line as \"$spelling\": the last run out leaves the proxy" \
+		"alive not a record" "$(kill -0 "$PROXY_PID" 2>/dev/null && echo alive || echo dead) $(grep -o 'not a record' "$LAB_DIR/spelling.err")"
+	rm -f "$STATE/runs/.shared.bad"
+done
 printf 'sluice-run v1\nbase 0\npodman -\nnetns 0\nwalls 0\nproc %s %s proxy\n' "$PROXY_PID" \
 	"$(start_of "$PROXY_PID")" >"$STATE/runs/.shared"
 srun -- true >/dev/null 2>&1

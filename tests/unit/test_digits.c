@@ -1,7 +1,8 @@
 /*
  * test_digits.c: the decimal and hex readers (digits.h): empty input, a
  * stray byte anywhere, leading zeros, the limit at its edge in every base,
- * a limit below one digit's value, and the hex digit classes.
+ * a limit below one digit's value, the hex digit classes, and digits_text
+ * (a whole C string, bounds both ways, C's base-0 prefixes, no sign or blank).
  *
  * Every input is placed right before a PROT_NONE page (guard.h), so a
  * read past len faults.
@@ -117,6 +118,58 @@ static void test_classes(void **state)
 	assert_true(hex_is_lower("abX", 2)); /* only s[0..n) */
 }
 
+/* digits_text on a guarded copy of s (its NUL included): the value, or NONE on -1. */
+static uint64_t txt(const char *s, unsigned base, uint64_t lo, uint64_t hi)
+{
+	size_t len = strlen(s) + 1;
+	char *g = guard_copy(s, len);
+	uint64_t v = NONE;
+	int rc = digits_text(g, base, lo, hi, &v);
+
+	guard_free(g, len);
+	assert_true(rc == 0 || rc == -1);
+	assert_true(rc == 0 || v == NONE);
+	return v;
+}
+
+static void test_text(void **state)
+{
+	(void)state;
+	assert_int_equal(txt("0", 10, 0, 10), 0);
+	assert_int_equal(txt("10", 10, 0, 10), 10);
+	assert_int_equal(txt("010", 10, 0, 10), 10); /* base 10: a leading zero is a zero */
+	assert_int_equal(txt("11", 10, 0, 10), NONE);
+	assert_int_equal(txt("4", 10, 5, 10), NONE); /* below lo */
+	assert_int_equal(txt("5", 10, 5, 10), 5);
+	assert_int_equal(txt("18446744073709551615", 10, 1, UINT64_MAX), UINT64_MAX);
+	assert_int_equal(txt("18446744073709551616", 10, 1, UINT64_MAX), NONE);
+	/* what strtoul took and digits_text does not */
+	assert_int_equal(txt("", 10, 0, 10), NONE);
+	assert_int_equal(txt(" 5", 10, 0, 10), NONE);
+	assert_int_equal(txt("+5", 10, 0, 10), NONE);
+	assert_int_equal(txt("-0", 10, 0, 10), NONE);
+	assert_int_equal(txt(" -1", 10, 0, UINT64_MAX), NONE);
+	assert_int_equal(txt("5 ", 10, 0, 10), NONE);
+	assert_int_equal(txt("5\n", 10, 0, 10), NONE);
+	/* base 0: C's prefixes */
+	assert_int_equal(txt("83", 0, 1, UINT32_MAX), 83);
+	assert_int_equal(txt("0x53", 0, 1, UINT32_MAX), 0x53);
+	assert_int_equal(txt("0X5a", 0, 1, UINT32_MAX), 0x5a);
+	assert_int_equal(txt("0123", 0, 1, UINT32_MAX), 0123);
+	assert_int_equal(txt("0", 0, 0, 1), 0);
+	assert_int_equal(txt("00", 0, 0, 1), 0);
+	assert_int_equal(txt("0x", 0, 0, UINT32_MAX), NONE);
+	assert_int_equal(txt("08", 0, 0, UINT32_MAX), NONE);
+	assert_int_equal(txt("0x1g", 0, 0, UINT32_MAX), NONE);
+	assert_int_equal(txt("+0x53", 0, 0, UINT32_MAX), NONE);
+	assert_int_equal(txt("0xffffffff", 0, 1, UINT32_MAX), UINT32_MAX);
+	assert_int_equal(txt("0x100000000", 0, 1, UINT32_MAX), NONE);
+	assert_int_equal(txt("", 0, 0, 1), NONE);
+	/* another base, no prefix taken */
+	assert_int_equal(txt("ff", 16, 0, 255), 255);
+	assert_int_equal(txt("0xff", 16, 0, 255), NONE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -124,6 +177,7 @@ int main(void)
 		cmocka_unit_test(test_dec_len),
 		cmocka_unit_test(test_hex),
 		cmocka_unit_test(test_classes),
+		cmocka_unit_test(test_text),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,6 @@
 /*
- * test_host.c: host_canon, host_port_parse and host_equal.
+ * test_host.c: host_canon, host_port_parse, host_port_split,
+ * host_port_number and host_equal.
  *
  * Every input is placed right before a PROT_NONE page (guard.h), so an
  * over-read faults. Covers every inet_aton spelling, IPv6 canonical text,
@@ -119,6 +120,7 @@ static void test_canon_table(void **state)
 		int r = host_canon(in, len, &h, &err);
 
 		if (r != c->ret || strcmp(r == 0 ? h.name : err, c->out) != 0)
+			if (r != c->ret)
 			print_message("case %zu: %s\n", i, c->in);
 		assert_int_equal(r, c->ret);
 		if (r == 0) {
@@ -286,6 +288,120 @@ static void test_host_port_table(void **state)
 	}
 }
 
+/* host_port_number on a guarded copy of s: the port, or -1 when refused (port untouched). */
+static int num(const char *s, unsigned flags)
+{
+	size_t len = strlen(s);
+	char *g = guard_copy(s, len);
+	uint16_t port = 7;
+	int r = host_port_number(g, len, flags, &port);
+
+	guard_free(g, len);
+	if (r == -1) {
+		assert_int_equal(port, 7);
+		return -1;
+	}
+	assert_int_equal(r, 0);
+	return port;
+}
+
+static void test_port_number(void **state)
+{
+	static const unsigned all[] = { 0, HOST_PORT_NO_ZERO, HOST_PORT_ANY_ZEROS };
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		unsigned f = all[i];
+
+		assert_int_equal(num("1", f), 1);
+		assert_int_equal(num("80", f), 80);
+		assert_int_equal(num("65535", f), 65535);
+		assert_int_equal(num("0", f), -1);
+		assert_int_equal(num("65536", f), -1);
+		assert_int_equal(num("99999", f), -1);
+		assert_int_equal(num("18446744073709551696", f), -1); /* 2^64 + 80 */
+		assert_int_equal(num("", f), -1);
+		assert_int_equal(num("+80", f), -1);
+		assert_int_equal(num("-80", f), -1);
+		assert_int_equal(num(" 80", f), -1);
+		assert_int_equal(num("80 ", f), -1);
+		assert_int_equal(num("0x50", f), -1);
+		assert_int_equal(num("8O", f), -1);
+		assert_int_equal(num("00", f), -1);
+	}
+	/* leading zeros: up to five digits by default, none with NO_ZERO, any with ANY_ZEROS */
+	assert_int_equal(num("08080", 0), 8080);
+	assert_int_equal(num("00080", 0), 80);
+	assert_int_equal(num("000080", 0), -1);
+	assert_int_equal(num("080", HOST_PORT_NO_ZERO), -1);
+	assert_int_equal(num("000000000000000000000080", HOST_PORT_ANY_ZEROS), 80);
+	assert_int_equal(num("000000000000000000065536", HOST_PORT_ANY_ZEROS), -1);
+}
+
+struct split_case {
+	const char *in;
+	unsigned flags;
+	int ret;
+	const char *host; /* or the error when ret == -1 */
+	bool bracketed;
+	int port; /* -1: none written */
+};
+
+static const struct split_case split_cases[] = {
+	{ "example.com", 0, 0, "example.com", false, -1 },
+	{ "example.com:443", 0, 0, "example.com", false, 443 },
+	{ "Ex@mple!:1", 0, 0, "Ex@mple!", false, 1 }, /* the host is not judged here */
+	{ ":80", 0, 0, "", false, 80 },
+	{ "[::1]", 0, 0, "::1", true, -1 },
+	{ "[::1]:65535", 0, 0, "::1", true, 65535 },
+	{ "[]:80", 0, 0, "", true, 80 },
+	{ "[2001:db8::1]:0443", 0, 0, "2001:db8::1", true, 443 },
+	{ "[2001:db8::1]:0443", HOST_PORT_NO_ZERO, -1, "bad port", false, -1 },
+	{ "2001:db8::1", 0, 0, "2001:db8::1", false, -1 }, /* bare v6: no port */
+	{ "::1:80", 0, 0, "::1:80", false, -1 },
+	{ "", 0, -1, "empty host", false, -1 },
+	{ "[::1", 0, -1, "unclosed '['", false, -1 },
+	{ "[::1]80", 0, -1, "junk after ']'", false, -1 },
+	{ "[::1]]:80", 0, -1, "junk after ']'", false, -1 },
+	{ "[::1]:", 0, -1, "bad port", false, -1 },
+	{ "[::1]:0", 0, -1, "bad port", false, -1 },
+	{ "[::1]:65536", 0, -1, "bad port", false, -1 },
+	{ "a.example:", 0, -1, "bad port", false, -1 },
+	{ "a.example:0", 0, -1, "bad port", false, -1 },
+	{ "a.example:65536", 0, -1, "bad port", false, -1 },
+	{ "a.example:+80", 0, -1, "bad port", false, -1 },
+	{ "a.example:80 ", 0, -1, "bad port", false, -1 },
+	{ "a.example:000080", 0, -1, "bad port", false, -1 },
+	{ "a.example:000080", HOST_PORT_ANY_ZEROS, 0, "a.example", false, 80 },
+	{ "a.example:80:", 0, 0, "a.example:80:", false, -1 }, /* two colons: a "bare v6" */
+};
+
+static void test_host_port_split(void **state)
+{
+	for (size_t i = 0; i < sizeof(split_cases) / sizeof(split_cases[0]); i++) {
+		const struct split_case *c = &split_cases[i];
+		size_t len = strlen(c->in);
+		char *in = guard_copy(c->in, len);
+		struct host_port hp;
+		const char *err = NULL;
+		int r = host_port_split(in, len, c->flags, &hp, &err);
+
+		print_message("case %zu: %s\n", i, c->in);
+		assert_int_equal(r, c->ret);
+		if (r == 0) {
+			assert_true(hp.host >= in && hp.host + hp.host_len <= in + len);
+			assert_int_equal(hp.host_len, strlen(c->host));
+			assert_memory_equal(hp.host, c->host, hp.host_len);
+			assert_int_equal(hp.bracketed, c->bracketed);
+			assert_int_equal(hp.has_port, c->port != -1);
+			assert_int_equal(hp.port, c->port == -1 ? 0 : c->port);
+		} else {
+			assert_string_equal(err, c->host);
+			assert_false(hp.has_port);
+		}
+		guard_free(in, len);
+	}
+}
+
 static void test_host_equal(void **state)
 {
 	struct host a, b;
@@ -314,6 +430,8 @@ int main(void)
 		cmocka_unit_test(test_canon_addr_bytes),
 		cmocka_unit_test(test_canon_lengths),
 		cmocka_unit_test(test_host_port_table),
+		cmocka_unit_test(test_port_number),
+		cmocka_unit_test(test_host_port_split),
 		cmocka_unit_test(test_host_equal),
 	};
 

@@ -467,6 +467,16 @@ static void test_ts(void **state)
 	assert_string_equal(buf, "2026-11-30T03:01:02.123Z");
 	assert_int_equal(snapshot_ts_parse("2026-11-30T03:01:02Z", &ms), 0);
 	assert_int_equal(snapshot_ts_parse("2026-11-30T03:01:02.Z", &ms), -1);
+	/* the fraction: 1-9 digits, read to milliseconds, the rest dropped */
+	assert_int_equal(snapshot_ts_parse("1970-01-01T00:00:01.05Z", &ms), 0);
+	assert_int_equal(ms, 1050);
+	assert_int_equal(snapshot_ts_parse("1970-01-01T00:00:01.999999999Z", &ms), 0);
+	assert_int_equal(ms, 1999);
+	assert_int_equal(snapshot_ts_parse("1970-01-01T00:00:01.0019Z", &ms), 0);
+	assert_int_equal(ms, 1001);
+	assert_int_equal(snapshot_ts_parse("1970-01-01T00:00:01.1234567890Z", &ms), -1);
+	assert_int_equal(snapshot_ts_parse("1970-01-01T00:00:01.+5Z", &ms), -1);
+	assert_int_equal(snapshot_ts_parse("1970-01-01T00:00:01.5 Z", &ms), -1);
 	assert_int_equal(snapshot_ts_parse("2026-11-30T03:01:02.123", &ms), -1);
 	assert_int_equal(snapshot_ts_parse("2026-11-30T03:01:02.123Zx", &ms), -1);
 	assert_int_equal(snapshot_ts_parse("2026-11-30", &ms), -1);

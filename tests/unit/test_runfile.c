@@ -29,6 +29,10 @@ static void test_parse(void **state)
 		ID "\npid 0\n",
 		ID "\npid -1\n",
 		ID "\npid 12x\n",
+		ID "\npid +42\n",           /* strtol took a sign */
+		ID "\npid  42\n",           /* and blanks before the digits */
+		ID "\npid \t42\n",
+		ID "\npid 1073741824\n",    /* past 0x3fffffff */
 		ID "\npid 1\npid 2\n",
 		ID "\nlisten nowhere\n",
 		ID "\nlisten 127.0.0.1:3128",  /* cut short */
