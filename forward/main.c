@@ -34,6 +34,7 @@
 #include "digits.h"
 #include "file.h"
 #include "forward.h"
+#include "hex.h"
 #include "signals.h"
 #include "sockaddr.h"
 #include "sockdiag.h"
@@ -474,8 +475,7 @@ static int boot_init(struct forwarder *fw)
 
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
 		return -1;
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(fw->boot + 2 * i, 3, "%02x", raw[i]);
+	hex_encode(raw, sizeof(raw), fw->boot);
 	dial_from_init(fw, raw);
 	return 0;
 }

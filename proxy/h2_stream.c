@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "digits.h"
 #include "h2_head.h"
 
 /* --- header blocks --------------------------------------------------------- */
@@ -560,13 +561,14 @@ void h2_answer_up(struct session *s, struct h2_stream *st, bool end)
 	nghttp2_data_provider prd = { .source.ptr = st, .read_callback = cli_read };
 	size_t k = 0;
 	int status = 0;
+	uint64_t v;
 	bool encoded = false;
 
 	for (size_t i = 0; i < st->resp.n; i++) {
 		struct http_header f = h2_field_at(&st->resp, i);
 
-		if (h2_named(&f, ":status") && f.value_len == 3)
-			status = (f.value[0] - '0') * 100 + (f.value[1] - '0') * 10 + (f.value[2] - '0');
+		if (h2_named(&f, ":status") && f.value_len == 3 && dec_parse(f.value, 3, 999, &v) == 0)
+			status = (int)v;
 		if (x->scrub != NULL && h2_named(&f, "content-encoding") &&
 		    !(f.value_len == 8 && strncasecmp(f.value, "identity", 8) == 0))
 			encoded = true;
