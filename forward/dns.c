@@ -169,7 +169,8 @@ static struct dns_flow *flow_find(struct dns_relay *r, const struct fwd_listener
 	for (; n != NULL; n = hmap_find_next(n)) {
 		struct dns_flow *f = hmap_entry(n, struct dns_flow, node);
 
-		if (f->ln == ln && sockaddr_same(&f->client, client) && local_same(&f->local, local))
+		if (f->ln == ln && sockaddr_same(&f->client, client) &&
+		    local_same(&f->local, local))
 			return f;
 	}
 	return NULL;
