@@ -150,7 +150,7 @@ struct dnsd {
 	size_t nupstreams;
 	void *cache;   /* cache.c's */
 	void *budget;  /* judge.c's wildcard budgets, one per asker and suffix */
-	struct tcp_client *tcp_clients;
+	struct list tcp_clients; /* client.c's, newest first */
 	size_t ntcp;
 	struct netlog_out row; /* row.c's scratch */
 	struct metrics_server *metrics; /* row.c: dns-metrics-listen's GET /metrics, or NULL */
