@@ -38,41 +38,33 @@ static inline bool list_empty(const struct list *l)
 	return l->first == NULL;
 }
 
+/* n, on no list, onto l between prev and next (NULL: l's end on that side). */
+static inline void list_link(struct list *l, struct list_node *n, struct list_node *prev,
+			     struct list_node *next)
+{
+	n->prev = prev;
+	n->next = next;
+	*(prev != NULL ? &prev->next : &l->first) = n;
+	*(next != NULL ? &next->prev : &l->last) = n;
+}
+
 /* n, on no list, first on l. */
 static inline void list_insert_head(struct list *l, struct list_node *n)
 {
-	n->prev = NULL;
-	n->next = l->first;
-	if (l->first != NULL)
-		l->first->prev = n;
-	else
-		l->last = n;
-	l->first = n;
+	list_link(l, n, NULL, l->first);
 }
 
 /* n, on no list, last on l. */
 static inline void list_insert_tail(struct list *l, struct list_node *n)
 {
-	n->next = NULL;
-	n->prev = l->last;
-	if (l->last != NULL)
-		l->last->next = n;
-	else
-		l->first = n;
-	l->last = n;
+	list_link(l, n, l->last, NULL);
 }
 
 /* n, which is on l, off it (its links cleared). */
 static inline void list_remove(struct list *l, struct list_node *n)
 {
-	if (n->prev != NULL)
-		n->prev->next = n->next;
-	else
-		l->first = n->next;
-	if (n->next != NULL)
-		n->next->prev = n->prev;
-	else
-		l->last = n->prev;
+	*(n->prev != NULL ? &n->prev->next : &l->first) = n->next;
+	*(n->next != NULL ? &n->next->prev : &l->last) = n->prev;
 	n->prev = n->next = NULL;
 }
 
