@@ -25,6 +25,7 @@
 
 #include "cli.h"
 #include "grant.h"
+#include "hmap.h"
 #include "stamp.h"
 #include "runnote.h"
 
@@ -389,6 +390,8 @@ struct run_socks {
 	size_t n, socks_cap;
 	size_t *slots; /* a hash set of names: index + 1 into socks, 0 for empty */
 	size_t nslots;
+	struct hmap_key key; /* the set's hash: SipHash (hmap.h) under it, drawn at the first name,
+	                        since other runs bind the names */
 };
 
 /*

@@ -81,22 +81,12 @@ static bool table_new(struct tables *t, ino_t ino)
 	return true;
 }
 
-/* FNV-1a */
-static size_t name_hash(const char *name, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)name[i]) * 0x100000001b3ULL;
-	return (size_t)h;
-}
-
 /* The slot of name in s's set: the one holding it, or the empty one it would go in. */
 static size_t *name_slot(const struct run_socks *s, const char *name, size_t len)
 {
 	size_t mask = s->nslots - 1;
 
-	for (size_t i = name_hash(name, len) & mask;; i = (i + 1) & mask) {
+	for (size_t i = hmap_siphash(&s->key, name, len) & mask;; i = (i + 1) & mask) {
 		const char *there;
 
 		if (s->slots[i] == 0)
@@ -133,6 +123,9 @@ static int socks_room(struct run_socks *s, size_t len)
 	if (2 * (s->n + 1) > s->nslots) {
 		size_t nslots = s->nslots == 0 ? 128 : s->nslots * 2;
 		size_t *old = s->slots, oldn = s->nslots;
+
+		if (s->nslots == 0 && hmap_key_init(&s->key) == -1)
+			return -1;
 
 		if ((s->slots = calloc(nslots, sizeof(*s->slots))) == NULL) {
 			s->slots = old;

@@ -19,21 +19,16 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #define FETCH_BUCKETS 4096
 #define CACHE_BYTES_MAX (32u << 20) /* records kept in all, whatever dns-cache-entries says */
 #define ENTRY_BYTES_MAX 8192        /* an answer larger is given, not kept */
 
 struct cache {
-	struct cache_entry **buckets;
-	size_t nbuckets; /* a power of two */
-	size_t count;
-	size_t bytes; /* of the entries' records */
-	struct cache_entry *lru_head, *lru_tail;
-	struct fetch *fetches[FETCH_BUCKETS];
-	size_t nfetches;
-	uint64_t k0, k1;
+	struct hmap entries; /* by cache_hash; its key is the one cache_hash uses */
+	struct lru lru;      /* of the entries, least recently used last */
+	size_t bytes;        /* of the entries' records */
+	struct hmap fetches; /* by cache_hash too */
 };
 
 static struct cache *C(struct dnsd *d)
@@ -44,20 +39,18 @@ static struct cache *C(struct dnsd *d)
 int cache_init(struct dnsd *d)
 {
 	struct cache *c = calloc(1, sizeof(*c));
-	uint64_t key[2];
-	size_t want = d->config->dns_cache_entries;
+	size_t want = d->config->dns_cache_entries, n = 1024;
 
-	if (c == NULL || getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key)) {
+	if (c == NULL)
+		return -1;
+	while (n < want && n < ((size_t)1 << 24))
+		n <<= 1;
+	if (hmap_init(&c->entries, n, n) == -1) {
 		free(c);
 		return -1;
 	}
-	c->k0 = key[0];
-	c->k1 = key[1];
-	c->nbuckets = 1024;
-	while (c->nbuckets < want && c->nbuckets < ((size_t)1 << 24))
-		c->nbuckets <<= 1;
-	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
-	if (c->buckets == NULL) {
+	if (hmap_init(&c->fetches, FETCH_BUCKETS, FETCH_BUCKETS) == -1) {
+		hmap_release(&c->entries);
 		free(c);
 		return -1;
 	}
@@ -67,89 +60,40 @@ int cache_init(struct dnsd *d)
 
 static void entry_unlink(struct cache *c, struct cache_entry *e)
 {
-	struct cache_entry **pp = &c->buckets[e->hash & (c->nbuckets - 1)];
-
-	while (*pp != e)
-		pp = &(*pp)->hnext;
-	*pp = e->hnext;
-	if (e->lprev != NULL)
-		e->lprev->lnext = e->lnext;
-	else
-		c->lru_head = e->lnext;
-	if (e->lnext != NULL)
-		e->lnext->lprev = e->lprev;
-	else
-		c->lru_tail = e->lprev;
-	c->count--;
+	hmap_remove(&c->entries, &e->node);
+	lru_remove(&c->lru, &e->lru);
 	c->bytes -= e->rr_len;
 	free(e);
+}
+
+static struct cache_entry *lru_entry(struct list_node *n)
+{
+	return list_entry(n, struct cache_entry, lru);
+}
+
+static struct fetch *fetch_of(struct hmap_node *n)
+{
+	return hmap_entry(n, struct fetch, node);
 }
 
 void cache_release(struct dnsd *d)
 {
 	struct cache *c = C(d);
+	struct hmap_node *n;
 
 	if (c == NULL)
 		return;
-	while (c->lru_head != NULL)
-		entry_unlink(c, c->lru_head);
-	for (size_t i = 0; i < FETCH_BUCKETS; i++)
-		while (c->fetches[i] != NULL)
-			fetch_free(d, c->fetches[i]);
-	free(c->buckets);
+	while (lru_newest(&c->lru) != NULL)
+		entry_unlink(c, lru_entry(lru_newest(&c->lru)));
+	while ((n = hmap_first(&c->fetches)) != NULL)
+		fetch_free(d, fetch_of(n));
+	hmap_release(&c->entries);
+	hmap_release(&c->fetches);
 	free(c);
 	d->cache = NULL;
 }
 
-/* --- SipHash-2-4 (Aumasson and Bernstein), over name and type ---------- */
-
-#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
-
-static void sip_round(uint64_t v[4])
-{
-	v[0] += v[1];
-	v[1] = ROTL(v[1], 13) ^ v[0];
-	v[0] = ROTL(v[0], 32);
-	v[2] += v[3];
-	v[3] = ROTL(v[3], 16) ^ v[2];
-	v[0] += v[3];
-	v[3] = ROTL(v[3], 21) ^ v[0];
-	v[2] += v[1];
-	v[1] = ROTL(v[1], 17) ^ v[2];
-	v[2] = ROTL(v[2], 32);
-}
-
-static void sip_block(uint64_t v[4], uint64_t m)
-{
-	v[3] ^= m;
-	sip_round(v);
-	sip_round(v);
-	v[0] ^= m;
-}
-
-static uint64_t siphash(uint64_t k0, uint64_t k1, const uint8_t *p, size_t n)
-{
-	uint64_t v[4] = { k0 ^ 0x736f6d6570736575ull, k1 ^ 0x646f72616e646f6dull,
-			  k0 ^ 0x6c7967656e657261ull, k1 ^ 0x7465646279746573ull };
-	uint64_t last = (uint64_t)n << 56;
-	size_t i = 0;
-
-	for (; i + 8 <= n; i += 8) {
-		uint64_t m = 0;
-
-		for (int b = 7; b >= 0; b--)
-			m = m << 8 | p[i + (size_t)b];
-		sip_block(v, m);
-	}
-	for (size_t b = 0; i + b < n; b++)
-		last |= (uint64_t)p[i + b] << (8 * b);
-	sip_block(v, last);
-	v[2] ^= 0xff;
-	for (int r = 0; r < 4; r++)
-		sip_round(v);
-	return v[0] ^ v[1] ^ v[2] ^ v[3];
-}
-
+/* SipHash-2-4 (lib/hmap.c) under the cache's key, over name and type. */
 uint64_t cache_hash(struct dnsd *d, const char *name, size_t len, uint16_t qtype)
 {
 	uint8_t buf[DNS_NAME_MAX + 3];
@@ -157,54 +101,52 @@ uint64_t cache_hash(struct dnsd *d, const char *name, size_t len, uint16_t qtype
 	memcpy(buf, name, len);
 	buf[len] = (uint8_t)(qtype >> 8);
 	buf[len + 1] = (uint8_t)qtype;
-	return siphash(C(d)->k0, C(d)->k1, buf, len + 2);
+	return hmap_hash(&C(d)->entries, buf, len + 2);
 }
 
 /* --- entries ------------------------------------------------------------ */
 
-static bool entry_is(const struct cache_entry *e, uint64_t hash, const char *name, size_t len,
-		     uint16_t qtype)
+static bool entry_is(const struct cache_entry *e, const char *name, size_t len, uint16_t qtype)
 {
-	return e->hash == hash && e->qtype == qtype && e->name_len == len &&
-	       memcmp(e->data, name, len) == 0;
+	return e->qtype == qtype && e->name_len == len && memcmp(e->data, name, len) == 0;
+}
+
+/* The entry for name and type under hash; NULL none. */
+static struct cache_entry *entry_find(struct cache *c, uint64_t hash, const char *name,
+				      size_t len, uint16_t qtype)
+{
+	for (struct hmap_node *n = hmap_find(&c->entries, hash); n != NULL; n = hmap_find_next(n)) {
+		struct cache_entry *e = hmap_entry(n, struct cache_entry, node);
+
+		if (entry_is(e, name, len, qtype))
+			return e;
+	}
+	return NULL;
 }
 
 struct cache_entry *cache_get(struct dnsd *d, uint64_t hash, const char *name, size_t len,
 			      uint16_t qtype)
 {
 	struct cache *c = C(d);
-	struct cache_entry *e = c->buckets[hash & (c->nbuckets - 1)];
+	struct cache_entry *e = entry_find(c, hash, name, len, qtype);
 
-	for (; e != NULL; e = e->hnext) {
-		if (!entry_is(e, hash, name, len, qtype))
-			continue;
-		if (e->expires_ms <= loop_now(d->loop)) {
-			entry_unlink(c, e);
-			return NULL;
-		}
-		if (e != c->lru_head) { /* to the front */
-			e->lprev->lnext = e->lnext;
-			if (e->lnext != NULL)
-				e->lnext->lprev = e->lprev;
-			else
-				c->lru_tail = e->lprev;
-			e->lprev = NULL;
-			e->lnext = c->lru_head;
-			c->lru_head->lprev = e;
-			c->lru_head = e;
-		}
-		return e;
+	if (e == NULL)
+		return NULL;
+	if (e->expires_ms <= loop_now(d->loop)) {
+		entry_unlink(c, e);
+		return NULL;
 	}
-	return NULL;
+	lru_touch(&c->lru, &e->lru);
+	return e;
 }
 
 void cache_trim(struct dnsd *d)
 {
 	struct cache *c = C(d);
 
-	while ((c->count > d->config->dns_cache_entries || c->bytes > CACHE_BYTES_MAX) &&
-	       c->lru_tail != NULL)
-		entry_unlink(c, c->lru_tail);
+	while ((c->lru.count > d->config->dns_cache_entries || c->bytes > CACHE_BYTES_MAX) &&
+	       lru_oldest(&c->lru) != NULL)
+		entry_unlink(c, lru_entry(lru_oldest(&c->lru)));
 }
 
 const struct cache_entry *cache_put(struct dnsd *d, const struct fetch *f, const uint8_t *msg,
@@ -213,7 +155,7 @@ const struct cache_entry *cache_put(struct dnsd *d, const struct fetch *f, const
 	static struct dns_answer a;
 	const struct config *cf = d->config;
 	struct cache *c = C(d);
-	struct cache_entry *e, **bucket;
+	struct cache_entry *e, *o;
 	int r = dns_answer_read(msg, len, f->name, f->name_len, f->qtype, &a, why);
 	uint32_t ttl;
 
@@ -230,7 +172,6 @@ const struct cache_entry *cache_put(struct dnsd *d, const struct fetch *f, const
 		*why = "out of memory";
 		return NULL;
 	}
-	e->hash = f->hash;
 	e->qtype = f->qtype;
 	e->rcode = (uint8_t)a.rcode;
 	e->ttl = ttl;
@@ -246,23 +187,11 @@ const struct cache_entry *cache_put(struct dnsd *d, const struct fetch *f, const
 	if (e->loose)
 		return e; /* answered from, then freed (cache_loose_free) */
 	/* an older entry for the same question goes */
-	for (struct cache_entry *o = c->buckets[f->hash & (c->nbuckets - 1)]; o != NULL; o = o->hnext) {
-		if (entry_is(o, f->hash, f->name, f->name_len, f->qtype)) {
-			entry_unlink(c, o);
-			break;
-		}
-	}
-	bucket = &c->buckets[f->hash & (c->nbuckets - 1)];
-	e->hnext = *bucket;
-	*bucket = e;
-	e->lprev = NULL;
-	e->lnext = c->lru_head;
-	if (c->lru_head != NULL)
-		c->lru_head->lprev = e;
-	c->lru_head = e;
-	if (c->lru_tail == NULL)
-		c->lru_tail = e;
-	c->count++;
+	o = entry_find(c, f->node.hash, f->name, f->name_len, f->qtype);
+	if (o != NULL)
+		entry_unlink(c, o);
+	hmap_insert(&c->entries, &e->node, f->node.hash);
+	lru_add(&c->lru, &e->lru);
 	c->bytes += e->rr_len;
 	return e;
 }
@@ -275,7 +204,7 @@ void cache_loose_free(const struct cache_entry *e)
 
 size_t fetch_count(struct dnsd *d)
 {
-	return C(d)->nfetches;
+	return C(d)->fetches.count;
 }
 
 /* --- fetches ------------------------------------------------------------ */
@@ -283,46 +212,41 @@ size_t fetch_count(struct dnsd *d)
 struct fetch *fetch_find(struct dnsd *d, uint64_t hash, const char *name, size_t len,
 			 uint16_t qtype)
 {
-	struct fetch *f = C(d)->fetches[hash % FETCH_BUCKETS];
+	for (struct hmap_node *n = hmap_find(&C(d)->fetches, hash); n != NULL;
+	     n = hmap_find_next(n)) {
+		struct fetch *f = fetch_of(n);
 
-	for (; f != NULL; f = f->hnext)
-		if (f->hash == hash && f->qtype == qtype && f->name_len == len &&
-		    memcmp(f->name, name, len) == 0)
+		if (f->qtype == qtype && f->name_len == len && memcmp(f->name, name, len) == 0)
 			return f;
+	}
 	return NULL;
 }
 
 struct fetch *fetch_new(struct dnsd *d, uint64_t hash, const char *name, size_t len,
 			uint16_t qtype)
 {
-	struct fetch *f = calloc(1, sizeof(*f)), **b;
+	struct fetch *f = calloc(1, sizeof(*f));
 
 	if (f == NULL)
 		return NULL;
-	f->hash = hash;
 	memcpy(f->name, name, len);
 	f->name[len] = '\0';
 	f->name_len = len;
 	f->qtype = qtype;
 	f->udp_fd = -1;
 	f->io.fd = -1;
-	b = &C(d)->fetches[hash % FETCH_BUCKETS];
-	f->hnext = *b;
-	*b = f;
-	C(d)->nfetches++;
+	hmap_insert(&C(d)->fetches, &f->node, hash);
 	return f;
 }
 
 void fetch_free(struct dnsd *d, struct fetch *f)
 {
-	struct fetch **pp = &C(d)->fetches[f->hash % FETCH_BUCKETS];
+	struct hmap_node *n = hmap_find(&C(d)->fetches, f->node.hash);
 
-	while (*pp != NULL && *pp != f)
-		pp = &(*pp)->hnext;
-	if (*pp == f) {
-		*pp = f->hnext;
-		C(d)->nfetches--;
-	}
+	while (n != NULL && n != &f->node)
+		n = hmap_find_next(n);
+	if (n != NULL)
+		hmap_remove(&C(d)->fetches, n);
 	upstream_cancel(d, f);
 	while (f->waiters != NULL) {
 		struct query *q = f->waiters;

@@ -52,7 +52,7 @@ enum tcp_asker {
 };
 
 struct tcp_client {
-	struct tcp_client *next, *prev;
+	struct list_node link; /* on d->tcp_clients */
 	struct dnsd *d;
 	enum tcp_asker bound;
 	struct dnstag asker; /* TCP_TAGGED: who */
@@ -142,12 +142,7 @@ static void tcp_unref(struct dnsd *d, struct tcp_client *c)
 {
 	if (--c->refs > 0)
 		return;
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		d->tcp_clients = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
+	list_remove(&d->tcp_clients, &c->link);
 	free(c->out);
 	free(c);
 }
@@ -363,8 +358,11 @@ static int reserve_fd = -1; /* given up to accept and refuse when out of fds */
 static size_t tcp_from(struct dnsd *d, const struct sockaddr_storage *peer)
 {
 	size_t n = 0;
+	struct list_node *p;
 
-	for (struct tcp_client *c = d->tcp_clients; c != NULL; c = c->next) {
+	for (p = d->tcp_clients.first; p != NULL; p = p->next) {
+		struct tcp_client *c = list_entry(p, struct tcp_client, link);
+
 		if (!c->open || c->bound == TCP_TAGGED || c->peer.ss_family != peer->ss_family)
 			continue;
 		if (peer->ss_family == AF_INET
@@ -381,10 +379,14 @@ static size_t tcp_from(struct dnsd *d, const struct sockaddr_storage *peer)
 static size_t tcp_of(struct dnsd *d, const char *net)
 {
 	size_t n = 0;
+	struct list_node *p;
 
-	for (struct tcp_client *c = d->tcp_clients; c != NULL; c = c->next)
+	for (p = d->tcp_clients.first; p != NULL; p = p->next) {
+		struct tcp_client *c = list_entry(p, struct tcp_client, link);
+
 		if (c->open && c->bound == TCP_TAGGED && strcmp(c->asker.net, net) == 0)
 			n++;
+	}
 	return n;
 }
 
@@ -451,10 +453,7 @@ static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
 			continue;
 		}
 		loop_timer_set(l, &c->idle, DNS_TCP_IDLE_MS, on_tcp_idle, c);
-		c->next = d->tcp_clients;
-		if (c->next != NULL)
-			c->next->prev = c;
-		d->tcp_clients = c;
+		list_insert_head(&d->tcp_clients, &c->link);
 		d->ntcp++;
 		on_tcp(l, &c->io, EPOLLIN); /* its first query names its asker now (c may go) */
 	}
@@ -510,14 +509,11 @@ int client_listen(struct dnsd *d, const struct sockaddr_storage *addr)
 
 void client_release(struct dnsd *d)
 {
-	while (d->tcp_clients != NULL) {
-		struct tcp_client *c = d->tcp_clients;
+	while (!list_empty(&d->tcp_clients)) {
+		struct tcp_client *c = list_entry(d->tcp_clients.first, struct tcp_client, link);
 
 		if (!c->open) { /* held by waiters the cache frees: detach it */
-			d->tcp_clients = c->next;
-			if (c->next != NULL)
-				c->next->prev = NULL;
-			c->next = c->prev = NULL;
+			list_remove(&d->tcp_clients, &c->link);
 			c->refs = 0;
 			free(c->out);
 			free(c);

@@ -28,7 +28,9 @@
 #include "config.h"
 #include "dns_msg.h"
 #include "dnstag.h"
+#include "hmap.h"
 #include "loop.h"
+#include "lru.h"
 #include "netlog.h"
 #include "policy.h"
 #include "store.h"
@@ -82,9 +84,8 @@ struct query {
 
 /* A cached answer: the upstream's records for a name and type, unfiltered. */
 struct cache_entry {
-	struct cache_entry *hnext;
-	struct cache_entry *lprev, *lnext; /* least recently used at the tail */
-	uint64_t hash;
+	struct hmap_node node; /* in the cache's table, by cache_hash */
+	struct list_node lru;  /* the cache's LRU order */
 	uint64_t expires_ms; /* monotonic */
 	uint32_t ttl;        /* as stored, after dns-min-ttl and dns-max-ttl */
 	uint16_t qtype;
@@ -100,8 +101,7 @@ struct cache_entry {
 
 /* One upstream lookup; every identical query meanwhile waits on it. */
 struct fetch {
-	struct fetch *hnext;
-	uint64_t hash;
+	struct hmap_node node; /* in the fetches' table, by cache_hash */
 	char name[DNS_NAME_MAX + 1];
 	size_t name_len;
 	uint16_t qtype;
@@ -150,7 +150,7 @@ struct dnsd {
 	size_t nupstreams;
 	void *cache;   /* cache.c's */
 	void *budget;  /* judge.c's wildcard budgets, one per asker and suffix */
-	struct tcp_client *tcp_clients;
+	struct list tcp_clients; /* client.c's, newest first */
 	size_t ntcp;
 	struct netlog_out row; /* row.c's scratch */
 	struct metrics_server *metrics; /* row.c: dns-metrics-listen's GET /metrics, or NULL */

@@ -49,7 +49,8 @@
  * or two whatever the budget.
  */
 struct budget {
-	struct budget *next; /* the list is most recently used first */
+	struct hmap_node node; /* in the budgets' table, by asker and suffix */
+	struct list_node lru;  /* the budgets' LRU order */
 	char asker[STAMP_NET_MAX + 1]; /* the tag's net; "" for the unattributed */
 	char suffix[HOST_NAME_MAX_LEN + 1];
 	size_t live;  /* names in the window (as of the last sweep) */
@@ -63,9 +64,22 @@ struct budget {
 };
 
 struct budgets {
-	struct budget *list;
-	size_t count;
+	struct hmap map; /* by asker and suffix (SipHash under a random key: the asker's net is
+	                    the forwarder's to name) */
+	struct lru lru;  /* most recently used first */
 };
+
+static struct budget *budget_oldest(const struct budgets *bs)
+{
+	return list_entry(lru_oldest(&bs->lru), struct budget, lru);
+}
+
+static void budget_free(struct budgets *bs, struct budget *b)
+{
+	hmap_remove(&bs->map, &b->node);
+	lru_remove(&bs->lru, &b->lru);
+	free(b);
+}
 
 /*
  * The stamp keys. Missing: no tag is believed, every query unattributed.
@@ -144,22 +158,14 @@ void judge_reload(struct dnsd *d, const char *why)
 			d->policy->store_damaged ? ", grant store DAMAGED" : "");
 }
 
-/* Free the budgets whose asker asked nothing for a window: a tail of the list. */
+/* Free the budgets whose asker asked nothing for a window: the least recently used ones. */
 static void budgets_expire(struct dnsd *d)
 {
 	struct budgets *bs = d->budget;
 	uint64_t now = loop_now(d->loop), window = (uint64_t)d->config->dns_wildcard_window * 1000;
-	struct budget **at = &bs->list;
 
-	while (*at != NULL && now - (*at)->used_ms < window)
-		at = &(*at)->next;
-	while (*at != NULL) {
-		struct budget *n = (*at)->next;
-
-		free(*at);
-		*at = n;
-		bs->count--;
-	}
+	while (budget_oldest(bs) != NULL && now - budget_oldest(bs)->used_ms >= window)
+		budget_free(bs, budget_oldest(bs));
 }
 
 static void on_watch(struct loop *l, struct loop_timer *t)
@@ -190,9 +196,15 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 
 int judge_init(struct dnsd *d)
 {
-	d->budget = calloc(1, sizeof(struct budgets));
-	if (d->budget == NULL)
+	struct budgets *bs = calloc(1, sizeof(*bs));
+
+	if (bs == NULL)
 		return -1;
+	if (hmap_init(&bs->map, 64, 2 * BUDGETS_MAX) == -1) {
+		free(bs);
+		return -1;
+	}
+	d->budget = bs;
 	snprintf(d->watch_config.path, sizeof(d->watch_config.path), "%s", d->config_path);
 	snprintf(d->watch_store.path, sizeof(d->watch_store.path), "%s/grants",
 		 d->config->state_dir);
@@ -221,12 +233,9 @@ void judge_release(struct dnsd *d)
 	policy_free(d->policy);
 	d->policy = NULL;
 	if (b != NULL) {
-		while (b->list != NULL) {
-			struct budget *n = b->list->next;
-
-			free(b->list);
-			b->list = n;
-		}
+		while (budget_oldest(b) != NULL)
+			budget_free(b, budget_oldest(b));
+		hmap_release(&b->map);
 		free(b);
 	}
 	d->budget = NULL;
@@ -342,38 +351,34 @@ static void budget_sweep(struct budget *b, uint64_t now, uint64_t window)
 	free(keep);
 }
 
-/*
- * The asker's budget for suffix, moved to the front of the list, or NULL
- * when there is none.
- */
-static struct budget *budget_find(struct budgets *bs, const char *asker, const char *suffix)
+/* The hash of asker and suffix, under the table's key. */
+static uint64_t budget_hash(const struct budgets *bs, const char *asker, const char *suffix)
 {
-	struct budget **at = &bs->list, *b;
+	char k[STAMP_NET_MAX + 1 + HOST_NAME_MAX_LEN];
+	size_t a = strnlen(asker, STAMP_NET_MAX), x = strnlen(suffix, HOST_NAME_MAX_LEN);
 
-	while (*at != NULL &&
-	       (strcmp((*at)->suffix, suffix) != 0 || strcmp((*at)->asker, asker) != 0))
-		at = &(*at)->next;
-	b = *at;
-	if (b != NULL && at != &bs->list) {
-		*at = b->next;
-		b->next = bs->list;
-		bs->list = b;
-	}
-	return b;
+	memcpy(k, asker, a);
+	k[a] = '\0';
+	memcpy(k + a + 1, suffix, x);
+	return hmap_hash(&bs->map, k, a + 1 + x);
 }
 
-/* Make room for one more budget: the least recently used goes (the list's last). */
-static void budget_evict(struct budgets *bs)
+/*
+ * The asker's budget for suffix (hash h), now the most recently used, or
+ * NULL when there is none.
+ */
+static struct budget *budget_find(struct budgets *bs, uint64_t h, const char *asker,
+				  const char *suffix)
 {
-	struct budget **at = &bs->list;
+	for (struct hmap_node *n = hmap_find(&bs->map, h); n != NULL; n = hmap_find_next(n)) {
+		struct budget *b = hmap_entry(n, struct budget, node);
 
-	if (*at == NULL)
-		return;
-	while ((*at)->next != NULL)
-		at = &(*at)->next;
-	free(*at);
-	*at = NULL;
-	bs->count--;
+		if (strcmp(b->suffix, suffix) == 0 && strcmp(b->asker, asker) == 0) {
+			lru_touch(&bs->lru, &b->lru);
+			return b;
+		}
+	}
+	return NULL;
 }
 
 /*
@@ -386,15 +391,16 @@ static bool budget_spend(struct dnsd *d, const char *asker, const char *suffix, 
 	const struct config *c = d->config;
 	uint64_t now = loop_now(d->loop), window = (uint64_t)c->dns_wildcard_window * 1000;
 	uint64_t h = cache_hash(d, name, strlen(name), 0) | 1; /* never 0, the empty slot */
+	uint64_t bh = budget_hash(bs, asker, suffix);
 	struct budget *b;
 	size_t mask, i;
 
-	b = budget_find(bs, asker, suffix);
+	b = budget_find(bs, bh, asker, suffix);
 	if (b == NULL) {
 		size_t n = 2;
 
-		if (bs->count >= BUDGETS_MAX)
-			budget_evict(bs);
+		if (bs->lru.count >= BUDGETS_MAX) /* room: the least recently used goes */
+			budget_free(bs, budget_oldest(bs));
 		while (n < 2 * (size_t)c->dns_wildcard_budget)
 			n <<= 1;
 		b = calloc(1, sizeof(*b) + n * sizeof(b->slots[0]));
@@ -404,9 +410,8 @@ static bool budget_spend(struct dnsd *d, const char *asker, const char *suffix, 
 		snprintf(b->asker, sizeof(b->asker), "%s", asker);
 		b->nslots = n;
 		b->swept_ms = now;
-		b->next = bs->list;
-		bs->list = b;
-		bs->count++;
+		hmap_insert(&bs->map, &b->node, bh);
+		lru_add(&bs->lru, &b->lru);
 	}
 	b->used_ms = now;
 	mask = b->nslots - 1;

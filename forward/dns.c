@@ -43,19 +43,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "dnstag.h"
+#include "hmap.h"
+#include "lru.h"
 #include "sockaddr.h"
 
 #define DNS_DGRAM_MAX 65535
 #define DNS_BUCKETS 2048 /* a power of two, twice the flows */
 #define DNS_BATCH 64     /* datagrams read per wake-up of one socket */
-
-_Static_assert((DNS_BUCKETS & (DNS_BUCKETS - 1)) == 0, "DNS_BUCKETS is a power of two");
 
 /* The address a client sent to (IP(V6)_PKTINFO): its answer's source. */
 struct dns_local {
@@ -74,8 +73,9 @@ struct dns_flow {
 	socklen_t client_len;
 	struct dns_local local;
 	uint64_t used_ms;              /* loop time of the last datagram either way */
-	struct dns_flow *chain;        /* next in its bucket */
-	struct dns_flow *older, *newer; /* the in-use list, least recently used first */
+	struct hmap_node node;         /* in use: in the relay's table, by flow_hash */
+	struct list_node lru;          /* in use: the relay's LRU order */
+	struct dns_flow *chain;        /* free: the next free one */
 };
 
 struct dns_relay {
@@ -83,68 +83,46 @@ struct dns_relay {
 	struct dns_flow *pool;         /* max of them */
 	size_t max;                    /* flows at most: FWD_DNS_FLOWS_MAX, or half the fds */
 	struct dns_flow *free;         /* free flows, through chain */
-	struct dns_flow *buckets[DNS_BUCKETS];
-	struct dns_flow *oldest, *newest;
-	size_t nflows;
-	uint64_t seed;                 /* random: which clients share a bucket is not known
-	                                  beforehand (a chain is at most max long anyway) */
+	struct hmap flows;             /* the flows in use; SipHash under a random key: which
+	                                  clients share a bucket is not known beforehand */
+	struct lru lru;                /* the flows in use, least recently used last */
 	struct loop_timer sweep;
 	bool said_full;                /* the pool was full once (said once) */
 	unsigned char dgram[DNS_DGRAM_MAX];
 	unsigned char tagged[DNS_DGRAM_MAX + DNSTAG_GROW];
 };
 
-static uint64_t mix(uint64_t h, uint64_t v)
+/* The hash of a flow's key: the listener, the client's address and port, the address it sent to. */
+static uint64_t flow_hash(const struct dns_relay *r, const struct fwd_listener *ln,
+			  const struct sockaddr_storage *client, const struct dns_local *local)
 {
-	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-	h ^= h >> 31;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	return h ^ (h >> 29);
-}
+	unsigned char k[8 + 2 + 2 * sizeof(struct in6_addr)];
+	uint64_t at = (uint64_t)(ln - r->fw->listeners);
+	size_t n = 0;
 
-static uint64_t bytes_mix(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
+	memcpy(k, &at, 8);
+	n = 8;
+	if (client->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)(const void *)client;
 
-	for (size_t i = 0; i < n; i += 8) {
-		uint64_t v = 0;
+		memcpy(k + n, &a->sin_port, 2);
+		memcpy(k + n + 2, &a->sin_addr, sizeof(a->sin_addr));
+		n += 2 + sizeof(a->sin_addr);
+	} else {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)(const void *)client;
 
-		memcpy(&v, b + i, n - i < 8 ? n - i : 8);
-		h = mix(h, v);
+		memcpy(k + n, &a->sin6_port, 2);
+		memcpy(k + n + 2, &a->sin6_addr, sizeof(a->sin6_addr));
+		n += 2 + sizeof(a->sin6_addr);
 	}
-	return h;
-}
-
-/* The address of a as bytes, for hashing (its port is hashed apart). */
-static const void *addr_bytes(const struct sockaddr_storage *a, size_t *n)
-{
-	if (a->ss_family == AF_INET) {
-		*n = sizeof(struct in_addr);
-		return &((const struct sockaddr_in *)(const void *)a)->sin_addr;
+	if (local->family == AF_INET) {
+		memcpy(k + n, &local->pi.v4.ipi_addr, sizeof(local->pi.v4.ipi_addr));
+		n += sizeof(local->pi.v4.ipi_addr);
+	} else if (local->family == AF_INET6) {
+		memcpy(k + n, &local->pi.v6.ipi6_addr, sizeof(local->pi.v6.ipi6_addr));
+		n += sizeof(local->pi.v6.ipi6_addr);
 	}
-	*n = sizeof(struct in6_addr);
-	return &((const struct sockaddr_in6 *)(const void *)a)->sin6_addr;
-}
-
-static uint16_t addr_port(const struct sockaddr_storage *a)
-{
-	return a->ss_family == AF_INET ? ((const struct sockaddr_in *)(const void *)a)->sin_port
-				       : ((const struct sockaddr_in6 *)(const void *)a)->sin6_port;
-}
-
-static size_t bucket_of(const struct dns_relay *r, const struct fwd_listener *ln,
-			const struct sockaddr_storage *client, const struct dns_local *local)
-{
-	size_t n;
-	const void *a = addr_bytes(client, &n);
-	uint64_t h = mix(r->seed, (uint64_t)(ln - r->fw->listeners) << 16 | addr_port(client));
-
-	h = bytes_mix(h, a, n);
-	if (local->family == AF_INET)
-		h = mix(h, local->pi.v4.ipi_addr.s_addr);
-	else if (local->family == AF_INET6)
-		h = bytes_mix(h, &local->pi.v6.ipi6_addr, sizeof(struct in6_addr));
-	return (size_t)(h & (DNS_BUCKETS - 1));
+	return hmap_hash(&r->flows, k, n);
 }
 
 static bool local_same(const struct dns_local *a, const struct dns_local *b)
@@ -159,67 +137,43 @@ static bool local_same(const struct dns_local *a, const struct dns_local *b)
 	return true;
 }
 
-/* --- the in-use list and the buckets ------------------------------------- */
+/* --- the flows in use: the table and the LRU ------------------------------ */
 
-static void lru_unlink(struct dns_relay *r, struct dns_flow *f)
+static struct dns_flow *oldest(const struct dns_relay *r)
 {
-	if (f->older != NULL)
-		f->older->newer = f->newer;
-	else
-		r->oldest = f->newer;
-	if (f->newer != NULL)
-		f->newer->older = f->older;
-	else
-		r->newest = f->older;
-	f->older = f->newer = NULL;
-}
-
-static void lru_push(struct dns_relay *r, struct dns_flow *f)
-{
-	f->older = r->newest;
-	f->newer = NULL;
-	if (r->newest != NULL)
-		r->newest->newer = f;
-	else
-		r->oldest = f;
-	r->newest = f;
+	return list_entry(lru_oldest(&r->lru), struct dns_flow, lru);
 }
 
 static void flow_touch(struct dns_relay *r, struct dns_flow *f)
 {
 	f->used_ms = loop_now(r->fw->loop);
-	if (r->newest != f) {
-		lru_unlink(r, f);
-		lru_push(r, f);
-	}
+	lru_touch(&r->lru, &f->lru);
 }
 
 static void flow_close(struct dns_relay *r, struct dns_flow *f)
 {
-	size_t b = bucket_of(r, f->ln, &f->client, &f->local);
-	struct dns_flow **p = &r->buckets[b];
-
-	while (*p != f)
-		p = &(*p)->chain;
-	*p = f->chain;
-	lru_unlink(r, f);
+	hmap_remove(&r->flows, &f->node);
+	lru_remove(&r->lru, &f->lru);
 	loop_io_close(r->fw->loop, &f->io);
 	f->ln = NULL;
 	f->chain = r->free;
 	r->free = f;
-	r->nflows--;
 }
 
 static struct dns_flow *flow_find(struct dns_relay *r, const struct fwd_listener *ln,
 				  const struct sockaddr_storage *client,
 				  const struct dns_local *local)
 {
-	struct dns_flow *f = r->buckets[bucket_of(r, ln, client, local)];
+	struct hmap_node *n = hmap_find(&r->flows, flow_hash(r, ln, client, local));
 
-	while (f != NULL && !(f->ln == ln && sockaddr_same(&f->client, client) &&
-			      local_same(&f->local, local)))
-		f = f->chain;
-	return f;
+	for (; n != NULL; n = hmap_find_next(n)) {
+		struct dns_flow *f = hmap_entry(n, struct dns_flow, node);
+
+		if (f->ln == ln && sockaddr_same(&f->client, client) &&
+		    local_same(&f->local, local))
+			return f;
+	}
+	return NULL;
 }
 
 /* --- answers: upstream -> client ------------------------------------------ */
@@ -316,7 +270,6 @@ static struct dns_flow *flow_open(struct dns_relay *r, struct fwd_listener *ln,
 				  const struct dns_local *local)
 {
 	struct dns_flow *f;
-	size_t b;
 	int fd;
 
 	if (r->free == NULL) {
@@ -325,12 +278,12 @@ static struct dns_flow *flow_open(struct dns_relay *r, struct fwd_listener *ln,
 					"used gives way to each new one (said once)\n",
 				r->max);
 		r->said_full = true;
-		flow_close(r, r->oldest);
+		flow_close(r, oldest(r));
 	}
 	fd = upstream_socket(r, &ln->upstream);
 	/* out of descriptors: the least recently used flow gives its own */
-	if (fd == -1 && (errno == EMFILE || errno == ENFILE) && r->oldest != NULL) {
-		flow_close(r, r->oldest);
+	if (fd == -1 && (errno == EMFILE || errno == ENFILE) && oldest(r) != NULL) {
+		flow_close(r, oldest(r));
 		fd = upstream_socket(r, &ln->upstream);
 	}
 	if (fd == -1)
@@ -346,11 +299,9 @@ static struct dns_flow *flow_open(struct dns_relay *r, struct fwd_listener *ln,
 	memcpy(&f->client, client, sizeof(f->client));
 	f->client_len = client_len;
 	f->local = *local;
-	b = bucket_of(r, ln, client, local);
-	f->chain = r->buckets[b];
-	r->buckets[b] = f;
-	r->nflows++;
-	lru_push(r, f);
+	f->chain = NULL;
+	hmap_insert(&r->flows, &f->node, flow_hash(r, ln, client, local));
+	lru_add(&r->lru, &f->lru);
 	if (!loop_timer_armed(&r->sweep))
 		loop_timer_set(r->fw->loop, &r->sweep, FWD_DNS_SWEEP_MS, on_sweep, r);
 	return f;
@@ -472,9 +423,9 @@ static void on_sweep(struct loop *l, struct loop_timer *t)
 	struct dns_relay *r = t->arg;
 	uint64_t now = loop_now(l);
 
-	while (r->oldest != NULL && now - r->oldest->used_ms >= FWD_DNS_IDLE_MS)
-		flow_close(r, r->oldest);
-	if (r->nflows > 0)
+	while (oldest(r) != NULL && now - oldest(r)->used_ms >= FWD_DNS_IDLE_MS)
+		flow_close(r, oldest(r));
+	if (r->lru.count > 0)
 		loop_timer_set(l, t, FWD_DNS_SWEEP_MS, on_sweep, r);
 }
 
@@ -541,7 +492,7 @@ int dns_start(struct forwarder *fw)
 	if (r != NULL)
 		r->max = flows_max();
 	if (r == NULL || (r->pool = calloc(r->max, sizeof(*r->pool))) == NULL ||
-	    getrandom(&r->seed, sizeof(r->seed), 0) != (ssize_t)sizeof(r->seed)) {
+	    hmap_init(&r->flows, DNS_BUCKETS, DNS_BUCKETS) == -1) {
 		fprintf(stderr, "sluice-forward: dns: %s\n", strerror(errno));
 		if (r != NULL)
 			free(r->pool);
@@ -569,8 +520,9 @@ void dns_stop(struct forwarder *fw)
 	if (r == NULL)
 		return;
 	loop_timer_cancel(fw->loop, &r->sweep);
-	while (r->oldest != NULL)
-		flow_close(r, r->oldest);
+	while (oldest(r) != NULL)
+		flow_close(r, oldest(r));
+	hmap_release(&r->flows);
 	free(r->pool);
 	r->pool = NULL;
 	free(r);

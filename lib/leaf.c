@@ -1,7 +1,8 @@
 /*
  * leaf.c: the leaf certificates sluice-proxy presents, one per decrypted
  * host, minted from the CA (ca.c) with one key per cache and kept in a
- * bounded LRU cache: a hash table of buckets for finding a host, a list
+ * bounded LRU cache: a table (hmap.h, SipHash under a random key: the
+ * hosts are the client's to choose) for finding a host, an LRU (lru.h)
  * for eviction.
  *
  * It does not load or check the CA (ca.c does, before a cache can be
@@ -11,6 +12,7 @@
 #include "leaf.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,11 +20,12 @@
 
 #include <openssl/err.h>
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
 #include "ca_issue.h"
+#include "hmap.h"
+#include "lru.h"
 
 #define LEAF_DAYS 30
 #define LEAF_BACKDATE 86400             /* a day, but never before the CA's notBefore */
@@ -30,11 +33,10 @@
 #define LEAF_CN_MAX 64                  /* ub-common-name */
 
 struct leaf {
-	struct leaf *hnext;       /* next in the bucket */
-	struct leaf *prev, *next; /* the LRU list, most recently used first */
+	struct hmap_node node;    /* in the cache's table, by host */
+	struct list_node lru;     /* the cache's LRU order */
 	X509 *cert;
 	time_t not_after;
-	uint64_t hash;
 	char host[LEAF_HOST_MAX + 1];
 };
 
@@ -44,11 +46,9 @@ struct leaf_cache {
 	time_t ca_not_before;
 	time_t ca_not_after;
 	EVP_PKEY *key;       /* the one key of every leaf */
-	struct leaf **buckets;
-	size_t nbuckets;     /* a power of two, at least twice max */
-	struct leaf *head, *tail;
-	size_t count, max;
-	uint64_t seed;       /* of the host hash */
+	struct hmap byhost;  /* of the leaves: buckets at least twice max, never grown */
+	struct lru lru;      /* of the leaves, most recently used first */
+	size_t max;
 };
 
 /* --- minting ------------------------------------------------------------------ */
@@ -148,51 +148,9 @@ out_fail:
 
 /* --- the cache --------------------------------------------------------------- */
 
-/* FNV-1a, seeded per cache. Chains stay short because the table is twice max. */
-static uint64_t host_hash(const struct leaf_cache *lc, const char *host, size_t len)
+static struct leaf *leaf_of_lru(struct list_node *n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL ^ lc->seed;
-
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)host[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
-static void lru_unlink(struct leaf_cache *lc, struct leaf *l)
-{
-	if (l->prev != NULL)
-		l->prev->next = l->next;
-	else
-		lc->head = l->next;
-	if (l->next != NULL)
-		l->next->prev = l->prev;
-	else
-		lc->tail = l->prev;
-	l->prev = l->next = NULL;
-}
-
-static void lru_push_front(struct leaf_cache *lc, struct leaf *l)
-{
-	l->prev = NULL;
-	l->next = lc->head;
-	if (lc->head != NULL)
-		lc->head->prev = l;
-	lc->head = l;
-	if (lc->tail == NULL)
-		lc->tail = l;
-}
-
-/* Take l out of its bucket. */
-static void bucket_unlink(struct leaf_cache *lc, struct leaf *l)
-{
-	struct leaf **pp = &lc->buckets[l->hash & (lc->nbuckets - 1)];
-
-	while (*pp != l)
-		pp = &(*pp)->hnext;
-	*pp = l->hnext;
-	l->hnext = NULL;
+	return list_entry(n, struct leaf, lru);
 }
 
 struct leaf_cache *leaf_cache_new(const struct ca *ca, size_t max_entries, const char **err)
@@ -213,17 +171,11 @@ struct leaf_cache *leaf_cache_new(const struct ca *ca, size_t max_entries, const
 		return NULL;
 	}
 	lc->max = max_entries;
-	lc->nbuckets = 1;
-	while (lc->nbuckets < 2 * max_entries)
-		lc->nbuckets *= 2;
-	lc->buckets = calloc(lc->nbuckets, sizeof(*lc->buckets));
-	if (lc->buckets == NULL) {
-		*err = "out of memory";
-		goto out_fail;
-	}
-	if (RAND_bytes((unsigned char *)&lc->seed, sizeof(lc->seed)) != 1) {
-		*err = "no random bytes";
-		goto out_fail;
+	/* SipHash under a random key: the hosts are the client's to choose */
+	if (hmap_init(&lc->byhost, 2 * max_entries, 2 * max_entries) == -1) {
+		*err = errno == ENOMEM ? "out of memory" : "no random bytes";
+		free(lc);
+		return NULL;
 	}
 	lc->key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
 	if (lc->key == NULL) {
@@ -255,7 +207,8 @@ int leaf_get(struct leaf_cache *lc, const char *host, X509 **cert, EVP_PKEY **ke
 	size_t len = strnlen(host, LEAF_HOST_MAX + 1);
 	unsigned char addr[16];
 	time_t now = time(NULL);
-	struct leaf *l, **bucket;
+	struct leaf *l = NULL;
+	struct hmap_node *n;
 	uint64_t h;
 	X509 *x;
 	int af;
@@ -266,17 +219,15 @@ int leaf_get(struct leaf_cache *lc, const char *host, X509 **cert, EVP_PKEY **ke
 	af = host_family(host, len, addr);
 	if (af == -1)
 		return -1;
-	h = host_hash(lc, host, len);
-	bucket = &lc->buckets[h & (lc->nbuckets - 1)];
-	for (l = *bucket; l != NULL; l = l->hnext) {
-		if (l->hash == h && strcmp(l->host, host) == 0)
-			break;
+	h = hmap_hash(&lc->byhost, host, len);
+	for (n = hmap_find(&lc->byhost, h); n != NULL && l == NULL; n = hmap_find_next(n)) {
+		if (strcmp(hmap_entry(n, struct leaf, node)->host, host) == 0)
+			l = hmap_entry(n, struct leaf, node);
 	}
 	/* a leaf cut short by the CA's own notAfter cannot be renewed into a longer one */
 	if (l != NULL && l->not_after > now &&
 	    (l->not_after - now > LEAF_RENEW || l->not_after >= lc->ca_not_after)) {
-		lru_unlink(lc, l);
-		lru_push_front(lc, l);
+		lru_touch(&lc->lru, &l->lru);
 		*cert = l->cert;
 		*key = lc->key;
 		return 0;
@@ -287,15 +238,15 @@ int leaf_get(struct leaf_cache *lc, const char *host, X509 **cert, EVP_PKEY **ke
 		return -1;
 	}
 	if (l != NULL) {
-		/* renewing: the entry stays in its bucket, its certificate changes */
-		lru_unlink(lc, l);
+		/* renewing: the entry stays in the table, its certificate changes */
+		lru_touch(&lc->lru, &l->lru);
 		X509_free(l->cert);
 	} else {
-		if (lc->count == lc->max) {
+		if (lc->lru.count == lc->max) {
 			/* reuse the least recently used entry: nothing can fail after evicting */
-			l = lc->tail;
-			lru_unlink(lc, l);
-			bucket_unlink(lc, l);
+			l = leaf_of_lru(lru_oldest(&lc->lru));
+			lru_remove(&lc->lru, &l->lru);
+			hmap_remove(&lc->byhost, &l->node);
 			X509_free(l->cert);
 			memset(l, 0, sizeof(*l));
 		} else {
@@ -304,16 +255,13 @@ int leaf_get(struct leaf_cache *lc, const char *host, X509 **cert, EVP_PKEY **ke
 				X509_free(x);
 				return -1;
 			}
-			lc->count++;
 		}
 		memcpy(l->host, host, len + 1);
-		l->hash = h;
-		l->hnext = *bucket;
-		*bucket = l;
+		hmap_insert(&lc->byhost, &l->node, h);
+		lru_add(&lc->lru, &l->lru);
 	}
 	l->cert = x;
 	l->not_after = ca_asn1_time(X509_get0_notAfter(x));
-	lru_push_front(lc, l);
 	*cert = x;
 	*key = lc->key;
 	*minted = true;
@@ -322,21 +270,20 @@ int leaf_get(struct leaf_cache *lc, const char *host, X509 **cert, EVP_PKEY **ke
 
 size_t leaf_cache_count(const struct leaf_cache *lc)
 {
-	return lc->count;
+	return lc->lru.count;
 }
 
 void leaf_cache_free(struct leaf_cache *lc)
 {
-	struct leaf *l, *next;
+	struct list_node *n, *next;
 
 	if (lc == NULL)
 		return;
-	for (l = lc->head; l != NULL; l = next) {
-		next = l->next;
-		X509_free(l->cert);
-		free(l);
+	list_foreach_safe(n, next, &lc->lru.list) {
+		X509_free(leaf_of_lru(n)->cert);
+		free(leaf_of_lru(n));
 	}
-	free(lc->buckets);
+	hmap_release(&lc->byhost);
 	EVP_PKEY_free(lc->key);
 	EVP_PKEY_free(lc->ca_key);
 	X509_free(lc->ca_cert);

@@ -21,7 +21,8 @@
  * of its key: the grant's identity (level, pattern, scopes, added time,
  * budget: what a policy reload keeps) and the principal. A reload
  * rebuilding the policy does not reset them; re-adding the grant (a new
- * added time) does. In memory a chained FNV table owned by struct proxy
+ * added time) does. In memory a table (lib/hmap.h: SipHash under a
+ * random key, the principal being the client's to name) owned by struct proxy
  * finds each key's entry and its slot; a slot from an earlier run is
  * taken up by the first request for its key. When every slot is taken,
  * the ones no exchange holds whose window ended or whose grant is gone
@@ -48,7 +49,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BUDGET_BUCKETS 1024 /* a power of two */
+#include "hmap.h"
+
+#define BUDGET_BUCKETS 64    /* at first; doubling as entries come, to BUDGET_MAX */
 #define BUDGET_MAX 8192     /* counts kept, at most */
 #define BUDGET_NET_MAX (BUDGET_MAX / 16) /* of them, one network's principals' */
 #define BUDGET_NET_DIGEST 16 /* bytes of SHA-256 of a network name a slot keeps */
@@ -91,7 +94,7 @@ struct budget_file_v1 {
 };
 
 struct budget_entry {
-	struct budget_entry *next;
+	struct hmap_node node;
 	struct budget_slot *slot; /* its counts */
 	unsigned refs;            /* exchanges counting against it; > 0: it stays */
 	uint64_t max_up;          /* the grant's budget at the last take (0: none) */
@@ -103,22 +106,13 @@ struct budget_entry {
 };
 
 struct budgets {
-	struct budget_entry *bucket[BUDGET_BUCKETS];
+	struct hmap map;          /* of the entries, by key */
 	struct budget_file *file; /* NULL until the first count, or one from before */
 	int fd;                   /* STATE/budgets until then; -1 once mapped */
 	char path[PATH_MAX];
 	int64_t pruned_ms;        /* the last budget_prune */
 	struct budget_entry *owner[BUDGET_MAX]; /* the entry counting in each slot; NULL: none yet */
 };
-
-static size_t budget_hash(const char *key)
-{
-	uint32_t h = 2166136261u;
-
-	for (const unsigned char *p = (const unsigned char *)key; *p != '\0'; p++)
-		h = (h ^ *p) * 16777619u;
-	return h & (BUDGET_BUCKETS - 1);
-}
 
 static int64_t wall_ms(void)
 {
@@ -219,6 +213,9 @@ int budget_init(struct proxy *px)
 	px->budgets = b;
 	if (b == NULL)
 		return -1;
+	b->fd = -1;
+	if (hmap_init(&b->map, BUDGET_BUCKETS, BUDGET_MAX) == -1)
+		return -1;
 	/* opened now, as root; mapped when there are counts: from before, or at the first */
 	b->fd = state_open(px, "budgets", b->path, sizeof(b->path));
 	if (b->fd == -1)
@@ -231,15 +228,13 @@ int budget_init(struct proxy *px)
 void budget_release(struct proxy *px)
 {
 	struct budgets *b = px->budgets;
+	struct hmap_node *n;
 
 	if (b == NULL)
 		return;
-	for (size_t i = 0; i < BUDGET_BUCKETS; i++) {
-		for (struct budget_entry *e = b->bucket[i], *next; e != NULL; e = next) {
-			next = e->next;
-			free(e);
-		}
-	}
+	while ((n = hmap_pop(&b->map)) != NULL)
+		free(hmap_entry(n, struct budget_entry, node));
+	hmap_release(&b->map);
 	if (b->file != NULL)
 		munmap(b->file, sizeof(*b->file));
 	if (b->fd >= 0)
@@ -322,11 +317,7 @@ static void budget_prune(struct proxy *px, int64_t now)
 		    (!window_over(sl, now) && grant_present(d, n, sl->grant)))
 			continue;
 		if (e != NULL) {
-			struct budget_entry **p = &b->bucket[budget_hash(e->key)];
-
-			while (*p != e)
-				p = &(*p)->next;
-			*p = e->next;
+			hmap_remove(&b->map, &e->node);
 			free(e);
 			b->owner[i] = NULL;
 		}
@@ -388,18 +379,20 @@ static struct budget_entry *entry_get(struct proxy *px, const struct grant *g, c
 	char args[HOST_NAME_MAX_LEN + GRANT_SCOPES_MAX * (SCOPE_TEXT_MAX + 8) + 16];
 	unsigned char kd[SHA256_DIGEST_LENGTH];
 	struct budgets *b = px->budgets;
-	struct budget_entry **head, *e;
+	struct budget_entry *e;
+	struct hmap_node *n;
 	struct budget_slot *sl;
 	size_t len, alen;
 	ssize_t i;
+	uint64_t h;
 
 	grant_key(g, gkey, sizeof(gkey));
 	snprintf(key, sizeof(key), "%s\n%s", gkey, who);
 	len = strlen(key);
-	head = &b->bucket[budget_hash(key)];
-	for (e = *head; e != NULL; e = e->next)
-		if (strcmp(e->key, key) == 0)
-			return e;
+	h = hmap_hash(&b->map, key, len);
+	for (n = hmap_find(&b->map, h); n != NULL; n = hmap_find_next(n))
+		if (strcmp(hmap_entry(n, struct budget_entry, node)->key, key) == 0)
+			return hmap_entry(n, struct budget_entry, node);
 	if (b->file == NULL && budget_map(px) == -1)
 		return NULL;
 	digest(key, len, kd);
@@ -437,8 +430,7 @@ static struct budget_entry *entry_get(struct proxy *px, const struct grant *g, c
 	}
 	e->slot = sl;
 	b->owner[i] = e;
-	e->next = *head;
-	*head = e;
+	hmap_insert(&b->map, &e->node, h);
 	return e;
 }
 

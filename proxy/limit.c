@@ -7,7 +7,8 @@
  * behind one forwarder are counted apart). The peer is its address (every
  * sluice-forward on this host dials from a loopback address of its own, so
  * one run's forwarder is never another's client), or for a unix:PATH
- * listener the peer process. Counts live in a chained hash table owned by
+ * listener the peer process. Counts live in a hash table (lib/hmap.h,
+ * SipHash under a random key: a client chooses its stamp) owned by
  * struct proxy; each entry lists the connections it counts, oldest first,
  * so a client at its cap can give up its oldest idle one
  * (limit_idle_oldest) rather than be refused; an entry leaves the table
@@ -20,67 +21,68 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LIMIT_BUCKETS 1024 /* a power of two */
+#include "hmap.h"
+
+#define LIMIT_BUCKETS 64          /* at first; doubling as entries come */
+#define LIMIT_BUCKETS_MAX 65536
 
 struct limit_entry {
-	struct limit_entry *next;
+	struct hmap_node node;
 	unsigned n; /* connections counted here; > 0 while in the table */
 	struct session *first, *last; /* those n, by lim_next, in the order they came */
 	char key[];
 };
 
 struct limits {
-	struct limit_entry *bucket[LIMIT_BUCKETS];
+	struct hmap map;
 };
-
-/* FNV-1a: keys are client addresses and stamp fields, short and few. */
-static size_t limit_hash(const char *key)
-{
-	uint32_t h = 2166136261u;
-
-	for (const unsigned char *p = (const unsigned char *)key; *p != '\0'; p++)
-		h = (h ^ *p) * 16777619u;
-	return h & (LIMIT_BUCKETS - 1);
-}
 
 int limit_init(struct proxy *px)
 {
 	px->limits = calloc(1, sizeof(*px->limits));
-	return px->limits != NULL ? 0 : -1;
+	if (px->limits == NULL)
+		return -1;
+	if (hmap_init(&px->limits->map, LIMIT_BUCKETS, LIMIT_BUCKETS_MAX) == -1) {
+		free(px->limits);
+		px->limits = NULL;
+		return -1;
+	}
+	return 0;
 }
 
 void limit_release(struct proxy *px)
 {
+	struct hmap_node *n;
+
 	if (px->limits == NULL)
 		return;
-	for (size_t i = 0; i < LIMIT_BUCKETS; i++) {
-		for (struct limit_entry *e = px->limits->bucket[i], *next; e != NULL; e = next) {
-			next = e->next;
-			free(e);
-		}
-	}
+	while ((n = hmap_pop(&px->limits->map)) != NULL)
+		free(hmap_entry(n, struct limit_entry, node));
+	hmap_release(&px->limits->map);
 	free(px->limits);
 	px->limits = NULL;
 }
 
-/* key's entry, NULL when none. */
-static struct limit_entry *limit_find(struct proxy *px, const char *key)
+/* The entry of key, whose hash is h; NULL when none. */
+static struct limit_entry *limit_find(struct proxy *px, const char *key, uint64_t h)
 {
-	struct limit_entry *e;
+	struct hmap_node *n = hmap_find(&px->limits->map, h);
 
-	for (e = px->limits->bucket[limit_hash(key)]; e != NULL; e = e->next) {
+	for (; n != NULL; n = hmap_find_next(n)) {
+		struct limit_entry *e = hmap_entry(n, struct limit_entry, node);
+
 		if (strcmp(e->key, key) == 0)
-			break;
+			return e;
 	}
-	return e;
+	return NULL;
 }
 
 struct limit_entry *limit_take(struct proxy *px, const char *key, struct session *s)
 {
-	struct limit_entry **head = &px->limits->bucket[limit_hash(key)];
 	unsigned cap = config_per_client(px->config);
 	size_t len = strlen(key);
-	struct limit_entry *e = limit_find(px, key);
+	uint64_t h = hmap_hash(&px->limits->map, key, len);
+	struct limit_entry *e = limit_find(px, key, h);
 
 	if (e == NULL) {
 		e = malloc(sizeof(*e) + len + 1);
@@ -89,8 +91,7 @@ struct limit_entry *limit_take(struct proxy *px, const char *key, struct session
 		memcpy(e->key, key, len + 1);
 		e->n = 0;
 		e->first = e->last = NULL;
-		e->next = *head;
-		*head = e;
+		hmap_insert(&px->limits->map, &e->node, h);
 	}
 	if (s->limit == e)
 		return e;
@@ -111,7 +112,7 @@ struct limit_entry *limit_take(struct proxy *px, const char *key, struct session
 
 struct session *limit_idle_oldest(struct proxy *px, const char *key)
 {
-	struct limit_entry *e = limit_find(px, key);
+	struct limit_entry *e = limit_find(px, key, hmap_hash(&px->limits->map, key, strlen(key)));
 
 	for (struct session *s = e != NULL ? e->first : NULL; s != NULL; s = s->lim_next)
 		if (session_idle(s))
@@ -121,7 +122,7 @@ struct session *limit_idle_oldest(struct proxy *px, const char *key)
 
 void limit_put(struct proxy *px, struct session *s)
 {
-	struct limit_entry *e = s->limit, **p;
+	struct limit_entry *e = s->limit;
 
 	if (e == NULL)
 		return;
@@ -137,11 +138,6 @@ void limit_put(struct proxy *px, struct session *s)
 	s->lim_next = s->lim_prev = NULL;
 	if (--e->n > 0)
 		return;
-	for (p = &px->limits->bucket[limit_hash(e->key)]; *p != NULL; p = &(*p)->next) {
-		if (*p == e) {
-			*p = e->next;
-			free(e);
-			return;
-		}
-	}
+	hmap_remove(&px->limits->map, &e->node);
+	free(e);
 }

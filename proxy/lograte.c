@@ -58,6 +58,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "hmap.h"
+
 #define SLOTS 512
 #define WINDOW_MS 1000 /* a principal's suppressed rows are told at most once this often */
 #define KEY_MAX (STAMP_AS_MAX + STAMP_NET_MAX + 64)
@@ -97,16 +99,9 @@ struct lograte {
 	char path[PATH_MAX];
 	struct loop_timer timer;   /* armed while a suppression row is due */
 	struct proxy *px;
+	struct hmap_key key;       /* of the slots' hashes (lib/hmap.h's SipHash): keys name
+	                              principals, which clients choose */
 };
-
-static uint64_t key_hash(const char *k)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (; *k != '\0'; k++)
-		h = (h ^ (unsigned char)*k) * 1099511628211ULL;
-	return h;
-}
 
 static uint64_t wall_ms(void)
 {
@@ -194,7 +189,7 @@ static void refill(const struct config *c, struct lograte_slot *sl, uint64_t now
 static struct lograte_slot *slot_for(struct lograte *lr, const char *key, uint64_t now)
 {
 	const struct config *c = lr->px->config;
-	uint64_t h = key_hash(key);
+	uint64_t h = hmap_siphash(&lr->key, key, strlen(key));
 	struct lograte_slot *free_sl = NULL, *old = NULL;
 
 	for (size_t i = 0; i < SLOTS; i++) {
@@ -370,6 +365,9 @@ int lograte_init(struct proxy *px)
 	if (lr == NULL)
 		return -1;
 	lr->px = px;
+	lr->fd = -1;
+	if (hmap_key_init(&lr->key) == -1)
+		return -1;
 	/* opened now, as root; mapped now when there are counts from before, else at the first */
 	lr->fd = state_open(px, "lograte", lr->path, sizeof(lr->path));
 	if (lr->fd == -1)

@@ -32,6 +32,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@
 
 #include "alpn.h"
 #include "ca.h"
+#include "hmap.h"
 #include "leaf.h"
 #include "tlsio.h"
 
@@ -64,6 +66,8 @@ struct resume {
 
 struct tls {
 	struct resume resume[RESUME_SLOTS];
+	struct hmap_key resume_key; /* which slot a host takes: SipHash (hmap.h) under it, since
+	                               clients choose the hosts */
 	struct ca *ca;
 	struct leaf_cache *leaves;
 	SSL_CTX *server;
@@ -175,11 +179,7 @@ static int ssl_idx_key = -1; /* SSL ex_data slot: the upstream's resume key */
 
 static struct resume *resume_slot(struct tls *t, const char *key)
 {
-	uint32_t h = 2166136261u;
-
-	for (const char *p = key; *p != '\0'; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	return &t->resume[h % RESUME_SLOTS];
+	return &t->resume[hmap_siphash(&t->resume_key, key, strlen(key)) % RESUME_SLOTS];
 }
 
 static struct tls *the_tls; /* for the new-session callback */
@@ -233,6 +233,10 @@ static int tls_setup(struct proxy *px, const struct config *c)
 		return -1;
 	px->tls = t;
 	the_tls = t;
+	if (hmap_key_init(&t->resume_key) == -1) {
+		fprintf(stderr, "sluice-proxy: TLS setup: no random bytes: %s\n", strerror(errno));
+		return -1;
+	}
 	t->ca = ca_load(c->state_dir, &err);
 	if (t->ca == NULL) {
 		fprintf(stderr,
