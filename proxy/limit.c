@@ -29,7 +29,7 @@
 struct limit_entry {
 	struct hmap_node node;
 	unsigned n; /* connections counted here; > 0 while in the table */
-	struct session *first, *last; /* those n, by lim_next, in the order they came */
+	struct list sessions; /* those n, by lim, in the order they came */
 	char key[];
 };
 
@@ -90,7 +90,7 @@ struct limit_entry *limit_take(struct proxy *px, const char *key, struct session
 			return NULL;
 		memcpy(e->key, key, len + 1);
 		e->n = 0;
-		e->first = e->last = NULL;
+		memset(&e->sessions, 0, sizeof(e->sessions));
 		hmap_insert(&px->limits->map, &e->node, h);
 	}
 	if (s->limit == e)
@@ -100,13 +100,7 @@ struct limit_entry *limit_take(struct proxy *px, const char *key, struct session
 	limit_put(px, s);
 	e->n++;
 	s->limit = e;
-	s->lim_next = NULL;
-	s->lim_prev = e->last;
-	if (e->last != NULL)
-		e->last->lim_next = s;
-	else
-		e->first = s;
-	e->last = s;
+	list_insert_tail(&e->sessions, &s->lim);
 	return e;
 }
 
@@ -114,9 +108,9 @@ struct session *limit_idle_oldest(struct proxy *px, const char *key)
 {
 	struct limit_entry *e = limit_find(px, key, hmap_hash(&px->limits->map, key, strlen(key)));
 
-	for (struct session *s = e != NULL ? e->first : NULL; s != NULL; s = s->lim_next)
-		if (session_idle(s))
-			return s;
+	for (struct list_node *n = e != NULL ? e->sessions.first : NULL; n != NULL; n = n->next)
+		if (session_idle(list_entry(n, struct session, lim)))
+			return list_entry(n, struct session, lim);
 	return NULL;
 }
 
@@ -126,16 +120,8 @@ void limit_put(struct proxy *px, struct session *s)
 
 	if (e == NULL)
 		return;
-	if (s->lim_prev != NULL)
-		s->lim_prev->lim_next = s->lim_next;
-	else
-		e->first = s->lim_next;
-	if (s->lim_next != NULL)
-		s->lim_next->lim_prev = s->lim_prev;
-	else
-		e->last = s->lim_prev;
+	list_remove(&e->sessions, &s->lim);
 	s->limit = NULL;
-	s->lim_next = s->lim_prev = NULL;
 	if (--e->n > 0)
 		return;
 	hmap_remove(&px->limits->map, &e->node);

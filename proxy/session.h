@@ -35,6 +35,7 @@
 #include "alpn.h"
 #include "proxy.h"
 #include "inject.h"
+#include "list.h"
 #include "scrub.h"
 
 enum sess_state {
@@ -280,7 +281,7 @@ struct session {
 	int cfd;
 	int ufd; /* upstream, kept across keep-alive requests */
 	struct limit_entry *limit; /* what this connection is counted against (limit.c) */
-	struct session *lim_next, *lim_prev; /* the others it counts, in the order they came */
+	struct list_node lim; /* on limit's list of the connections it counts */
 
 	struct loop_io cio;
 	struct buf cin, cout;

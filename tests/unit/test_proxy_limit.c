@@ -80,8 +80,8 @@ static void test_cap(void **state)
 	/* one leaves: a place */
 	limit_put(&fp->px, &s[0]);
 	assert_null(s[0].limit);
-	assert_null(s[0].lim_next);
-	assert_null(s[0].lim_prev);
+	assert_null(s[0].lim.next);
+	assert_null(s[0].lim.prev);
 	limit_put(&fp->px, &s[0]); /* counted nowhere: nothing */
 	assert_ptr_equal(limit_take(&fp->px, "127.0.0.2", &s[3]), s[1].limit);
 	assert_null(limit_take(&fp->px, "127.0.0.2", &s[4]));

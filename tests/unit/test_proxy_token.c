@@ -114,8 +114,10 @@ static struct mint *up(void)
 	snprintf(script, sizeof(script),
 		 "#!/bin/sh\n"
 		 "d=%s\n"
+		 /* the pid whole before the run is recorded: the test reads it once it sees the run */
+		 "if [ -e $d/hang ]; then echo $$ >$d/pid.new; mv $d/pid.new $d/pid; fi\n"
 		 "echo \"$# [$1] [$2] secret=${SLUICE_UNIT_SECRET-unset} path=${PATH:+set}\" >>$d/asked\n"
-		 "if [ -e $d/hang ]; then echo $$ >$d/pid; exec sleep 30; fi\n"
+		 "if [ -e $d/hang ]; then exec sleep 30; fi\n"
 		 "cat $d/answer\n"
 		 "exit $(cat $d/code)\n",
 		 m->dir);
