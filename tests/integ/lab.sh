@@ -718,10 +718,17 @@ LAB_IMAGE=localhost/sluice-lab
 LAB_CTRS=()
 LAB_NETS=()
 
-# lab_image: build $LAB_IMAGE once per machine (cheap when it exists).
+# lab_image: build $LAB_IMAGE once per machine (cheap when it exists); under
+# a lock, since files running at once (tests/integ/run -j) may all want it.
 lab_image() {
 	podman image exists "$LAB_IMAGE" 2>/dev/null && return 0
-	local r
+	local r lock=${SLUICE_TEST_CACHE:-/var/cache/sluice-tests}/lab-image.lock lockfd
+	mkdir -p "${lock%/*}" && exec {lockfd}>"$lock" && flock -w 120 "$lockfd" ||
+		lab_bail "the lock $lock for building $LAB_IMAGE"
+	if podman image exists "$LAB_IMAGE" 2>/dev/null; then
+		exec {lockfd}>&-
+		return 0
+	fi
 	r=$(mktemp -d /tmp/sluice-lab-root.XXXXXX)
 	mkdir -p "$r/usr" "$r/etc" "$r/tmp" "$r/proc" "$r/sys" "$r/dev" "$r/root" "$r/run"
 	ln -s usr/bin "$r/bin"
@@ -734,6 +741,7 @@ lab_image() {
 	tar -C "$r" -cf "$r.tar" . && podman import -q "$r.tar" "$LAB_IMAGE" >/dev/null
 	local rc=$?
 	rm -rf "$r" "$r.tar"
+	exec {lockfd}>&-
 	[ $rc -eq 0 ] || lab_bail "podman import $LAB_IMAGE"
 }
 
