@@ -352,21 +352,38 @@ LAB_EXTRA_NS=()
 # filesystems a test mounted inside LAB_DIR (a small tmpfs, say): unmounted at teardown
 LAB_MOUNTS=()
 
+# lab_ours PID: PID is still this test's: a child of its shell, or a process
+# in one of its namespaces. A lab process that ended long ago left its pid
+# free, and another file running at once (tests/integ/run -j; pid_max may be
+# 32768) may hold it now: that one is not ours to kill.
+lab_ours() {
+	local n ns
+	[ "$(ps -o ppid= -p "$1" 2>/dev/null | tr -d ' ')" = "$$" ] && return 0
+	n=$(stat -L -c %i "/proc/$1/ns/net" 2>/dev/null) || return 1
+	for ns in $HNS $INS "${LAB_EXTRA_NS[@]}"; do
+		[ "$(stat -L -c %i "/run/netns/$ns" 2>/dev/null)" = "$n" ] && return 0
+	done
+	return 1
+}
+
 lab_teardown() {
 	local rc=$?
 	trap - EXIT
 	lab_stop_proxy
 	lab_ctrs_remove
-	local p
+	local p mine=()
 	for p in "${LAB_PIDS[@]}"; do
+		lab_ours "$p" && mine+=("$p")
+	done
+	for p in "${mine[@]}"; do
 		kill "$p" 2>/dev/null
 	done
-	for p in "${LAB_PIDS[@]}"; do
+	for p in "${mine[@]}"; do
 		for _ in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
 			kill -0 "$p" 2>/dev/null || break
 			sleep 0.1
 		done
-		kill -9 "$p" 2>/dev/null
+		lab_ours "$p" && kill -9 "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
 	# anything else still running inside the lab's own namespaces was started by this test
@@ -718,10 +735,17 @@ LAB_IMAGE=localhost/sluice-lab
 LAB_CTRS=()
 LAB_NETS=()
 
-# lab_image: build $LAB_IMAGE once per machine (cheap when it exists).
+# lab_image: build $LAB_IMAGE once per machine (cheap when it exists); under
+# a lock, since files running at once (tests/integ/run -j) may all want it.
 lab_image() {
 	podman image exists "$LAB_IMAGE" 2>/dev/null && return 0
-	local r
+	local r lock=${SLUICE_TEST_CACHE:-/var/cache/sluice-tests}/lab-image.lock lockfd
+	mkdir -p "${lock%/*}" && exec {lockfd}>"$lock" && flock -w 120 "$lockfd" ||
+		lab_bail "the lock $lock for building $LAB_IMAGE"
+	if podman image exists "$LAB_IMAGE" 2>/dev/null; then
+		exec {lockfd}>&-
+		return 0
+	fi
 	r=$(mktemp -d /tmp/sluice-lab-root.XXXXXX)
 	mkdir -p "$r/usr" "$r/etc" "$r/tmp" "$r/proc" "$r/sys" "$r/dev" "$r/root" "$r/run"
 	ln -s usr/bin "$r/bin"
@@ -734,6 +758,7 @@ lab_image() {
 	tar -C "$r" -cf "$r.tar" . && podman import -q "$r.tar" "$LAB_IMAGE" >/dev/null
 	local rc=$?
 	rm -rf "$r" "$r.tar"
+	exec {lockfd}>&-
 	[ $rc -eq 0 ] || lab_bail "podman import $LAB_IMAGE"
 }
 

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (the agent CLIs stream each event within 100 ms of the origin; they are heavy node processes)
 # test_agents.sh: agent profiles, proven with the real CLIs (issue 28, items
 # 10 and 11). `sluice agents` lists and checks the shipped profiles (a bad
 # one is named file:line). Then Claude Code, Codex and Gemini CLI, installed

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (three requests (a python each) must fit in a 2 s budget window)
 # Budgets on grants (issue 14, "Budgets"): an exfiltration brake. A grant
 # with --max-requests N lets each principal it serves make N requests
 # through it (the next is refused 403 budget, with the command that raises

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: group podman (runs containers or snapshots all of the machine's: one such file at a time)
 # The build gate: `sluice build-token new --name NAME` prints a proxy URL
 # with a fresh secret (only its hash is stored); a real `podman build`
 # whose RUN wget goes through the proxy with that URL (a build arg) is

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (30 refusals and another client's request each answered under 1 s)
 # One client cannot starve the others (issue 10, hole 15): connections are
 # capped per client (max-connections-per-client, default a sixteenth of
 # max-connections), counted by the peer address until a stamp names the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: group podman (runs containers or snapshots all of the machine's: one such file at a time)
 # sluice engine snapshot|watch against real podman containers, and sluice log
 # naming rows from those snapshots: the table, --who, --by-host, --refused,
 # --json; a stopped container's address is not its own after the snapshot

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (a re-dial must land between 4.4 and 6.5 s, against a background sleep 4.5)
 # sluice-forward in front of sluice-proxy (same namespace for now; the vm
 # namespace lab with containers is issue 3's): it stamps every connection
 # with the client's address, strips every stamp a client wrote, refuses a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (floods sluice-forward (1000+ flows, RSS bound); a 1 s timeout is checked within 1.8 s)
 # sluice-forward --dns LISTEN=UPSTREAM: the DNS relay for a sandbox namespace
 # with no route out. The forwarder runs in the lab's host namespace ($HNS)
 # with --netns pointing at a namespace that has only loopback ($SNS); its UDP

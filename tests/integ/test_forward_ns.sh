@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (--wait at once is < 0.5 s; its 1 s timeout must end within 1.5 s)
 # sluice-forward following its --netns: the sandbox namespace is deleted and
 # re-created (a sandbox restarted) and the forwarder, still running, listens
 # in the new one; a connection accepted in the old one keeps working.

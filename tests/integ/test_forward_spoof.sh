@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: group podman (runs containers or snapshots all of the machine's: one such file at a time)
 # A cgroup named after a container is not that container. On the vm's --own
 # listener, a non-root user (nobody) with a delegated cgroup subtree makes
 # libpod-<id of a real container> (and a *buildah-*.scope) inside it and

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: group podman (runs containers or snapshots all of the machine's: one such file at a time)
 # Grants scoped to who asked (`sluice allow add GRANT --for WHO`, the
 # config's `allow GRANT for=WHO`): real podman containers in the sandbox lab
 # reach the proxy only through sluice-forward. A grant for one bridged

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (a 2 MB 100-continue POST through the sanitized proxy must take under 1 s)
 # Plain HTTP forwarding: real clients, origin-form, framing, keep-alive,
 # pipelining, hop-by-hop headers, Expect: 100-continue, HEAD/204/304.
 source "$(dirname "$0")/lab.sh"

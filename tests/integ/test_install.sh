@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: group podman (runs containers or snapshots all of the machine's: one such file at a time)
 # sluice install. It renders the units into the directory it names, and
 # each passes `systemd-analyze verify` (with --prefix pointing at this
 # build), while a unit with a missing binary or an unknown directive fails

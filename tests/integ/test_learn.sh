@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: group podman (runs containers or snapshots all of the machine's: one such file at a time)
 # The learn window (`sluice allow enforce learn --for D`, `sluice allow
 # learn`): a real bridged podman container in the sandbox lab and an
 # unattributed client. While the window is open the proxy refuses nothing

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (six requests beside a trickler each answered under 1 s)
 # Timeouts and limits: a trickling head gets 408 while others are served,
 # silent upstream 504, refused upstream 502, unanswered connect 504, a
 # thousand idle clients, max-connections 503.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (floods the proxy with thousands of refused h2 streams; rows written per second are bounded)
 # Issue 27, item 5: one connection must not wipe the log's history. An
 # HTTP/2 client that opens streams past the cap before it acknowledged our
 # SETTINGS gets a too-many-streams refusal per stream; each was a row, so a

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (floods the proxy from 40 addresses; rows written per second are bounded)
 # An unattributed client's refusal rows spend the budget of a coarse unit of
 # addresses, not of its one address: all of loopback (127.0.0.0/8 and ::1)
 # is one, else an IPv4 /24 or an IPv6 /64. Keyed by address, a client on

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (a 1 s dns-timeout is checked within 1.6 s, a SERVFAIL at once under 0.5 s)
 # sluice-dns against real unbound (plain and DNS over TLS) with real clients
 # (dig, kdig, python's getaddrinfo, curl through sluice-proxy): only names
 # the policy could allow are answered, HTTPS/TXT get NODATA without asking

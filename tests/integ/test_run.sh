@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (a whole sluice run (namespace, walls, forwarder) must end within 2.5 s)
 # test_run.sh: `sluice run` puts real programs behind sluice. In the lab's
 # host namespace (the operator's machine: proxy, sluice-dns; origins and
 # unbound in inet), each run makes a namespace with no route, the walls in
@@ -238,7 +239,7 @@ expect_eq "... and no container or network of the run is left" "" "$(podman_left
 expect_eq "... nor anything else" "" "$(run_leftovers)"
 
 # ---------------------------------------------------------------- SIGTERM, SIGKILL
-run_bg 10 -- sh -c 'echo started; exec sleep 30'
+run_bg 10 -- sh -c "echo started; exec sleep 30.$$"
 expect_eq "while it runs: its namespace holds the sandbox and guard walls" \
 	"table inet sluice_guard_$RUN_BASE table inet sluice_sandbox_$RUN_BASE" \
 	"$(ip netns exec "$name" nft list tables 2>&1 | sort | tr '\n' ' ' | sed 's/ $//')"
@@ -251,7 +252,7 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 expect_eq "SIGTERM: the run passes it on and exits with CMD's status" 143 "$code"
 expect_lt "... promptly (ms)" 3000 "$ms"
 expect_eq "... leaving no namespace, record or forwarder" "" "$(run_leftovers)"
-expect_eq "... and no process of CMD's" "" "$(pgrep -x sleep -a | grep 'sleep 30' | tr '\n' ' ')"
+expect_eq "... and no process of CMD's" "" "$(pgrep -x sleep -a | grep -F "sleep 30.$$" | tr '\n' ' ')"
 
 run_bg 20 "${IMG_OPTS[@]}" -- sh -c 'echo started; exec sleep 32'
 expect_eq "a container run is up, its container named after it" "$name" \
@@ -263,13 +264,13 @@ expect_re "SIGTERM to a container run: it ends (podman passes the signal on)" '^
 expect_eq "... leaving no container or network" "" "$(podman_left "$name")"
 expect_eq "... nor namespace, record or forwarder" "" "$(run_leftovers)"
 
-run_bg 10 -- sh -c 'echo started; exec sleep 31'
+run_bg 10 -- sh -c "echo started; exec sleep 31.$$"
 kill -KILL $rpid
 wait $rpid 2>/dev/null
-no_sleep31() { ! pgrep -x sleep -a | grep -q 'sleep 31'; }
+no_sleep31() { ! pgrep -x sleep -a | grep -qF "sleep 31.$$"; }
 wait_until 5 no_sleep31 &&
 	ok "SIGKILL: CMD dies with the run's init" ||
-	not_ok "SIGKILL: CMD dies with the run's init" "$(pgrep -af 'sleep 31')"
+	not_ok "SIGKILL: CMD dies with the run's init" "$(pgrep -af "sleep 31.$$")"
 wait_until 5 no_forwarder "$name" &&
 	ok "SIGKILL: the forwarder stops with the run" ||
 	not_ok "SIGKILL: the forwarder stops with the run" "$(pgrep -af sluice-forward)"

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (floods a run's forwarder and the proxy; the operator must be served within 1 s meanwhile)
 # test_run_hostile.sh: `sluice run` against a CMD that wants out, and an
 # operator whose machine it runs on. Set up like test_run.sh (the lab's
 # host namespace stands for the operator's machine: proxy, sluice-dns;

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (counts the 1000 refusals once the first suppressed row is out: a flood slowed by load spreads them over more windows)
 # test_run_principal.sh: a sandbox does not choose its own principal
 # (issue 27, item 3). Inside a run every connection is one principal,
 # whatever loopback address CMD binds: the run's forwarder stamps one fixed

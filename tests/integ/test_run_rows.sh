@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: group podman (runs containers or snapshots all of the machine's: one such file at a time)
 # test_run_rows.sh: a run's own output and rows (issue 28, items 2-4).
 #   - nothing of sluice's goes to CMD's stdout: on a fresh STATE (the CA
 #     and stamp key made by the run, the daemons started for it) CMD's

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: group podman (runs containers or snapshots all of the machine's: one such file at a time)
 # test_run_trust.sh: inside `sluice run` every common tool trusts sluice's
 # CA by its own defaults, with no flag (issue 28, item 6). The run's
 # system trust store holds the machine's roots and sluice's CA (the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: group podman (runs containers or snapshots all of the machine's: one such file at a time)
 # The sandbox lab: real podman containers in a "vm" namespace reach the proxy
 # only through sluice-forward. Bridged containers get rows with their own
 # addresses (and, through engine snapshots, their names); a --network host

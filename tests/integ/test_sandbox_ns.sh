@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: group podman (runs containers or snapshots all of the machine's: one such file at a time)
 # The forwarder follows a namespace that is removed and created again (as a
 # rootless engine's network namespace is when its last container stops and
 # the next one starts). Each of 12 times: the namespace is deleted and made

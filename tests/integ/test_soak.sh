@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: alone (a load test itself (kill -9 under traffic); a refusal at once is < 0.5 s)
 # Nothing answered is lost, under kill -9 (issue 10, item 12). A bounded soak
 # (about 60 s): mixed traffic from several client loops (plain GETs, CONNECT
 # passthrough tunnels with TLS to the origin inside, intercepted HTTPS, refusals), each

@@ -1,4 +1,5 @@
 #!/bin/bash
+# integ: group podman (runs containers or snapshots all of the machine's: one such file at a time)
 # The sandbox uid wall against a real container: in the lab's vm namespace
 # (--netns), a --network host podman container running as subuid 100005 is
 # refused at once going directly to an origin, yet reaches the proxy on the
