@@ -266,9 +266,9 @@ static void dial_checked(struct session *s, const struct sockaddr_storage *addrs
 			return;
 		}
 		if (is_own_listener(s->px, ss)) {
-			session_refuse(s, 403, "own-address", "destination_ip_prohibited",
-				       "%s port %u is sluice-proxy itself", s->x->t.host.name,
-				       s->x->t.port);
+			exchange_refusef(s->x, 403, "own-address", "destination_ip_prohibited",
+					 "%s port %u is sluice-proxy itself", s->x->t.host.name,
+					 s->x->t.port);
 			return;
 		}
 	}
@@ -303,8 +303,8 @@ static void on_resolved(void *arg, int status, const struct sockaddr_storage *ad
 	s->q = NULL;
 	s->x->dns_ms = loop_clock_ms() - s->t_phase;
 	if (status != 0) {
-		session_refuse(s, 502, "dns-failed", "dns_error", "could not resolve %s: %s",
-			       s->x->t.host.name, error ? error : "no answer");
+		exchange_refusef(s->x, 502, "dns-failed", "dns_error", "could not resolve %s: %s",
+				 s->x->t.host.name, error ? error : "no answer");
 		session_pump(s);
 		return;
 	}

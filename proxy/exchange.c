@@ -103,7 +103,7 @@ static int request_begin(struct exchange *x, const struct http_request *req)
 	if (ua >= 0)
 		copy_capped(x->ua, sizeof(x->ua), &x->ua_len, req->headers[ua].value,
 			    req->headers[ua].value_len);
-	if (s->nreq == 1 && session_stamp_first_head(s, req) == -1)
+	if (s->nreq == 1 && session_stamp_first_head(x, req) == -1)
 		return -1;
 	x->client_close = req->close || req->minor == 0;
 	return 0;

@@ -198,6 +198,22 @@ static bool try_replay(struct exchange *x)
 	return true;
 }
 
+void h1_refuse_head(struct session *s, int status, const char *reason, const char *proxy_status,
+		    const char *fmt, ...)
+{
+	struct refusal ref = { .status = status, .reason = reason, .proxy_status = proxy_status };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
+	va_end(ap);
+	if (s->x == NULL && exchange_new(s) == -1) {
+		session_close(s, "out of memory");
+		return;
+	}
+	exchange_refuse(s->x, &ref);
+}
+
 void h1_head(struct session *s)
 {
 	struct http_header hdrs[HEADERS_MAX];
@@ -234,18 +250,18 @@ void h1_head(struct session *s)
 			if (n == -1) {
 				switch (req.error) {
 				case HTTP_E_TOO_MANY:
-					session_refuse(s, 431, "too-many-headers",
+					h1_refuse_head(s, 431, "too-many-headers",
 						       "http_request_error",
 						       "more than %d header lines", HEADERS_MAX);
 					break;
 				case HTTP_E_TOO_LARGE:
-					session_refuse(s, 431, "head-too-large",
+					h1_refuse_head(s, 431, "head-too-large",
 						       "http_request_error",
 						       "request head over %d bytes; nothing was sent",
 						       HEAD_MAX);
 					break;
 				default:
-					session_refuse(s, 400, "malformed", "http_request_error",
+					h1_refuse_head(s, 400, "malformed", "http_request_error",
 						       "malformed request head (%s); nothing was sent",
 						       req.error == HTTP_E_FRAMING  ? "ambiguous body framing"
 						       : req.error == HTTP_E_METHOD ? "bad method"

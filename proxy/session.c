@@ -211,35 +211,6 @@ void session_enter_drain(struct session *s)
 }
 
 /*
- * Refuse what is in flight on s, as its codec says it (exchange_refuse):
- * HTTP/1.1's request, begun here when none is (a head that timed out or
- * came malformed). An HTTP/2 connection has none outside its streams:
- * nothing is answered.
- */
-void session_refuse(struct session *s, int status, const char *reason,
-			   const char *proxy_status, const char *fmt, ...)
-{
-	struct refusal ref = { .status = status, .reason = reason, .proxy_status = proxy_status };
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
-	va_end(ap);
-	session_refuse_with(s, &ref);
-}
-
-void session_refuse_with(struct session *s, const struct refusal *ref)
-{
-	if (s->x == NULL && s->codec == &h2_codec)
-		return;
-	if (s->x == NULL && exchange_new(s) == -1) {
-		session_close(s, "out of memory");
-		return;
-	}
-	exchange_refuse(s->x, ref);
-}
-
-/*
  * A tunnel whose 200 went out already is refused (a passthrough
  * ClientHello that fails its check, its budget spent): the row at once,
  * counting what moved, then what cout holds (a TLS alert, say) goes out

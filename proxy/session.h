@@ -380,7 +380,7 @@ static inline bool session_would_block(void)
 void session_step_tunnel(struct session *s);
 void session_step_drain(struct session *s);
 int session_stamp_keep(struct session *s, const struct stamp *st);
-int session_stamp_first_head(struct session *s, const struct http_request *req);
+int session_stamp_first_head(struct exchange *x, const struct http_request *req);
 bool session_log(struct session *s); /* s->x's row (exchange_log); false: none written */
 /*
  * x's row of s as it stands now (its bytes and time so far) into *row; st
@@ -389,15 +389,6 @@ bool session_log(struct session *s); /* s->x's row (exchange_log); false: none w
 void session_row(const struct session *s, const struct exchange *x, struct netlog_row *row,
 		 struct stamp *st, char *who, size_t size);
 void session_abort(struct session *s, const char *why);
-/*
- * Refuse what is in flight on s as its codec says it (exchange_refuse):
- * under HTTP/1.1 the request, begun when none is (a head timed out or
- * malformed); under HTTP/2 nothing outside a stream is answered.
- */
-void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
-		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* The same with the refusal made by the caller (a grantable one carries its id). */
-void session_refuse_with(struct session *s, const struct refusal *ref);
 /* refuse.c: refuse a request as the policy's verdict v says, with the hint that grants it. */
 void refuse_verdict(struct exchange *x, const struct verdict *v);
 /* a refused client given the page must finish its TLS handshake this soon after the 200 */
@@ -519,6 +510,13 @@ void exchange_body_refuse(struct exchange *x, uint64_t declared);
 /* h1.c: HTTP/1.1's codec */
 void h1_head(struct session *s); /* SS_HEAD's step: a head read, run through its phases */
 void h1_http(struct session *s); /* SS_HTTP's step: the bodies and the response relayed */
+/*
+ * Refuse the head being read on s (one that timed out or came malformed):
+ * the exchange its row needs is begun when none is, then refused as s's
+ * codec says it (exchange_refuse).
+ */
+void h1_refuse_head(struct session *s, int status, const char *reason, const char *proxy_status,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
 /* budget.c (the table's side is in proxy.h) */
 /*

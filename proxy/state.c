@@ -158,7 +158,7 @@ static uint64_t due_drain(const struct session *s, const struct config *c)
 static void late_head(struct session *s, const struct config *c)
 {
 	if (buf_len(&s->cin) > 0)
-		session_refuse(s, 408, "head-timeout", "http_request_error",
+		h1_refuse_head(s, 408, "head-timeout", "http_request_error",
 			       "request head not complete within %u s", c->head_timeout_ms / 1000);
 	else
 		session_close(s, NULL);
@@ -166,8 +166,8 @@ static void late_head(struct session *s, const struct config *c)
 
 static void late_resolve(struct session *s, const struct config *c)
 {
-	session_refuse(s, 504, "dns-timeout", "dns_timeout", "resolving %s took over %u s",
-		       s->x->t.host.name, c->connect_timeout_ms / 1000);
+	exchange_refusef(s->x, 504, "dns-timeout", "dns_timeout", "resolving %s took over %u s",
+			 s->x->t.host.name, c->connect_timeout_ms / 1000);
 }
 
 static void late_connect(struct session *s, const struct config *c)
@@ -181,17 +181,17 @@ static void late_connect(struct session *s, const struct config *c)
 		return;
 	}
 	s->x->dialed[0] = '\0';
-	session_refuse(s, 504, "connect-timeout", "connection_timeout",
-		       "%s port %u did not answer within %u s", s->x->t.host.name, s->x->t.port,
-		       c->connect_timeout_ms / 1000);
+	exchange_refusef(s->x, 504, "connect-timeout", "connection_timeout",
+			 "%s port %u did not answer within %u s", s->x->t.host.name, s->x->t.port,
+			 c->connect_timeout_ms / 1000);
 }
 
 static void late_http(struct session *s, const struct config *c)
 {
 	if (!s->x->resp_head && !s->x->resp_started) {
-		session_refuse(s, 504, "upstream-timeout", "http_response_timeout",
-			       "%s sent no response within %u s", s->x->t.host.name,
-			       c->response_timeout_ms / 1000);
+		exchange_refusef(s->x, 504, "upstream-timeout", "http_response_timeout",
+				 "%s sent no response within %u s", s->x->t.host.name,
+				 c->response_timeout_ms / 1000);
 		return;
 	}
 	session_close(s, "idle timeout");
@@ -228,17 +228,17 @@ static void late_tls_accept(struct session *s, const struct config *c)
 
 static void late_tls_connect(struct session *s, const struct config *c)
 {
-	session_refuse(s, 504, "connect-timeout", "connection_timeout",
-		       "TLS handshake with %s not complete within %u s", s->x->t.host.name,
-		       c->connect_timeout_ms / 1000);
+	exchange_refusef(s->x, 504, "connect-timeout", "connection_timeout",
+			 "TLS handshake with %s not complete within %u s", s->x->t.host.name,
+			 c->connect_timeout_ms / 1000);
 }
 
 static void late_token(struct session *s, const struct config *c)
 {
 	/* token.c fails the run first; this is the backstop */
 	s->token = NULL;
-	session_refuse(s, 504, "inject-failed", "http_request_error",
-		       "no token within %u s; the request was not sent", TOKEN_WAIT_MS / 1000);
+	exchange_refusef(s->x, 504, "inject-failed", "http_request_error",
+			 "no token within %u s; the request was not sent", TOKEN_WAIT_MS / 1000);
 }
 
 static uint64_t due_idle(const struct session *s, const struct config *c)

@@ -560,8 +560,8 @@ int tls_connect_begin(struct session *s)
 	session_enter(s, SS_TLS_CONNECT);
 	return 0;
 fail:
-	session_refuse(s, 502, "upstream-tls", "tls_protocol_error", "TLS to %s: %s", h->name,
-		       tls_error_text());
+	exchange_refusef(s->x, 502, "upstream-tls", "tls_protocol_error", "TLS to %s: %s", h->name,
+			 tls_error_text());
 	return -1;
 }
 
