@@ -59,7 +59,7 @@ static enum phase_rc phase_tunnel(struct exchange *x, const struct http_request 
 	if (!x->raw_tunnel && tls_intercepts(s->px, &x->t.host, x->t.port))
 		session_intercept_begin(s);
 	else
-		dial_start(s);
+		dial_start(x);
 	return PHASE_DONE;
 }
 
@@ -130,7 +130,7 @@ static enum phase_rc phase_send(struct exchange *x, const struct http_request *r
 		 * out; a bodiless idempotent request is then re-sent once on a new
 		 * connection to the same checked address, as browsers do.
 		 */
-		dial_reuse(s);
+		dial_reuse(x);
 		buf_release(&s->replay);
 		x->replayable = x->req_done && req->method != HTTP_POST &&
 				req->method != HTTP_PATCH &&
@@ -139,7 +139,7 @@ static enum phase_rc phase_send(struct exchange *x, const struct http_request *r
 		session_enter(s, SS_HTTP);
 		return PHASE_DONE;
 	}
-	dial_start(s);
+	dial_start(x);
 	return PHASE_DONE;
 }
 
@@ -194,7 +194,7 @@ static bool try_replay(struct exchange *x)
 		return false;
 	buf_release(&s->replay);
 	x->dial_errno = 0;
-	dial_next(s);
+	dial_next(x);
 	return true;
 }
 
@@ -714,13 +714,13 @@ static void h1_refuse(struct exchange *x, const struct refusal *ref)
 	 * refusal inside its TLS (refuse.c), unless the row was not written
 	 * (a principal past its refusal-row budget gets the plain 403).
 	 */
-	page = refuse_page_wanted(s, ref);
+	page = refuse_page_wanted(x, ref);
 	if (page)
 		x->status = ref->status;
 	/* cout holds at most the unsent tail of an earlier response: keep it, append */
 	else if (!x->resp_started && refuse_write(&s->cout, ref) == 0)
 		x->status = ref->status;
-	if (session_log(s) && page && refuse_page_begin(s, ref) == 0)
+	if (session_log(s) && page && refuse_page_begin(x, ref) == 0)
 		return;
 	if (page && !s->closed)
 		refuse_write(&s->cout, ref);

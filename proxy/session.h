@@ -394,18 +394,18 @@ void refuse_verdict(struct exchange *x, const struct verdict *v);
 /* a refused client given the page must finish its TLS handshake this soon after the 200 */
 #define REFUSE_PAGE_HELLO_MS 2000
 /*
- * Whether refusal r of the CONNECT in flight is to be answered inside the
+ * Whether refusal r of x, a CONNECT, is to be answered inside the
  * client's TLS (refuse-page on): a 403 of a CONNECT to a name sluice may
  * intercept, nothing of it answered yet.
  */
-bool refuse_page_wanted(const struct session *s, const struct refusal *r);
+bool refuse_page_wanted(const struct exchange *x, const struct refusal *r);
 /*
- * Its row written: answer 200 and complete the client's TLS with a leaf
+ * x's row written: answer 200 and complete the client's TLS with a leaf
  * for the name (tls.c, HTTP/1.1 only); its first request is answered with
  * r (refuse_page_answer). Returns 0, or -1 when it cannot be (bytes after
  * the CONNECT head, no memory): the caller sends the plain refusal.
  */
-int refuse_page_begin(struct session *s, const struct refusal *r);
+int refuse_page_begin(struct exchange *x, const struct refusal *r);
 /*
  * The request inside (req; NULL when none came whole: a timeout, a
  * malformed head) is answered with the page's refusal, then the close.
@@ -613,7 +613,7 @@ void inject_body_eof(struct exchange *x);
 /* tls.c */
 void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len);
 void tls_step_accept(struct session *s);
-int tls_connect_begin(struct session *s);
+int tls_connect_begin(struct exchange *x);
 void tls_step_connect(struct session *s);
 void tls_session_free(struct session *s);
 void tls_upstream_free(struct session *s);
@@ -652,9 +652,9 @@ void h2_end(struct session *s, const char *why); /* the close: every open stream
 void h2_release(struct session *s);               /* ... and later, outside nghttp2: the rest */
 
 /* dial.c */
-void dial_start(struct session *s);
-void dial_next(struct session *s);
-void dial_connected(struct session *s, uint32_t events);
+void dial_start(struct exchange *x);
+void dial_next(struct exchange *x);
+void dial_connected(struct exchange *x, uint32_t events);
 void dial_close(struct session *s);
 void dial_close_fd(struct session *s);
 bool dial_up_is(const struct upstream *u, const struct target *t);
@@ -662,7 +662,7 @@ void dial_up_target(const struct upstream *u, struct target *t);
 void dial_up_format(const struct upstream *u, char *buf, size_t size);
 void dial_up_judge(const struct policy *p, const struct upstream *u, const struct host *h,
 		   struct verdict *v);
-void dial_reuse(struct session *s);
+void dial_reuse(struct exchange *x);
 const void *dial_addr_bytes(const struct sockaddr_storage *ss);
 void dial_refuse_address(struct exchange *x, int family, const void *addr,
 			 const struct verdict *v);
