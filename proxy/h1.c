@@ -198,8 +198,14 @@ static bool try_replay(struct exchange *x)
 	return true;
 }
 
-void h1_refuse_head(struct session *s, int status, const char *reason, const char *proxy_status,
-		    const char *fmt, ...)
+/*
+ * Refuse the head being read on s (one that timed out or came malformed):
+ * the exchange its row needs is begun when none is, then refused as s's
+ * codec says it (exchange_refuse).
+ */
+static __attribute__((format(printf, 5, 6))) void
+refuse_head(struct session *s, int status, const char *reason, const char *proxy_status,
+	    const char *fmt, ...)
 {
 	struct refusal ref = { .status = status, .reason = reason, .proxy_status = proxy_status };
 	va_list ap;
@@ -212,6 +218,15 @@ void h1_refuse_head(struct session *s, int status, const char *reason, const cha
 		return;
 	}
 	exchange_refuse(s->x, &ref);
+}
+
+void h1_late_head(struct session *s, const struct config *c)
+{
+	if (buf_len(&s->cin) > 0)
+		refuse_head(s, 408, "head-timeout", "http_request_error",
+			    "request head not complete within %u s", c->head_timeout_ms / 1000);
+	else
+		session_close(s, NULL);
 }
 
 void h1_head(struct session *s)
@@ -250,26 +265,26 @@ void h1_head(struct session *s)
 			if (n == -1) {
 				switch (req.error) {
 				case HTTP_E_TOO_MANY:
-					h1_refuse_head(s, 431, "too-many-headers",
-						       "http_request_error",
-						       "more than %d header lines", HEADERS_MAX);
+					refuse_head(s, 431, "too-many-headers",
+						    "http_request_error",
+						    "more than %d header lines", HEADERS_MAX);
 					break;
 				case HTTP_E_TOO_LARGE:
-					h1_refuse_head(s, 431, "head-too-large",
-						       "http_request_error",
-						       "request head over %d bytes; nothing was sent",
-						       HEAD_MAX);
+					refuse_head(s, 431, "head-too-large",
+						    "http_request_error",
+						    "request head over %d bytes; nothing was sent",
+						    HEAD_MAX);
 					break;
 				default:
-					h1_refuse_head(s, 400, "malformed", "http_request_error",
-						       "malformed request head (%s); nothing was sent",
-						       req.error == HTTP_E_FRAMING  ? "ambiguous body framing"
-						       : req.error == HTTP_E_METHOD ? "bad method"
-						       : req.error == HTTP_E_VERSION ? "bad version"
-						       : req.error == HTTP_E_USERINFO
-							       ? "userinfo in target"
-						       : req.error == HTTP_E_ZONE_ID ? "IPv6 zone id"
-										     : "syntax");
+					refuse_head(s, 400, "malformed", "http_request_error",
+						    "malformed request head (%s); nothing was sent",
+						    req.error == HTTP_E_FRAMING  ? "ambiguous body framing"
+						    : req.error == HTTP_E_METHOD ? "bad method"
+						    : req.error == HTTP_E_VERSION ? "bad version"
+						    : req.error == HTTP_E_USERINFO
+							    ? "userinfo in target"
+						    : req.error == HTTP_E_ZONE_ID ? "IPv6 zone id"
+										  : "syntax");
 				}
 				return;
 			}

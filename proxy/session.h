@@ -380,14 +380,9 @@ static inline bool session_would_block(void)
 void session_step_tunnel(struct session *s);
 void session_step_drain(struct session *s);
 int session_stamp_keep(struct session *s, const struct stamp *st);
+void session_stamp_expand(const struct sess_stamp *k, struct stamp *st); /* as a row takes it */
 int session_stamp_first_head(struct exchange *x, const struct http_request *req);
 bool session_log(struct session *s); /* s->x's row (exchange_log); false: none written */
-/*
- * x's row of s as it stands now (its bytes and time so far) into *row; st
- * and who (SESSION_WHO_MAX bytes) hold its stamp and principal.
- */
-void session_row(const struct session *s, const struct exchange *x, struct netlog_row *row,
-		 struct stamp *st, char *who, size_t size);
 void session_abort(struct session *s, const char *why);
 /* refuse.c: refuse a request as the policy's verdict v says, with the hint that grants it. */
 void refuse_verdict(struct exchange *x, const struct verdict *v);
@@ -489,6 +484,13 @@ void exchange_free(struct session *s); /* s->x, its row written, goes (an idle c
  * charge. Returns 0, or -1 refused (or the connection closed).
  */
 int exchange_start(struct exchange *x, const struct http_request *req);
+/*
+ * x's row as it stands now (its bytes and time so far, its connection's
+ * stamp and principal) into *row; st and who (SESSION_WHO_MAX bytes) hold
+ * its stamp and principal.
+ */
+void exchange_row(const struct exchange *x, struct netlog_row *row, struct stamp *st, char *who,
+		  size_t size);
 /* The host's body cap; a declared length over it is refused (413). Returns 0 or -1. */
 int exchange_capped(struct exchange *x, const struct http_request *req);
 /*
@@ -511,21 +513,21 @@ void exchange_body_refuse(struct exchange *x, uint64_t declared);
 void h1_head(struct session *s); /* SS_HEAD's step: a head read, run through its phases */
 void h1_http(struct session *s); /* SS_HTTP's step: the bodies and the response relayed */
 /*
- * Refuse the head being read on s (one that timed out or came malformed):
- * the exchange its row needs is begun when none is, then refused as s's
- * codec says it (exchange_refuse).
+ * SS_HEAD's timeout: a head partly read is refused 408 (its exchange begun
+ * for the row), else the connection closes.
  */
-void h1_refuse_head(struct session *s, int status, const char *reason, const char *proxy_status,
-		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void h1_late_head(struct session *s, const struct config *c);
 
 /* budget.c (the table's side is in proxy.h) */
 /*
  * The grant g that allowed x has a budget: the request counts against
- * its principal's (session_spender), unless that is spent or its declared
- * body would pass it: 403 budget, or in a mode that refuses nothing the
- * row says it would have been. Returns 0 go on, -1 refused.
+ * its principal's (session_spender), its head (head_up bytes as it goes
+ * upstream) against max-up, unless that is spent or its declared body
+ * would pass it: 403 budget, or in a mode that refuses nothing the row
+ * says it would have been. Returns 0 go on, -1 refused.
  */
-int budget_request(struct exchange *x, const struct http_request *req, const struct grant *g);
+int budget_request(struct exchange *x, const struct http_request *req, uint64_t head_up,
+		   const struct grant *g);
 /*
  * x has taken `taken` bytes from its client to go up (since it began; up,
  * where bytes go up as they are read): those not spent yet are spent

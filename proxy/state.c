@@ -155,15 +155,6 @@ static uint64_t due_drain(const struct session *s, const struct config *c)
 	return s->active_ms + LINGER_MS;
 }
 
-static void late_head(struct session *s, const struct config *c)
-{
-	if (buf_len(&s->cin) > 0)
-		h1_refuse_head(s, 408, "head-timeout", "http_request_error",
-			       "request head not complete within %u s", c->head_timeout_ms / 1000);
-	else
-		session_close(s, NULL);
-}
-
 /* The request's own timeouts (a state's request_late): x waited too long. */
 static void late_resolve(struct exchange *x, const struct config *c)
 {
@@ -282,7 +273,7 @@ static const struct state_def {
 } states[] = {
 	[SS_HEAD] = { "head", "a request head from the client",
 		      "408 if part of a head came, else close (head- or idle-timeout)",
-		      h1_head, in_head, ask_head, due_head, late_head },
+		      h1_head, in_head, ask_head, due_head, h1_late_head },
 	[SS_RESOLVE] = { "resolve", "the resolver's answer", "504 dns-timeout (connect-timeout)",
 			 NULL, in_none, ask_none, due_connect, NULL, late_resolve },
 	[SS_CONNECT] = { "connect", "the upstream's TCP connect",
