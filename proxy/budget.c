@@ -542,19 +542,21 @@ void budget_put(struct budget_entry *e)
 
 /*
  * The grant g that allowed the request has a budget: the request counts
- * against the principal's, its head's bytes (head_up_size) against max-up,
+ * against the principal's, its head's bytes upstream (head_up, as
+ * head_up_size has them) against max-up,
  * unless it is spent (or the head and its declared body would pass it): 403
  * budget, or in a mode that refuses nothing the row says it would have
  * been. Returns 0 go on, -1 refused.
  */
-int budget_request(struct exchange *x, const struct http_request *req, const struct grant *g)
+int budget_request(struct exchange *x, const struct http_request *req, uint64_t head_up,
+		   const struct grant *g)
 {
 	struct session *s = x->conn;
 	char who[SESSION_WHO_MAX], why[sizeof(((struct refusal *)0)->detail)];
 	uint64_t body = req->body == HTTP_BODY_LENGTH ? req->content_length : 0;
 
 	if (budget_take(s->px, g, session_spender(s, who, sizeof(who)),
-			s->stamp != NULL ? s->stamp->net : NULL, head_up_size(x, req), body,
+			s->stamp != NULL ? s->stamp->net : NULL, head_up, body,
 			&x->budget, why, sizeof(why)) == 0)
 		return 0;
 	if (policy_mode_at(s->px->policy, time(NULL)) != MODE_ENFORCE) {

@@ -132,10 +132,9 @@ void dial_up_judge(const struct policy *p, const struct upstream *u, const struc
  * answer set, from the address in use on, as when it was first dialed
  * (try_replay goes on from there).
  */
-void dial_reuse(struct session *s)
+void dial_reuse(struct exchange *x)
 {
-	struct exchange *x = s->x;
-	const struct upstream *u = s->up;
+	const struct upstream *u = x->conn->up;
 
 	for (size_t i = 0; i < u->naddr; i++)
 		up_addr_get(u, i, &x->dial[i]);
@@ -148,9 +147,10 @@ void dial_reuse(struct session *s)
  * Keep the request's target and its checked answer set (at most DIAL_MAX)
  * as the upstream's, in as many bytes as they need. Returns 0 or -1.
  */
-static int up_keep(struct session *s, const struct sockaddr_storage *addrs, size_t n)
+static int up_keep(struct exchange *x, const struct sockaddr_storage *addrs, size_t n)
 {
-	const struct target *t = &s->x->t;
+	struct session *s = x->conn;
+	const struct target *t = &x->t;
 	size_t nlen = strlen(t->host.name) + 1;
 	struct upstream *u = malloc(sizeof(*u) + n * sizeof(u->addr[0]) + nlen);
 
@@ -174,10 +174,10 @@ static int up_keep(struct session *s, const struct sockaddr_storage *addrs, size
 	return 0;
 }
 
-void dial_next(struct session *s)
+void dial_next(struct exchange *x)
 {
+	struct session *s = x->conn;
 	struct proxy *px = s->px;
-	struct exchange *x = s->x;
 
 	while (x->idial < x->ndial) {
 		const struct sockaddr_storage *ss = &x->dial[x->idial];
@@ -253,37 +253,38 @@ const void *dial_addr_bytes(const struct sockaddr_storage *ss)
  * Every answer is judged; one denied answer refuses the request, so a name
  * cannot smuggle an internal address in among public ones.
  */
-static void dial_checked(struct session *s, const struct sockaddr_storage *addrs, size_t n)
+static void dial_checked(struct exchange *x, const struct sockaddr_storage *addrs, size_t n)
 {
+	struct session *s = x->conn;
 	struct verdict v;
 
 	for (size_t i = 0; i < n; i++) {
 		const struct sockaddr_storage *ss = &addrs[i];
 
-		policy_judge_addr(s->px->policy, &s->x->t.host, ss->ss_family, dial_addr_bytes(ss), &v);
+		policy_judge_addr(s->px->policy, &x->t.host, ss->ss_family, dial_addr_bytes(ss), &v);
 		if (!v.allow) {
-			dial_refuse_address(s->x, ss->ss_family, dial_addr_bytes(ss), &v);
+			dial_refuse_address(x, ss->ss_family, dial_addr_bytes(ss), &v);
 			return;
 		}
 		if (is_own_listener(s->px, ss)) {
-			session_refuse(s, 403, "own-address", "destination_ip_prohibited",
-				       "%s port %u is sluice-proxy itself", s->x->t.host.name,
-				       s->x->t.port);
+			exchange_refusef(x, 403, "own-address", "destination_ip_prohibited",
+					 "%s port %u is sluice-proxy itself", x->t.host.name,
+					 x->t.port);
 			return;
 		}
 	}
 	/* all judged above; the first DIAL_MAX are tried */
 	if (n > DIAL_MAX)
 		n = DIAL_MAX;
-	if (up_keep(s, addrs, n) == -1) {
+	if (up_keep(x, addrs, n) == -1) {
 		session_close(s, "out of memory");
 		return;
 	}
-	memcpy(s->x->dial, addrs, n * sizeof(*addrs));
-	s->x->ndial = n;
-	s->x->idial = 0;
-	s->x->dial_errno = 0;
-	dial_next(s);
+	memcpy(x->dial, addrs, n * sizeof(*addrs));
+	x->ndial = n;
+	x->idial = 0;
+	x->dial_errno = 0;
+	dial_next(x);
 }
 
 static void set_port(struct sockaddr_storage *ss, uint16_t port)
@@ -298,27 +299,29 @@ static void on_resolved(void *arg, int status, const struct sockaddr_storage *ad
 			const char *error)
 {
 	struct session *s = arg;
+	struct exchange *x = s->x; /* the one whose target was asked (dial_start) */
 	struct sockaddr_storage dial[RESOLVE_MAX];
 
 	s->q = NULL;
-	s->x->dns_ms = loop_clock_ms() - s->t_phase;
+	x->dns_ms = loop_clock_ms() - s->t_phase;
 	if (status != 0) {
-		session_refuse(s, 502, "dns-failed", "dns_error", "could not resolve %s: %s",
-			       s->x->t.host.name, error ? error : "no answer");
+		exchange_refusef(x, 502, "dns-failed", "dns_error", "could not resolve %s: %s",
+				 x->t.host.name, error ? error : "no answer");
 		session_pump(s);
 		return;
 	}
 	memcpy(dial, addrs, n * sizeof(*addrs));
 	for (size_t i = 0; i < n; i++)
-		set_port(&dial[i], s->x->t.port);
-	dial_checked(s, dial, n);
+		set_port(&dial[i], x->t.port);
+	dial_checked(x, dial, n);
 	session_pump(s);
 }
 
 /* Dial the request's target; the caller has closed any other upstream. */
-void dial_start(struct session *s)
+void dial_start(struct exchange *x)
 {
-	const struct host *h = &s->x->t.host;
+	struct session *s = x->conn;
+	const struct host *h = &x->t.host;
 
 	free(s->up); /* the caller closed it already */
 	s->up = NULL;
@@ -337,8 +340,8 @@ void dial_start(struct session *s)
 			in6->sin6_family = AF_INET6;
 			in6->sin6_addr = h->addr.v6;
 		}
-		set_port(&ss, s->x->t.port);
-		dial_checked(s, &ss, 1);
+		set_port(&ss, x->t.port);
+		dial_checked(x, &ss, 1);
 		return;
 	}
 	s->t_phase = loop_clock_ms();
@@ -347,9 +350,9 @@ void dial_start(struct session *s)
 	s->q = resolve_start(s->px, h->name, on_resolved, s);
 }
 
-void dial_connected(struct session *s, uint32_t events)
+void dial_connected(struct exchange *x, uint32_t events)
 {
-	struct exchange *x = s->x;
+	struct session *s = x->conn;
 	int err = 0;
 	socklen_t len = sizeof(err);
 	int one = 1;
@@ -367,7 +370,7 @@ void dial_connected(struct session *s, uint32_t events)
 		loop_io_close(s->px->loop, &s->uio);
 		s->ufd = -1;
 		x->idial++;
-		dial_next(s);
+		dial_next(x);
 		return;
 	}
 	setsockopt(s->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -376,7 +379,7 @@ void dial_connected(struct session *s, uint32_t events)
 	s->active_ms = session_now(s);
 	if (s->ix != NULL) {
 		/* then SS_HTTP once verified, or back to the client's parked handshake */
-		tls_connect_begin(s);
+		tls_connect_begin(x);
 	} else if (x->method == HTTP_CONNECT) {
 		session_tunnel_begin(s);
 	} else {

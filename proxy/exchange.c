@@ -103,7 +103,7 @@ static int request_begin(struct exchange *x, const struct http_request *req)
 	if (ua >= 0)
 		copy_capped(x->ua, sizeof(x->ua), &x->ua_len, req->headers[ua].value,
 			    req->headers[ua].value_len);
-	if (s->nreq == 1 && session_stamp_first_head(s, req) == -1)
+	if (s->nreq == 1 && session_stamp_first_head(x, req) == -1)
 		return -1;
 	x->client_close = req->close || req->minor == 0;
 	return 0;
@@ -206,7 +206,8 @@ static int request_judge(struct exchange *x, const struct http_request *req)
 			 grant_level_name(v.grant->level), v.by != NULL ? ", for " : "",
 			 v.by != NULL ? v.by->text : "");
 	}
-	if (v.grant != NULL && grant_budgeted(v.grant) && budget_request(x, req, v.grant) == -1)
+	if (v.grant != NULL && grant_budgeted(v.grant) &&
+	    budget_request(x, req, head_up_size(x, req), v.grant) == -1)
 		return -1;
 	return 0;
 }
@@ -269,6 +270,55 @@ static const char *quiet_key(const char *key, char *buf, size_t size)
 	return buf;
 }
 
+void exchange_row(const struct exchange *x, struct netlog_row *row, struct stamp *st, char *who,
+		  size_t size)
+{
+	const struct session *s = x->conn;
+
+	memset(row, 0, sizeof(*row));
+	row->conn = s->id;
+	row->req = x->req;
+	row->run = s->px->run_id;
+	row->who = session_who(s, who, size);
+	row->build = s->build != NULL ? s->build->as : NULL;
+	if (s->stamp != NULL) {
+		session_stamp_expand(s->stamp, st);
+		row->stamp = st;
+	}
+	row->client = s->client;
+	row->proto = x->h2				      ? "h2"
+		    : x->method == HTTP_CONNECT || x->method == HTTP_UNKNOWN ? NULL
+		    : x->minor == 0					      ? "http/1.0"
+									      : "http/1.1";
+	row->kind = x->method == HTTP_CONNECT ? "tunnel"
+		   : upgrade_open(x)	     ? (s->intercept ? "wss" : "ws")
+		   : s->intercept	     ? "https"
+					     : "http";
+	row->method = x->method != HTTP_UNKNOWN ? http_method_name(x->method) : NULL;
+	row->host = x->t.host.name[0] != '\0' ? x->t.host.name : NULL;
+	row->port = x->t.host.name[0] != '\0' ? x->t.port : -1;
+	row->path = x->method != HTTP_CONNECT && x->path_len > 0 ? x->path : NULL;
+	row->path_len = x->path_len;
+	row->status = x->status;
+	row->decision = x->decision;
+	row->reason = x->reason;
+	row->grant = x->grant[0] != '\0' ? x->grant : NULL;
+	row->refusal = x->refusal[0] != '\0' ? x->refusal : NULL;
+	row->inject = x->inject_name[0] != '\0' ? x->inject_name : NULL;
+	row->scrubbed = x->scrub != NULL ? (int64_t)(scrub_count(x->scrub) +
+						     (x->scrub_ctl != NULL ? scrub_count(x->scrub_ctl) : 0))
+					: -1;
+	row->dialed = x->dialed[0] != '\0' ? x->dialed : NULL;
+	row->up = x->up;
+	row->down = x->down;
+	row->ms = loop_clock_ms() - x->t_start;
+	row->dns_ms = x->dns_ms;
+	row->connect_ms = x->connect_ms;
+	row->ua = x->ua_len > 0 ? x->ua : NULL;
+	row->ua_len = x->ua_len;
+	row->detail = x->detail[0] != '\0' ? x->detail : NULL;
+}
+
 bool exchange_log(struct exchange *x)
 {
 	struct session *s = x->conn;
@@ -280,7 +330,7 @@ bool exchange_log(struct exchange *x)
 	if (!x->active)
 		return false;
 	x->active = false;
-	session_row(s, x, &row, &st, who, sizeof(who));
+	exchange_row(x, &row, &st, who, sizeof(who));
 	if (sandbox_probe(s->px, x, row.stamp)) {
 		/* a run's self-check: a kind of its own, counted by nothing that counts refusals */
 		row.kind = "probe";

@@ -59,7 +59,7 @@ static enum phase_rc phase_tunnel(struct exchange *x, const struct http_request 
 	if (!x->raw_tunnel && tls_intercepts(s->px, &x->t.host, x->t.port))
 		session_intercept_begin(s);
 	else
-		dial_start(s);
+		dial_start(x);
 	return PHASE_DONE;
 }
 
@@ -130,7 +130,7 @@ static enum phase_rc phase_send(struct exchange *x, const struct http_request *r
 		 * out; a bodiless idempotent request is then re-sent once on a new
 		 * connection to the same checked address, as browsers do.
 		 */
-		dial_reuse(s);
+		dial_reuse(x);
 		buf_release(&s->replay);
 		x->replayable = x->req_done && req->method != HTTP_POST &&
 				req->method != HTTP_PATCH &&
@@ -139,7 +139,7 @@ static enum phase_rc phase_send(struct exchange *x, const struct http_request *r
 		session_enter(s, SS_HTTP);
 		return PHASE_DONE;
 	}
-	dial_start(s);
+	dial_start(x);
 	return PHASE_DONE;
 }
 
@@ -194,8 +194,39 @@ static bool try_replay(struct exchange *x)
 		return false;
 	buf_release(&s->replay);
 	x->dial_errno = 0;
-	dial_next(s);
+	dial_next(x);
 	return true;
+}
+
+/*
+ * Refuse the head being read on s (one that timed out or came malformed):
+ * the exchange its row needs is begun when none is, then refused as s's
+ * codec says it (exchange_refuse).
+ */
+static __attribute__((format(printf, 5, 6))) void
+refuse_head(struct session *s, int status, const char *reason, const char *proxy_status,
+	    const char *fmt, ...)
+{
+	struct refusal ref = { .status = status, .reason = reason, .proxy_status = proxy_status };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
+	va_end(ap);
+	if (s->x == NULL && exchange_new(s) == -1) {
+		session_close(s, "out of memory");
+		return;
+	}
+	exchange_refuse(s->x, &ref);
+}
+
+void h1_late_head(struct session *s, const struct config *c)
+{
+	if (buf_len(&s->cin) > 0)
+		refuse_head(s, 408, "head-timeout", "http_request_error",
+			    "request head not complete within %u s", c->head_timeout_ms / 1000);
+	else
+		session_close(s, NULL);
 }
 
 void h1_head(struct session *s)
@@ -234,26 +265,26 @@ void h1_head(struct session *s)
 			if (n == -1) {
 				switch (req.error) {
 				case HTTP_E_TOO_MANY:
-					session_refuse(s, 431, "too-many-headers",
-						       "http_request_error",
-						       "more than %d header lines", HEADERS_MAX);
+					refuse_head(s, 431, "too-many-headers",
+						    "http_request_error",
+						    "more than %d header lines", HEADERS_MAX);
 					break;
 				case HTTP_E_TOO_LARGE:
-					session_refuse(s, 431, "head-too-large",
-						       "http_request_error",
-						       "request head over %d bytes; nothing was sent",
-						       HEAD_MAX);
+					refuse_head(s, 431, "head-too-large",
+						    "http_request_error",
+						    "request head over %d bytes; nothing was sent",
+						    HEAD_MAX);
 					break;
 				default:
-					session_refuse(s, 400, "malformed", "http_request_error",
-						       "malformed request head (%s); nothing was sent",
-						       req.error == HTTP_E_FRAMING  ? "ambiguous body framing"
-						       : req.error == HTTP_E_METHOD ? "bad method"
-						       : req.error == HTTP_E_VERSION ? "bad version"
-						       : req.error == HTTP_E_USERINFO
-							       ? "userinfo in target"
-						       : req.error == HTTP_E_ZONE_ID ? "IPv6 zone id"
-										     : "syntax");
+					refuse_head(s, 400, "malformed", "http_request_error",
+						    "malformed request head (%s); nothing was sent",
+						    req.error == HTTP_E_FRAMING  ? "ambiguous body framing"
+						    : req.error == HTTP_E_METHOD ? "bad method"
+						    : req.error == HTTP_E_VERSION ? "bad version"
+						    : req.error == HTTP_E_USERINFO
+							    ? "userinfo in target"
+						    : req.error == HTTP_E_ZONE_ID ? "IPv6 zone id"
+										  : "syntax");
 				}
 				return;
 			}
@@ -698,13 +729,13 @@ static void h1_refuse(struct exchange *x, const struct refusal *ref)
 	 * refusal inside its TLS (refuse.c), unless the row was not written
 	 * (a principal past its refusal-row budget gets the plain 403).
 	 */
-	page = refuse_page_wanted(s, ref);
+	page = refuse_page_wanted(x, ref);
 	if (page)
 		x->status = ref->status;
 	/* cout holds at most the unsent tail of an earlier response: keep it, append */
 	else if (!x->resp_started && refuse_write(&s->cout, ref) == 0)
 		x->status = ref->status;
-	if (session_log(s) && page && refuse_page_begin(s, ref) == 0)
+	if (session_log(s) && page && refuse_page_begin(x, ref) == 0)
 		return;
 	if (page && !s->closed)
 		refuse_write(&s->cout, ref);

@@ -74,7 +74,7 @@ static void put_row(struct session *s, struct exchange *x, uint64_t now)
 	struct stamp st;
 	char who[SESSION_WHO_MAX];
 
-	session_row(s, x, &row, &st, who, sizeof(who));
+	exchange_row(x, &row, &st, who, sizeof(who));
 	row.of = row.kind;
 	row.kind = x->long_at == 0 ? "open" : "progress";
 	x->long_at = now;

@@ -207,9 +207,9 @@ void refuse_verdict(struct exchange *x, const struct verdict *v)
  * REFUSE_PAGE_HELLO_MS of the 200 is closed (state.c): one that waits for
  * the server to speak first (SSH, a banner) is not kept for head-timeout.
  */
-bool refuse_page_wanted(const struct session *s, const struct refusal *r)
+bool refuse_page_wanted(const struct exchange *x, const struct refusal *r)
 {
-	const struct exchange *x = s->x;
+	const struct session *s = x->conn;
 
 	return session_config(s)->refuse_page && r->status == 403 && x->method == HTTP_CONNECT &&
 	       strcmp(r->reason, "quiet") != 0 &&
@@ -218,8 +218,9 @@ bool refuse_page_wanted(const struct session *s, const struct refusal *r)
 	       tls_intercepts(s->px, &x->t.host, x->t.port);
 }
 
-int refuse_page_begin(struct session *s, const struct refusal *r)
+int refuse_page_begin(struct exchange *x, const struct refusal *r)
 {
+	struct session *s = x->conn;
 	struct http_header hdrs[HEADERS_MAX];
 	struct http_request req;
 	struct refusal *page;

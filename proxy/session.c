@@ -43,7 +43,7 @@ _Static_assert(sizeof(struct session) + sizeof(struct sess_stamp) + sizeof(struc
 /* --- the log row ------------------------------------------------------- */
 
 /* The kept stamp as the log row takes it. */
-static void stamp_expand(const struct sess_stamp *k, struct stamp *st)
+void session_stamp_expand(const struct sess_stamp *k, struct stamp *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->version = 1;
@@ -53,53 +53,6 @@ static void stamp_expand(const struct sess_stamp *k, struct stamp *st)
 	snprintf(st->net, sizeof(st->net), "%s", k->net);
 	snprintf(st->as, sizeof(st->as), "%s", k->as);
 	memcpy(st->boot, k->boot, sizeof(st->boot));
-}
-
-void session_row(const struct session *s, const struct exchange *x, struct netlog_row *row,
-		 struct stamp *st, char *who, size_t size)
-{
-	memset(row, 0, sizeof(*row));
-	row->conn = s->id;
-	row->req = x->req;
-	row->run = s->px->run_id;
-	row->who = session_who(s, who, size);
-	row->build = s->build != NULL ? s->build->as : NULL;
-	if (s->stamp != NULL) {
-		stamp_expand(s->stamp, st);
-		row->stamp = st;
-	}
-	row->client = s->client;
-	row->proto = x->h2				      ? "h2"
-		    : x->method == HTTP_CONNECT || x->method == HTTP_UNKNOWN ? NULL
-		    : x->minor == 0					      ? "http/1.0"
-									      : "http/1.1";
-	row->kind = x->method == HTTP_CONNECT ? "tunnel"
-		   : upgrade_open(x)	     ? (s->intercept ? "wss" : "ws")
-		   : s->intercept	     ? "https"
-					     : "http";
-	row->method = x->method != HTTP_UNKNOWN ? http_method_name(x->method) : NULL;
-	row->host = x->t.host.name[0] != '\0' ? x->t.host.name : NULL;
-	row->port = x->t.host.name[0] != '\0' ? x->t.port : -1;
-	row->path = x->method != HTTP_CONNECT && x->path_len > 0 ? x->path : NULL;
-	row->path_len = x->path_len;
-	row->status = x->status;
-	row->decision = x->decision;
-	row->reason = x->reason;
-	row->grant = x->grant[0] != '\0' ? x->grant : NULL;
-	row->refusal = x->refusal[0] != '\0' ? x->refusal : NULL;
-	row->inject = x->inject_name[0] != '\0' ? x->inject_name : NULL;
-	row->scrubbed = x->scrub != NULL ? (int64_t)(scrub_count(x->scrub) +
-						     (x->scrub_ctl != NULL ? scrub_count(x->scrub_ctl) : 0))
-					: -1;
-	row->dialed = x->dialed[0] != '\0' ? x->dialed : NULL;
-	row->up = x->up;
-	row->down = x->down;
-	row->ms = loop_clock_ms() - x->t_start;
-	row->dns_ms = x->dns_ms;
-	row->connect_ms = x->connect_ms;
-	row->ua = x->ua_len > 0 ? x->ua : NULL;
-	row->ua_len = x->ua_len;
-	row->detail = x->detail[0] != '\0' ? x->detail : NULL;
 }
 
 bool session_log(struct session *s)
@@ -208,35 +161,6 @@ void session_enter_drain(struct session *s)
 {
 	dial_close(s);
 	session_enter(s, SS_DRAIN);
-}
-
-/*
- * Refuse what is in flight on s, as its codec says it (exchange_refuse):
- * HTTP/1.1's request, begun here when none is (a head that timed out or
- * came malformed). An HTTP/2 connection has none outside its streams:
- * nothing is answered.
- */
-void session_refuse(struct session *s, int status, const char *reason,
-			   const char *proxy_status, const char *fmt, ...)
-{
-	struct refusal ref = { .status = status, .reason = reason, .proxy_status = proxy_status };
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
-	va_end(ap);
-	session_refuse_with(s, &ref);
-}
-
-void session_refuse_with(struct session *s, const struct refusal *ref)
-{
-	if (s->x == NULL && s->codec == &h2_codec)
-		return;
-	if (s->x == NULL && exchange_new(s) == -1) {
-		session_close(s, "out of memory");
-		return;
-	}
-	exchange_refuse(s->x, ref);
 }
 
 /*
@@ -474,7 +398,7 @@ bool session_evict_idle(struct proxy *px, const char *key)
 	row.who = session_who(s, who, sizeof(who));
 	row.build = s->build != NULL ? s->build->as : NULL;
 	if (s->stamp != NULL) {
-		stamp_expand(s->stamp, &st);
+		session_stamp_expand(s->stamp, &st);
 		row.stamp = &st;
 	}
 	row.client = s->client;

@@ -381,41 +381,27 @@ static inline bool session_would_block(void)
 void session_step_tunnel(struct session *s);
 void session_step_drain(struct session *s);
 int session_stamp_keep(struct session *s, const struct stamp *st);
-int session_stamp_first_head(struct session *s, const struct http_request *req);
+void session_stamp_expand(const struct sess_stamp *k, struct stamp *st); /* as a row takes it */
+int session_stamp_first_head(struct exchange *x, const struct http_request *req);
 bool session_log(struct session *s); /* s->x's row (exchange_log); false: none written */
-/*
- * x's row of s as it stands now (its bytes and time so far) into *row; st
- * and who (SESSION_WHO_MAX bytes) hold its stamp and principal.
- */
-void session_row(const struct session *s, const struct exchange *x, struct netlog_row *row,
-		 struct stamp *st, char *who, size_t size);
 void session_abort(struct session *s, const char *why);
-/*
- * Refuse what is in flight on s as its codec says it (exchange_refuse):
- * under HTTP/1.1 the request, begun when none is (a head timed out or
- * malformed); under HTTP/2 nothing outside a stream is answered.
- */
-void session_refuse(struct session *s, int status, const char *reason, const char *proxy_status,
-		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* The same with the refusal made by the caller (a grantable one carries its id). */
-void session_refuse_with(struct session *s, const struct refusal *ref);
 /* refuse.c: refuse a request as the policy's verdict v says, with the hint that grants it. */
 void refuse_verdict(struct exchange *x, const struct verdict *v);
 /* a refused client given the page must finish its TLS handshake this soon after the 200 */
 #define REFUSE_PAGE_HELLO_MS 2000
 /*
- * Whether refusal r of the CONNECT in flight is to be answered inside the
+ * Whether refusal r of x, a CONNECT, is to be answered inside the
  * client's TLS (refuse-page on): a 403 of a CONNECT to a name sluice may
  * intercept, nothing of it answered yet.
  */
-bool refuse_page_wanted(const struct session *s, const struct refusal *r);
+bool refuse_page_wanted(const struct exchange *x, const struct refusal *r);
 /*
- * Its row written: answer 200 and complete the client's TLS with a leaf
+ * x's row written: answer 200 and complete the client's TLS with a leaf
  * for the name (tls.c, HTTP/1.1 only); its first request is answered with
  * r (refuse_page_answer). Returns 0, or -1 when it cannot be (bytes after
  * the CONNECT head, no memory): the caller sends the plain refusal.
  */
-int refuse_page_begin(struct session *s, const struct refusal *r);
+int refuse_page_begin(struct exchange *x, const struct refusal *r);
 /*
  * The request inside (req; NULL when none came whole: a timeout, a
  * malformed head) is answered with the page's refusal, then the close.
@@ -499,6 +485,13 @@ void exchange_free(struct session *s); /* s->x, its row written, goes (an idle c
  * charge. Returns 0, or -1 refused (or the connection closed).
  */
 int exchange_start(struct exchange *x, const struct http_request *req);
+/*
+ * x's row as it stands now (its bytes and time so far, its connection's
+ * stamp and principal) into *row; st and who (SESSION_WHO_MAX bytes) hold
+ * its stamp and principal.
+ */
+void exchange_row(const struct exchange *x, struct netlog_row *row, struct stamp *st, char *who,
+		  size_t size);
 /* The host's body cap; a declared length over it is refused (413). Returns 0 or -1. */
 int exchange_capped(struct exchange *x, const struct http_request *req);
 /*
@@ -520,15 +513,22 @@ void exchange_body_refuse(struct exchange *x, uint64_t declared);
 /* h1.c: HTTP/1.1's codec */
 void h1_head(struct session *s); /* SS_HEAD's step: a head read, run through its phases */
 void h1_http(struct session *s); /* SS_HTTP's step: the bodies and the response relayed */
+/*
+ * SS_HEAD's timeout: a head partly read is refused 408 (its exchange begun
+ * for the row), else the connection closes.
+ */
+void h1_late_head(struct session *s, const struct config *c);
 
 /* budget.c (the table's side is in proxy.h) */
 /*
  * The grant g that allowed x has a budget: the request counts against
- * its principal's (session_spender), unless that is spent or its declared
- * body would pass it: 403 budget, or in a mode that refuses nothing the
- * row says it would have been. Returns 0 go on, -1 refused.
+ * its principal's (session_spender), its head (head_up bytes as it goes
+ * upstream) against max-up, unless that is spent or its declared body
+ * would pass it: 403 budget, or in a mode that refuses nothing the row
+ * says it would have been. Returns 0 go on, -1 refused.
  */
-int budget_request(struct exchange *x, const struct http_request *req, const struct grant *g);
+int budget_request(struct exchange *x, const struct http_request *req, uint64_t head_up,
+		   const struct grant *g);
 /*
  * x has taken `taken` bytes from its client to go up (since it began; up,
  * where bytes go up as they are read): those not spent yet are spent
@@ -616,7 +616,7 @@ void inject_body_eof(struct exchange *x);
 /* tls.c */
 void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len);
 void tls_step_accept(struct session *s);
-int tls_connect_begin(struct session *s);
+int tls_connect_begin(struct exchange *x);
 void tls_step_connect(struct session *s);
 void tls_session_free(struct session *s);
 void tls_upstream_free(struct session *s);
@@ -655,9 +655,9 @@ void h2_end(struct session *s, const char *why); /* the close: every open stream
 void h2_release(struct session *s);               /* ... and later, outside nghttp2: the rest */
 
 /* dial.c */
-void dial_start(struct session *s);
-void dial_next(struct session *s);
-void dial_connected(struct session *s, uint32_t events);
+void dial_start(struct exchange *x);
+void dial_next(struct exchange *x);
+void dial_connected(struct exchange *x, uint32_t events);
 void dial_close(struct session *s);
 void dial_close_fd(struct session *s);
 bool dial_up_is(const struct upstream *u, const struct target *t);
@@ -665,7 +665,7 @@ void dial_up_target(const struct upstream *u, struct target *t);
 void dial_up_format(const struct upstream *u, char *buf, size_t size);
 void dial_up_judge(const struct policy *p, const struct upstream *u, const struct host *h,
 		   struct verdict *v);
-void dial_reuse(struct session *s);
+void dial_reuse(struct exchange *x);
 const void *dial_addr_bytes(const struct sockaddr_storage *ss);
 void dial_refuse_address(struct exchange *x, int family, const void *addr,
 			 const struct verdict *v);

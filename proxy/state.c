@@ -155,46 +155,40 @@ static uint64_t due_drain(const struct session *s, const struct config *c)
 	return s->active_ms + LINGER_MS;
 }
 
-static void late_head(struct session *s, const struct config *c)
+/* The request's own timeouts (a state's request_late): x waited too long. */
+static void late_resolve(struct exchange *x, const struct config *c)
 {
-	if (buf_len(&s->cin) > 0)
-		session_refuse(s, 408, "head-timeout", "http_request_error",
-			       "request head not complete within %u s", c->head_timeout_ms / 1000);
-	else
-		session_close(s, NULL);
+	exchange_refusef(x, 504, "dns-timeout", "dns_timeout", "resolving %s took over %u s",
+			 x->t.host.name, c->connect_timeout_ms / 1000);
 }
 
-static void late_resolve(struct session *s, const struct config *c)
+static void late_connect(struct exchange *x, const struct config *c)
 {
-	session_refuse(s, 504, "dns-timeout", "dns_timeout", "resolving %s took over %u s",
-		       s->x->t.host.name, c->connect_timeout_ms / 1000);
-}
+	struct session *s = x->conn;
 
-static void late_connect(struct session *s, const struct config *c)
-{
-	s->x->dial_errno = ETIMEDOUT;
+	x->dial_errno = ETIMEDOUT;
 	loop_io_close(s->px->loop, &s->uio);
 	s->ufd = -1;
-	s->x->idial++;
-	if (s->x->idial < s->x->ndial) {
-		dial_next(s);
+	x->idial++;
+	if (x->idial < x->ndial) {
+		dial_next(x);
 		return;
 	}
-	s->x->dialed[0] = '\0';
-	session_refuse(s, 504, "connect-timeout", "connection_timeout",
-		       "%s port %u did not answer within %u s", s->x->t.host.name, s->x->t.port,
-		       c->connect_timeout_ms / 1000);
+	x->dialed[0] = '\0';
+	exchange_refusef(x, 504, "connect-timeout", "connection_timeout",
+			 "%s port %u did not answer within %u s", x->t.host.name, x->t.port,
+			 c->connect_timeout_ms / 1000);
 }
 
-static void late_http(struct session *s, const struct config *c)
+static void late_http(struct exchange *x, const struct config *c)
 {
-	if (!s->x->resp_head && !s->x->resp_started) {
-		session_refuse(s, 504, "upstream-timeout", "http_response_timeout",
-			       "%s sent no response within %u s", s->x->t.host.name,
-			       c->response_timeout_ms / 1000);
+	if (!x->resp_head && !x->resp_started) {
+		exchange_refusef(x, 504, "upstream-timeout", "http_response_timeout",
+				 "%s sent no response within %u s", x->t.host.name,
+				 c->response_timeout_ms / 1000);
 		return;
 	}
-	session_close(s, "idle timeout");
+	session_close(x->conn, "idle timeout");
 }
 
 static void late_tunnel(struct session *s, const struct config *c)
@@ -226,19 +220,19 @@ static void late_tls_accept(struct session *s, const struct config *c)
 	session_close(s, NULL);
 }
 
-static void late_tls_connect(struct session *s, const struct config *c)
+static void late_tls_connect(struct exchange *x, const struct config *c)
 {
-	session_refuse(s, 504, "connect-timeout", "connection_timeout",
-		       "TLS handshake with %s not complete within %u s", s->x->t.host.name,
-		       c->connect_timeout_ms / 1000);
+	exchange_refusef(x, 504, "connect-timeout", "connection_timeout",
+			 "TLS handshake with %s not complete within %u s", x->t.host.name,
+			 c->connect_timeout_ms / 1000);
 }
 
-static void late_token(struct session *s, const struct config *c)
+static void late_token(struct exchange *x, const struct config *c)
 {
 	/* token.c fails the run first; this is the backstop */
-	s->token = NULL;
-	session_refuse(s, 504, "inject-failed", "http_request_error",
-		       "no token within %u s; the request was not sent", TOKEN_WAIT_MS / 1000);
+	x->conn->token = NULL;
+	exchange_refusef(x, 504, "inject-failed", "http_request_error",
+			 "no token within %u s; the request was not sent", TOKEN_WAIT_MS / 1000);
 }
 
 static uint64_t due_idle(const struct session *s, const struct config *c)
@@ -261,7 +255,8 @@ static void late_drain(struct session *s, const struct config *c)
  * its deadline means, and holds the step session_pump runs (NULL: another
  * file wakes it: the resolver, dial.c's connect, token.c), whether it
  * reads the client, the readiness it asks of the loop, its deadline and
- * its timeout. session_enter is the only way into a state; with
+ * its timeout: the connection's, or (request_late) the request's, run on
+ * the exchange in flight. session_enter is the only way into a state; with
  * `sluice-proxy -d` every transition and every deadline passed is printed
  * by name.
  */
@@ -274,19 +269,20 @@ static const struct state_def {
 	void (*ask)(const struct session *s, uint32_t *c, uint32_t *u);
 	uint64_t (*due)(const struct session *s, const struct config *c);
 	void (*timeout)(struct session *s, const struct config *c);
+	void (*request_late)(struct exchange *x, const struct config *c); /* else timeout */
 } states[] = {
 	[SS_HEAD] = { "head", "a request head from the client",
 		      "408 if part of a head came, else close (head- or idle-timeout)",
-		      h1_head, in_head, ask_head, due_head, late_head },
+		      h1_head, in_head, ask_head, due_head, h1_late_head },
 	[SS_RESOLVE] = { "resolve", "the resolver's answer", "504 dns-timeout (connect-timeout)",
-			 NULL, in_none, ask_none, due_connect, late_resolve },
+			 NULL, in_none, ask_none, due_connect, NULL, late_resolve },
 	[SS_CONNECT] = { "connect", "the upstream's TCP connect",
 			 "the next checked address, else 504 connect-timeout", NULL, in_none,
-			 ask_connect, due_connect, late_connect },
+			 ask_connect, due_connect, NULL, late_connect },
 	[SS_HTTP] = { "http", "request and response bytes",
 		      "504 upstream-timeout before a response (response-timeout), else close "
 		      "(idle-timeout)",
-		      h1_http, in_http, ask_http, due_http, late_http },
+		      h1_http, in_http, ask_http, due_http, NULL, late_http },
 	[SS_TUNNEL] = { "tunnel", "tunnel bytes either way (a passthrough's hellos first)",
 			"sni-unreadable or upstream-timeout during the hellos, else close "
 			"(idle-timeout)",
@@ -296,10 +292,10 @@ static const struct state_def {
 			    in_tls_accept, ask_flush, due_tls_accept, late_tls_accept },
 	[SS_TLS_CONNECT] = { "tls-connect", "the upstream's TLS handshake",
 			     "504 connect-timeout", tls_step_connect, in_none, ask_tls_connect,
-			     due_connect, late_tls_connect },
+			     due_connect, NULL, late_tls_connect },
 	[SS_TOKEN] = { "token", "the rule's token command (token.c wakes it)",
 		       "504 inject-failed, nothing sent", NULL, in_none, ask_none, due_token,
-		       late_token },
+		       NULL, late_token },
 	[SS_WEBSOCKET] = { "websocket", "WebSocket bytes either way",
 			   "close (idle-timeout)", upgrade_step, upgrade_wants_client,
 			   upgrade_interest, due_idle, late_idle },
@@ -321,7 +317,8 @@ int session_states_check(void)
 
 		/* a state added to the enum but not to the table leaves a hole of NULLs */
 		if (d->name == NULL || d->waits == NULL || d->late == NULL || d->client_in == NULL ||
-		    d->ask == NULL || d->due == NULL || d->timeout == NULL) {
+		    d->ask == NULL || d->due == NULL ||
+		    (d->timeout == NULL) == (d->request_late == NULL)) {
 			fprintf(stderr, "sluice-proxy: state %zu has no entry in state.c's table\n", i);
 			return -1;
 		}
@@ -437,7 +434,7 @@ void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
 	struct session *s = io->arg;
 
 	if (s->state == SS_CONNECT) {
-		dial_connected(s, events);
+		dial_connected(s->x, events);
 		session_pump(s);
 		return;
 	}
@@ -491,7 +488,10 @@ static void on_timer(struct loop *l, struct loop_timer *t)
 		return;
 	}
 	trace(s, "%s: deadline passed: %s", d->name, d->late);
-	d->timeout(s, session_config(s));
+	if (d->request_late != NULL)
+		d->request_late(s->x, session_config(s));
+	else
+		d->timeout(s, session_config(s));
 	if (!s->closed)
 		session_pump(s);
 }

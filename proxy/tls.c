@@ -448,7 +448,7 @@ void tls_step_accept(struct session *s)
 	if (rc == 0)
 		return;
 	if (rc == 2) {
-		dial_start(s); /* back here once the upstream's handshake says its ALPN */
+		dial_start(s->x); /* back here once the upstream's handshake says its ALPN */
 		return;
 	}
 	stats_handshake(false, rc == 1);
@@ -522,10 +522,11 @@ static void alpn_refuse(struct exchange *x, const struct refusal *r)
 const struct codec tls_alpn_codec = { .name = "tls parked for alpn", .refuse = alpn_refuse };
 
 /* The upstream's TCP connection is up: its TLS handshake next. Returns 0 or -1 (refused). */
-int tls_connect_begin(struct session *s)
+int tls_connect_begin(struct exchange *x)
 {
+	struct session *s = x->conn;
 	struct tls *t = s->px->tls;
-	const struct host *h = &s->x->t.host;
+	const struct host *h = &x->t.host;
 	SSL_CTX *ctx = t->client;
 	X509_VERIFY_PARAM *vp;
 
@@ -549,7 +550,7 @@ int tls_connect_begin(struct session *s)
 		goto fail;
 	}
 	/* resume the last verified session with this host and port, if any */
-	snprintf(s->ix->resume_key, sizeof(s->ix->resume_key), "%s:%u", h->name, s->x->t.port);
+	snprintf(s->ix->resume_key, sizeof(s->ix->resume_key), "%s:%u", h->name, x->t.port);
 	if (SSL_set_ex_data(s->ussl, ssl_idx_key, s->ix->resume_key) != 1)
 		goto fail;
 	{
@@ -564,8 +565,8 @@ int tls_connect_begin(struct session *s)
 	session_enter(s, SS_TLS_CONNECT);
 	return 0;
 fail:
-	session_refuse(s, 502, "upstream-tls", "tls_protocol_error", "TLS to %s: %s", h->name,
-		       tls_error_text());
+	exchange_refusef(x, 502, "upstream-tls", "tls_protocol_error", "TLS to %s: %s", h->name,
+			 tls_error_text());
 	return -1;
 }
 

@@ -46,8 +46,9 @@ int session_stamp_keep(struct session *s, const struct stamp *st)
  * closed to make room. Returns 0, or -1 when that principal holds its cap,
  * none idle (refused; the row names it).
  */
-static int stamp_count(struct session *s, const struct stamp *st)
+static int stamp_count(struct exchange *x, const struct stamp *st)
 {
+	struct session *s = x->conn;
 	char key[sizeof(st->src) + sizeof(st->net) + sizeof(st->as) + 8];
 
 	if (strncmp(st->as, "project:", 8) == 0)
@@ -57,13 +58,13 @@ static int stamp_count(struct session *s, const struct stamp *st)
 	/* at its cap: its oldest idle connection makes room, else this one is refused */
 	if (limit_take(s->px, key, s) == NULL &&
 	    (!session_evict_idle(s->px, key) || limit_take(s->px, key, s) == NULL)) {
-		session_refuse(s, 503, "client-limit", "connection_limit_reached",
-			       "%s@%s%s%s holds too many connections, none idle "
-			       "(max-connections-per-client %u%s); try again later",
-			       st->src, st->net, st->as[0] ? " as " : "", st->as,
-			       config_per_client(session_config(s)),
-			       strncmp(st->as, "project:", 8) == 0 ? ", the project's runs together"
-								   : "");
+		exchange_refusef(x, 503, "client-limit", "connection_limit_reached",
+				 "%s@%s%s%s holds too many connections, none idle "
+				 "(max-connections-per-client %u%s); try again later",
+				 st->src, st->net, st->as[0] ? " as " : "", st->as,
+				 config_per_client(session_config(s)),
+				 strncmp(st->as, "project:", 8) == 0 ? ", the project's runs together"
+								     : "");
 		return -1;
 	}
 	return 0;
@@ -76,8 +77,9 @@ static int stamp_count(struct session *s, const struct stamp *st)
  * Any other Proxy-Authorization is not ours and is left alone (never sent on).
  * Returns 0, or -1 when refused.
  */
-static int build_first_head(struct session *s, const struct http_request *req)
+static int build_first_head(struct exchange *x, const struct http_request *req)
 {
+	struct session *s = x->conn;
 	char secret[BUILDTOK_SECRET_LEN + 1];
 	const struct buildtok *t;
 	bool expired;
@@ -95,11 +97,11 @@ static int build_first_head(struct session *s, const struct http_request *req)
 		   : NULL;
 	explicit_bzero(secret, sizeof(secret));
 	if (t == NULL) {
-		session_refuse(s, 407, "build-token", "http_request_denied",
-			       "this build token is %s; mint one on the host with: sluice "
-			       "build-token new --name NAME, and pass the URL it prints as the "
-			       "build's http_proxy",
-			       r == -1 ? "malformed" : expired ? "expired" : "unknown");
+		exchange_refusef(x, 407, "build-token", "http_request_denied",
+				 "this build token is %s; mint one on the host with: sluice "
+				 "build-token new --name NAME, and pass the URL it prints as the "
+				 "build's http_proxy",
+				 r == -1 ? "malformed" : expired ? "expired" : "unknown");
 		return -1;
 	}
 	s->build = malloc(sizeof(*s->build) + sizeof("build:") + strlen(t->name));
@@ -151,8 +153,9 @@ void session_builds_check(struct proxy *px)
  * connection is unattributed. A valid stamp seen before is a replay and is
  * refused. Returns 0, or -1 when refused.
  */
-int session_stamp_first_head(struct session *s, const struct http_request *req)
+int session_stamp_first_head(struct exchange *x, const struct http_request *req)
 {
+	struct session *s = x->conn;
 	const struct http_header *h = NULL;
 	const char *err = NULL;
 	struct stamp st;
@@ -164,22 +167,22 @@ int session_stamp_first_head(struct session *s, const struct http_request *req)
 			n++;
 		}
 	}
-	if (build_first_head(s, req) == -1)
+	if (build_first_head(x, req) == -1)
 		return -1;
 	if (n != 1 || s->px->nkeys == 0 ||
 	    stamp_parse(h->value, h->value_len, &st, &err) == -1 ||
 	    !stamp_verify(&st, h->value, s->px->keys, s->px->nkeys, time(NULL)))
 		return 0;
 	if (!stamp_replay_check(s->px->replay, st.boot, st.seq)) {
-		session_refuse(s, 403, "stamp-replay", "http_request_denied",
-			       "stamp of boot %s sequence %llu was already used; a replayed stamp "
-			       "is refused",
-			       st.boot, (unsigned long long)st.seq);
+		exchange_refusef(x, 403, "stamp-replay", "http_request_denied",
+				 "stamp of boot %s sequence %llu was already used; a replayed stamp "
+				 "is refused",
+				 st.boot, (unsigned long long)st.seq);
 		return -1;
 	}
 	if (session_stamp_keep(s, &st) == -1) {
 		session_close(s, "out of memory");
 		return -1;
 	}
-	return stamp_count(s, &st);
+	return stamp_count(x, &st);
 }
