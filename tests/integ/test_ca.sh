@@ -164,7 +164,7 @@ int main(int argc, char **argv)
 	return 0;
 }
 EOF
-if ! cc -std=c11 -D_GNU_SOURCE -I"$here/lib" -o mint mint.c "$here/lib/ca.c" "$here/lib/leaf.c" \
+if ! cc -std=c11 -D_GNU_SOURCE -I"$here/lib" -o mint mint.c "$here/lib/ca.c" "$here/lib/leaf.c" "$here/lib/hmap.c" \
 	"$here/lib/file.c" $(pkg-config --cflags --libs libcrypto) 2>cc.err; then
 	not_ok "the leaf-minting helper compiles" "$(head -3 cc.err)"
 	exit 1
