@@ -207,17 +207,15 @@ static __attribute__((format(printf, 5, 6))) void
 refuse_head(struct session *s, int status, const char *reason, const char *proxy_status,
 	    const char *fmt, ...)
 {
-	struct refusal ref = { .status = status, .reason = reason, .proxy_status = proxy_status };
 	va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
-	va_end(ap);
 	if (s->x == NULL && exchange_new(s) == -1) {
 		session_close(s, "out of memory");
 		return;
 	}
-	exchange_refuse(s->x, &ref);
+	va_start(ap, fmt);
+	exchange_refusev(s->x, status, reason, proxy_status, fmt, ap);
+	va_end(ap);
 }
 
 void h1_late_head(struct session *s, const struct config *c)

@@ -461,18 +461,26 @@ static inline void exchange_refuse(struct exchange *x, const struct refusal *r)
 	x->conn->codec->refuse(x, r);
 }
 
-/* The same with the refusal made of its status, reason, Proxy-Status and detail. */
+/* The same with the refusal made of its status, reason, Proxy-Status and detail (fmt, ap). */
+static inline __attribute__((format(printf, 5, 0))) void
+exchange_refusev(struct exchange *x, int status, const char *reason, const char *proxy_status,
+		 const char *fmt, va_list ap)
+{
+	struct refusal ref = { .status = status, .reason = reason, .proxy_status = proxy_status };
+
+	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
+	exchange_refuse(x, &ref);
+}
+
 static inline __attribute__((format(printf, 5, 6))) void
 exchange_refusef(struct exchange *x, int status, const char *reason, const char *proxy_status,
 		 const char *fmt, ...)
 {
-	struct refusal ref = { .status = status, .reason = reason, .proxy_status = proxy_status };
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
+	exchange_refusev(x, status, reason, proxy_status, fmt, ap);
 	va_end(ap);
-	exchange_refuse(x, &ref);
 }
 
 /* exchange.c */
