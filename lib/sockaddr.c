@@ -175,3 +175,10 @@ void sockaddr_unit(const char *client, char *out, size_t size)
 	else
 		snprintf(out, size, "%u.%u.%u.0/24", a[0], a[1], a[2]);
 }
+
+const void *sockaddr_bytes(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return &((const struct sockaddr_in *)(const void *)ss)->sin_addr;
+	return &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
+}

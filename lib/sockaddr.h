@@ -46,6 +46,9 @@ int sockaddr_parse(const char *s, unsigned flags, uint16_t default_port,
 char *sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t size);
 
 /* Whether a and b name the same endpoint: family, address and port, or the unix path. */
+/* The address bytes of an AF_INET or AF_INET6 ss (a struct in_addr or in6_addr). */
+const void *sockaddr_bytes(const struct sockaddr_storage *ss);
+
 bool sockaddr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
 
 /*

@@ -6,7 +6,7 @@
  * was injected into; the row's detail names what was dropped. It does not
  * scrub (inject.c moves a scrubbed response body) or read sockets.
  */
-#include "session.h"
+#include "request.h"
 
 #include <stdio.h>
 #include <string.h>

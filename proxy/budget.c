@@ -37,7 +37,7 @@
  * words refusals; exchange.c, session.c, h2.c and upgrade.c refuse and
  * close.
  */
-#include "session.h"
+#include "conn.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -536,103 +536,4 @@ void budget_put(struct budget_entry *e)
 {
 	if (e != NULL && e->refs > 0)
 		e->refs--;
-}
-
-/* --- the session's side: requests, bodies and tunnels against their budget --- */
-
-/*
- * The grant g that allowed the request has a budget: the request counts
- * against the principal's, its head's bytes upstream (head_up, as
- * head_up_size has them) against max-up,
- * unless it is spent (or the head and its declared body would pass it): 403
- * budget, or in a mode that refuses nothing the row says it would have
- * been. Returns 0 go on, -1 refused.
- */
-int budget_request(struct exchange *x, const struct http_request *req, uint64_t head_up,
-		   const struct grant *g)
-{
-	struct session *s = x->conn;
-	char who[SESSION_WHO_MAX], why[sizeof(((struct refusal *)0)->detail)];
-	uint64_t body = req->body == HTTP_BODY_LENGTH ? req->content_length : 0;
-
-	if (budget_take(s->px, g, session_spender(s, who, sizeof(who)),
-			s->stamp != NULL ? s->stamp->net : NULL, head_up, body,
-			&x->budget, why, sizeof(why)) == 0)
-		return 0;
-	if (policy_mode_at(s->px->policy, time(NULL)) != MODE_ENFORCE) {
-		x->decision = "observe";
-		x->reason = "budget";
-		x->budget_observed = true;
-		snprintf(x->detail, sizeof(x->detail), "would be refused: %s", why);
-		return 0;
-	}
-	exchange_refusef(x, 403, "budget", "http_request_denied", "%s", why);
-	return -1;
-}
-
-bool budget_over(struct session *s, struct exchange *x, uint64_t taken)
-{
-	char why[sizeof(x->detail) - 32];
-	uint64_t n;
-
-	if (x->budget == NULL || taken <= x->budget_up)
-		return false;
-	n = taken - x->budget_up;
-	x->budget_up = taken;
-	if (budget_spend(x->budget, n))
-		return false;
-	if (policy_mode_at(s->px->policy, time(NULL)) == MODE_ENFORCE)
-		return true;
-	if (!x->budget_observed) {
-		x->budget_observed = true;
-		x->decision = "observe";
-		x->reason = "budget";
-		budget_line(s, x, why, sizeof(why));
-		snprintf(x->detail, sizeof(x->detail), "would be refused: %s", why);
-	}
-	return false;
-}
-
-void budget_line(struct session *s, const struct exchange *x, char *out, size_t size)
-{
-	budget_words(x->budget, true, out, size);
-}
-
-void budget_refuse(struct exchange *x, const char *what)
-{
-	struct session *s = x->conn;
-	char why[sizeof(((struct refusal *)0)->detail)];
-
-	budget_line(s, x, why, sizeof(why));
-	exchange_refusef(x, 403, "budget", "http_request_denied", "%s: %s", why, what);
-}
-
-void budget_end(struct session *s, struct exchange *x)
-{
-	if (x == NULL)
-		return;
-	budget_put(x->budget);
-	x->budget = NULL;
-}
-
-uint64_t budget_left(const struct exchange *x, uint64_t taken)
-{
-	uint64_t room, unspent;
-
-	if (x->budget == NULL || x->budget_observed)
-		return UINT64_MAX;
-	room = budget_room(x->budget);
-	if (room == UINT64_MAX)
-		return UINT64_MAX;
-	unspent = taken > x->budget_up ? taken - x->budget_up : 0;
-	return room > unspent ? room - unspent : 0;
-}
-
-size_t budget_read_limit(const struct exchange *x, uint64_t taken, size_t limit)
-{
-	uint64_t left = budget_left(x, taken);
-
-	if (left >= IOBUF_MAX)
-		return limit;
-	return limit == 0 || limit > left + 1 ? (size_t)left + 1 : limit;
 }

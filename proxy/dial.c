@@ -7,7 +7,7 @@
  * connects to exactly the checked addresses in order, recording the one
  * used. It also closes the upstream. It does not move request bytes.
  */
-#include "session.h"
+#include "request.h"
 
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
@@ -18,34 +18,6 @@
 #include <unistd.h>
 
 _Static_assert(DIAL_MAX <= 255, "struct upstream counts its addresses in a uint8_t");
-
-/* Close the upstream socket only; buffers and the dial list stay (try_replay). */
-void dial_close_fd(struct session *s)
-{
-	if (s->ufd >= 0) {
-		if (s->uio.fd >= 0)
-			loop_io_close(s->px->loop, &s->uio);
-		else
-			close(s->ufd); /* already out of epoll (hung_up) */
-		s->ufd = -1;
-	}
-	tls_upstream_free(s);
-	s->up_ready = false;
-	s->u_hup = false;
-}
-
-/* Forget the upstream: pending lookup, socket, its buffers and address. */
-void dial_close(struct session *s)
-{
-	resolve_cancel(s->q);
-	s->q = NULL;
-	dial_close_fd(s);
-	free(s->up);
-	s->up = NULL;
-	buf_release(&s->uin);
-	buf_release(&s->uout);
-	buf_release(&s->replay);
-}
 
 /* A destination address the policy refused, with the exception that would allow it. */
 void dial_refuse_address(struct exchange *x, int family, const void *addr,
@@ -123,7 +95,7 @@ void dial_up_judge(const struct policy *p, const struct upstream *u, const struc
 		struct sockaddr_storage ss;
 
 		up_addr_get(u, i, &ss);
-		policy_judge_addr(p, h, ss.ss_family, dial_addr_bytes(&ss), v);
+		policy_judge_addr(p, h, ss.ss_family, sockaddr_bytes(&ss), v);
 	}
 }
 
@@ -206,7 +178,7 @@ void dial_next(struct exchange *x)
 		sockaddr_format(ss, x->dialed, sizeof(x->dialed));
 		s->t_phase = loop_clock_ms();
 		s->phase_ms = loop_now(px->loop);
-		session_enter(s, SS_CONNECT);
+		session_enter(s, &dial_connect_state);
 		return;
 	}
 	x->dialed[0] = '\0';
@@ -242,12 +214,6 @@ static bool is_own_listener(const struct proxy *px, const struct sockaddr_storag
 	return false;
 }
 
-const void *dial_addr_bytes(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET)
-		return &((const struct sockaddr_in *)(const void *)ss)->sin_addr;
-	return &((const struct sockaddr_in6 *)(const void *)ss)->sin6_addr;
-}
 
 /*
  * Every answer is judged; one denied answer refuses the request, so a name
@@ -261,9 +227,9 @@ static void dial_checked(struct exchange *x, const struct sockaddr_storage *addr
 	for (size_t i = 0; i < n; i++) {
 		const struct sockaddr_storage *ss = &addrs[i];
 
-		policy_judge_addr(s->px->policy, &x->t.host, ss->ss_family, dial_addr_bytes(ss), &v);
+		policy_judge_addr(s->px->policy, &x->t.host, ss->ss_family, sockaddr_bytes(ss), &v);
 		if (!v.allow) {
-			dial_refuse_address(x, ss->ss_family, dial_addr_bytes(ss), &v);
+			dial_refuse_address(x, ss->ss_family, sockaddr_bytes(ss), &v);
 			return;
 		}
 		if (is_own_listener(s->px, ss)) {
@@ -317,11 +283,12 @@ static void on_resolved(void *arg, int status, const struct sockaddr_storage *ad
 	session_pump(s);
 }
 
-/* Dial the request's target; the caller has closed any other upstream. */
-void dial_start(struct exchange *x)
+void dial_start(struct exchange *x, void (*then)(struct exchange *x))
 {
 	struct session *s = x->conn;
 	const struct host *h = &x->t.host;
+
+	x->up_ready = then;
 
 	free(s->up); /* the caller closed it already */
 	s->up = NULL;
@@ -346,13 +313,14 @@ void dial_start(struct exchange *x)
 	}
 	s->t_phase = loop_clock_ms();
 	s->phase_ms = loop_now(s->px->loop);
-	session_enter(s, SS_RESOLVE);
+	session_enter(s, &dial_resolve_state);
 	s->q = resolve_start(s->px, h->name, on_resolved, s);
 }
 
-void dial_connected(struct exchange *x, uint32_t events)
+/* The upstream's TCP connect is done (dial_connect_state's events): the next address, or up. */
+static void connected(struct session *s, uint32_t events)
 {
-	struct session *s = x->conn;
+	struct exchange *x = s->x;
 	int err = 0;
 	socklen_t len = sizeof(err);
 	int one = 1;
@@ -363,27 +331,91 @@ void dial_connected(struct exchange *x, uint32_t events)
 		err = errno;
 	if ((events & (EPOLLERR | EPOLLHUP)) && err == 0)
 		err = ECONNREFUSED;
-	if (err == EINPROGRESS || err == EALREADY)
+	if (err == EINPROGRESS || err == EALREADY) {
+		session_pump(s);
 		return;
+	}
 	if (err != 0) {
 		x->dial_errno = err;
 		loop_io_close(s->px->loop, &s->uio);
 		s->ufd = -1;
 		x->idial++;
 		dial_next(x);
+		session_pump(s);
 		return;
 	}
 	setsockopt(s->ufd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	x->connect_ms = loop_clock_ms() - s->t_phase;
 	s->up_ready = true;
 	s->active_ms = session_now(s);
-	if (s->ix != NULL) {
-		/* then SS_HTTP once verified, or back to the client's parked handshake */
-		tls_connect_begin(x);
-	} else if (x->method == HTTP_CONNECT) {
-		session_tunnel_begin(s);
-	} else {
-		x->sent_ms = session_now(s);
-		session_enter(s, SS_HTTP);
-	}
+	x->up_ready(x); /* its TLS, its tunnel's 200, or its head's bytes (dial_start's then) */
+	session_pump(s);
 }
+
+/* --- the states a dial waits in ------------------------------------------ */
+
+static bool in_none(const struct session *s)
+{
+	return false;
+}
+
+static void ask_none(const struct session *s, uint32_t *c, uint32_t *u)
+{
+}
+
+static void ask_connect(const struct session *s, uint32_t *c, uint32_t *u)
+{
+	*u |= EPOLLOUT;
+}
+
+static uint64_t due_dial(const struct session *s, const struct config *c)
+{
+	return s->phase_ms + c->connect_timeout_ms;
+}
+
+static void late_resolve(struct session *s, const struct config *c)
+{
+	struct exchange *x = s->x;
+
+	exchange_refusef(x, 504, "dns-timeout", "dns_timeout", "resolving %s took over %u s",
+			 x->t.host.name, c->connect_timeout_ms / 1000);
+}
+
+static void late_connect(struct session *s, const struct config *c)
+{
+	struct exchange *x = s->x;
+
+	x->dial_errno = ETIMEDOUT;
+	loop_io_close(s->px->loop, &s->uio);
+	s->ufd = -1;
+	x->idial++;
+	if (x->idial < x->ndial) {
+		dial_next(x);
+		return;
+	}
+	x->dialed[0] = '\0';
+	exchange_refusef(x, 504, "connect-timeout", "connection_timeout",
+			 "%s port %u did not answer within %u s", x->t.host.name, x->t.port,
+			 c->connect_timeout_ms / 1000);
+}
+
+const struct state dial_resolve_state = {
+	.name = "resolve",
+	.waits = "the resolver's answer",
+	.late = "504 dns-timeout (connect-timeout)",
+	.client_in = in_none,
+	.ask = ask_none,
+	.due = due_dial,
+	.timeout = late_resolve,
+};
+
+const struct state dial_connect_state = {
+	.name = "connect",
+	.waits = "the upstream's TCP connect",
+	.late = "the next checked address, else 504 connect-timeout",
+	.client_in = in_none,
+	.ask = ask_connect,
+	.due = due_dial,
+	.timeout = late_connect,
+	.upstream = connected,
+};

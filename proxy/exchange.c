@@ -10,7 +10,7 @@
  * session.h), that the connection's codec says its own way. It reads no
  * bytes and writes none to a socket: the codecs do.
  */
-#include "session.h"
+#include "request.h"
 #include "runnote.h"
 
 #include <stdio.h>
@@ -42,7 +42,8 @@ void exchange_reset(struct exchange *x)
 {
 	struct session *s = x->conn;
 
-	upgrade_free(x);
+	free(x->ws); /* its WebSocket's state (upgrade.c), no pointers in it */
+	x->ws = NULL;
 	budget_end(s, x);
 	memset(x, 0, sizeof(*x));
 	x->conn = s;
@@ -54,8 +55,34 @@ void exchange_free(struct session *s)
 	if (s->x == NULL)
 		return;
 	inject_end(s->x);
-	upgrade_free(s->x);
+	free(s->x->ws);
 	budget_end(s, s->x);
+	free(s->x);
+	s->x = NULL;
+}
+
+/*
+ * A codec of one exchange at a time closes (struct codec's close): the
+ * exchange still open gets its row, its detail why the connection went,
+ * and its budget and secrets go; its storage waits for the release.
+ */
+void exchange_conn_close(struct session *s, const char *why)
+{
+	struct exchange *x = s->x;
+
+	if (x == NULL)
+		return;
+	if (x->active && x->detail[0] == '\0' && why != NULL)
+		snprintf(x->detail, sizeof(x->detail), "%s", why);
+	exchange_log(x);
+	budget_end(s, x);
+	inject_end(x);
+}
+
+void exchange_conn_release(struct session *s)
+{
+	if (s->x != NULL)
+		free(s->x->ws);
 	free(s->x);
 	s->x = NULL;
 }
@@ -291,7 +318,7 @@ void exchange_row(const struct exchange *x, struct netlog_row *row, struct stamp
 		    : x->minor == 0					      ? "http/1.0"
 									      : "http/1.1";
 	row->kind = x->method == HTTP_CONNECT ? "tunnel"
-		   : upgrade_open(x)	     ? (s->intercept ? "wss" : "ws")
+		   : x->ws_open		     ? (s->intercept ? "wss" : "ws")
 		   : s->intercept	     ? "https"
 					     : "http";
 	row->method = x->method != HTTP_UNKNOWN ? http_method_name(x->method) : NULL;

@@ -9,7 +9,7 @@
  * wait for its token); send (the head upstream on the kept upstream or a
  * new dial). A phase that waits keeps x->phase and the head, read again,
  * resumes there (a token minted, a re-issue after a 401): judged and
- * charged once. Then h1_http streams the request body and the response
+ * charged once. Then the http state streams the request body and the response
  * back under their framing (one pass of named steps at a time), writes the
  * row, and keeps the upstream for the next request to the same target or
  * drops it. A kept-alive upstream that closes under a bodiless idempotent
@@ -17,11 +17,12 @@
  * it sends are written by head.c. h1_codec answers a refused exchange on
  * such a connection: a response, then the drain (or the refusal's page).
  */
-#include "session.h"
+#include "request.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 /* --- the phases of a head ------------------------------------------------------ */
 
@@ -36,6 +37,27 @@ enum phase_rc {
 	PHASE_WAIT, /* it waits (its token): resumed at this phase */
 	PHASE_DONE, /* the head's part is over: refused, or handed on (sent, dialed, intercepted) */
 };
+
+/* The upstream's TLS is verified, or it speaks plain HTTP: the head's bytes go. */
+static void upstream_verified(struct exchange *x)
+{
+	x->sent_ms = session_now(x->conn);
+	session_enter(x->conn, &h1_http_state);
+}
+
+/*
+ * x's upstream is up (dial_start's then): inside an intercepted CONNECT
+ * its TLS first; a CONNECT's tunnel answers 200; else the head's bytes go.
+ */
+static void upstream_up(struct exchange *x)
+{
+	if (x->conn->ix != NULL)
+		tls_connect_begin(x, upstream_verified);
+	else if (x->method == HTTP_CONNECT)
+		tunnel_begin(x);
+	else
+		upstream_verified(x);
+}
 
 /* XP_JUDGE: its row's fields and the stamp, its target, the policy's verdict and budget, an upgrade's offer. */
 static enum phase_rc phase_judge(struct exchange *x, const struct http_request *req, size_t len)
@@ -55,17 +77,17 @@ static enum phase_rc phase_tunnel(struct exchange *x, const struct http_request 
 	if (req->method != HTTP_CONNECT)
 		return PHASE_NEXT;
 	buf_consume(&s->cin, len);
-	dial_close(s);
+	session_upstream_close(s);
 	if (!x->raw_tunnel && tls_intercepts(s->px, &x->t.host, x->t.port))
-		session_intercept_begin(s);
+		tls_intercept_begin(s);
 	else
-		dial_start(x);
+		dial_start(x, upstream_up);
 	return PHASE_DONE;
 }
 
 /*
  * XP_CREDENTIAL, before anything goes out: the body's cap, then the
- * credential (which may wait for its token command: SS_TOKEN, its head
+ * credential (which may wait for its token command: h1_token_state, its head
  * read again when it is minted), and for a minted token the head kept to
  * be re-issued once after a 401 (reissue resumes here too).
  */
@@ -82,7 +104,7 @@ static enum phase_rc phase_credential(struct exchange *x, const struct http_requ
 		return PHASE_DONE;
 	case 1:
 		s->phase_ms = session_now(s);
-		session_enter(s, SS_TOKEN);
+		session_enter(s, &h1_token_state);
 		return PHASE_WAIT;
 	}
 	if (s->reissued) {
@@ -103,7 +125,7 @@ static enum phase_rc phase_credential(struct exchange *x, const struct http_requ
  * XP_SEND: the head goes upstream: built (credential written, the rule's
  * name kept for the row), then on the kept-alive upstream to the same
  * target (replayable once if it was closing) or on a new dial (which waits
- * in the connection's states: SS_RESOLVE, SS_CONNECT).
+ * in dial.c's resolve and connect states).
  */
 static enum phase_rc phase_send(struct exchange *x, const struct http_request *req, size_t len)
 {
@@ -116,7 +138,7 @@ static enum phase_rc phase_send(struct exchange *x, const struct http_request *r
 	x->req_done = req->body == HTTP_BODY_NONE ||
 		      (req->body == HTTP_BODY_LENGTH && req->content_length == 0);
 	if (!(s->ufd >= 0 && s->up_ready && dial_up_is(s->up, &x->t)))
-		dial_close(s);
+		session_upstream_close(s);
 	if (head_upstream(x, req) == -1) {
 		exchange_refusef(x, 431, "head-too-large", "http_request_error",
 				 "request head too large to forward");
@@ -136,10 +158,10 @@ static enum phase_rc phase_send(struct exchange *x, const struct http_request *r
 				req->method != HTTP_PATCH &&
 				buf_append(&s->replay, buf_head(&s->uout), buf_len(&s->uout)) == 0;
 		x->sent_ms = session_now(s);
-		session_enter(s, SS_HTTP);
+		session_enter(s, &h1_http_state);
 		return PHASE_DONE;
 	}
-	dial_start(x);
+	dial_start(x, upstream_up);
 	return PHASE_DONE;
 }
 
@@ -188,7 +210,7 @@ static bool try_replay(struct exchange *x)
 	if (!x->replayable || x->resp_started || buf_len(&s->uin) > 0)
 		return false;
 	x->replayable = false;
-	dial_close_fd(s);
+	session_upstream_close_fd(s);
 	buf_release(&s->uout);
 	if (buf_append(&s->uout, buf_head(&s->replay), buf_len(&s->replay)) == -1)
 		return false;
@@ -218,7 +240,7 @@ refuse_head(struct session *s, int status, const char *reason, const char *proxy
 	va_end(ap);
 }
 
-void h1_late_head(struct session *s, const struct config *c)
+static void late_head(struct session *s, const struct config *c)
 {
 	if (buf_len(&s->cin) > 0)
 		refuse_head(s, 408, "head-timeout", "http_request_error",
@@ -227,7 +249,7 @@ void h1_late_head(struct session *s, const struct config *c)
 		session_close(s, NULL);
 }
 
-void h1_head(struct session *s)
+static void step_head(struct session *s)
 {
 	struct http_header hdrs[HEADERS_MAX];
 	struct http_request req;
@@ -362,19 +384,19 @@ static bool reissue(struct exchange *x)
 	}
 	buf_release(&s->cin);
 	s->cin = b;
-	dial_close(s);
+	session_upstream_close(s);
 	inject_end(x);
 	exchange_rewind(x); /* one row: the re-issued try's, saying so */
 	x->phase = XP_CREDENTIAL;
 	s->reissued = true;
 	s->head_ms = session_now(s);
-	session_enter(s, SS_HEAD);
+	session_enter(s, &h1_head_state);
 	return true;
 }
 
 /*
  * Parse the response head in uin. Returns 1 progress, 0 need more, -1
- * refused, or a WebSocket's 101 passed (the session is in SS_WEBSOCKET).
+ * refused, or a WebSocket's 101 passed (the session is in upgrade_state).
  */
 static int response_head(struct exchange *x)
 {
@@ -467,17 +489,17 @@ static void finish_request(struct exchange *x)
 	}
 	/* bytes past the response would be read as the next one's: never reuse */
 	if (x->resp_close || x->resp_body == HTTP_BODY_EOF || buf_len(&s->uin) > 0)
-		dial_close(s);
+		session_upstream_close(s);
 	buf_trim(&s->uin);
 	buf_trim(&s->uout);
 	buf_trim(&s->cin);
 	/* a pipelined head already (partly) here is on the head clock from now */
 	s->head_ms = buf_len(&s->cin) > 0 ? session_now(s) : 0;
-	session_enter(s, SS_HEAD);
+	session_enter(s, &h1_head_state);
 }
 
 /*
- * One pass of h1_http: what moved, and what its steps learnt that
+ * One pass of the http state: what moved, and what its steps learnt that
  * the next ones (or the next pass) must know.
  */
 struct pass {
@@ -673,11 +695,11 @@ static int response_flush(struct exchange *x, struct pass *p)
 }
 
 /*
- * SS_HTTP's step: the request body up, the response down, until nothing
+ * The http state's step: the request body up, the response down, until nothing
  * moves; a finished exchange leaves the connection for its next head or
  * its close.
  */
-void h1_http(struct session *s)
+static void step_http(struct session *s)
 {
 	struct exchange *x = s->x; /* HTTP/1.1's one in flight */
 	struct pass p = { 0 };
@@ -697,6 +719,150 @@ void h1_http(struct session *s)
 		s->active_ms = session_now(s);
 	}
 }
+
+/* --- the states: a head, its exchange's bytes, a token ---------------------------- */
+
+static bool in_head(const struct session *s)
+{
+	return buf_len(&s->cout) == 0; /* the previous response first */
+}
+
+static bool in_none(const struct session *s)
+{
+	return false;
+}
+
+static bool in_http(const struct session *s)
+{
+	return !s->x->req_done && buf_room(&s->cin) > 0 && buf_room(&s->uout) > 0;
+}
+
+/* what is queued for the client goes out; an idle kept upstream is watched for its close */
+static void ask_head(const struct session *s, uint32_t *c, uint32_t *u)
+{
+	if (buf_len(&s->cout) > 0)
+		*c |= EPOLLOUT;
+	*u |= EPOLLIN;
+}
+
+static void ask_http(const struct session *s, uint32_t *c, uint32_t *u)
+{
+	const struct exchange *x = s->x;
+
+	if (buf_len(&s->cout) > 0)
+		*c |= EPOLLOUT;
+	if (buf_len(&s->uout) > 0)
+		*u |= EPOLLOUT;
+	/* a scrubbed body moves only with room for a whole piece: wait for the client */
+	if (!x->resp_done && !x->in_done && buf_room(&s->uin) > 0 &&
+	    buf_room(&s->cout) >= (x->scrub != NULL ? inject_scrub_room(x) : 1))
+		*u |= EPOLLIN;
+}
+
+static void ask_none(const struct session *s, uint32_t *c, uint32_t *u)
+{
+}
+
+static uint64_t due_head(const struct session *s, const struct config *c)
+{
+	if (s->head_ms != 0)
+		return s->head_ms + c->head_timeout_ms;
+	if (s->nreq == 0)
+		return s->accepted_ms + c->head_timeout_ms;
+	if (s->ix != NULL && s->ix->page != NULL) /* a refusal's page waits for one request */
+		return s->active_ms + c->head_timeout_ms;
+	return s->active_ms + c->idle_timeout_ms;
+}
+
+static uint64_t due_http(const struct session *s, const struct config *c)
+{
+	/* an upload in progress is judged by idleness, the wait after it by response-timeout */
+	if (!s->x->resp_head && s->x->req_done)
+		return s->x->sent_ms + c->response_timeout_ms;
+	return s->active_ms + c->idle_timeout_ms;
+}
+
+static void late_http(struct session *s, const struct config *c)
+{
+	struct exchange *x = s->x;
+
+	if (!x->resp_head && !x->resp_started) {
+		exchange_refusef(x, 504, "upstream-timeout", "http_response_timeout",
+				 "%s sent no response within %u s", x->t.host.name,
+				 c->response_timeout_ms / 1000);
+		return;
+	}
+	session_close(x->conn, "idle timeout");
+}
+
+static uint64_t due_token(const struct session *s, const struct config *c)
+{
+	return s->phase_ms + TOKEN_WAIT_MS;
+}
+
+static void late_token(struct session *s, const struct config *c)
+{
+	struct exchange *x = s->x;
+
+	/* token.c fails the run first; this is the backstop */
+	x->conn->token = NULL;
+	exchange_refusef(x, 504, "inject-failed", "http_request_error",
+			 "no token within %u s; the request was not sent", TOKEN_WAIT_MS / 1000);
+}
+
+/*
+ * The head state's view of the upstream: an idle kept-alive upstream
+ * said something or closed: it is dropped (a TLS session ticket: kept).
+ */
+static void head_upstream_event(struct session *s, uint32_t events)
+{
+	if ((events & (EPOLLERR | EPOLLHUP)) || !sio_upstream_quiet(s))
+		session_upstream_close(s);
+	session_pump(s);
+}
+
+/* Idle between requests: the request's storage goes back (its row is written). */
+static void head_settle(struct session *s)
+{
+	if (s->x != NULL && !s->x->active)
+		exchange_free(s);
+}
+
+const struct state h1_head_state = {
+	.name = "head",
+	.waits = "a request head from the client",
+	.late = "408 if part of a head came, else close (head- or idle-timeout)",
+	.step = step_head,
+	.client_in = in_head,
+	.ask = ask_head,
+	.due = due_head,
+	.timeout = late_head,
+	.upstream = head_upstream_event,
+	.settle = head_settle,
+	.rest = true,
+};
+
+const struct state h1_http_state = {
+	.name = "http",
+	.waits = "request and response bytes",
+	.late = "504 upstream-timeout before a response (response-timeout), else close "
+		"(idle-timeout)",
+	.step = step_http,
+	.client_in = in_http,
+	.ask = ask_http,
+	.due = due_http,
+	.timeout = late_http,
+};
+
+const struct state h1_token_state = {
+	.name = "token",
+	.waits = "the rule's token command (token.c wakes it)",
+	.late = "504 inject-failed, nothing sent",
+	.client_in = in_none,
+	.ask = ask_none,
+	.due = due_token,
+	.timeout = late_token,
+};
 
 /* --- refusing ------------------------------------------------------------------ */
 
@@ -733,7 +899,7 @@ static void h1_refuse(struct exchange *x, const struct refusal *ref)
 	/* cout holds at most the unsent tail of an earlier response: keep it, append */
 	else if (!x->resp_started && refuse_write(&s->cout, ref) == 0)
 		x->status = ref->status;
-	if (session_log(s) && page && refuse_page_begin(x, ref) == 0)
+	if (exchange_log(x) && page && refuse_page_begin(x, ref) == 0)
 		return;
 	if (page && !s->closed)
 		refuse_write(&s->cout, ref);
@@ -741,4 +907,45 @@ static void h1_refuse(struct exchange *x, const struct refusal *ref)
 		session_enter_drain(s);
 }
 
-const struct codec h1_codec = { .name = "http/1.1", .refuse = h1_refuse };
+/* Its exchange relaying a body: its open and progress rows (longrow.c). */
+static uint64_t rows_due(const struct session *s, const struct config *c)
+{
+	return s->st == &h1_http_state ? longrow_due(s->x, c) : UINT64_MAX;
+}
+
+static void rows_write(struct session *s, const struct config *c)
+{
+	if (s->st == &h1_http_state)
+		longrow_write(s->x, c, session_now(s));
+}
+
+/* An intercepted CONNECT's handshake is done: its heads come through TLS, or HTTP/2 begins. */
+static void tls_up(struct session *s, bool h2)
+{
+	if (h2)
+		h2_begin(s);
+	else
+		session_enter(s, &h1_head_state);
+}
+
+/* The token its request waits for is there (or failed): the head is read again from its credential. */
+static void token_ready(struct session *s, const struct token *t)
+{
+	if (s->token != t)
+		return;
+	s->token = NULL;
+	s->token_waited = true;
+	session_enter(s, &h1_head_state);
+	session_pump(s);
+}
+
+const struct codec h1_codec = {
+	.name = "http/1.1",
+	.refuse = h1_refuse,
+	.close = exchange_conn_close,
+	.release = exchange_conn_release,
+	.rows_due = rows_due,
+	.rows_write = rows_write,
+	.tls_up = tls_up,
+	.token_ready = token_ready,
+};

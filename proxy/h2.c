@@ -37,7 +37,7 @@
  * limit, a CONTINUATION cap, and nghttp2's bound on the acknowledgements a
  * flood of PING or SETTINGS makes us owe.
  */
-#include "h2.h"
+#include "h2_stream.h"
 
 #include <stdio.h>
 #include <malloc.h>
@@ -52,16 +52,6 @@
  * nghttp2 is told to stop at once (its sessions are freed later, by
  * h2_release, never inside one of its calls).
  */
-bool h2_gone(void *arg)
-{
-	return ((struct h2 *)arg)->s->closed;
-}
-
-struct h2_stream *h2_stream_get(nghttp2_session *ng, int32_t id)
-{
-	return nghttp2_session_get_stream_user_data(ng, id);
-}
-
 /* A stream reset before it had one of its own: its row still says so. */
 static void refused_row(struct session *s, const char *reason, const char *detail)
 {
@@ -477,7 +467,7 @@ void h2_begin(struct session *s)
 	buf_init(&s->cout, H2_OUT_MAX);
 	buf_release(&s->uout);
 	buf_init(&s->uout, H2_OUT_MAX);
-	session_enter(s, SS_H2);
+	session_enter(s, &h2_state);
 }
 
 /* Read one hop and feed its session. Returns 0, or -1 (the connection is closed). */
@@ -624,7 +614,7 @@ static void up_gone(struct session *s)
 	h2_goaway(h, " ended its HTTP/2 connection before this stream was sent");
 	nghttp2_session_del(h->up);
 	h->up = NULL;
-	dial_close(s);
+	session_upstream_close(s);
 }
 
 static bool tls_pending(const struct session *s)
@@ -633,7 +623,7 @@ static bool tls_pending(const struct session *s)
 	       (s->ussl != NULL && !s->h2->up_ended && SSL_has_pending(s->ussl));
 }
 
-void h2_step(struct session *s)
+static void step(struct session *s)
 {
 	struct h2 *h = s->h2;
 	bool moved;
@@ -683,7 +673,7 @@ static bool stream_waits(const struct h2_stream *st, uint64_t *due, uint64_t lim
 	return false;
 }
 
-uint64_t h2_due(const struct session *s, const struct config *c)
+static uint64_t due(const struct session *s, const struct config *c)
 {
 	uint64_t due = s->active_ms + c->idle_timeout_ms, at;
 
@@ -699,7 +689,7 @@ uint64_t h2_due(const struct session *s, const struct config *c)
  * A GOAWAY whose time came goes; the streams past their deadline get a
  * 504; with neither, the connection was idle.
  */
-void h2_late(struct session *s, const struct config *c)
+static void late(struct session *s, const struct config *c)
 {
 	uint64_t now = session_now(s), at;
 	bool any = false;
@@ -727,12 +717,12 @@ void h2_late(struct session *s, const struct config *c)
 		session_close(s, "idle timeout");
 }
 
-bool h2_wants_client(const struct session *s)
+static bool wants_client(const struct session *s)
 {
 	return may_read(s, false);
 }
 
-void h2_interest(const struct session *s, uint32_t *c, uint32_t *u)
+static void interest(const struct session *s, uint32_t *c, uint32_t *u)
 {
 	const struct h2 *h = s->h2;
 
@@ -771,10 +761,13 @@ void h2_revoke(struct session *s, const struct verdict *v)
 /*
  * The connection closes (session_close): every open stream's row is
  * written and its secrets wiped now; the streams and the nghttp2 sessions
- * are freed by h2_release once nothing of theirs is on the stack.
+ * are freed by codec_release once nothing of theirs is on the stack.
  */
-void h2_end(struct session *s, const char *why)
+static void codec_close(struct session *s, const char *why)
 {
+	exchange_conn_close(s, why); /* the CONNECT's own, if its row is not written yet */
+	if (s->h2 == NULL)
+		return;
 	for (struct h2_stream *st = s->h2->streams; st != NULL; st = st->next) {
 		if (!st->cli_closed) {
 			if (st->x->detail[0] == '\0' && why != NULL && !st->resp_end)
@@ -786,10 +779,11 @@ void h2_end(struct session *s, const char *why)
 	}
 }
 
-void h2_release(struct session *s)
+static void codec_release(struct session *s)
 {
 	struct h2 *h = s->h2;
 
+	exchange_conn_release(s);
 	if (h == NULL)
 		return;
 	while (h->streams != NULL)
@@ -799,3 +793,59 @@ void h2_release(struct session *s)
 	free(h);
 	s->h2 = NULL;
 }
+
+const struct state h2_state = {
+	.name = "h2",
+	.waits = "HTTP/2 frames from either hop (every stream's)",
+	.late = "504 the streams past their token wait or response-timeout, else close, each open "
+		"stream's row says so (idle-timeout)",
+	.step = step,
+	.client_in = wants_client,
+	.ask = interest,
+	.due = due,
+	.timeout = late,
+};
+
+/* A stream sent upstream and relaying, not answered by us nor closed: long rows are for it. */
+static bool stream_relaying(const struct h2_stream *st)
+{
+	return st->sent && !st->refused && !st->cli_closed;
+}
+
+/* Each stream relaying: its open and progress rows (longrow.c). */
+static uint64_t rows_due(const struct session *s, const struct config *c)
+{
+	uint64_t due = UINT64_MAX;
+
+	if (s->st != &h2_state || s->h2 == NULL)
+		return due;
+	for (const struct h2_stream *st = s->h2->streams; st != NULL; st = st->next)
+		if (stream_relaying(st) && longrow_due(st->x, c) < due)
+			due = longrow_due(st->x, c);
+	return due;
+}
+
+static void rows_write(struct session *s, const struct config *c)
+{
+	if (s->st != &h2_state || s->h2 == NULL)
+		return;
+	for (struct h2_stream *st = s->h2->streams; st != NULL; st = st->next)
+		if (stream_relaying(st))
+			longrow_write(st->x, c, session_now(s));
+}
+
+static size_t streams(const struct session *s)
+{
+	return s->h2 != NULL ? s->h2->nopen : 0;
+}
+
+const struct codec h2_codec = {
+	.name = "h2",
+	.refuse = h2_stream_refuse,
+	.close = codec_close,
+	.release = codec_release,
+	.rows_due = rows_due,
+	.rows_write = rows_write,
+	.token_ready = h2_token_ready,
+	.streams = streams,
+};

@@ -6,7 +6,7 @@
  * its response scrubbed, its refusal answered, its row. It sends nothing
  * itself: what it submits, h2.c's step writes.
  */
-#include "h2.h"
+#include "h2_stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +15,17 @@
 
 #include "digits.h"
 #include "h2_head.h"
+
+
+bool h2_gone(void *arg)
+{
+	return ((struct h2 *)arg)->s->closed;
+}
+
+struct h2_stream *h2_stream_get(nghttp2_session *ng, int32_t id)
+{
+	return nghttp2_session_get_stream_user_data(ng, id);
+}
 
 /* --- header blocks --------------------------------------------------------- */
 
@@ -131,7 +142,8 @@ void h2_stream_free(struct h2 *h, struct h2_stream *st)
 	if (h->up != NULL)
 		nghttp2_session_consume_connection(h->up, st->up_in - st->up_done);
 	inject_end(st->x);
-	upgrade_free(st->x);
+	free(st->x->ws);
+	st->x->ws = NULL;
 	budget_end(s, st->x);
 	free(st->x);
 	fields_free(&st->req);
@@ -312,7 +324,7 @@ void h2_cancel_up(struct h2 *h, struct h2_stream *st)
 }
 
 /* HTTP/2's refusal: x's stream is answered (or reset, its answer begun), not the connection */
-static void stream_refuse(struct exchange *x, const struct refusal *r)
+void h2_stream_refuse(struct exchange *x, const struct refusal *r)
 {
 	struct session *s = x->conn;
 	struct h2 *h = s->h2;
@@ -337,7 +349,6 @@ static void stream_refuse(struct exchange *x, const struct refusal *r)
 		nghttp2_submit_rst_stream(h->srv, NGHTTP2_FLAG_NONE, st->cid, NGHTTP2_INTERNAL_ERROR);
 }
 
-const struct codec h2_codec = { .name = "h2", .refuse = stream_refuse };
 
 void h2_refuse_retry(struct h2 *h, struct h2_stream *st, const char *why)
 {
@@ -497,7 +508,7 @@ void h2_stream_head(struct session *s, struct h2_stream *st)
 		submit_up(s, st, &req);
 }
 
-void h2_token_ready(struct session *s)
+void h2_token_ready(struct session *s, const struct token *t)
 {
 	struct http_request req;
 	struct http_header hd[HEADERS_MAX + 1], fields[HEADERS_MAX];

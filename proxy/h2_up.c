@@ -5,7 +5,7 @@
  * the upstream going away (its GOAWAY, its end): the streams it did not
  * process reset REFUSED_STREAM, the GOAWAY passed on to the client.
  */
-#include "h2.h"
+#include "h2_stream.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
  * reads nothing and decides nothing: exchange.c has judged the request,
  * inject.c chose the rule and holds the secret.
  */
-#include "session.h"
+#include "request.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +25,13 @@ int head_put_header(struct buf *b, const struct http_header *h)
 	    put(b, h->value, h->value_len) == -1 || put(b, "\r\n", 2) == -1)
 		return -1;
 	return 0;
+}
+
+
+/* Connection and Upgrade, for a WebSocket handshake's heads (upgrade.c). */
+static int ws_head(struct buf *b)
+{
+	return buf_append(b, "Connection: Upgrade\r\nUpgrade: websocket\r\n", 41);
 }
 
 /*
@@ -155,7 +162,7 @@ bool head_forwards(const struct exchange *x, const struct http_request *req, siz
 	if (x->scrub != NULL && http_header_is(h, "Accept-Encoding"))
 		return false;
 	/* a scrubbed WebSocket's messages must stay plain frames: no extension offered */
-	if (upgrade_drops_header(x, h))
+	if (x->ws_scrubbed && http_header_is(h, "Sec-WebSocket-Extensions"))
 		return false;
 	/* a range of the body could hold part of a secret, the next range the rest: the whole is asked */
 	return !(x->scrub != NULL && (http_header_is(h, "Range") || http_header_is(h, "If-Range") ||
@@ -188,7 +195,7 @@ int head_upstream(struct exchange *x, const struct http_request *req)
 		return -1;
 	/* a WebSocket handshake says upgrade, never close: the connection goes on as the WebSocket */
 	if (x->ws != NULL)
-		return upgrade_head(b) == -1 ? -1 : put(b, "\r\n", 2);
+		return ws_head(b) == -1 ? -1 : put(b, "\r\n", 2);
 	if (x->scrub != NULL && put(b, "Accept-Encoding: identity\r\n", 27) == -1)
 		return -1;
 	if (x->client_close && put(b, "Connection: close\r\n", 19) == -1)
@@ -241,7 +248,7 @@ int head_client(struct exchange *x, const struct http_response *resp)
 	    put(b, "Connection: close\r\n", 19) == -1)
 		return -1;
 	/* a WebSocket's 101 (upgrade.c checked it): the two headers dropped above */
-	if (resp->status == 101 && upgrade_head(b) == -1)
+	if (resp->status == 101 && ws_head(b) == -1)
 		return -1;
 	return put(b, "\r\n", 2);
 }

@@ -1,11 +1,11 @@
 /*
  * hello.c: a passthrough tunnel's hellos, judged before anything else is
- * relayed (tls_hello_step, run by session.c's step_tunnel): the whole
+ * relayed (tls_hello_step, run by tunnel.c's step): the whole
  * ClientHello, and after a HelloRetryRequest the second one too, must name
  * the CONNECT host (lib/tls_hello.c reads them). It decrypts nothing;
  * tls.c is the intercepting side.
  */
-#include "session.h"
+#include "request.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -22,7 +22,7 @@ _Static_assert(HEAD_MAX >= TLS_HELLO_WIRE_MAX, "cin holds a whole ClientHello");
 
 /*
  * Refuse the tunnel: a fatal alert in clear for a client that spoke TLS
- * (0: none), then the row and the close (session_tunnel_refuse).
+ * (0: none), then the row and the drain (tunnel_codec's refusal).
  */
 static void hello_refuse(struct session *s, const char *reason, int alert, const char *detail)
 {
@@ -31,7 +31,7 @@ static void hello_refuse(struct session *s, const char *reason, int alert, const
 
 		(void)buf_append(&s->cout, rec, sizeof(rec)); /* best effort: the close says it too */
 	}
-	session_tunnel_refuse(s, reason, "passthrough: %s", detail);
+	exchange_refusef(s->x, 0, reason, NULL, "passthrough: %s", detail); /* tunnel_codec */
 }
 
 /*
@@ -113,7 +113,7 @@ static int client_hello(struct session *s, bool again, size_t *wire)
 	else
 		snprintf(s->x->detail, sizeof(s->x->detail),
 			 "passthrough; no TLS server name (an address)");
-	if (session_tunnel_over_budget(s))
+	if (budget_tunnel_over(s))
 		return -1;
 	*wire = h.wire;
 	return 0;

@@ -39,12 +39,12 @@
  * names the rule that injected and counts what was masked.
  *
  * A command rule's token comes from token.c: a request whose token is
- * being minted waits (SS_TOKEN); a bodiless request answered 401 has its
+ * being minted waits (h1_token_state); a bodiless request answered 401 has its
  * token minted again and is re-issued once (exchange.c keeps its head)
  * when token-min-interval allows a new token; otherwise the 401 goes to
  * the client.
  */
-#include "session.h"
+#include "request.h"
 
 #define ZLIB_CONST
 #include <fcntl.h>

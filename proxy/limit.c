@@ -16,7 +16,7 @@
  * than there are connections. This file only counts and finds; session.c
  * (at accept) and who.c (at the stamp) close and refuse.
  */
-#include "session.h"
+#include "conn.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -104,12 +104,13 @@ struct limit_entry *limit_take(struct proxy *px, const char *key, struct session
 	return e;
 }
 
-struct session *limit_idle_oldest(struct proxy *px, const char *key)
+struct session *limit_idle_oldest(struct proxy *px, const char *key,
+				  bool (*idle)(const struct session *s))
 {
 	struct limit_entry *e = limit_find(px, key, hmap_hash(&px->limits->map, key, strlen(key)));
 
 	for (struct list_node *n = e != NULL ? e->sessions.first : NULL; n != NULL; n = n->next)
-		if (session_idle(list_entry(n, struct session, lim)))
+		if (idle(list_entry(n, struct session, lim)))
 			return list_entry(n, struct session, lim);
 	return NULL;
 }

@@ -47,7 +47,7 @@
  * its 590 KiB); a disk with no room for it leaves the counts in memory, said
  * on stderr, as before: then a kill -9 loses those not yet told.
  */
-#include "session.h"
+#include "conn.h"
 
 #include <limits.h>
 #include <stdio.h>

@@ -9,14 +9,15 @@
  * `sluice watch` see a WebSocket or a tunnel that lasts an hour when it
  * opens, not only when it ends.
  *
- * The rows ride on the session's one timer: state.c arms it for the sooner
- * of the state's deadline and longrow_due, so nothing polls. They are not
+ * The rows ride on the connection's one timer: session.c arms it for the
+ * sooner of the state's deadline and its codec's rows_due (each codec asks
+ * longrow_due of the exchanges it relays), so nothing polls. They are not
  * counted in the metrics (stats_row counts each exchange once, at its end)
  * and not budgeted (lograte.c budgets refusals that moved nothing; these
  * are rows of exchanges that were let through). An exchange refused
  * already, or waiting on its judgement, dial or token, gets none.
  */
-#include "h2.h"
+#include "request.h"
 
 #include <string.h>
 
@@ -36,62 +37,23 @@ static uint64_t due_of(const struct exchange *x, const struct config *c)
 	return c->log_progress_ms > 0 ? x->long_at + c->log_progress_ms : UINT64_MAX;
 }
 
-/* s's own exchange when it relays in this state, else NULL (HTTP/2: its streams). */
-static struct exchange *session_exchange(const struct session *s)
+uint64_t longrow_due(const struct exchange *x, const struct config *c)
 {
-	switch (s->state) {
-	case SS_TUNNEL:
-		return s->tun->hello == HELLO_DONE && relaying(s->x) ? s->x : NULL;
-	case SS_HTTP:
-	case SS_WEBSOCKET:
-		return relaying(s->x) ? s->x : NULL;
-	default:
-		return NULL;
-	}
+	return relaying(x) ? due_of(x, c) : UINT64_MAX;
 }
 
-static bool stream_relaying(const struct h2_stream *st)
-{
-	return st->sent && !st->refused && !st->cli_closed && relaying(st->x);
-}
-
-uint64_t longrow_due(const struct session *s, const struct config *c)
-{
-	const struct exchange *x = session_exchange(s);
-	uint64_t due = x != NULL ? due_of(x, c) : UINT64_MAX;
-
-	if (s->state == SS_H2 && s->h2 != NULL)
-		for (const struct h2_stream *st = s->h2->streams; st != NULL; st = st->next)
-			if (stream_relaying(st) && due_of(st->x, c) < due)
-				due = due_of(st->x, c);
-	return due;
-}
-
-/* x's open row (its first) or progress row, now. */
-static void put_row(struct session *s, struct exchange *x, uint64_t now)
+void longrow_write(struct exchange *x, const struct config *c, uint64_t now)
 {
 	struct netlog_row row;
 	struct stamp st;
 	char who[SESSION_WHO_MAX];
 
+	if (!relaying(x) || due_of(x, c) > now)
+		return;
 	exchange_row(x, &row, &st, who, sizeof(who));
 	row.of = row.kind;
 	row.kind = x->long_at == 0 ? "open" : "progress";
 	x->long_at = now;
-	if (s->px->netlog != NULL)
-		netlog_write(s->px->netlog, &row);
-}
-
-void longrow_write(struct session *s, const struct config *c)
-{
-	uint64_t now = session_now(s);
-	struct exchange *x = session_exchange(s);
-
-	if (x != NULL && due_of(x, c) <= now)
-		put_row(s, x, now);
-	if (s->state != SS_H2 || s->h2 == NULL)
-		return;
-	for (struct h2_stream *st = s->h2->streams; st != NULL; st = st->next)
-		if (stream_relaying(st) && due_of(st->x, c) <= now)
-			put_row(s, st->x, now);
+	if (x->conn->px->netlog != NULL)
+		netlog_write(x->conn->px->netlog, &row);
 }

@@ -10,6 +10,7 @@
  * way out; without NOTIFY_SOCKET sd_notify does nothing.
  */
 #include "proxy.h"
+#include "request.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -56,7 +57,7 @@ static void on_accept(struct loop *l, struct loop_io *io, uint32_t events)
 				 SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd >= 0) {
-			session_accept(px, fd, &peer);
+			session_accept(px, fd, &peer, &h1_codec, &h1_head_state);
 			continue;
 		}
 		if (errno == EMFILE || errno == ENFILE) {
@@ -308,8 +309,6 @@ int main(int argc, char **argv)
 	if (args_parse(argc, argv, &px, &config_path, &check_only) != 0)
 		return 2;
 
-	if (session_states_check() == -1)
-		return 1;
 	px.config = config_new();
 	if (px.config == NULL || config_load(px.config, config_path, stderr) != 0) {
 		fprintf(stderr, "sluice-proxy: %s: not started\n", config_path);

@@ -1,26 +1,24 @@
 /*
  * proxy.h: sluice-proxy's table of contents.
  *
+ * The process (this header): main.c, reload.c and the services below the
+ * connections, which know none. The connections and the request path have
+ * their own headers: conn.h (the types), session.h (a connection and its
+ * engine), request.h (everything above it).
+ *
  * main.c     arguments, config, listeners, signals, the loop
- * session.c  one client connection: lifecycle, tunnels, refusals, close
- * state.c    its states as one table: steps, readiness, deadlines, timeouts
- * exchange.c one HTTP request and its response (session.h)
- * head.c     the request head sent upstream, the response head sent back
- * body.c     its bodies under their framing, trailers filtered (session.h)
- * dial.c     a session's upstream: judge every answer, connect (session.h)
+ * reload.c   the grant store and config: watched, reloaded, what is in flight re-judged
  * resolve.c  c-ares driven by the loop; never a blocking lookup
- * reload.c   the grant store and config: watched, reloaded, re-judged
- * refuse.c   refusal responses: status, Proxy-Status, a one-line body; a
- *            refused CONNECT's refusal answered inside its TLS (refuse-page)
+ * refuse.c   refusal responses: status, Proxy-Status, a one-line body
  * replay.c   the stamp replay window, mapped from STATE/stamp.seen
- * tls.c      intercepting CONNECT: our CA's leaves, both handshakes
- * inject.c   credentials onto decrypted requests; masking them in responses
- * token.c    token commands: minted secrets, cached, run without blocking
+ * budget.c   a grant's budgets, counted per principal (charge.c spends them)
  * limit.c    connections counted per client address or stamped principal
  * lograte.c  a refusal-row budget per principal: past it, rows counted, not written
+ * sandbox.c  the runs `sluice run` told of: their run and probe rows
  * priv.c     the drop from root to `user NAME`, and what that user must reach
- * longrow.c  a long exchange's open and progress rows, while it lasts (session.h)
  * stats.c    its metrics (lib/metrics.h): counted on rows, handshakes, tokens, reloads
+ * tls.c, token.c, inject.c: their process-wide parts (the CA and contexts,
+ *            the token caches, the rules' sources)
  */
 #ifndef SLUICE_PROXY_H
 #define SLUICE_PROXY_H
@@ -150,8 +148,9 @@ void limit_release(struct proxy *px);
  * or refuse.
  */
 struct limit_entry *limit_take(struct proxy *px, const char *key, struct session *s);
-/* The oldest of key's connections that is idle (session_idle), NULL when none is. */
-struct session *limit_idle_oldest(struct proxy *px, const char *key);
+/* The oldest of key's connections that is idle (as idle says), NULL when none is. */
+struct session *limit_idle_oldest(struct proxy *px, const char *key,
+				  bool (*idle)(const struct session *s));
 void limit_put(struct proxy *px, struct session *s); /* s counted nowhere: nothing */
 
 /* stats.c: families made, and the listener opened when metrics-listen is given */
@@ -218,14 +217,16 @@ void *state_map_fd(int fd, const char *path, const char *magic, size_t size, con
 int replay_open(struct proxy *px);
 void replay_close(struct proxy *px);
 
-/* state.c: at start, that every session state has its table entry; 0, or -1 after printing */
-int session_states_check(void);
-
-/* session.c */
-void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *peer);
+/*
+ * session.c: fd is a new client connection (TCP_NODELAY inherited from
+ * the listener); it speaks codec from state st on (HTTP/1.1's, its head).
+ */
+struct codec;
+struct state;
+void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *peer,
+		    const struct codec *codec, const struct state *st);
 void session_close(struct session *s, const char *why);
 void session_free_dead(struct proxy *px);
-void session_rejudge_all(struct proxy *px);
 
 /* resolve.c */
 typedef void (*resolve_fn)(void *arg, int status, const struct sockaddr_storage *addrs,
@@ -281,6 +282,9 @@ struct refusal {
 int refuse_id(char *out);
 /* Append a complete refusal response to out. Returns 0 or -1 (no room). */
 int refuse_write(struct buf *out, const struct refusal *r);
+/* r's response onto out: its status, Proxy-Status ps and body[0..blen) (none to a HEAD). */
+int refuse_response(struct buf *out, const struct refusal *r, const char *ps, const char *body,
+		    int blen, bool head);
 /*
  * Its Proxy-Status value and its body (HTTP/2 frames them itself), into
  * buffers of REFUSE_STATUS_MAX and REFUSE_BODY_MAX. Returns the body's length.

@@ -17,7 +17,7 @@
  * open connection is re-judged once, so what the window let open and no
  * grant serves is closed.
  */
-#include "proxy.h"
+#include "request.h"
 #include "file.h"
 #include "runfile.h"
 #include "store.h"
@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WATCH_MS 1000
@@ -114,6 +115,90 @@ static int rebuild(struct proxy *px)
 	return 0;
 }
 
+/*
+ * After a reload: a connection whose target, or any address its target
+ * resolved to, the new policy refuses is closed with a row saying so; the
+ * rest are untouched. Idle keep-alive upstreams are dropped when refused
+ * (the next request is judged anyway).
+ */
+static void rejudge_all(struct proxy *px)
+{
+	time_t now = time(NULL);
+
+	for (struct session *s = px->sessions, *next; s != NULL; s = next) {
+		struct policy_request pr = { 0 };
+		struct verdict v;
+		char who[SESSION_WHO_MAX];
+		/*
+		 * A request judged and waiting to be sent again (re-issued after a
+		 * 401, back in the head state behind an unflushed 1xx) is in flight too:
+		 * it resumes at its credential, never judged again, so judge it here.
+		 */
+		/* a tunnel whose upstream is done still relays what the client sends: judged too */
+		bool busy = s->x != NULL &&
+			    ((s->x->active && ((s->st != &h1_head_state && s->st != &session_drain_state) ||
+					       s->x->phase == XP_CREDENTIAL)) ||
+			     s->st == &tunnel_state);
+		struct target kept;
+		const struct target *t = &kept;
+
+		next = s->next;
+		session_principal(s, &pr, who, sizeof(who));
+		if (s->h2 != NULL) {
+			/* every stream goes to the tunnel's host, on the one upstream */
+			pr.via = s->ix->tunnel.via;
+			pr.host = &s->ix->tunnel.host;
+			pr.port = s->ix->tunnel.port;
+			policy_judge(px->policy, &pr, now, &v);
+			if (v.allow && s->up != NULL)
+				dial_up_judge(px->policy, s->up, &s->ix->tunnel.host, &v);
+			if (!v.allow)
+				h2_revoke(s, &v);
+			continue;
+		}
+		if (!busy && (s->ufd < 0 || s->up == NULL))
+			continue;
+		if (busy)
+			t = &s->x->t;
+		else
+			dial_up_target(s->up, &kept);
+		pr.via = t->via;
+		pr.host = &t->host;
+		pr.port = t->port;
+		policy_judge(px->policy, &pr, now, &v);
+		/*
+		 * Every address of the answer set, not only the one in use: a
+		 * replay or a failed connect dials the later ones, and a new
+		 * request would be refused if any of them is now denied. An idle
+		 * kept-alive upstream keeps its answer set for this (dial_reuse).
+		 */
+		if (busy)
+			for (size_t i = 0; v.allow && i < s->x->ndial; i++)
+				policy_judge_addr(px->policy, &t->host, s->x->dial[i].ss_family,
+						  sockaddr_bytes(&s->x->dial[i]), &v);
+		else
+			dial_up_judge(px->policy, s->up, &t->host, &v);
+		/* a raw tunnel stands only while a tunnel grant serves it: a plain one would intercept */
+		if (v.allow && !(busy && s->x->raw_tunnel && !v.tunnel))
+			continue;
+		if (!busy) {
+			session_upstream_close(s);
+			session_update_interest(s);
+			continue;
+		}
+		s->x->decision = "refuse";
+		s->x->reason = "revoked";
+		if (v.allow)
+			snprintf(s->x->detail, sizeof(s->x->detail),
+				 "closed by a policy reload: no tunnel grant serves it raw now");
+		else
+			snprintf(s->x->detail, sizeof(s->x->detail), "closed by a policy reload: %s",
+				 v.detail[0] ? v.detail : v.reason);
+		session_close(s, NULL);
+	}
+}
+
+
 void reload_now(struct proxy *px, const char *why)
 {
 	bool cfg_ok = true; /* counted as one reload: failed when either part failed */
@@ -175,7 +260,7 @@ void reload_now(struct proxy *px, const char *why)
 			px->policy->ngrants,
 			px->policy->store_damaged ? ", grant store DAMAGED" : "");
 		stats_reload(cfg_ok);
-		session_rejudge_all(px);
+		rejudge_all(px);
 	} else {
 		stats_reload(false);
 	}
@@ -200,7 +285,7 @@ static void on_watch(struct loop *l, struct loop_timer *t)
 		   time(NULL) >= px->policy->learn_until) {
 		learn_done = px->policy->learn_until;
 		fprintf(stderr, "sluice-proxy: the learn window ended: enforcing\n");
-		session_rejudge_all(px);
+		rejudge_all(px);
 	}
 	/* a build token removed or past its expiry no longer names a build: close its connections */
 	session_builds_check(px);

@@ -20,7 +20,7 @@
  * while a run is live adopts its note without a start row.
  */
 #include "proxy.h"
-#include "session.h"
+#include "conn.h"
 #include "file.h"
 #include "runnote.h"
 

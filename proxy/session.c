@@ -1,17 +1,22 @@
 /*
- * session.c: one client connection, from accept to close.
+ * session.c: one client connection, from accept to close, and the engine
+ * that drives it.
  *
- * A session reads a request head, has it judged and forwarded (exchange.c)
- * or tunnelled, over an upstream that dial.c resolved, checked and
- * connected. This file owns the connection's life: accept, the tunnel
- * relay and the drain (two of the states' steps), refusals, the log row and
- * session_close, the one way a session dies, which writes the row of an
- * unfinished request, and the re-judging after a reload.
+ * A connection owns its client transport (the socket, its TLS: sio.c),
+ * the upstream socket its exchanges use, its stamp, its limits, one timer
+ * and a codec (struct codec) that speaks its protocol. It knows no
+ * request: everything about one lives in an exchange, reached through the
+ * codec (its close, its release, its long rows).
  *
- * All progress happens in session_pump (state.c, the table of states),
- * which runs the state's step until nothing moves and then asks the loop
- * for exactly the readiness it needs. It does not parse bytes (http.c),
- * decide policy (policy.c) or resolve names (resolve.c).
+ * All progress happens in session_pump, which runs the connection's state
+ * (struct state: h1.c's head, dial.c's connect, tunnel.c, ...) until
+ * nothing moves and then asks the loop for exactly the readiness the state
+ * names; the timer runs the state's timeout at its deadline, or writes a
+ * long exchange's row. session_enter is the only way into a state; with
+ * `sluice-proxy -d` every transition and every deadline passed is printed
+ * by name. session_close is the one way a connection dies. It does not
+ * parse bytes (http.c), decide policy (policy.c) or resolve names
+ * (resolve.c).
  */
 #include "session.h"
 
@@ -24,8 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define LINGER_MS 2000 /* reading and discarding after a refusal, at most */
 
-static const char tunnel_ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+static void on_timer(struct loop *l, struct loop_timer *t);
 
 /*
  * An idle connection costs under 1 KiB (issue 10): its struct session, and
@@ -55,21 +61,34 @@ void session_stamp_expand(const struct sess_stamp *k, struct stamp *st)
 	memcpy(st->boot, k->boot, sizeof(st->boot));
 }
 
-bool session_log(struct session *s)
-{
-	return s->x != NULL && exchange_log(s->x);
-}
-
-
 /* --- closing ----------------------------------------------------------- */
 
-/* Payload bytes of a tunnel: our own 200 reply went through to_cli first. */
-static void tunnel_count(struct session *s)
+/* Close the upstream socket only; buffers and the dial list stay (try_replay). */
+void session_upstream_close_fd(struct session *s)
 {
-	uint64_t reply = sizeof(tunnel_ok) - 1;
+	if (s->ufd >= 0) {
+		if (s->uio.fd >= 0)
+			loop_io_close(s->px->loop, &s->uio);
+		else
+			close(s->ufd); /* already out of epoll (hung_up) */
+		s->ufd = -1;
+	}
+	sio_upstream_free(s);
+	s->up_ready = false;
+	s->u_hup = false;
+}
 
-	s->x->up = s->tun->to_up.bytes;
-	s->x->down = s->tun->to_cli.bytes > reply ? s->tun->to_cli.bytes - reply : 0;
+/* Forget the upstream: pending lookup, socket, its buffers and address. */
+void session_upstream_close(struct session *s)
+{
+	resolve_cancel(s->q);
+	s->q = NULL;
+	session_upstream_close_fd(s);
+	free(s->up);
+	s->up = NULL;
+	buf_release(&s->uin);
+	buf_release(&s->uout);
+	buf_release(&s->replay);
 }
 
 void session_close(struct session *s, const char *why)
@@ -79,29 +98,14 @@ void session_close(struct session *s, const char *why)
 	if (s->closed)
 		return;
 	s->closed = true;
-	if (s->x != NULL && s->x->active && s->x->detail[0] == '\0' && why != NULL)
-		snprintf(s->x->detail, sizeof(s->x->detail), "%s", why);
-	if (s->x != NULL && s->x->method == HTTP_CONNECT && s->state == SS_TUNNEL)
-		tunnel_count(s);
-	session_log(s);
-	budget_end(s, s->x);
-	if (s->h2 != NULL)
-		h2_end(s, why);
+	s->codec->close(s, why); /* every exchange still open: its row, its secrets gone */
 	loop_timer_cancel(px->loop, &s->timer);
-	dial_close(s);
+	session_upstream_close(s);
 	if (s->tun != NULL) {
 		relay_dir_release(&s->tun->to_up);
 		relay_dir_release(&s->tun->to_cli);
 	}
-	tls_session_free(s);
-	/*
-	 * The request's secrets go now; its storage, the tunnel's and the
-	 * interception's go with the session (session_free_dead): a caller
-	 * may still read them after the close, as it could when they were
-	 * part of the session.
-	 */
-	if (s->x != NULL)
-		inject_end(s->x);
+	sio_client_free(s);
 	if (s->cio.fd >= 0)
 		loop_io_close(px->loop, &s->cio);
 	else
@@ -123,16 +127,18 @@ void session_close(struct session *s, const char *why)
 	px->dead = s;
 }
 
+/*
+ * The exchanges' storage (the codec's), the tunnel's and the
+ * interception's go with the session, not at its close: a caller may
+ * still read them after the close.
+ */
 void session_free_dead(struct proxy *px)
 {
 	while (px->dead != NULL) {
 		struct session *s = px->dead;
 
 		px->dead = s->next;
-		if (s->x != NULL)
-			upgrade_free(s->x);
-		h2_release(s);
-		free(s->x);
+		s->codec->release(s);
 		free(s->tun);
 		if (s->ix != NULL)
 			free(s->ix->page);
@@ -154,48 +160,6 @@ void session_abort(struct session *s, const char *why)
 	session_close(s, why);
 }
 
-/* --- refusing and states ----------------------------------------------- */
-
-/* Drop the upstream and finish: flush, shut, linger, close. */
-void session_enter_drain(struct session *s)
-{
-	dial_close(s);
-	session_enter(s, SS_DRAIN);
-}
-
-/*
- * A tunnel whose 200 went out already is refused (a passthrough
- * ClientHello that fails its check, its budget spent): the row at once,
- * counting what moved, then what cout holds (a TLS alert, say) goes out
- * and the connection closes after a short linger; the upstream is closed
- * at once.
- */
-static void tunnel_refuse(struct exchange *x, const struct refusal *r)
-{
-	struct session *s = x->conn;
-
-	s->tun->hello = HELLO_DONE;
-	x->decision = "refuse";
-	x->reason = r->reason;
-	snprintf(x->detail, sizeof(x->detail), "%s", r->detail);
-	tunnel_count(s);
-	session_log(s);
-	session_enter_drain(s);
-}
-
-const struct codec session_tunnel_codec = { .name = "tunnel", .refuse = tunnel_refuse };
-
-void session_tunnel_refuse(struct session *s, const char *reason, const char *fmt, ...)
-{
-	struct refusal ref = { .reason = reason };
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(ref.detail, sizeof(ref.detail), fmt, ap);
-	va_end(ap);
-	exchange_refuse(s->x, &ref);
-}
-
 /* Write out what is queued for the client. Returns -1 if the client is gone. */
 int session_flush_client(struct session *s)
 {
@@ -214,94 +178,16 @@ int session_flush_client(struct session *s)
 	return 0;
 }
 
-/* --- tunnel and drain steps -------------------------------------------- */
+/* --- the drain ------------------------------------------------------------ */
 
-/*
- * The budget is the principal's, shared with its other tunnels and
- * requests, and what a relay takes from the client is spent as it is taken
- * (bytes waiting in a pipe toward a stalled origin count): the cap is set
- * again before every pump, a byte past what is left. Past it under observe
- * or learn: the row says so, and nothing is held back. A CONNECT tunnel's
- * relay and a spliced WebSocket's alike.
- */
-void session_budget_cap(struct session *s, uint64_t taken)
+/* Drop the upstream and finish: flush, shut, linger, close. */
+void session_enter_drain(struct session *s)
 {
-	uint64_t left;
-
-	if (s->x == NULL || s->x->budget == NULL)
-		return;
-	left = budget_left(s->x, taken);
-	s->tun->to_up.cap = left == UINT64_MAX ? UINT64_MAX : s->tun->to_up.taken + left + 1;
+	session_upstream_close(s);
+	session_enter(s, &session_drain_state);
 }
 
-bool session_relay_over_budget(struct session *s, uint64_t taken)
-{
-	if (budget_over(s, s->x, taken))
-		return true;
-	session_budget_cap(s, taken); /* observe lifts it now: a relay at its cap waits for nothing */
-	return false;
-}
-
-bool session_tunnel_over_budget(struct session *s)
-{
-	char why[sizeof(s->x->detail)];
-
-	if (!session_relay_over_budget(s, s->tun->to_up.taken))
-		return false;
-	budget_line(s, s->x, why, sizeof(why));
-	session_tunnel_refuse(s, "budget", "%s: the tunnel was closed", why);
-	return true;
-}
-
-void session_step_tunnel(struct session *s)
-{
-	struct tunnel *tun = s->tun;
-	uint64_t before = tun->to_up.bytes + tun->to_cli.bytes;
-
-	if (tun->hello != HELLO_DONE) {
-		/* our 200 goes out; the rest waits for the hellos (tls.c) */
-		if (tun->hello != HELLO_RETRY && relay_dir_flush(&tun->to_cli) == -1) {
-			session_close(s, "tunnel error");
-			return;
-		}
-		if (tls_hello_step(s) == -1)
-			return;
-	}
-	session_budget_cap(s, tun->to_up.taken);
-	/* toward the client the relay never shuts: the end is passed on below */
-	if ((tun->hello == HELLO_DONE &&
-	     relay_dir_pump(&tun->to_up, relay_dir_done(&tun->to_cli)) == -1) ||
-	    ((tun->hello == HELLO_DONE || tun->hello == HELLO_RETRY) &&
-	     relay_dir_pump(&tun->to_cli, true) == -1)) {
-		session_close(s, "tunnel error");
-		return;
-	}
-	tunnel_count(s);
-	if (session_tunnel_over_budget(s))
-		return;
-	if (tun->to_up.bytes + tun->to_cli.bytes != before)
-		s->active_ms = session_now(s);
-	if (relay_dir_done(&tun->to_up) && relay_dir_done(&tun->to_cli)) {
-		session_close(s, "closed");
-		return;
-	}
-	/*
-	 * The upstream is done while the client still sends: the row goes down
-	 * before the client can see the end, so a kill -9 after it learns the
-	 * answer is complete cannot lose the row. It counts what the client
-	 * sent until now.
-	 */
-	if (relay_dir_done(&tun->to_cli) && !tun->ended) {
-		tun->ended = true;
-		if (s->x->detail[0] == '\0')
-			snprintf(s->x->detail, sizeof(s->x->detail), "closed");
-		session_log(s);
-		if (shutdown(s->cfd, SHUT_WR) == -1 && errno != ENOTCONN)
-			session_close(s, "tunnel error");
-	}
-}
-
-void session_step_drain(struct session *s)
+static void step_drain(struct session *s)
 {
 	char sink[4096];
 
@@ -317,7 +203,7 @@ void session_step_drain(struct session *s)
 		 * the response in the client's buffers: shut our side, then read
 		 * and discard what the client still sends, for a bounded time.
 		 */
-		tls_shutdown_client(s);
+		sio_client_shutdown(s);
 		shutdown(s->cfd, SHUT_WR);
 		s->lingering = true;
 		s->active_ms = session_now(s);
@@ -336,7 +222,217 @@ void session_step_drain(struct session *s)
 	}
 }
 
-/* --- accept and re-judge ----------------------------------------------- */
+static bool drain_in(const struct session *s)
+{
+	return buf_len(&s->cout) == 0; /* the response first */
+}
+
+static void drain_ask(const struct session *s, uint32_t *c, uint32_t *u)
+{
+	if (buf_len(&s->cout) > 0)
+		*c |= EPOLLOUT;
+}
+
+static uint64_t drain_due(const struct session *s, const struct config *c)
+{
+	return s->active_ms + LINGER_MS;
+}
+
+static void drain_late(struct session *s, const struct config *c)
+{
+	session_close(s, NULL);
+}
+
+const struct state session_drain_state = {
+	.name = "drain",
+	.waits = "the last response to go out, then the client's end",
+	.late = "close (a linger of 2 s)",
+	.step = step_drain,
+	.client_in = drain_in,
+	.ask = drain_ask,
+	.due = drain_due,
+	.timeout = drain_late,
+};
+
+/* --- the engine ----------------------------------------------------------- */
+
+/* sluice-proxy -d: one line per transition or deadline, by state name */
+static void trace(const struct session *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void trace(const struct session *s, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!s->px->trace)
+		return;
+	fprintf(stderr, "sluice-proxy: trace: conn %llu: ", (unsigned long long)s->id);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void session_update_interest(struct session *s)
+{
+	struct loop *l = s->px->loop;
+	const struct state *d = s->st;
+	uint32_t c = 0, u = 0;
+
+	if (d->client_in(s)) {
+		c = EPOLLIN;
+		s->c_woke = false;
+	} else if ((s->cio.events & EPOLLIN) && !s->c_woke) {
+		/*
+		 * Leave EPOLLIN on while the client is quiet, as it is between
+		 * a request and its response: switching it off and on again
+		 * would cost two epoll_ctl calls per request. If the client
+		 * does send (c_woke), it is switched off, so nothing spins.
+		 */
+		c = EPOLLIN;
+	}
+	d->ask(s, &c, &u);
+	/* TLS that must write before it can read (or the reverse) */
+	if (s->cssl != NULL && s->c_tls_out)
+		c |= EPOLLOUT;
+	if (s->ussl != NULL && s->u_tls_out)
+		u |= EPOLLOUT;
+	if (loop_io_set(l, &s->cio, c) == -1 ||
+	    (s->ufd >= 0 && loop_io_set(l, &s->uio, u) == -1))
+		session_close(s, "epoll_ctl failed");
+}
+
+void session_pump(struct session *s)
+{
+	if (s->pumping) {
+		s->again = true;
+		return;
+	}
+	s->pumping = true;
+	do {
+		s->again = false;
+		if (s->st->step != NULL)
+			s->st->step(s);
+	} while (s->again && !s->closed);
+	s->pumping = false;
+	if (s->closed)
+		return;
+	if (s->st->settle != NULL)
+		s->st->settle(s);
+	session_update_interest(s);
+}
+
+/*
+ * A peer shut both ways while we were not asking for its events (the other
+ * side was slow to take what it sent). Level-triggered EPOLLHUP would fire
+ * for ever, so the fd leaves epoll; its socket still holds data and then
+ * end of stream, which the pump reads without waiting for readiness,
+ * driven by the other side's events.
+ */
+static void hung_up(struct session *s, struct loop_io *io, struct relay_dir *d)
+{
+	loop_io_del(s->px->loop, io);
+	if (io == &s->uio)
+		s->u_hup = true;
+	if (d != NULL)
+		d->src_hup = true;
+	session_pump(s);
+}
+
+void session_on_client(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct session *s = io->arg;
+
+	if ((events & EPOLLIN) && !s->st->client_in(s))
+		s->c_woke = true; /* bytes we will not read yet: stop asking */
+
+	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
+		if (s->st->relay != NULL && !(events & EPOLLERR)) {
+			/* gone both ways, but what it sent still goes upstream */
+			hung_up(s, io, s->st->relay(s, false));
+			return;
+		}
+		session_close(s, "client hung up");
+		return;
+	}
+	session_pump(s);
+}
+
+void session_on_upstream(struct loop *l, struct loop_io *io, uint32_t events)
+{
+	struct session *s = io->arg;
+
+	if (s->st->upstream != NULL) {
+		s->st->upstream(s, events);
+		return;
+	}
+	if ((events & (EPOLLERR | EPOLLHUP)) && !(io->events & (EPOLLIN | EPOLLOUT))) {
+		if (!(events & EPOLLERR)) {
+			/* the rest of the response is in its socket: keep reading it */
+			hung_up(s, io, s->st->relay != NULL ? s->st->relay(s, true) : NULL);
+			return;
+		}
+		session_close(s, "upstream hung up");
+		return;
+	}
+	session_pump(s);
+}
+
+/* When the codec's next long row is due (longrow.c), UINT64_MAX: none. */
+static uint64_t rows_due(const struct session *s)
+{
+	return s->codec->rows_due != NULL ? s->codec->rows_due(s, session_config(s)) : UINT64_MAX;
+}
+
+/* The sooner of the state's deadline and a long exchange's next row. */
+static uint64_t wake_at(const struct session *s, uint64_t due)
+{
+	uint64_t row = rows_due(s);
+
+	return row < due ? row : due;
+}
+
+static void on_timer(struct loop *l, struct loop_timer *t)
+{
+	struct session *s = t->arg;
+	const struct state *d = s->st;
+	uint64_t due;
+
+	if (rows_due(s) <= loop_now(l))
+		s->codec->rows_write(s, session_config(s));
+	due = d->due(s, session_config(s));
+	if (due > loop_now(l)) {
+		loop_timer_set(l, t, wake_at(s, due) - loop_now(l), on_timer, s);
+		return;
+	}
+	trace(s, "%s: deadline passed: %s", d->name, d->late);
+	d->timeout(s, session_config(s));
+	if (!s->closed)
+		session_pump(s);
+}
+
+/* Make sure the timer fires no later than the current state's deadline (or a row's). */
+void session_arm_timer(struct session *s)
+{
+	struct loop *l = s->px->loop;
+	uint64_t due = wake_at(s, s->st->due(s, session_config(s)));
+	uint64_t now = loop_now(l);
+
+	if (loop_timer_armed(&s->timer) && s->timer.fn == on_timer && s->timer.when_ms <= due)
+		return;
+	loop_timer_set(l, &s->timer, due > now ? due - now : 0, on_timer, s);
+}
+
+/* Every state change goes through here: the new state's deadline applies. */
+void session_enter(struct session *s, const struct state *st)
+{
+	trace(s, "%s -> %s: waits for %s", s->st->name, st->name, st->waits);
+	s->st = st;
+	s->again = true;
+	session_arm_timer(s);
+}
+
+/* --- accept ------------------------------------------------------------- */
 
 /* A connection refused before it became a session: the 503, its row, close. */
 static void refuse_accept(struct proxy *px, int fd, const char *client, const char *reason,
@@ -373,14 +469,14 @@ static void refuse_accept(struct proxy *px, int fd, const char *client, const ch
 
 bool session_idle(const struct session *s)
 {
-	return !s->closed && s->state == SS_HEAD && (s->x == NULL || !s->x->active) &&
+	return !s->closed && s->st->rest && (s->x == NULL || !s->x->active) &&
 	       s->head_ms == 0 && s->tun == NULL && s->h2 == NULL && buf_len(&s->cin) == 0 &&
 	       buf_len(&s->cout) == 0 && (s->cssl == NULL || SSL_pending(s->cssl) == 0);
 }
 
 bool session_evict_idle(struct proxy *px, const char *key)
 {
-	struct session *s = limit_idle_oldest(px, key);
+	struct session *s = limit_idle_oldest(px, key, session_idle);
 	struct netlog_row row;
 	struct stamp st;
 	char who[SESSION_WHO_MAX], detail[200];
@@ -427,15 +523,15 @@ static void accept_key(int fd, const struct sockaddr_storage *peer, char *key, s
 
 	snprintf(key, size, "a:");
 	if (peer->ss_family != AF_UNIX)
-		ipaddr_format(peer->ss_family, dial_addr_bytes(peer), key + 2, size - 2);
+		ipaddr_format(peer->ss_family, sockaddr_bytes(peer), key + 2, size - 2);
 	else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0)
 		snprintf(key + 2, size - 2, "unix:%ld", (long)uc.pid);
 	else
 		snprintf(key + 2, size - 2, "unix");
 }
 
-/* fd is a new client connection (TCP_NODELAY inherited from the listener). */
-void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *peer)
+void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *peer,
+		    const struct codec *codec, const struct state *st)
 {
 	struct session *s;
 	char client[INET6_ADDRSTRLEN + 8], key[INET6_ADDRSTRLEN + 4], detail[160];
@@ -465,7 +561,8 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 		return;
 	}
 	s->px = px;
-	s->codec = &h1_codec;
+	s->codec = codec;
+	s->st = st;
 	s->id = ++px->next_conn_id;
 	s->cfd = fd;
 	s->ufd = -1;
@@ -491,122 +588,3 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 	session_arm_timer(s);
 }
 
-/*
- * After a reload: a connection whose target, or any address its target
- * resolved to, the new policy refuses is closed with a row saying so; the
- * rest are untouched. Idle keep-alive upstreams are dropped when refused
- * (the next request is judged anyway).
- */
-void session_rejudge_all(struct proxy *px)
-{
-	time_t now = time(NULL);
-
-	for (struct session *s = px->sessions, *next; s != NULL; s = next) {
-		struct policy_request pr = { 0 };
-		struct verdict v;
-		char who[SESSION_WHO_MAX];
-		/*
-		 * A request judged and waiting to be sent again (re-issued after a
-		 * 401, back in SS_HEAD behind an unflushed 1xx) is in flight too:
-		 * it resumes at its credential, never judged again, so judge it here.
-		 */
-		/* a tunnel whose upstream is done still relays what the client sends: judged too */
-		bool busy = s->x != NULL && ((s->x->active && ((s->state != SS_HEAD && s->state != SS_DRAIN) ||
-							       s->x->phase == XP_CREDENTIAL)) ||
-					     s->state == SS_TUNNEL);
-		struct target kept;
-		const struct target *t = &kept;
-
-		next = s->next;
-		session_principal(s, &pr, who, sizeof(who));
-		if (s->h2 != NULL) {
-			/* every stream goes to the tunnel's host, on the one upstream */
-			pr.via = s->ix->tunnel.via;
-			pr.host = &s->ix->tunnel.host;
-			pr.port = s->ix->tunnel.port;
-			policy_judge(px->policy, &pr, now, &v);
-			if (v.allow && s->up != NULL)
-				dial_up_judge(px->policy, s->up, &s->ix->tunnel.host, &v);
-			if (!v.allow)
-				h2_revoke(s, &v);
-			continue;
-		}
-		if (!busy && (s->ufd < 0 || s->up == NULL))
-			continue;
-		if (busy)
-			t = &s->x->t;
-		else
-			dial_up_target(s->up, &kept);
-		pr.via = t->via;
-		pr.host = &t->host;
-		pr.port = t->port;
-		policy_judge(px->policy, &pr, now, &v);
-		/*
-		 * Every address of the answer set, not only the one in use: a
-		 * replay or a failed connect dials the later ones, and a new
-		 * request would be refused if any of them is now denied. An idle
-		 * kept-alive upstream keeps its answer set for this (dial_reuse).
-		 */
-		if (busy)
-			for (size_t i = 0; v.allow && i < s->x->ndial; i++)
-				policy_judge_addr(px->policy, &t->host, s->x->dial[i].ss_family,
-						  dial_addr_bytes(&s->x->dial[i]), &v);
-		else
-			dial_up_judge(px->policy, s->up, &t->host, &v);
-		/* a raw tunnel stands only while a tunnel grant serves it: a plain one would intercept */
-		if (v.allow && !(busy && s->x->raw_tunnel && !v.tunnel))
-			continue;
-		if (!busy) {
-			dial_close(s);
-			session_update_interest(s);
-			continue;
-		}
-		s->x->decision = "refuse";
-		s->x->reason = "revoked";
-		if (v.allow)
-			snprintf(s->x->detail, sizeof(s->x->detail),
-				 "closed by a policy reload: no tunnel grant serves it raw now");
-		else
-			snprintf(s->x->detail, sizeof(s->x->detail), "closed by a policy reload: %s",
-				 v.detail[0] ? v.detail : v.reason);
-		session_close(s, NULL);
-	}
-}
-
-/* An allowed CONNECT to intercept: answer 200 (no dial yet), then TLS (tls.c). */
-void session_intercept_begin(struct session *s)
-{
-	tls_tunnel_begin(s, tunnel_ok, sizeof(tunnel_ok) - 1);
-}
-
-/* The upstream of a CONNECT is up: answer 200 and start relaying. */
-void session_tunnel_begin(struct session *s)
-{
-	/* the bytes the client sent behind its head are taken: past its budget, none goes up */
-	if (budget_over(s, s->x, buf_len(&s->cin))) {
-		budget_refuse(s->x, "with the bytes sent behind the CONNECT head; none went up");
-		return;
-	}
-	s->tun = calloc(1, sizeof(*s->tun));
-	if (s->tun == NULL) {
-		session_close(s, "out of memory");
-		return;
-	}
-	s->x->status = 200;
-	s->x->resp_started = true;
-	buf_append(&s->cout, tunnel_ok, sizeof(tunnel_ok) - 1);
-	/* bytes the client sent after its CONNECT head go first, then splice */
-	relay_dir_init(&s->tun->to_up, s->cfd, s->ufd, &s->cin);
-	relay_dir_init(&s->tun->to_cli, s->ufd, s->cfd, &s->cout);
-	session_budget_cap(s, s->tun->to_up.taken);
-	/*
-	 * a passthrough host: its ClientHello is read and checked before anything
-	 * goes up; a tunnel grant's: raw from here, whoever speaks first
-	 */
-	s->tun->hello = tls_active(s->px) && !s->x->raw_tunnel ? HELLO_CLIENT : HELLO_DONE;
-	if (tls_active(s->px) && s->x->raw_tunnel && s->x->detail[0] == '\0')
-		snprintf(s->x->detail, sizeof(s->x->detail), "tunnel grant: relayed raw");
-	s->tun->hello_ms = session_now(s);
-	s->codec = &session_tunnel_codec;
-	session_enter(s, SS_TUNNEL);
-}

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "h2.h"
+#include "conn.h"
 #include "metrics.h"
 
 static struct metrics_family *requests, *bytes, *handshakes, *leaves, *tokens, *reloads, *quiet;
@@ -26,10 +26,10 @@ static void collect(void *arg)
 	uint64_t ntun = 0, nstreams = 0;
 
 	for (const struct session *s = px->sessions; s != NULL; s = s->next) {
-		if (s->state == SS_TUNNEL)
+		if (s->st->relay != NULL) /* a tunnel relaying (tunnel.c) */
 			ntun++;
-		if (s->h2 != NULL)
-			nstreams += s->h2->nopen;
+		if (s->codec->streams != NULL)
+			nstreams += s->codec->streams(s);
 	}
 	metrics_set(conns, px->nsessions, NULL, NULL, NULL);
 	metrics_set(tunnels, ntun, NULL, NULL, NULL);

@@ -27,7 +27,7 @@
  * write to read (or read to write) the side's tls_out flag asks the loop
  * for the other readiness.
  */
-#include "session.h"
+#include "request.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "alpn.h"
@@ -140,6 +141,7 @@ static int client_hello_cb(SSL *ssl, int *alert, void *arg)
 	    !alpn_offer_read(p, len, s->ix->offer, &s->ix->offer_len))
 		return SSL_CLIENT_HELLO_SUCCESS;
 	s->ix->alpn = ALPN_DIAL;
+	s->ix->resume = s->codec;
 	s->codec = &tls_alpn_codec;
 	return SSL_CLIENT_HELLO_RETRY;
 }
@@ -339,28 +341,6 @@ bool tls_intercepts(const struct proxy *px, const struct host *h, uint16_t port)
 	return !config_passthrough(c, h->name);
 }
 
-void tls_session_free(struct session *s)
-{
-	if (s->cssl != NULL) {
-		SSL_free(s->cssl);
-		s->cssl = NULL;
-	}
-}
-
-void tls_upstream_free(struct session *s)
-{
-	if (s->ussl != NULL) {
-		/*
-		 * Freed without a close_notify, OpenSSL would mark the session
-		 * unresumable; one whose handshake was verified stays usable.
-		 */
-		if (SSL_is_init_finished(s->ussl))
-			SSL_set_shutdown(s->ussl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
-		SSL_free(s->ussl);
-		s->ussl = NULL;
-	}
-	s->u_tls_out = false;
-}
 
 /*
  * One handshake step: 1 done, 0 wants readiness (*out: writable), 2 parked
@@ -383,9 +363,9 @@ static int handshake(SSL *ssl, bool *out)
 
 /*
  * An allowed CONNECT to intercept: the 200 goes out in clear, then the
- * client's handshake (tls_step_accept).
+ * client's handshake (tls_accept_state).
  */
-void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len)
+void tls_intercept_begin(struct session *s)
 {
 	if (s->ix == NULL)
 		s->ix = calloc(1, sizeof(*s->ix));
@@ -396,8 +376,8 @@ void tls_tunnel_begin(struct session *s, const char *tunnel_ok, size_t len)
 	s->ix->tunnel = s->x->t;
 	s->x->status = 200;
 	s->x->resp_started = true;
-	buf_append(&s->cout, tunnel_ok, len);
-	session_enter(s, SS_TLS_ACCEPT);
+	buf_append(&s->cout, TUNNEL_OK, sizeof(TUNNEL_OK) - 1);
+	session_enter(s, &tls_accept_state);
 }
 
 /* The client's handshake did not complete: the tunnel's row says why, then close. */
@@ -406,11 +386,13 @@ static void accept_failed(struct session *s, const char *reason, const char *det
 	s->x->decision = "refuse";
 	s->x->reason = reason;
 	snprintf(s->x->detail, sizeof(s->x->detail), "%s", detail);
-	session_log(s);
+	exchange_log(s->x);
 	session_close(s, NULL);
 }
 
-void tls_step_accept(struct session *s)
+static void alpn_dialed(struct exchange *x);
+
+static void step_accept(struct session *s)
 {
 	struct tls *t = s->px->tls;
 	bool h2;
@@ -448,7 +430,7 @@ void tls_step_accept(struct session *s)
 	if (rc == 0)
 		return;
 	if (rc == 2) {
-		dial_start(s->x); /* back here once the upstream's handshake says its ALPN */
+		dial_start(s->x, alpn_dialed); /* back here once the upstream's handshake says its ALPN */
 		return;
 	}
 	stats_handshake(false, rc == 1);
@@ -470,7 +452,7 @@ void tls_step_accept(struct session *s)
 		s->intercept = true;
 		s->c_tls_out = false;
 		s->head_ms = 0;
-		session_enter(s, SS_HEAD);
+		s->codec->tls_up(s, false);
 		return;
 	}
 	/* the tunnel's own row; each request inside gets one of its own */
@@ -484,18 +466,14 @@ void tls_step_accept(struct session *s)
 			 SSL_get_version(s->cssl), alen > 0 ? ", ALPN " : "", (int)alen,
 			 (const char *)alpn, s->ix->unreached[0] ? "; " : "", s->ix->unreached);
 	}
-	session_log(s);
+	exchange_log(s->x);
 	s->intercept = true;
 	s->c_tls_out = false;
 	s->head_ms = 0;
 	/* a second ClientHello (after a HelloRetryRequest) that dropped h2: the h2 upstream is not its */
 	if (!h2 && s->ix->alpn == ALPN_H2)
-		dial_close(s);
-	if (h2) {
-		h2_begin(s);
-		return;
-	}
-	session_enter(s, SS_HEAD);
+		session_upstream_close(s);
+	s->codec->tls_up(s, h2); /* HTTP/2, or the heads inside: the codec the ALPN chose */
 }
 
 /*
@@ -505,12 +483,12 @@ void tls_step_accept(struct session *s)
  */
 void tls_alpn_unreached(struct session *s, const char *why)
 {
-	dial_close(s);
+	session_upstream_close(s);
 	s->ix->alpn = ALPN_H1;
-	s->codec = &h1_codec;
+	s->codec = s->ix->resume;
 	snprintf(s->ix->unreached, sizeof(s->ix->unreached),
 		 "the upstream was not reached before the handshake (%s)", why);
-	session_enter(s, SS_TLS_ACCEPT);
+	session_enter(s, &tls_accept_state);
 }
 
 /* Refused while the client's handshake is parked: no request to answer yet (tls_alpn_unreached). */
@@ -519,10 +497,20 @@ static void alpn_refuse(struct exchange *x, const struct refusal *r)
 	tls_alpn_unreached(x->conn, r->detail);
 }
 
-const struct codec tls_alpn_codec = { .name = "tls parked for alpn", .refuse = alpn_refuse };
+const struct codec tls_alpn_codec = {
+	.name = "tls parked for alpn",
+	.refuse = alpn_refuse,
+	.close = exchange_conn_close,
+	.release = exchange_conn_release,
+};
 
-/* The upstream's TCP connection is up: its TLS handshake next. Returns 0 or -1 (refused). */
-int tls_connect_begin(struct exchange *x)
+/* The parked handshake's upstream is up: its TLS, whose ALPN the client's handshake then takes. */
+static void alpn_dialed(struct exchange *x)
+{
+	tls_connect_begin(x, NULL);
+}
+
+int tls_connect_begin(struct exchange *x, void (*then)(struct exchange *x))
 {
 	struct session *s = x->conn;
 	struct tls *t = s->px->tls;
@@ -560,9 +548,10 @@ int tls_connect_begin(struct exchange *x)
 			SSL_set_session(s->ussl, r->sess);
 	}
 	SSL_set_connect_state(s->ussl);
+	x->up_ready = then;
 	s->t_phase = loop_clock_ms();
 	s->phase_ms = session_now(s);
-	session_enter(s, SS_TLS_CONNECT);
+	session_enter(s, &tls_connect_state);
 	return 0;
 fail:
 	exchange_refusef(x, 502, "upstream-tls", "tls_protocol_error", "TLS to %s: %s", h->name,
@@ -570,7 +559,7 @@ fail:
 	return -1;
 }
 
-void tls_step_connect(struct session *s)
+static void step_connect(struct session *s)
 {
 	struct exchange *x = s->x;
 	int rc = handshake(s->ussl, &s->u_tls_out);
@@ -589,12 +578,11 @@ void tls_step_connect(struct session *s)
 			/* the parked client handshake goes on, offered what the upstream chose */
 			SSL_get0_alpn_selected(s->ussl, &alpn, &alen);
 			s->ix->alpn = alen == 2 && memcmp(alpn, "h2", 2) == 0 ? ALPN_H2 : ALPN_H1;
-			s->codec = &h1_codec; /* h2_begin makes it h2's */
-			session_enter(s, SS_TLS_ACCEPT);
+			s->codec = s->ix->resume; /* h2_begin makes it h2's */
+			session_enter(s, &tls_accept_state);
 			return;
 		}
-		x->sent_ms = session_now(s);
-		session_enter(s, SS_HTTP);
+		x->up_ready(x); /* verified: what its dial was for (tls_connect_begin's then) */
 		return;
 	}
 	v = SSL_get_verify_result(s->ussl);
@@ -609,79 +597,89 @@ void tls_step_connect(struct session *s)
 				 tls_error_text());
 }
 
-/* --- reads and writes -------------------------------------------------- */
+/* --- the states: the client's handshake, the upstream's -------------------------- */
 
-struct tls_read {
-	SSL *ssl;
-	bool *out;
+static bool in_tls_accept(const struct session *s)
+{
+	return s->cssl != NULL && !s->c_tls_out;
+}
+
+static bool in_none(const struct session *s)
+{
+	return false;
+}
+
+static void ask_flush(const struct session *s, uint32_t *c, uint32_t *u)
+{
+	if (buf_len(&s->cout) > 0)
+		*c |= EPOLLOUT;
+}
+
+static void ask_tls_connect(const struct session *s, uint32_t *c, uint32_t *u)
+{
+	*u |= s->u_tls_out ? EPOLLOUT : EPOLLIN;
+}
+
+static uint64_t due_connect(const struct session *s, const struct config *c)
+{
+	return s->phase_ms + c->connect_timeout_ms;
+}
+
+static uint64_t due_tls_accept(const struct session *s, const struct config *c)
+{
+	/*
+	 * A refusal's page: a client that speaks TLS starts at its 200; one
+	 * that waits for the server to speak first (a banner protocol) is
+	 * closed soon, not kept the head-timeout for a page it cannot read.
+	 */
+	if (s->ix != NULL && s->ix->page != NULL)
+		return s->phase_ms + REFUSE_PAGE_HELLO_MS;
+	return s->active_ms + c->head_timeout_ms;
+}
+
+static void late_tls_accept(struct session *s, const struct config *c)
+{
+	s->x->decision = "refuse";
+	s->x->reason = "client-tls-failed";
+	snprintf(s->x->detail, sizeof(s->x->detail),
+		 "client TLS handshake not complete within %u s", c->head_timeout_ms / 1000);
+	session_close(s, NULL);
+}
+
+static void late_tls_connect(struct session *s, const struct config *c)
+{
+	struct exchange *x = s->x;
+
+	exchange_refusef(x, 504, "connect-timeout", "connection_timeout",
+			 "TLS handshake with %s not complete within %u s", x->t.host.name,
+			 c->connect_timeout_ms / 1000);
+}
+
+/* The upstream's events during its handshake: the handshake reads them itself. */
+static void connect_upstream(struct session *s, uint32_t events)
+{
+	session_pump(s);
+}
+
+const struct state tls_accept_state = {
+	.name = "tls-accept",
+	.waits = "the client's TLS handshake with our leaf",
+	.late = "close, row client-tls-failed (head-timeout)",
+	.step = step_accept,
+	.client_in = in_tls_accept,
+	.ask = ask_flush,
+	.due = due_tls_accept,
+	.timeout = late_tls_accept,
 };
 
-static ssize_t tls_read(void *arg, void *dst, size_t n)
-{
-	struct tls_read *t = arg;
-	int rc;
-
-	ERR_clear_error();
-	rc = SSL_read(t->ssl, dst, n > INT_MAX ? INT_MAX : (int)n);
-	return tlsio_result(t->ssl, rc, t->out);
-}
-
-ssize_t sio_read(struct session *s, bool up, struct buf *b, size_t limit, bool *drained)
-{
-	struct tls_read t = { up ? s->ussl : s->cssl, up ? &s->u_tls_out : &s->c_tls_out };
-	ssize_t n;
-
-	if (t.ssl == NULL)
-		return buf_read_fd(b, up ? s->ufd : s->cfd, limit, drained);
-	n = buf_read_via(b, limit, drained, tls_read, &t);
-	/* records TLS already holds raise no readiness: not drained while any remain */
-	if (*drained && SSL_has_pending(t.ssl))
-		*drained = false;
-	return n;
-}
-
-ssize_t sio_write(struct session *s, bool up, struct buf *b)
-{
-	SSL *ssl = up ? s->ussl : s->cssl;
-	size_t len = buf_len(b);
-	int rc;
-
-	if (ssl == NULL)
-		return buf_write_fd(b, up ? s->ufd : s->cfd);
-	if (len == 0)
-		return 0;
-	if (len > INT_MAX)
-		len = INT_MAX;
-	ERR_clear_error();
-	rc = SSL_write(ssl, buf_head(b), (int)len);
-	if (rc > 0) {
-		buf_consume(b, (size_t)rc);
-		return rc;
-	}
-	return tlsio_result(ssl, rc, up ? &s->u_tls_out : &s->c_tls_out);
-}
-
-/*
- * An idle kept upstream became readable: whether it sent only records
- * that carry no data (a TLS 1.3 session ticket, read now); then it stays.
- */
-bool tls_upstream_quiet(struct session *s)
-{
-	char c;
-	int rc;
-
-	if (s->ussl == NULL)
-		return false;
-	ERR_clear_error();
-	rc = SSL_peek(s->ussl, &c, 1);
-	return rc <= 0 && SSL_get_error(s->ussl, rc) == SSL_ERROR_WANT_READ;
-}
-
-/* Before the client side closes: our close_notify (best effort, non-blocking). */
-void tls_shutdown_client(struct session *s)
-{
-	if (s->cssl != NULL && SSL_is_init_finished(s->cssl)) {
-		ERR_clear_error();
-		SSL_shutdown(s->cssl);
-	}
-}
+const struct state tls_connect_state = {
+	.name = "tls-connect",
+	.waits = "the upstream's TLS handshake",
+	.late = "504 connect-timeout",
+	.step = step_connect,
+	.client_in = in_none,
+	.ask = ask_tls_connect,
+	.due = due_connect,
+	.timeout = late_tls_connect,
+	.upstream = connect_upstream,
+};

@@ -8,7 +8,7 @@
  * past 90% of its TTL, the command is started (posix_spawn, no shell,
  * stdin and stderr /dev/null, the proxy's environment without any variable
  * an env= rule of the config names: those are other rules' secrets) and
- * the request waits in SS_TOKEN;
+ * the request waits in h1_token_state;
  * so do the requests that need it while that run is in flight: one run
  * serves them all. Its stdout (the value, then optionally a TTL in
  * seconds: inject_token_parse) is read through a pipe watched by the loop,
@@ -28,7 +28,7 @@
  * costs one run per interval, not one per request. The value lives in the
  * proxy only; it is wiped when replaced or at exit.
  */
-#include "session.h"
+#include "request.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -107,17 +107,8 @@ static void wake(struct token *t)
 {
 	for (struct session *s = t->px->sessions, *next; s != NULL; s = next) {
 		next = s->next;
-		if (s->h2 != NULL) {
-			/* its streams may wait on several tokens: each waiting one asks again */
-			h2_token_ready(s);
-			continue;
-		}
-		if (s->token != t)
-			continue;
-		s->token = NULL;
-		s->token_waited = true;
-		session_enter(s, SS_HEAD);
-		session_pump(s);
+		if (s->codec->token_ready != NULL)
+			s->codec->token_ready(s, t);
 	}
 }
 
@@ -378,7 +369,7 @@ static bool may_run(const struct token *t, const struct config *c)
 
 /*
  * The secret of command rule r for session s: 1 ready (*val a copy the
- * request owns), 0 minting (s waits in SS_TOKEN and is woken), -1 failed
+ * request owns), 0 minting (s waits in h1_token_state and is woken), -1 failed
  * (why filled).
  */
 int token_get(struct exchange *x, const struct inject_rule *r, char **val, size_t *len,

@@ -26,7 +26,7 @@
  * client's frames are relayed as they are. It does not speak WebSocket
  * over HTTP/2 (RFC 8441) and offers nothing of its own.
  */
-#include "session.h"
+#include "request.h"
 
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -91,17 +91,8 @@ void upgrade_scrubbed(struct exchange *x)
 		return;
 	/* messages stay plain frames only without extensions: none is offered upstream */
 	o->scrubbed = true;
+	x->ws_scrubbed = true;
 	o->offer.extensions[0] = '\0';
-}
-
-bool upgrade_drops_header(const struct exchange *x, const struct http_header *h)
-{
-	return x->ws != NULL && x->ws->scrubbed && http_header_is(h, "Sec-WebSocket-Extensions");
-}
-
-int upgrade_head(struct buf *b)
-{
-	return buf_append(b, "Connection: Upgrade\r\nUpgrade: websocket\r\n", 41);
 }
 
 int upgrade_response(struct exchange *x, const struct http_response *resp)
@@ -146,8 +137,6 @@ static void ws_refuse(struct exchange *x, const struct refusal *r)
 	session_close(x->conn, NULL);
 }
 
-const struct codec upgrade_codec = { .name = "websocket", .refuse = ws_refuse };
-
 /* Past its grant's max-up: the WebSocket closes with its row (refuse, budget). */
 static void budget_close(struct session *s)
 {
@@ -162,10 +151,11 @@ void upgrade_begin(struct exchange *x)
 	struct session *s = x->conn;
 
 	x->ws->open = true;
+	x->ws_open = true;
 	x->status = 101; /* the row comes when the WebSocket ends */
 	x->replayable = false;
 	s->codec = &upgrade_codec;
-	session_enter(s, SS_WEBSOCKET);
+	session_enter(s, &upgrade_state);
 	/* frames the client sent with the handshake are taken: past the budget, none goes up */
 	if (budget_over(s, x, client_taken(s)))
 		budget_close(s);
@@ -384,7 +374,7 @@ static void splice_step(struct session *s)
 	struct exchange *x = s->x;
 	uint64_t before = t->to_up.bytes + t->to_cli.bytes;
 
-	session_budget_cap(s, splice_taken(s));
+	budget_relay_cap(s, splice_taken(s));
 	/* the WebSocket ends with either side: no half-close to pass on */
 	if (relay_dir_pump(&t->to_up, true) == -1 || relay_dir_pump(&t->to_cli, true) == -1) {
 		session_close(s, "websocket: relay error");
@@ -392,7 +382,7 @@ static void splice_step(struct session *s)
 	}
 	x->up = x->ws->up0 + t->to_up.bytes;
 	x->down = x->ws->down0 + t->to_cli.bytes;
-	if (session_relay_over_budget(s, splice_taken(s))) {
+	if (budget_relay_over(s, splice_taken(s))) {
 		budget_close(s);
 		return;
 	}
@@ -416,11 +406,11 @@ static void bad_frame_close(struct session *s)
 	static const char close[] = "\x03\xea" "sluice: a bad frame from the server";
 
 	emit(s->x, true, WS_OP_CLOSE, close, sizeof(close) - 1);
-	session_log(s);
+	exchange_log(s->x);
 	session_enter_drain(s);
 }
 
-void upgrade_step(struct session *s)
+static void step(struct session *s)
 {
 	struct upgrade *o = s->x->ws;
 	bool c_drained = false, u_drained = false, moved;
@@ -472,14 +462,14 @@ void upgrade_step(struct session *s)
 }
 
 /* A side is read only when what it sent before has gone on (level-triggered: no spin). */
-bool upgrade_wants_client(const struct session *s)
+static bool wants_client(const struct session *s)
 {
 	if (s->x->ws->spliced)
 		return s->tun->to_up.want_read;
 	return !s->x->ws->c_end && buf_len(&s->cin) == 0;
 }
 
-void upgrade_interest(const struct session *s, uint32_t *c, uint32_t *u)
+static void interest(const struct session *s, uint32_t *c, uint32_t *u)
 {
 	const struct upgrade *o = s->x->ws;
 
@@ -498,13 +488,44 @@ void upgrade_interest(const struct session *s, uint32_t *c, uint32_t *u)
 		*u |= EPOLLIN;
 }
 
-bool upgrade_open(const struct exchange *x)
+static uint64_t due_idle(const struct session *s, const struct config *c)
 {
-	return x->ws != NULL && x->ws->open;
+	return s->active_ms + c->idle_timeout_ms;
 }
 
-void upgrade_free(struct exchange *x)
+static void late_idle(struct session *s, const struct config *c)
 {
-	free(x->ws);
-	x->ws = NULL;
+	session_close(s, "idle timeout");
 }
+
+const struct state upgrade_state = {
+	.name = "websocket",
+	.waits = "WebSocket bytes either way",
+	.late = "close (idle-timeout)",
+	.step = step,
+	.client_in = wants_client,
+	.ask = interest,
+	.due = due_idle,
+	.timeout = late_idle,
+};
+
+/* The WebSocket relaying: its open and progress rows (longrow.c). */
+static uint64_t rows_due(const struct session *s, const struct config *c)
+{
+	return s->st == &upgrade_state ? longrow_due(s->x, c) : UINT64_MAX;
+}
+
+static void rows_write(struct session *s, const struct config *c)
+{
+	if (s->st == &upgrade_state)
+		longrow_write(s->x, c, session_now(s));
+}
+
+const struct codec upgrade_codec = {
+	.name = "websocket",
+	.refuse = ws_refuse,
+	.close = exchange_conn_close,
+	.release = exchange_conn_release,
+	.rows_due = rows_due,
+	.rows_write = rows_write,
+};

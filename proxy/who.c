@@ -5,7 +5,7 @@
  * checked again each second by session_builds_check). Everything later
  * asks session_who / session_principal (session.h).
  */
-#include "session.h"
+#include "request.h"
 
 #include <openssl/crypto.h>
 #include <stdio.h>

@@ -27,7 +27,7 @@
 #include "host.h"
 #include "proxy_fakes.h"
 #include "scrub.h"
-#include "session.h"
+#include "request.h"
 
 struct ctx {
 	struct session s;

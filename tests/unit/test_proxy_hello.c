@@ -29,7 +29,7 @@
 
 #include "host.h"
 #include "proxy_fakes.h"
-#include "session.h"
+#include "request.h"
 
 struct ctx {
 	struct fake_proxy *fp;
@@ -55,7 +55,8 @@ static struct ctx *ctx_new(const char *host)
 	c->client = p[1];
 	c->s.ufd = sp[0];
 	c->server = sp[1];
-	c->s.state = SS_TUNNEL;
+	c->s.st = &tunnel_state;
+	c->s.codec = &tunnel_codec;
 	c->s.x = &c->x;
 	c->s.tun = &c->tun;
 	c->tun.hello = HELLO_CLIENT;

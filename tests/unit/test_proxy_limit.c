@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "proxy_fakes.h"
-#include "session.h"
+#include "request.h"
 
 #define N 8
 
@@ -46,7 +46,7 @@ static struct session *sessions(size_t n)
 
 	assert_non_null(s);
 	for (size_t i = 0; i < n; i++) {
-		s[i].state = SS_HEAD;
+		s[i].st = &h1_head_state;
 		assert_true(session_idle(&s[i]));
 	}
 	return s;
@@ -143,9 +143,9 @@ static void test_move(void **state)
 	addr = s[3].limit;
 	assert_null(limit_take(&fp->px, "agent@ci", &s[3]));
 	assert_ptr_equal(s[3].limit, addr);
-	assert_ptr_equal(limit_idle_oldest(&fp->px, "127.0.0.9"), &s[3]);
+	assert_ptr_equal(limit_idle_oldest(&fp->px, "127.0.0.9", session_idle), &s[3]);
 	/* and the principal's list is untouched */
-	assert_ptr_equal(limit_idle_oldest(&fp->px, "agent@ci"), &s[0]);
+	assert_ptr_equal(limit_idle_oldest(&fp->px, "agent@ci", session_idle), &s[0]);
 	for (size_t i = 0; i < N; i++)
 		limit_put(&fp->px, &s[i]);
 	free(s);
@@ -157,35 +157,35 @@ static void test_idle_oldest(void **state)
 	struct fake_proxy *fp = up("max-connections-per-client 5\n");
 	struct session *s = sessions(N);
 
-	assert_null(limit_idle_oldest(&fp->px, "k")); /* no entry */
+	assert_null(limit_idle_oldest(&fp->px, "k", session_idle)); /* no entry */
 	for (size_t i = 0; i < 5; i++)
 		assert_non_null(limit_take(&fp->px, "k", &s[i]));
-	assert_ptr_equal(limit_idle_oldest(&fp->px, "k"), &s[0]);
+	assert_ptr_equal(limit_idle_oldest(&fp->px, "k", session_idle), &s[0]);
 	busy(&s[0], true);
 	busy(&s[1], true);
-	assert_ptr_equal(limit_idle_oldest(&fp->px, "k"), &s[2]);
+	assert_ptr_equal(limit_idle_oldest(&fp->px, "k", session_idle), &s[2]);
 	/* out of the middle, the head and the tail: the order of the rest kept */
 	limit_put(&fp->px, &s[2]);
-	assert_ptr_equal(limit_idle_oldest(&fp->px, "k"), &s[3]);
+	assert_ptr_equal(limit_idle_oldest(&fp->px, "k", session_idle), &s[3]);
 	busy(&s[0], false);
-	assert_ptr_equal(limit_idle_oldest(&fp->px, "k"), &s[0]);
+	assert_ptr_equal(limit_idle_oldest(&fp->px, "k", session_idle), &s[0]);
 	limit_put(&fp->px, &s[0]);
-	assert_ptr_equal(limit_idle_oldest(&fp->px, "k"), &s[3]);
+	assert_ptr_equal(limit_idle_oldest(&fp->px, "k", session_idle), &s[3]);
 	limit_put(&fp->px, &s[4]);
-	assert_ptr_equal(limit_idle_oldest(&fp->px, "k"), &s[3]);
+	assert_ptr_equal(limit_idle_oldest(&fp->px, "k", session_idle), &s[3]);
 	busy(&s[3], true);
-	assert_null(limit_idle_oldest(&fp->px, "k")); /* s[1] and s[3]: busy */
+	assert_null(limit_idle_oldest(&fp->px, "k", session_idle)); /* s[1] and s[3]: busy */
 	/* a newcomer goes last */
 	assert_non_null(limit_take(&fp->px, "k", &s[5]));
-	assert_ptr_equal(limit_idle_oldest(&fp->px, "k"), &s[5]);
+	assert_ptr_equal(limit_idle_oldest(&fp->px, "k", session_idle), &s[5]);
 	busy(&s[1], false);
-	assert_ptr_equal(limit_idle_oldest(&fp->px, "k"), &s[1]);
+	assert_ptr_equal(limit_idle_oldest(&fp->px, "k", session_idle), &s[1]);
 	/* the last two out: the list empty, the entry gone */
 	limit_put(&fp->px, &s[1]);
 	limit_put(&fp->px, &s[3]);
-	assert_ptr_equal(limit_idle_oldest(&fp->px, "k"), &s[5]);
+	assert_ptr_equal(limit_idle_oldest(&fp->px, "k", session_idle), &s[5]);
 	limit_put(&fp->px, &s[5]);
-	assert_null(limit_idle_oldest(&fp->px, "k"));
+	assert_null(limit_idle_oldest(&fp->px, "k", session_idle));
 	free(s);
 	down(fp);
 }
@@ -208,7 +208,7 @@ static void test_many_keys(void **state)
 	for (size_t i = 0; i < K; i++) {
 		snprintf(key, sizeof(key), "10.%zu.%zu.1", i / 256, i % 256);
 		assert_int_equal(limit_take(&fp->px, key, &s[K + i]) != NULL, i % 2 == 0);
-		assert_ptr_equal(limit_idle_oldest(&fp->px, key), i % 2 == 0 ? &s[K + i] : &s[i]);
+		assert_ptr_equal(limit_idle_oldest(&fp->px, key, session_idle), i % 2 == 0 ? &s[K + i] : &s[i]);
 	}
 	/* released with entries still in it: freed (the sanitizer sees a leak) */
 	free(s);

@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "proxy_fakes.h"
-#include "session.h"
+#include "request.h"
 
 struct mint {
 	struct fake_proxy *fp;

@@ -1,14 +1,15 @@
 /*
- * h2.h: an HTTP/2 connection's inside (h2.c, the connection; h2_stream.c,
- * a stream), private to proxy/. session.h declares what the rest of the
- * proxy calls.
+ * h2_stream.h: an HTTP/2 connection's inside, its streams and their
+ * header blocks (h2_stream.c), the connection (h2.c) and the upstream
+ * session's callbacks (h2_up.c); private to proxy/. request.h declares
+ * what the rest of the proxy calls.
  */
-#ifndef SLUICE_H2_H
-#define SLUICE_H2_H
+#ifndef SLUICE_H2_STREAM_H
+#define SLUICE_H2_STREAM_H
 
 #include <nghttp2/nghttp2.h>
 
-#include "session.h"
+#include "request.h"
 
 #define H2_STREAMS_MAX 100           /* SETTINGS_MAX_CONCURRENT_STREAMS we announce */
 #define H2_STREAM_WINDOW (256 << 10) /* each stream's window we give, both hops */
@@ -94,8 +95,8 @@ struct h2 {
 	int32_t done_cid; /* the highest client stream freed that was not refused for a retry */
 };
 
-/* h2.c */
-bool h2_gone(void *arg); /* a callback's connection was closed: nghttp2 must stop */
+/* h2_stream.c: a callback's connection was closed: nghttp2 must stop */
+bool h2_gone(void *arg);
 struct h2_stream *h2_stream_get(nghttp2_session *ng, int32_t id);
 
 /*
@@ -123,6 +124,10 @@ nghttp2_nv h2_nv(const char *name, size_t nlen, const char *value, size_t vlen, 
 int h2_scrub_fields(struct scrub *sc, struct h2_fields *fs); /* each name and value masked */
 
 /* h2_stream.c: a stream */
+/* h2_codec's refusal: the stream's answer (its status, Proxy-Status, grant hint), or its reset */
+void h2_stream_refuse(struct exchange *x, const struct refusal *r);
+/* h2_codec's token_ready: every stream waiting for a token asks again */
+void h2_token_ready(struct session *s, const struct token *t);
 struct h2_stream *h2_stream_new(struct h2 *h, int32_t cid);
 void h2_exchange_open(struct session *s, struct exchange *x); /* a row's fields, no head read */
 void h2_stream_free(struct h2 *h, struct h2_stream *st);    /* gone from both hops */
