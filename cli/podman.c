@@ -6,8 +6,10 @@
  * signal mask, killed when we die. A run that answers is killed after
  * 20 s, its output capped at 16 MiB, and a non-zero exit is an error
  * carrying the first line of its stderr. podman_snapshot turns `ps -q
- * --no-trunc` and `inspect` into a snapshot (principal.h). It never changes
- * the engine: no command here but ps, inspect and (engine.c) events.
+ * --no-trunc` and `inspect` into a snapshot (principal.h); a container
+ * removed between the two is left out (the ids `ps -a` no longer lists),
+ * any other failure of inspect fails the snapshot. It never changes the
+ * engine: no command here but ps, inspect and (engine.c) events.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -28,7 +30,6 @@
 #define PODMAN_OUT_MAX (16 * 1024 * 1024)
 #define PODMAN_IDS_MAX 4096  /* containers asked about in one inspect */
 #define ERR_KEEP 512         /* bytes of podman's stderr kept for the message */
-#define INSPECT_TRIES 3      /* a container removed between ps and inspect fails inspect */
 #define ADDRS_MAX 32
 
 /* What a podman run printed: all of stdout (bounded), the start of stderr. */
@@ -221,15 +222,16 @@ static const char *err_line(struct capture *c)
 
 /*
  * Run the engine command with args (args[0] names it in messages), bounded
- * in time and output, into c (the caller frees c->out). Returns 0 when it
- * exited 0, or -1 after printing why.
+ * in time and output, into c (the caller frees c->out). Returns its exit
+ * status (0 or more, not printed: put_exit says it), or -1 after printing
+ * why it did not exit (not run, timed out, killed, too much output).
  */
-static int run_capture(const struct podman *pm, const char *const *args, size_t nargs,
-		       struct capture *c)
+static int run_exit(const struct podman *pm, const char *const *args, size_t nargs,
+		    struct capture *c)
 {
 	struct pollfd fds[2];
 	int64_t deadline = mono_ms() + PODMAN_TIMEOUT_MS;
-	int status, open_fds = 2, ret = -1;
+	int status, open_fds = 2;
 	const char *fail = NULL;
 	pid_t pid, w;
 
@@ -297,17 +299,33 @@ static int run_capture(const struct podman *pm, const char *const *args, size_t 
 		}
 		poll(NULL, 0, 10);
 	}
-	if (w != pid)
+	if (w != pid) {
 		fprintf(stderr, "engine: %s %s: lost track of it\n", pm->text, args[0]);
-	else if (WIFSIGNALED(status))
+		return -1;
+	}
+	if (WIFSIGNALED(status)) {
 		fprintf(stderr, "engine: %s %s: killed by signal %d\n", pm->text, args[0],
 			WTERMSIG(status));
-	else if (WEXITSTATUS(status) != 0)
-		fprintf(stderr, "engine: %s %s: exited %d: %s\n", pm->text, args[0],
-			WEXITSTATUS(status), err_line(c));
-	else
-		ret = 0;
-	return ret;
+		return -1;
+	}
+	return WEXITSTATUS(status);
+}
+
+/* Say that the engine's command what exited status, with the first line of its stderr. */
+static void put_exit(const struct podman *pm, const char *what, int status, struct capture *c)
+{
+	fprintf(stderr, "engine: %s %s: exited %d: %s\n", pm->text, what, status, err_line(c));
+}
+
+/* run_exit, for a command that must exit 0. Returns 0, or -1 after printing why not. */
+static int run_capture(const struct podman *pm, const char *const *args, size_t nargs,
+		       struct capture *c)
+{
+	int status = run_exit(pm, args, nargs, c);
+
+	if (status > 0)
+		put_exit(pm, args[0], status, c);
+	return status == 0 ? 0 : -1;
 }
 
 static void addr_add(struct snap_ctr *c, json_t *v)
@@ -365,21 +383,17 @@ static int ctr_from_inspect(json_t *o, struct snap_ctr *c)
 }
 
 /*
- * Inspect the ids in text (ps -q output) into s. Returns 0, 1 when inspect
- * failed (a container may have gone in between: try again), or -1.
+ * The ids in text (ps -q output, cut up in place) into args from args[1]
+ * on. Returns how many args that makes (1: no containers), or -1 after
+ * printing.
  */
-static int inspect(const struct podman *pm, char *text, struct snapshot *s)
+static int ids_parse(const struct podman *pm, char *text, const char **args)
 {
-	const char *args[PODMAN_IDS_MAX + 1] = { "inspect" };
-	size_t nargs = 1, i;
-	struct capture c;
-	json_error_t jerr;
-	json_t *list, *o;
 	char *save = NULL, *id;
-	int ret = -1;
+	int nargs = 1;
 
 	if (text == NULL)
-		return 0; /* ps printed nothing: no containers */
+		return nargs; /* ps printed nothing: no containers */
 	for (id = strtok_r(text, "\n", &save); id != NULL; id = strtok_r(NULL, "\n", &save)) {
 		if (!snapshot_is_id(id)) {
 			fprintf(stderr, "engine: %s ps: not a container id: \"%.80s\"\n", pm->text, id);
@@ -391,12 +405,100 @@ static int inspect(const struct podman *pm, char *text, struct snapshot *s)
 		}
 		args[nargs++] = id;
 	}
-	if (nargs == 1)
-		return 0;
-	if (run_capture(pm, args, nargs, &c) == -1) {
+	return nargs;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * Leave out of ids[0..*n) the containers the engine no longer has: those
+ * `ps -a` (every container, running or not) does not list, removed since
+ * ps listed them. ids is sorted on the way. Returns how many it left out,
+ * or -1 after printing.
+ */
+static int ids_drop_gone(const struct podman *pm, const char **ids, size_t *n)
+{
+	static const char *const ps_all[] = { "ps", "-a", "-q", "--no-trunc" };
+	bool listed[PODMAN_IDS_MAX] = { false };
+	struct capture c;
+	char *save = NULL, *line;
+	size_t kept = 0, before = *n;
+
+	if (run_capture(pm, ps_all, 4, &c) == -1) {
 		free(c.out);
-		return 1;
+		return -1;
 	}
+	qsort(ids, *n, sizeof(*ids), id_cmp);
+	line = c.out != NULL ? strtok_r(c.out, "\n", &save) : NULL;
+	for (; line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		const char **hit = bsearch(&line, ids, *n, sizeof(*ids), id_cmp);
+
+		if (hit != NULL)
+			listed[hit - ids] = true;
+	}
+	free(c.out);
+	for (size_t i = 0; i < *n; i++) {
+		if (listed[i])
+			ids[kept++] = ids[i];
+	}
+	*n = kept;
+	return (int)(before - kept);
+}
+
+/*
+ * Run `inspect` of args[1..*nargs) into c (the caller frees c->out). One
+ * container removed since ps listed it fails the whole inspect: then the
+ * ids the engine no longer has are left out and the rest inspected again,
+ * for as long as each round leaves one out (so at most once per id). When
+ * none is left out the failure is the engine's own and is reported.
+ * Returns 0 (*nargs 1 when every container went: c->out holds nothing), or
+ * -1 after printing.
+ */
+static int inspect_run(const struct podman *pm, const char **args, size_t *nargs,
+		       struct capture *c)
+{
+	for (;;) {
+		int status = run_exit(pm, args, *nargs, c), gone;
+		size_t nids = *nargs - 1;
+
+		if (status <= 0)
+			return status;
+		gone = ids_drop_gone(pm, args + 1, &nids);
+		if (gone == 0)
+			put_exit(pm, args[0], status, c);
+		if (gone <= 0)
+			return -1;
+		*nargs = nids + 1;
+		free(c->out);
+		c->out = NULL;
+		if (*nargs == 1)
+			return 0;
+	}
+}
+
+/* Inspect the ids in text (ps -q output) into s. Returns 0, or -1 after printing. */
+static int inspect(const struct podman *pm, char *text, struct snapshot *s)
+{
+	const char *args[PODMAN_IDS_MAX + 1] = { "inspect" };
+	int nparsed = ids_parse(pm, text, args);
+	size_t nargs, i;
+	struct capture c;
+	json_error_t jerr;
+	json_t *list, *o;
+	int ret = -1;
+
+	if (nparsed <= 1)
+		return nparsed == 1 ? 0 : -1;
+	nargs = (size_t)nparsed;
+	if (inspect_run(pm, args, &nargs, &c) == -1) {
+		free(c.out);
+		return -1;
+	}
+	if (nargs == 1)
+		return 0; /* every container went away: none to inspect */
 	list = json_loadb(c.out, c.len, 0, &jerr);
 	free(c.out);
 	if (!json_is_array(list)) {
@@ -431,29 +533,23 @@ out_list:
 int podman_snapshot(const struct podman *pm, const char *net, struct snapshot *s)
 {
 	static const char *const ps[] = { "ps", "-q", "--no-trunc" };
+	struct capture c;
+	int r;
 
-	for (int tries = 0; tries < INSPECT_TRIES; tries++) {
-		struct capture c;
-		int r;
-
-		memset(s, 0, sizeof(*s));
-		snapshot_ts_format(wall_ms(), s->t);
-		snapshot_ts_parse(s->t, &s->t_ms);
-		snprintf(s->net, sizeof(s->net), "%s", net);
-		if (run_capture(pm, ps, 3, &c) == -1) {
-			free(c.out);
-			return -1;
-		}
-		r = inspect(pm, c.out, s);
+	memset(s, 0, sizeof(*s));
+	snapshot_ts_format(wall_ms(), s->t);
+	snapshot_ts_parse(s->t, &s->t_ms);
+	snprintf(s->net, sizeof(s->net), "%s", net);
+	if (run_capture(pm, ps, 3, &c) == -1) {
 		free(c.out);
-		if (r == 0) {
-			snapshot_normalize(s);
-			return 0;
-		}
-		snapshot_release(s);
-		if (r == -1)
-			return -1;
+		return -1;
 	}
-	fprintf(stderr, "engine: %s inspect failed %d times\n", pm->text, INSPECT_TRIES);
-	return -1;
+	r = inspect(pm, c.out, s);
+	free(c.out);
+	if (r == -1) {
+		snapshot_release(s);
+		return -1;
+	}
+	snapshot_normalize(s);
+	return 0;
 }

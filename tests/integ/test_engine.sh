@@ -127,6 +127,105 @@ expect_eq "a bad --net is a usage error" 2 "$?"
 out=$(S engine frob 2>&1)
 expect_eq "an unknown engine subcommand is a usage error" 2 "$?"
 
+# --- a container that goes away between podman ps and podman inspect ---------------
+# The race made deterministic with the real podman: $RACE runs the real podman for
+# everything, but before an inspect it removes (real podman rm -f) the first of the
+# inspected ids still listed in $VICTIMS, so a container that ps listed is gone when
+# inspect runs. A gone container is left out; the others are recorded; no complaint.
+VICTIMS=$LAB_DIR/victims
+RACE=$LAB_DIR/podman-race
+cat >"$RACE" <<EOF
+#!/bin/bash
+real=($PODMAN)
+if [ "\$1" = inspect ] && [ -s "$VICTIMS" ]; then
+	for id in "\${@:2}"; do
+		grep -qx "\$id" "$VICTIMS" || continue
+		"\${real[@]}" rm -f -t 0 "\$id" >/dev/null 2>&1 || exit 99
+		grep -vx "\$id" "$VICTIMS" >"$VICTIMS.new"
+		mv "$VICTIMS.new" "$VICTIMS"
+		echo "\$id" >>"$LAB_DIR/removed"
+		break
+	done
+fi
+exec "\${real[@]}" "\$@"
+EOF
+chmod 755 "$RACE"
+vids=()
+for v in 1 2 3 4; do
+	lab_run_ctr "$NS" "eng-v$v-$$" --network bridge -- sleep 120 >/dev/null ||
+		lab_bail "podman run eng-v$v-$$"
+	vids+=("$(podman inspect -f '{{.Id}}' "eng-v$v-$$")")
+done
+# exists ID: whether the real podman still has container ID
+exists() { if lab_podman "$NS" container exists "$1"; then echo yes; else echo no; fi; }
+
+echo "${vids[0]}" >"$VICTIMS"
+: >"$LAB_DIR/removed"
+n=$(nlines)
+out=$(S engine snapshot --net podman --podman "$RACE" 2>"$LAB_DIR/race.err")
+rc=$?
+expect_eq "race: the shim removed eng-v1 between ps and inspect (it listed it, it is gone)" \
+	"${vids[0]} no" "$(cat "$LAB_DIR/removed") $(exists "${vids[0]}")"
+expect_eq "... the snapshot succeeds and is recorded" "0 $((n + 1))" "$rc $(nlines)"
+expect_eq "... without eng-v1, which no longer exists" absent "$(ctr_in -1 "${vids[0]}")"
+expect_eq "... with $c1" "$c1 None $a1 bridge" "$(ctr_in -1 "$id1")"
+expect_eq "... and $c2" "$c2 demo $a2 bridge" "$(ctr_in -1 "$id2")"
+expect_re "... and the others that were running" "^eng-v2-$$ None " "$(ctr_in -1 "${vids[1]}")"
+expect_eq "... with nothing on stderr (a container going away is no error)" "" \
+	"$(cat "$LAB_DIR/race.err")"
+
+# a busy engine: a container goes away during each of three inspects in a row
+printf '%s\n' "${vids[@]:1:3}" >"$VICTIMS"
+: >"$LAB_DIR/removed"
+n=$(nlines)
+out=$(S engine snapshot --net podman --podman "$RACE" 2>"$LAB_DIR/race.err")
+rc=$?
+expect_eq "churn: three containers went away, one during each inspect" \
+	"3 no no no" "$(grep -c . "$LAB_DIR/removed") $(exists "${vids[1]}") $(exists "${vids[2]}") $(exists "${vids[3]}")"
+expect_eq "... the snapshot succeeds and is recorded" "0 $((n + 1))" "$rc $(nlines)"
+expect_eq "... without them" "absent absent absent" \
+	"$(ctr_in -1 "${vids[1]}") $(ctr_in -1 "${vids[2]}") $(ctr_in -1 "${vids[3]}")"
+expect_eq "... with $c1 and $c2" "$c1 None $a1 bridge|$c2 demo $a2 bridge" \
+	"$(ctr_in -1 "$id1")|$(ctr_in -1 "$id2")"
+expect_eq "... with nothing on stderr" "" "$(cat "$LAB_DIR/race.err")"
+
+# a podman whose inspect fails for containers that do exist still fails the snapshot
+BROKEN=$LAB_DIR/podman-broken
+cat >"$BROKEN" <<EOF
+#!/bin/bash
+if [ "\$1" = inspect ]; then
+	echo 'Error: inspecting object: database is locked' >&2
+	exit 125
+fi
+exec $PODMAN "\$@"
+EOF
+chmod 755 "$BROKEN"
+n=$(nlines)
+out=$(S engine snapshot --net podman --podman "$BROKEN" 2>&1)
+rc=$?
+expect_eq "a podman whose inspect exits 125 fails the snapshot, writing nothing" "1 $n" "$rc $(nlines)"
+expect_eq "... with podman's own error, once" \
+	"engine: $BROKEN inspect: exited 125: Error: inspecting object: database is locked" "$out"
+# ... also when a container went away in the same snapshot
+lab_run_ctr "$NS" "eng-v5-$$" --network bridge -- sleep 120 >/dev/null || lab_bail "podman run eng-v5-$$"
+podman inspect -f '{{.Id}}' "eng-v5-$$" >"$VICTIMS"
+: >"$LAB_DIR/removed"
+cat >"$BROKEN" <<EOF
+#!/bin/bash
+if [ "\$1" = inspect ] && [ ! -s "$VICTIMS" ]; then
+	echo 'Error: inspecting object: database is locked' >&2
+	exit 125
+fi
+exec "$RACE" "\$@"
+EOF
+n=$(nlines)
+out=$(S engine snapshot --net podman --podman "$BROKEN" 2>&1)
+rc=$?
+expect_eq "... and when a container also went away in between" "1 $n no" \
+	"$rc $(nlines) $(exists "$(cat "$LAB_DIR/removed" | tail -1)")"
+expect_eq "... with the same error" \
+	"engine: $BROKEN inspect: exited 125: Error: inspecting object: database is locked" "$out"
+
 # --- rows named at read time -----------------------------------------------------
 
 row "$a1" - http good.test 80 /a1 allow granted
