@@ -169,7 +169,7 @@ int allow_row_grant(json_t *row, struct grant *g, char *who, size_t size, const 
 	const char *as = log_row_as(row), *src = str_of(row, "src"), *net = str_of(row, "net");
 	json_int_t port = json_integer_value(json_object_get(row, "port"));
 	char pat[HOST_NAME_MAX_LEN + 16];
-	bool connect, bare, v6;
+	bool connect, bare;
 
 	if (host == NULL || kind == NULL || port < 1 || port > 65535) {
 		*why = "it names no host and port to grant";
@@ -178,11 +178,7 @@ int allow_row_grant(json_t *row, struct grant *g, char *who, size_t size, const 
 	connect = strcmp(kind, "tunnel") == 0 || strcmp(kind, "https") == 0 ||
 		  strcmp(kind, "wss") == 0;
 	bare = (connect && port == 443) || (!connect && port == 80);
-	v6 = strchr(host, ':') != NULL;
-	if (bare)
-		snprintf(pat, sizeof(pat), v6 ? "[%s]" : "%s", host);
-	else
-		snprintf(pat, sizeof(pat), v6 ? "[%s]:%lld" : "%s:%lld", host, (long long)port);
+	host_port_format(pat, sizeof(pat), host, bare ? HOST_PORT_NONE : (unsigned)port);
 	*why = "bad grant";
 	if (grant_parse(pat, strlen(pat), g, why) == -1)
 		return -1;

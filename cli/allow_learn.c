@@ -258,7 +258,7 @@ static int row_add(struct groups *gs, json_t *row, int64_t t_ms)
 	json_int_t port = json_integer_value(json_object_get(row, "port"));
 	char pattern[PATTERN_MAX], word[SCOPE_TEXT_MAX + 1] = "", prefix[PREFIX_MAX + 1];
 	struct group *g;
-	bool connect, v6;
+	bool connect, bare;
 	size_t i;
 
 	/* an exchange's own row only: not a run's probe or its own rows, not a long
@@ -267,12 +267,8 @@ static int row_add(struct groups *gs, json_t *row, int64_t t_ms)
 		return 0;
 	connect = strcmp(kind, "tunnel") == 0 || strcmp(kind, "https") == 0 ||
 		  strcmp(kind, "wss") == 0;
-	v6 = strchr(host, ':') != NULL;
-	if ((connect && port == 443) || (!connect && port == 80))
-		snprintf(pattern, sizeof(pattern), v6 ? "[%s]" : "%s", host);
-	else
-		snprintf(pattern, sizeof(pattern), v6 ? "[%s]:%lld" : "%s:%lld", host,
-			 (long long)port);
+	bare = (connect && port == 443) || (!connect && port == 80);
+	host_port_format(pattern, sizeof(pattern), host, bare ? HOST_PORT_NONE : (unsigned)port);
 	g = group_of(gs, pattern);
 	if (g == NULL)
 		return -1;

@@ -298,6 +298,12 @@ bool log_row_is_quiet(json_t *row);
  */
 bool log_row_long(json_t *row, char *what, size_t size);
 bool log_row_suppressed(json_t *row, char *what, size_t wsize, char *why, size_t ysize);
+/*
+ * A row's host and port as host_port_format writes them, the port as the
+ * row's own text (a cell's "-" too, any number the row holds): "[::1]:443",
+ * "a.test:-"; port NULL: the host alone. Cut short to fit out[0..size).
+ */
+void log_host_port(char *out, size_t size, const char *host, const char *port);
 
 /* p as the "principal" object of --json output (a new reference), or NULL. */
 json_t *log_principal_json(const struct principal *p);

@@ -222,6 +222,14 @@ static bool run_row(json_t *row)
 	return true;
 }
 
+void log_host_port(char *out, size_t size, const char *host, const char *port)
+{
+	int n = host_port_format(out, size, host, HOST_PORT_NONE);
+
+	if (n != -1 && port != NULL)
+		snprintf(out + n, size - (size_t)n, ":%s", port);
+}
+
 static void table_row(json_t *row, const struct principal *p)
 {
 	char tbuf[32], status[32], port[32], hostport[HOST_NAME_MAX_LEN + 48], who[LOG_WHO_MAX];
@@ -233,8 +241,7 @@ static void table_row(json_t *row, const struct principal *p)
 	number_cell(json_object_get(row, "status"), status, sizeof(status));
 	number_cell(json_object_get(row, "port"), port, sizeof(port));
 	if (!suppressed)
-		snprintf(hostport, sizeof(hostport), strchr(host, ':') != NULL ? "[%s]:%s" : "%s:%s",
-			 host, port);
+		log_host_port(hostport, sizeof(hostport), host, port);
 	if (run_row(row))
 		return;
 	principal_label(p, who, sizeof(who));

@@ -91,14 +91,12 @@ static void grant_target(json_t *row, const char *host, char *out, size_t size)
 	const char *kind = json_string_value(json_object_get(row, "kind"));
 	json_t *pv = json_object_get(row, "port");
 	long long port = json_is_integer(pv) ? (long long)json_integer_value(pv) : -1;
-	bool v6 = strchr(host, ':') != NULL;
 	bool bare = kind != NULL && ((strcmp(kind, "tunnel") == 0 && port == 443) ||
 				     (strcmp(kind, "http") == 0 && port == 80));
+	char text[24];
 
-	if (bare || port < 0)
-		snprintf(out, size, v6 ? "[%s]" : "%s", host);
-	else
-		snprintf(out, size, v6 ? "[%s]:%lld" : "%s:%lld", host, port);
+	snprintf(text, sizeof(text), "%lld", port);
+	log_host_port(out, size, host, bare || port < 0 ? NULL : text);
 }
 
 static int group_cmp(const struct logview *v, const struct group *g, const char *who,

@@ -52,14 +52,15 @@ int run_env_build(const struct run *x, const char *ca_dir, bool container, char 
 {
 	static const char *const proxy_vars[] = { "HTTP_PROXY", "HTTPS_PROXY", "http_proxy",
 						  "https_proxy" };
-	char url[96], path[PATH_MAX];
+	char url[96], hostport[sizeof(x->gateway) + 8], path[PATH_MAX];
 	const char *name, *term = getenv("TERM");
 	size_t n = 0;
 	bool bundle;
 	int bad = 0;
 
 	env[0] = NULL;
-	snprintf(url, sizeof(url), "http://%s:%u", x->gateway, x->fwd_port);
+	host_port_format(hostport, sizeof(hostport), x->gateway, x->fwd_port);
+	snprintf(url, sizeof(url), "http://%s", hostport);
 	for (size_t i = 0; i < 4; i++)
 		bad |= env_put(env, &n, proxy_vars[i], url);
 	bad |= env_put(env, &n, "NO_PROXY", "localhost,127.0.0.1,::1");

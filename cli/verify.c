@@ -85,23 +85,6 @@ static void addr_with_port(const struct addr *a, unsigned port, struct addr *out
 		((struct sockaddr_in6 *)&out->ss)->sin6_port = htons((uint16_t)port);
 }
 
-static void addr_format(const struct addr *a, char *buf, size_t size)
-{
-	char host[INET6_ADDRSTRLEN];
-
-	if (a->ss.ss_family == AF_INET) {
-		const struct sockaddr_in *v4 = (const struct sockaddr_in *)&a->ss;
-
-		inet_ntop(AF_INET, &v4->sin_addr, host, sizeof(host));
-		snprintf(buf, size, "%s:%u", host, ntohs(v4->sin_port));
-	} else {
-		const struct sockaddr_in6 *v6 = (const struct sockaddr_in6 *)&a->ss;
-
-		inet_ntop(AF_INET6, &v6->sin6_addr, host, sizeof(host));
-		snprintf(buf, size, "[%s]:%u", host, ntohs(v6->sin6_port));
-	}
-}
-
 static long now_ms(void)
 {
 	struct timespec ts;
@@ -480,7 +463,7 @@ static size_t probes_run(const struct verify_opts *o, struct probe *probes, bool
 
 	memset(probes, 0, PROBES_MAX * sizeof(*probes));
 	probes[n].name = "proxy";
-	addr_format(&o->proxy, probes[n].target, sizeof(probes[n].target));
+	sockaddr_format(&o->proxy.ss, probes[n].target, sizeof(probes[n].target));
 	*answered = control(&o->proxy, o->target_s, o->path, o->timeout_ms, &probes[n]);
 	n++;
 
@@ -490,7 +473,7 @@ static size_t probes_run(const struct verify_opts *o, struct probe *probes, bool
 
 		p->name = plan[i].name;
 		addr_with_port(&o->target, plan[i].port, &a);
-		addr_format(&a, p->target, sizeof(p->target));
+		sockaddr_format(&a.ss, p->target, sizeof(p->target));
 		if (!plan[i].udp)
 			probe_tcp(&a, o->timeout_ms, p);
 		else if (plan[i].port == 53)
@@ -500,12 +483,12 @@ static size_t probes_run(const struct verify_opts *o, struct probe *probes, bool
 	}
 	if (o->target6.set) {
 		probes[n].name = "tcp6";
-		addr_format(&o->target6, probes[n].target, sizeof(probes[n].target));
+		sockaddr_format(&o->target6.ss, probes[n].target, sizeof(probes[n].target));
 		probe_tcp(&o->target6, o->timeout_ms, &probes[n++]);
 	}
 	if (o->direct.set) {
 		probes[n].name = "proxy-direct";
-		addr_format(&o->direct, probes[n].target, sizeof(probes[n].target));
+		sockaddr_format(&o->direct.ss, probes[n].target, sizeof(probes[n].target));
 		probe_tcp(&o->direct, o->timeout_ms, &probes[n++]);
 	}
 	return n;

@@ -216,8 +216,7 @@ static char *row_render(struct watch *w, json_t *row, enum mark mark)
 	number_text(json_object_get(row, "status"), status, sizeof(status));
 	/* a suppression row: its count where the host would be */
 	if (!log_row_suppressed(row, hostport, sizeof(hostport), why, sizeof(why)))
-		snprintf(hostport, sizeof(hostport), strchr(host, ':') != NULL ? "[%s]:%s" : "%s:%s",
-			 host, port);
+		log_host_port(hostport, sizeof(hostport), host, port);
 	who_label(w, row, who, sizeof(who));
 	at = 2;
 	line[0] = mark == MARK_REFUSE ? '!' : mark == MARK_OBSERVE ? '~' : ' ';
@@ -501,8 +500,9 @@ static void grant_key(struct watch *w, int key)
 	if (row_grant(w, row, key, &g, who, sizeof(who)) == -1)
 		return;
 	host = str_of(row, "host");
-	snprintf(hostport, sizeof(hostport), strchr(host, ':') != NULL ? "[%s]:%lld" : "%s:%lld",
-		 host, (long long)json_integer_value(json_object_get(row, "port")));
+	/* allow_row_grant took its port: 1-65535 */
+	host_port_format(hostport, sizeof(hostport), host,
+			 (unsigned)json_integer_value(json_object_get(row, "port")));
 	id = refusal_id(row);
 	level = key == 'o' ? "once, for 15 minutes" : key == 's' ? "for this proxy run (session)"
 							   : "permanently";

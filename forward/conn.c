@@ -60,6 +60,7 @@
 #include "buf.h"
 #include "dns_msg.h"
 #include "dnstag.h"
+#include "host.h"
 #include "http.h"
 #include "relay.h"
 #include "sock.h"
@@ -216,11 +217,14 @@ static int stamp_head(struct conn *c, const struct http_request *req, size_t hea
 		return -1;
 	buf_init(&b, CONN_IO_MAX);
 	if (c->rewrite) {
+		char hostport[HOST_PORT_TEXT_MAX + 1];
+
 		/* the name the fake address stood for: the proxy judges it, and the Host */
 		if (req->form != HTTP_FORM_ORIGIN ||
-		    buf_printf(&b, "%.*s http://%s:%u%.*s HTTP/1.%d\r\nConnection: close\r\n",
-			       (int)req->method_len, req->method_str, c->name, (unsigned)c->port,
-			       (int)req->target_len, req->target, req->minor) == -1)
+		    host_port_format(hostport, sizeof(hostport), c->name, c->port) == -1 ||
+		    buf_printf(&b, "%.*s http://%s%.*s HTTP/1.%d\r\nConnection: close\r\n",
+			       (int)req->method_len, req->method_str, hostport, (int)req->target_len,
+			       req->target, req->minor) == -1)
 			goto fail;
 	} else if (buf_append(&b, buf_head(&c->in), (size_t)(line_end + 1 - buf_head(&c->in))) ==
 		   -1) {
@@ -750,6 +754,7 @@ static int transparent_target(struct conn *c, int fd)
 {
 	struct sockaddr_storage dst;
 	socklen_t len = sizeof(struct sockaddr_in);
+	char hostport[HOST_PORT_TEXT_MAX + 1];
 	const char *name;
 
 	memset(&dst, 0, sizeof(dst));
@@ -763,8 +768,9 @@ static int transparent_target(struct conn *c, int fd)
 		return 0;
 	}
 	c->connect = true;
-	return buf_printf(&c->in, "CONNECT %s:%u HTTP/1.1\r\nHost: %s:%u\r\n\r\n", c->name,
-			  (unsigned)c->port, c->name, (unsigned)c->port);
+	if (host_port_format(hostport, sizeof(hostport), c->name, c->port) == -1)
+		return -1;
+	return buf_printf(&c->in, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", hostport, hostport);
 }
 
 void conn_accept(struct forwarder *fw, struct fwd_listener *ln, int fd,

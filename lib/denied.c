@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "host.h"
+
 #define PREFIX_HEAD "sluice "
 
 /* IPv6 next-header values the walk steps over */
@@ -286,12 +288,14 @@ static bool has_ports(const struct denied *r)
 
 static void put_endpoint(struct out *o, const struct denied *r, const char *addr, uint16_t port)
 {
-	if (!has_ports(r))
+	char hostport[INET6_ADDRSTRLEN + 8];
+
+	if (!has_ports(r)) {
 		put(o, "%s", addr);
-	else if (r->family == AF_INET6)
-		put(o, "[%s]:%u", addr, port);
-	else
-		put(o, "%s:%u", addr, port);
+		return;
+	}
+	host_port_format(hostport, sizeof(hostport), addr, port);
+	put(o, "%s", hostport);
 }
 
 int denied_format(const struct denied *r, uint32_t uid, bool has_uid, bool json, char *out,

@@ -131,13 +131,12 @@ int grant_parse(const char *s, size_t len, struct grant *g, const char **err)
 
 char *grant_format(const struct grant *g, char *buf, size_t size)
 {
-	bool v6 = strchr(g->host, ':') != NULL;
-	char port[8] = "";
+	/* a wildcard is a name's suffix, never an address: "*." then the name */
+	int n = snprintf(buf, size, "%s", g->wildcard ? "*." : "");
 
-	if (g->port != 0)
-		snprintf(port, sizeof(port), ":%u", (unsigned)g->port);
-	snprintf(buf, size, "%s%s%s%s%s", g->wildcard ? "*." : "", v6 ? "[" : "", g->host,
-		 v6 ? "]" : "", port);
+	if (n >= 0 && (size_t)n < size)
+		host_port_format(buf + n, size - (size_t)n, g->host,
+				 g->port != 0 ? g->port : HOST_PORT_NONE);
 	return buf;
 }
 

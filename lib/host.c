@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <idn2.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "digits.h"
@@ -360,6 +361,18 @@ int host_port_parse(const char *in, size_t len, uint16_t default_port, struct ho
 		*has_port = true;
 	}
 	return 0;
+}
+
+int host_port_format(char *out, size_t size, const char *host, unsigned port)
+{
+	bool v6 = strchr(host, ':') != NULL;
+	int n;
+
+	if (port == HOST_PORT_NONE)
+		n = snprintf(out, size, v6 ? "[%s]" : "%s", host);
+	else
+		n = snprintf(out, size, v6 ? "[%s]:%u" : "%s:%u", host, port);
+	return n < 0 || (size_t)n >= size ? -1 : n;
 }
 
 bool host_equal(const struct host *a, const struct host *b)

@@ -83,6 +83,23 @@ int host_port_number(const char *s, size_t len, unsigned flags, uint16_t *port);
 int host_port_parse(const char *in, size_t len, uint16_t default_port, struct host *out,
 		    uint16_t *port, bool *has_port, const char **err);
 
+/* host_port_format's port for "no port": the host alone (still bracketed) */
+#define HOST_PORT_NONE 0x10000u
+
+/* The longest host_port_format text of a canonical host, without the NUL: "[" 253 "]:65535". */
+#define HOST_PORT_TEXT_MAX (HOST_NAME_MAX_LEN + 8)
+
+/*
+ * The one host:port writer: "host:port", or "[host]:port" when host holds a
+ * ':' (an IPv6 literal as host_canon and inet_ntop spell it, unbracketed; one
+ * already in brackets gets a second pair: callers pass the bare text). port
+ * is written in decimal; HOST_PORT_NONE writes the host alone ("[::1]",
+ * "a.test"). Like snprintf into out[0..size): returns the length of the text,
+ * or -1 when it did not fit (out then holds the text cut short, NUL-terminated
+ * when size > 0).
+ */
+int host_port_format(char *out, size_t size, const char *host, unsigned port);
+
 /* Whether two canonical hosts are the same host. */
 bool host_equal(const struct host *a, const struct host *b);
 

@@ -375,13 +375,11 @@ static void put_kv(char *buf, size_t size, size_t *off, const char *key, const c
 static void put_host(char *buf, size_t size, size_t *off, const struct inject_rule *r)
 {
 	char hp[HOST_NAME_MAX_LEN + 16];
-	bool v6 = strchr(r->host, ':') != NULL;
 
 	if (r->port == 443)
 		snprintf(hp, sizeof(hp), "%s", r->host);
 	else
-		snprintf(hp, sizeof(hp), "%s%s%s:%u", v6 ? "[" : "", r->host, v6 ? "]" : "",
-			 (unsigned)r->port);
+		host_port_format(hp, sizeof(hp), r->host, r->port);
 	put_kv(buf, size, off, "host", hp);
 }
 

@@ -220,6 +220,7 @@ void policy_judge(const struct policy *p, const struct policy_request *r, time_t
 		  struct verdict *v)
 {
 	const char *run = p->run_id[0] != '\0' ? p->run_id : NULL;
+	char hostport[HOST_PORT_TEXT_MAX + 1];
 	size_t i;
 
 	memset(v, 0, sizeof(*v));
@@ -281,9 +282,8 @@ void policy_judge(const struct policy *p, const struct policy_request *r, time_t
 	}
 	v->reason = "not-granted";
 	v->proxy_status = "http_request_denied";
-	snprintf(v->detail, sizeof(v->detail), "%s%s%s:%u is not granted%s",
-		 r->host->kind == HOST_IPV6 ? "[" : "", r->host->name,
-		 r->host->kind == HOST_IPV6 ? "]" : "", (unsigned)r->port,
+	host_port_format(hostport, sizeof(hostport), r->host->name, r->port);
+	snprintf(v->detail, sizeof(v->detail), "%s is not granted%s", hostport,
 		 v->scoped == NULL ? "" : r->who == NULL ? " to an unattributed connection"
 							 : " to this principal");
 	if (policy_mode_at(p, now) == MODE_OBSERVE) {

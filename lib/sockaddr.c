@@ -97,12 +97,12 @@ char *sockaddr_format(const struct sockaddr_storage *ss, char *buf, size_t size)
 		const struct sockaddr_in *in = (const void *)ss;
 
 		inet_ntop(AF_INET, &in->sin_addr, a, sizeof(a));
-		snprintf(buf, size, "%s:%u", a, ntohs(in->sin_port));
+		host_port_format(buf, size, a, ntohs(in->sin_port));
 	} else if (ss->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *in6 = (const void *)ss;
 
 		inet_ntop(AF_INET6, &in6->sin6_addr, a, sizeof(a));
-		snprintf(buf, size, "[%s]:%u", a, ntohs(in6->sin6_port));
+		host_port_format(buf, size, a, ntohs(in6->sin6_port));
 	} else if (ss->ss_family == AF_UNIX) {
 		const struct sockaddr_un *un = (const void *)ss;
 

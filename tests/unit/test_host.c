@@ -1,6 +1,6 @@
 /*
  * test_host.c: host_canon, host_port_parse, host_port_split,
- * host_port_number and host_equal.
+ * host_port_number, host_port_format and host_equal.
  *
  * Every input is placed right before a PROT_NONE page (guard.h), so an
  * over-read faults. Covers every inet_aton spelling, IPv6 canonical text,
@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "guard.h"
@@ -402,6 +403,113 @@ static void test_host_port_split(void **state)
 	}
 }
 
+struct format_case {
+	const char *host;
+	unsigned port;
+	const char *out;
+};
+
+static const struct format_case format_cases[] = {
+	{ "127.0.0.1", 443, "127.0.0.1:443" },
+	{ "0.0.0.0", 0, "0.0.0.0:0" },
+	{ "a.example", 8080, "a.example:8080" },
+	{ "xn--bcher-kva.example", 65535, "xn--bcher-kva.example:65535" },
+	{ "::1", 443, "[::1]:443" },
+	{ "2001:db8::1", 1, "[2001:db8::1]:1" },
+	{ "::ffff:127.0.0.1", 80, "[::ffff:127.0.0.1]:80" }, /* inet_ntop's mapped text */
+	{ "a.example", HOST_PORT_NONE, "a.example" },
+	{ "10.0.0.1", HOST_PORT_NONE, "10.0.0.1" },
+	{ "2001:db8::1", HOST_PORT_NONE, "[2001:db8::1]" },
+	/* the bare text is the contract: one already in brackets gets a second pair */
+	{ "[::1]", 443, "[[::1]]:443" },
+	{ "-", 443, "-:443" }, /* a log row's "no host" */
+	{ "", 80, ":80" },
+	{ "", HOST_PORT_NONE, "" },
+};
+
+/* out[0..size) right before a PROT_NONE page: a write past size faults. */
+static char *guard_out(size_t size)
+{
+	char fill[512];
+
+	assert_true(size <= sizeof(fill));
+	memset(fill, 'x', size);
+	return guard_copy(fill, size);
+}
+
+static void test_host_port_format(void **state)
+{
+	for (size_t i = 0; i < sizeof(format_cases) / sizeof(format_cases[0]); i++) {
+		const struct format_case *c = &format_cases[i];
+		size_t n = strlen(c->out);
+
+		print_message("case %zu: %s\n", i, c->out);
+		/* exactly room for the text and its NUL, then every size short of it */
+		for (size_t size = n + 1;; size--) {
+			char *out = guard_out(size);
+			int r = host_port_format(out, size, c->host, c->port);
+
+			if (size == n + 1) {
+				assert_int_equal(r, (int)n);
+				assert_string_equal(out, c->out);
+			} else {
+				assert_int_equal(r, -1);
+				/* cut short as snprintf cuts, NUL-terminated; size 0 writes nothing */
+				if (size > 0) {
+					assert_memory_equal(out, c->out, size - 1);
+					assert_int_equal(out[size - 1], '\0');
+				}
+			}
+			guard_free(out, size);
+			if (size == 0)
+				break;
+		}
+	}
+}
+
+/* A port and a canonical host, written and read back: the same host and port. */
+static void test_host_port_format_round_trip(void **state)
+{
+	static const char *const hosts[] = { "a.example", "127.0.0.1", "::1", "2001:db8::1:0:0:1",
+					     "[fe80::1]", "BÜCHER.example" };
+	static const unsigned ports[] = { 1, 80, 443, 65535 };
+	char text[HOST_PORT_TEXT_MAX + 1], longest[HOST_NAME_MAX_LEN + 1];
+	struct host h, back;
+	const char *err = NULL;
+	int n;
+
+	for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+		assert_int_equal(host_canon(hosts[i], strlen(hosts[i]), &h, &err), 0);
+		for (size_t j = 0; j < sizeof(ports) / sizeof(ports[0]); j++) {
+			uint16_t port = 0;
+			bool has_port = false;
+
+			n = host_port_format(text, sizeof(text), h.name, ports[j]);
+
+			print_message("%s\n", text);
+			assert_true(n > 0 && (size_t)n == strlen(text));
+			assert_int_equal(host_port_parse(text, (size_t)n, 9, &back, &port, &has_port,
+							 &err),
+					 0);
+			assert_true(host_equal(&h, &back));
+			assert_true(has_port);
+			assert_int_equal(port, ports[j]);
+		}
+		n = host_port_format(text, sizeof(text), h.name, HOST_PORT_NONE);
+		assert_int_equal(n, (int)strlen(text));
+		assert_int_equal(host_canon(text, strlen(text), &back, &err), 0);
+		assert_true(host_equal(&h, &back));
+	}
+	/* the longest canonical name at the longest port fits HOST_PORT_TEXT_MAX */
+	memset(longest, 'a', HOST_NAME_MAX_LEN);
+	for (size_t i = 63; i < HOST_NAME_MAX_LEN; i += 64)
+		longest[i] = '.';
+	longest[HOST_NAME_MAX_LEN] = '\0';
+	assert_int_equal(host_canon(longest, HOST_NAME_MAX_LEN, &h, &err), 0);
+	assert_int_equal(host_port_format(text, sizeof(text), h.name, 65535),
+			 HOST_NAME_MAX_LEN + 6);
+}
+
 static void test_host_equal(void **state)
 {
 	struct host a, b;
@@ -432,6 +540,8 @@ int main(void)
 		cmocka_unit_test(test_host_port_table),
 		cmocka_unit_test(test_port_number),
 		cmocka_unit_test(test_host_port_split),
+		cmocka_unit_test(test_host_port_format),
+		cmocka_unit_test(test_host_port_format_round_trip),
 		cmocka_unit_test(test_host_equal),
 	};
 
