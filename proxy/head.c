@@ -126,13 +126,9 @@ int head_authority(const struct exchange *x, char *out, size_t size)
 {
 	const struct session *s = x->conn;
 	const struct target *t = &x->t;
-	const char *l = t->host.kind == HOST_IPV6 ? "[" : "";
-	const char *r = t->host.kind == HOST_IPV6 ? "]" : "";
 	uint16_t dflt = s->intercept ? 443 : 80;
 
-	if (t->port == dflt)
-		return snprintf(out, size, "%s%s%s", l, t->host.name, r);
-	return snprintf(out, size, "%s%s%s:%u", l, t->host.name, r, t->port);
+	return host_port_format(out, size, t->host.name, t->port == dflt ? HOST_PORT_NONE : t->port);
 }
 
 static int put_host(struct exchange *x)

@@ -16,12 +16,7 @@ static void grant_hint(const struct target *t, char *out, size_t size)
 	bool bare = (t->via == GRANT_VIA_CONNECT && t->port == 443) ||
 		    (t->via == GRANT_VIA_HTTP && t->port == 80);
 
-	bool v6 = t->host.kind == HOST_IPV6;
-
-	if (bare)
-		snprintf(out, size, v6 ? "[%s]" : "%s", t->host.name);
-	else
-		snprintf(out, size, v6 ? "[%s]:%u" : "%s:%u", t->host.name, t->port);
+	host_port_format(out, size, t->host.name, bare ? HOST_PORT_NONE : t->port);
 }
 
 /*
