@@ -470,8 +470,19 @@ void fake_session_free(struct session *s)
 {
 	struct proxy *px = s->px;
 
+	struct session **p, *others;
+
 	session_close(s, NULL); /* its buffers, its upstream's (dial_close), its fd */
+	/* s alone from the dead (another the code closed is freed by its own call) */
+	for (p = &px->dead; *p != NULL && *p != s; p = &(*p)->next)
+		;
+	assert_ptr_equal(*p, s);
+	*p = s->next;
+	others = px->dead;
+	px->dead = s;
+	s->next = NULL;
 	session_free_dead(px);
+	px->dead = others;
 }
 
 /* --- a codec ----------------------------------------------------------- */

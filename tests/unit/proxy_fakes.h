@@ -117,7 +117,11 @@ struct exchange;
  * upstream; nothing in epoll.
  */
 struct session *fake_session_new(struct proxy *px, int *feed);
-/* Close s unless it is (session_close: a row if its exchange is active) and free it. */
+/*
+ * Close s unless it is (session_close: a row if its exchange is active)
+ * and free it, and it alone (one the code under test closed is freed by
+ * its own call, in any order).
+ */
 void fake_session_free(struct session *s);
 
 /* --- a codec ----------------------------------------------------------- */
