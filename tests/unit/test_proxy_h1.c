@@ -12,7 +12,10 @@
  * the wire and the same one row. Heads: allowed GET and CONNECT, a
  * refused one (403, a fresh id each time), malformed ones (400, the kind
  * named), too many header lines (431), a head over HEAD_MAX (431, cut at
- * a stride of offsets: it is 32 KiB long).
+ * a stride of offsets: it is 32 KiB long). And a head that waits for its
+ * credential's token command (a real one, run on the loop) resumes where
+ * it waited when the token is minted: judged once, its budget charged
+ * once, sent with the credential.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -42,9 +46,9 @@ struct h1 {
  * A proxy and its policy (no row budget: a cut's row is never held back
  * by the cuts before it).
  */
-static struct h1 up(void)
+static struct h1 up(const char *conf)
 {
-	struct h1 h = { .fp = fake_proxy_new(POLICY), .feed = -1 };
+	struct h1 h = { .fp = fake_proxy_new(conf), .feed = -1 };
 	struct proxy *px = &h.fp->px;
 
 	px->policy = policy_new(px->config, NULL, 0, false, NULL, 0, px->run_id, time(NULL));
@@ -211,7 +215,7 @@ static char *cut(struct h1 *h, const char *head, size_t len, size_t n, enum rest
  */
 static char *every_cut(const char *head, size_t len, size_t stride, bool early_ok)
 {
-	struct h1 h = up();
+	struct h1 h = up(POLICY);
 	bool early;
 	/* the whole head at once: in cin, or one write when cin cannot hold it */
 	char *whole = len <= HEAD_MAX ? cut(&h, head, len, len, REST_CIN, &early)
@@ -280,7 +284,7 @@ static void test_pipelined(void **state)
 {
 	static const char two[] = "GET http://allowed.test/a HTTP/1.1\r\nHost: allowed.test\r\n\r\n"
 				  "GET http://allowed.test/b HTTP/1.1\r\n";
-	struct h1 h = up();
+	struct h1 h = up(POLICY);
 
 	conn_new(&h);
 	/* the next request's first bytes stay in cin for its turn */
@@ -397,12 +401,104 @@ static void test_too_large(void **state)
 	free(head);
 }
 
+
+/* --- a head that waits for its token resumes at its phase ---------------------- */
+
+struct wait {
+	struct h1 h;
+	char dir[64];
+	unsigned phase;
+};
+
+static enum fake_step waiting(void *arg, unsigned n)
+{
+	struct wait *w = arg;
+	struct session *s = w->h.s;
+
+	switch (w->phase) {
+	case 0:
+		h1_head(s);
+		/* judged, charged, and waiting at its credential for the token command */
+		assert_int_equal(s->state, SS_TOKEN);
+		assert_non_null(s->x);
+		assert_true(s->x->active);
+		assert_int_equal(s->x->phase, XP_CREDENTIAL);
+		assert_string_equal(s->x->decision, "allow");
+		assert_non_null(s->x->budget);
+		assert_int_equal(s->nreq, 1);
+		assert_int_equal(fake_dials(), 0);
+		assert_int_equal(buf_len(&s->uout), 0);
+		assert_int_equal(buf_len(&s->cout), 0);
+		w->phase++;
+		return FAKE_WAIT;
+	case 1:
+		/* token.c wakes the connection when the run ends: its pump runs the head step */
+		if (s->state == SS_TOKEN)
+			return FAKE_WAIT;
+		w->phase++;
+		return FAKE_STOP;
+	}
+	return FAKE_STOP;
+}
+
+static void test_token_resume(void **state)
+{
+	struct wait *w = calloc(1, sizeof(*w));
+	char conf[512], path[128];
+	static const char head[] = "GET /a HTTP/1.1\r\nHost: tok.test\r\n\r\n";
+	const char *err;
+	FILE *f;
+	char *out;
+
+	assert_non_null(w);
+	snprintf(w->dir, sizeof(w->dir), "/tmp/sluice-h1-XXXXXX");
+	assert_non_null(mkdtemp(w->dir));
+	snprintf(path, sizeof(path), "%s/mint", w->dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("#!/bin/sh\necho tok-1\necho 60\n", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, 0700), 0);
+	/* one request a principal: a second charge would be refused 403 budget */
+	snprintf(conf, sizeof(conf),
+		 "allow tok.test max-requests=1\n"
+		 "inject tok host=tok.test header=X-Api-Key command=%s unattributed=yes\n", path);
+	w->h = up(conf);
+	conn_new(&w->h);
+	/* inside an intercepted CONNECT to tok.test:443 (its handshake done) */
+	w->h.s->ix = calloc(1, sizeof(*w->h.s->ix));
+	assert_non_null(w->h.s->ix);
+	assert_int_equal(host_canon("tok.test", 8, &w->h.s->ix->tunnel.host, &err), 0);
+	w->h.s->ix->tunnel.port = 443;
+	w->h.s->ix->tunnel.via = GRANT_VIA_CONNECT;
+	w->h.s->intercept = true;
+	assert_int_equal(buf_append(&w->h.s->cin, head, sizeof(head) - 1), 0);
+	fake_loop_steps(&w->h.fp->px, waiting, w);
+	assert_int_equal(w->phase, 2);
+	/* resumed at its credential: not judged again, not charged again; sent with the token */
+	out = outcome(&w->h);
+	assert_has(out, "state 0 closed 0 nreq 1\ndial tok.test:443 connect\n"
+			"x active 1 phase 4 decision allow ");
+	assert_has(out, "cin []\nuout [GET /a HTTP/1.1\r\nHost: tok.test\r\n");
+	assert_has(out, "X-Api-Key: tok-1\r\n");
+	assert_has(out, "cout []\nrows []\n");
+	free(out);
+	assert_int_equal(fake_dials(), 1);
+	conn_free(&w->h);
+	token_release_all(&w->h.fp->px);
+	down(w->h);
+	unlink(path);
+	rmdir(w->dir);
+	free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_allowed),	  cmocka_unit_test(test_pipelined),
 		cmocka_unit_test(test_refused),	  cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_too_many),  cmocka_unit_test(test_too_large),
+		cmocka_unit_test(test_token_resume),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
