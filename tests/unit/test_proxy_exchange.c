@@ -10,7 +10,8 @@
  * and the secrets going either way; exchange_start and exchange_judge
  * against the policy (allowed with its grant; refused with the status,
  * reason and words each refusal has; a budget charged once); the body's
- * cap (exchange_capped, exchange_body_refuse: 413).
+ * cap (exchange_capped, exchange_body_refuse: 413); an h2 stream's
+ * judgement waiting for its rule's token (exchange_judge: 1).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "policy.h"
 #include "proxy_fakes.h"
@@ -682,6 +685,48 @@ static void test_capped(void **state)
 	}
 }
 
+/* An h2 stream's judgement waits for its rule's token: 1, charged once, nothing refused. */
+static void test_judge_waits(void **state)
+{
+	char dir[64], path[128], conf[512];
+	struct head *h = head_of("GET /a HTTP/1.1\r\nHost: tok.test\r\n\r\n");
+	const char *err;
+	struct ex e;
+	FILE *f;
+
+	snprintf(dir, sizeof(dir), "/tmp/sluice-judge-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/mint", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("#!/bin/sh\necho tok-1\necho 60\n", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, 0700), 0);
+	snprintf(conf, sizeof(conf),
+		 "allow tok.test max-up=1000\n"
+		 "inject tok host=tok.test header=X-Api-Key command=%s unattributed=yes\n", path);
+	e = up(conf);
+	e.s->ix = calloc(1, sizeof(*e.s->ix));
+	assert_non_null(e.s->ix);
+	assert_int_equal(host_canon("tok.test", 8, &e.s->ix->tunnel.host, &err), 0);
+	e.s->ix->tunnel.port = 443;
+	e.s->ix->tunnel.via = GRANT_VIA_CONNECT;
+	e.s->intercept = true;
+	assert_int_equal(exchange_new(e.s), 0);
+	assert_int_equal(exchange_judge(e.s->x, &h->req), 1);
+	assert_int_equal(fake_refusals(), 0);
+	assert_non_null(e.s->token); /* the connection waits for it */
+	assert_ptr_equal(e.s->x->rule, &e.fp->px.config->rules[0]);
+	assert_true(e.s->x->active);
+	assert_int_equal(budget_room(e.s->x->budget), 1000 - head_up_size(e.s->x, &h->req));
+	e.s->token = NULL;
+	token_release_all(&e.fp->px); /* the run killed and reaped */
+	head_free(h);
+	down(e);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -689,7 +734,7 @@ int main(void)
 		cmocka_unit_test(test_log_once),      cmocka_unit_test(test_log_rate),
 		cmocka_unit_test(test_start_allowed), cmocka_unit_test(test_start_refused),
 		cmocka_unit_test(test_start_intercepted), cmocka_unit_test(test_budget_once),
-		cmocka_unit_test(test_capped),
+		cmocka_unit_test(test_capped),	      cmocka_unit_test(test_judge_waits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
