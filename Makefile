@@ -132,6 +132,10 @@ $(BUILD)/tests/test_proxy_%: $(BUILD)/obj/tests/unit/test_proxy_%.o $(PROXY_FAKE
 	$(call say,LD,$@)
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(call pkglibs,$(PKG_TEST) $(PKG_PROXY))
 
+# these dial through the fakes' dialer (proxy_fakes.h): dial_start records, dials nothing
+PROXY_FAKE_DIAL := test_proxy_exchange test_proxy_h1 test_proxy_who
+$(patsubst %,$(BUILD)/tests/%,$(PROXY_FAKE_DIAL)): ALL_LDFLAGS += -Wl,--wrap=dial_start
+
 # unit tests of CLI modules also link those modules (listed after $(LIB) in $^: the
 # library again after them)
 $(BUILD)/tests/test_principal: $(call obj,cli/principal.c cli/snapshot.c)

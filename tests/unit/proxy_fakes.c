@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include "loop.h"
 #include "netlog.h"
 #include "proxy_fakes.h"
+#include "session.h"
 
 /* --- the clock --------------------------------------------------------- */
 
@@ -428,6 +430,146 @@ void fake_dns_release(struct fake_dns *d)
 const char *fake_dns_asked(const struct fake_dns *d)
 {
 	return d->asked;
+}
+
+/* --- a connection ----------------------------------------------------- */
+
+struct session *fake_session_new(struct proxy *px, int *feed)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	int p[2];
+
+	assert_non_null(s);
+	assert_int_equal(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+	s->px = px;
+	s->codec = &h1_codec;
+	s->id = ++px->next_conn_id;
+	s->cfd = p[0];
+	s->ufd = -1;
+	s->cio.fd = s->uio.fd = -1;
+	buf_init(&s->cin, HEAD_MAX);
+	buf_init(&s->cout, IOBUF_MAX);
+	buf_init(&s->uin, RESP_HEAD_MAX);
+	buf_init(&s->uout, IOBUF_MAX);
+	buf_init(&s->replay, HEAD_MAX + 1024);
+	snprintf(s->client, sizeof(s->client), "127.0.0.7:40000");
+	s->accepted_ms = s->active_ms = loop_now(px->loop);
+	s->next = px->sessions;
+	if (px->sessions != NULL)
+		px->sessions->prev = s;
+	px->sessions = s;
+	px->nsessions++;
+	if (feed != NULL)
+		*feed = p[1];
+	else
+		close(p[1]);
+	return s;
+}
+
+void fake_session_free(struct session *s)
+{
+	struct proxy *px = s->px;
+
+	struct session **p, *others;
+
+	session_close(s, NULL); /* its buffers, its upstream's (dial_close), its fd */
+	/* s alone from the dead (another the code closed is freed by its own call) */
+	for (p = &px->dead; *p != NULL && *p != s; p = &(*p)->next)
+		;
+	assert_ptr_equal(*p, s);
+	*p = s->next;
+	others = px->dead;
+	px->dead = s;
+	s->next = NULL;
+	session_free_dead(px);
+	px->dead = others;
+}
+
+/* --- a codec ----------------------------------------------------------- */
+
+#define REFUSALS 64
+
+static struct fake_refusal refusals[REFUSALS];
+static size_t nrefusals;
+
+static void fake_refuse(struct exchange *x, const struct refusal *r)
+{
+	struct fake_refusal *f = &refusals[nrefusals++];
+
+	assert_true(nrefusals <= REFUSALS);
+	memset(f, 0, sizeof(*f));
+	f->x = x;
+	f->status = r->status;
+	snprintf(f->reason, sizeof(f->reason), "%s", r->reason != NULL ? r->reason : "");
+	snprintf(f->proxy_status, sizeof(f->proxy_status), "%s",
+		 r->proxy_status != NULL ? r->proxy_status : "");
+	snprintf(f->detail, sizeof(f->detail), "%s", r->detail);
+	snprintf(f->id, sizeof(f->id), "%s", r->id);
+	if (!x->active) { /* refused before it began: begun for its row, as h1.c does */
+		exchange_reset(x);
+		x->active = true;
+		x->t_start = loop_clock_ms();
+		x->dns_ms = x->connect_ms = -1;
+		x->req = ++x->conn->nreq;
+	}
+	x->decision = "refuse";
+	x->reason = r->reason;
+	x->status = r->status;
+	snprintf(x->detail, sizeof(x->detail), "%s", r->detail);
+	memcpy(x->refusal, r->id, sizeof(x->refusal));
+	f->logged = exchange_log(x);
+}
+
+const struct codec fake_codec = { .name = "fake", .refuse = fake_refuse };
+
+size_t fake_refusals(void)
+{
+	return nrefusals;
+}
+
+const struct fake_refusal *fake_refused(size_t i)
+{
+	assert_true(i < nrefusals);
+	return &refusals[i];
+}
+
+void fake_refusals_reset(void)
+{
+	nrefusals = 0;
+}
+
+/* --- the dialer -------------------------------------------------------- */
+
+#define DIALS 16
+
+static struct fake_dial dials[DIALS];
+static size_t ndials;
+
+void __wrap_dial_start(struct exchange *x)
+{
+	struct fake_dial *d = &dials[ndials++];
+
+	assert_true(ndials <= DIALS);
+	d->x = x;
+	snprintf(d->host, sizeof(d->host), "%s", x->t.host.name);
+	d->port = x->t.port;
+	d->connect = x->t.via == GRANT_VIA_CONNECT;
+}
+
+size_t fake_dials(void)
+{
+	return ndials;
+}
+
+const struct fake_dial *fake_dialed(size_t i)
+{
+	assert_true(i < ndials);
+	return &dials[i];
+}
+
+void fake_dials_reset(void)
+{
+	ndials = 0;
 }
 
 /* --- the loop ---------------------------------------------------------- */

@@ -14,6 +14,14 @@
  * - stderr kept while a test looks at what a module says there.
  * - A DNS server on 127.0.0.1 that records the questions and answers
  *   what the test says (resolve.c's upstream).
+ * - A connection with no socket (fake_session_new): a session as
+ *   session_accept leaves one, its client the read end of an empty pipe
+ *   (a read says EAGAIN; the test may write more into the other end).
+ * - A codec that records what its exchanges are refused (fake_codec) and
+ *   writes their rows as a codec does, saying nothing on any wire.
+ * - A dialer that records each exchange it is asked to dial and dials
+ *   nothing: in the tests linked with -Wl,--wrap=dial_start (the
+ *   Makefile's PROXY_FAKE_DIAL), dial_start is __wrap_dial_start.
  * - The loop driven by the test: fake_loop_steps runs it, calling the
  *   test's step before each turn and the timers that fell due (at the
  *   fake clock) after it, until the step says stop. A loop's time
@@ -94,6 +102,71 @@ void fake_dns_hold(struct fake_dns *d);
 void fake_dns_release(struct fake_dns *d); /* answers every question held */
 /* The questions asked so far, one a line (the server's; do not free). */
 const char *fake_dns_asked(const struct fake_dns *d);
+
+/* --- a connection ----------------------------------------------------- */
+
+struct session;
+struct exchange;
+
+/*
+ * A client connection of px as session_accept leaves one (HTTP/1.1's
+ * codec, its buffers and their ceilings, an id, listed in px->sessions,
+ * client "127.0.0.7:40000"), but no socket: its cfd is the read end of a
+ * non-blocking pipe, *feed (when feed is not NULL) the write end, for the
+ * test to send the client's next bytes (the caller closes it); no
+ * upstream; nothing in epoll.
+ */
+struct session *fake_session_new(struct proxy *px, int *feed);
+/*
+ * Close s unless it is (session_close: a row if its exchange is active)
+ * and free it, and it alone (one the code under test closed is freed by
+ * its own call, in any order).
+ */
+void fake_session_free(struct session *s);
+
+/* --- a codec ----------------------------------------------------------- */
+
+struct codec;
+/*
+ * A codec whose refuse records the refusal (fake_refused) and, as every
+ * codec does, marks its exchange refused (decision, reason, detail, id,
+ * status) and writes its row (exchange_log). Nothing is written to any
+ * buffer or socket; the connection stays as it was.
+ */
+extern const struct codec fake_codec;
+
+struct fake_refusal {
+	const struct exchange *x;
+	int status;
+	char reason[64];
+	char proxy_status[64];
+	char detail[320];
+	char id[17];
+	bool logged; /* exchange_log wrote its row */
+};
+
+/* How many refusals fake_codec was handed since the last fake_refusals_reset. */
+size_t fake_refusals(void);
+/* The i-th of them (asserts i is one). */
+const struct fake_refusal *fake_refused(size_t i);
+void fake_refusals_reset(void);
+
+/* --- the dialer -------------------------------------------------------- */
+
+struct fake_dial {
+	const struct exchange *x;
+	char host[256]; /* its target as dial_start would take it */
+	uint16_t port;
+	bool connect;   /* a CONNECT's (GRANT_VIA_CONNECT) */
+};
+
+/* dial_start in a test linked with -Wl,--wrap=dial_start: recorded, nothing dialed. */
+void __wrap_dial_start(struct exchange *x);
+/* How many dials were asked for since the last fake_dials_reset. */
+size_t fake_dials(void);
+/* The i-th (asserts i is one). */
+const struct fake_dial *fake_dialed(size_t i);
+void fake_dials_reset(void);
 
 /* --- the loop ---------------------------------------------------------- */
 
