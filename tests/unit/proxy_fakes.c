@@ -25,7 +25,7 @@
 #include "loop.h"
 #include "netlog.h"
 #include "proxy_fakes.h"
-#include "session.h"
+#include "request.h"
 
 /* --- the clock --------------------------------------------------------- */
 
@@ -443,6 +443,7 @@ struct session *fake_session_new(struct proxy *px, int *feed)
 	assert_int_equal(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
 	s->px = px;
 	s->codec = &h1_codec;
+	s->st = &h1_head_state;
 	s->id = ++px->next_conn_id;
 	s->cfd = p[0];
 	s->ufd = -1;
@@ -520,7 +521,12 @@ static void fake_refuse(struct exchange *x, const struct refusal *r)
 	f->logged = exchange_log(x);
 }
 
-const struct codec fake_codec = { .name = "fake", .refuse = fake_refuse };
+const struct codec fake_codec = {
+	.name = "fake",
+	.refuse = fake_refuse,
+	.close = exchange_conn_close, /* HTTP/1.1's: the one exchange's row, its budget, secrets */
+	.release = exchange_conn_release,
+};
 
 size_t fake_refusals(void)
 {
@@ -545,12 +551,13 @@ void fake_refusals_reset(void)
 static struct fake_dial dials[DIALS];
 static size_t ndials;
 
-void __wrap_dial_start(struct exchange *x)
+void __wrap_dial_start(struct exchange *x, void (*then)(struct exchange *x))
 {
 	struct fake_dial *d = &dials[ndials++];
 
 	assert_true(ndials <= DIALS);
 	d->x = x;
+	x->up_ready = then;
 	snprintf(d->host, sizeof(d->host), "%s", x->t.host.name);
 	d->port = x->t.port;
 	d->connect = x->t.via == GRANT_VIA_CONNECT;

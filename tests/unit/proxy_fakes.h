@@ -161,7 +161,7 @@ struct fake_dial {
 };
 
 /* dial_start in a test linked with -Wl,--wrap=dial_start: recorded, nothing dialed. */
-void __wrap_dial_start(struct exchange *x);
+void __wrap_dial_start(struct exchange *x, void (*then)(struct exchange *x));
 /* How many dials were asked for since the last fake_dials_reset. */
 size_t fake_dials(void);
 /* The i-th (asserts i is one). */

@@ -1,6 +1,6 @@
 /*
  * test_proxy_h1.c: HTTP/1.1's codec fed a request head as a byte stream
- * (proxy/h1.c's h1_head, SS_HEAD's step), with no socket: the connection
+ * (proxy/h1.c's h1_head_state's step), with no socket: the connection
  * is a fake one whose client is an empty pipe (proxy_fakes.h), a real
  * policy judges, the codec's own refusal answers into cout, and dial_start
  * is the fakes' recording dialer. Each head is cut at every offset: its
@@ -32,7 +32,7 @@
 
 #include "policy.h"
 #include "proxy_fakes.h"
-#include "session.h"
+#include "request.h"
 
 #define POLICY "allow allowed.test\n"
 
@@ -134,7 +134,7 @@ static char *outcome(const struct h1 *h)
 	uout = redact(buf_head(&s->uout), buf_len(&s->uout), id);
 	o = open_memstream(&out, &olen);
 	assert_non_null(o);
-	fprintf(o, "state %d closed %d nreq %llu\n", s->state, s->closed,
+	fprintf(o, "state %s closed %d nreq %llu\n", s->st->name, s->closed,
 		(unsigned long long)s->nreq);
 	for (size_t i = 0; i < fake_dials(); i++)
 		fprintf(o, "dial %s:%u%s\n", fake_dialed(i)->host, fake_dialed(i)->port,
@@ -148,7 +148,7 @@ static char *outcome(const struct h1 *h)
 		free(xline);
 	}
 	/* what is left of the client's bytes: not once refused (the drain reads them away) */
-	if (s->state != SS_DRAIN)
+	if (s->st != &session_drain_state)
 		fprintf(o, "cin [%.*s]\n", (int)buf_len(&s->cin), buf_head(&s->cin));
 	fprintf(o, "uout [%s]\ncout [%s]\nrows [%s]\n", uout, cout, rrows);
 	fclose(o);
@@ -179,10 +179,10 @@ static char *cut(struct h1 *h, const char *head, size_t len, size_t n, enum rest
 	conn_new(h);
 	*early = false;
 	assert_int_equal(buf_append(&h->s->cin, head, n), 0);
-	h1_head(h->s);
+	h1_head_state.step(h->s);
 	if (n < len && h->s->nreq == 0) {
 		/* waiting: nothing begun, dialed, said or written */
-		assert_int_equal(h->s->state, SS_HEAD);
+		assert_ptr_equal(h->s->st, &h1_head_state);
 		assert_false(h->s->closed);
 		assert_true(h->s->x == NULL || !h->s->x->active);
 		assert_int_equal(fake_dials(), 0);
@@ -199,7 +199,7 @@ static char *cut(struct h1 *h, const char *head, size_t len, size_t n, enum rest
 			assert_int_equal(buf_append(&h->s->cin, head + n, len - n), 0);
 		else
 			assert_int_equal(write(h->feed, head + n, len - n), (ssize_t)(len - n));
-		h1_head(h->s);
+		h1_head_state.step(h->s);
 	} else if (n < len) {
 		*early = true;
 	}
@@ -264,7 +264,7 @@ static void test_allowed(void **state)
 	char *out = every_cut(get, sizeof(get) - 1, 1, false);
 
 	/* judged allowed, its head upstream in origin-form, one dial, no answer, no row yet */
-	assert_has(out, "state 0 closed 0 nreq 1\ndial allowed.test:80\n"
+	assert_has(out, "state head closed 0 nreq 1\ndial allowed.test:80\n"
 			"x active 1 phase 4 decision allow reason ");
 	assert_has(out, "cin []\nuout [GET /p?q=1 HTTP/1.1\r\nHost: allowed.test\r\n");
 	assert_has(out, "User-Agent: t/1\r\n");
@@ -289,7 +289,7 @@ static void test_pipelined(void **state)
 	conn_new(&h);
 	/* the next request's first bytes stay in cin for its turn */
 	assert_int_equal(buf_append(&h.s->cin, two, sizeof(two) - 1), 0);
-	h1_head(h.s);
+	h1_head_state.step(h.s);
 	assert_int_equal(fake_dials(), 1);
 	assert_int_equal(buf_len(&h.s->cin), 36);
 	assert_memory_equal(buf_head(&h.s->cin), "GET http://allowed.test/b HTTP/1.1\r\n", 36);
@@ -306,7 +306,7 @@ static void test_refused(void **state)
 	char *out = every_cut(get, sizeof(get) - 1, 1, false);
 
 	/* 403 on the wire, its id named; the one row; no dial; draining */
-	assert_has(out, "state 10 closed 0 nreq 1\nx active 0 phase 4 decision refuse reason "
+	assert_has(out, "state drain closed 0 nreq 1\nx active 0 phase 4 decision refuse reason "
 			"not-granted status 403 detail other.test is not granted; to grant it run: "
 			"sluice allow approve ID (or: sluice allow add other.test)\n");
 	assert_has(out, "cout [HTTP/1.1 403 Forbidden\r\nProxy-Status: sluice; "
@@ -348,7 +348,7 @@ static void test_malformed(void **state)
 			 "x active 0 phase 0 decision refuse reason malformed status 400 detail "
 			 "malformed request head (%s); nothing was sent\n",
 			 cases[i].kind);
-		assert_has(out, "state 10 closed 0 nreq 1\n");
+		assert_has(out, "state drain closed 0 nreq 1\n");
 		assert_has(out, want);
 		assert_has(out, "cout [HTTP/1.1 400 Bad Request\r\nProxy-Status: sluice; "
 				"error=http_request_error; details=\"malformed: malformed request head");
@@ -417,9 +417,9 @@ static enum fake_step waiting(void *arg, unsigned n)
 
 	switch (w->phase) {
 	case 0:
-		h1_head(s);
+		h1_head_state.step(s);
 		/* judged, charged, and waiting at its credential for the token command */
-		assert_int_equal(s->state, SS_TOKEN);
+		assert_ptr_equal(s->st, &h1_token_state);
 		assert_non_null(s->x);
 		assert_true(s->x->active);
 		assert_int_equal(s->x->phase, XP_CREDENTIAL);
@@ -433,7 +433,7 @@ static enum fake_step waiting(void *arg, unsigned n)
 		return FAKE_WAIT;
 	case 1:
 		/* token.c wakes the connection when the run ends: its pump runs the head step */
-		if (s->state == SS_TOKEN)
+		if (s->st == &h1_token_state)
 			return FAKE_WAIT;
 		w->phase++;
 		return FAKE_STOP;
@@ -477,7 +477,7 @@ static void test_token_resume(void **state)
 	assert_int_equal(w->phase, 2);
 	/* resumed at its credential: not judged again, not charged again; sent with the token */
 	out = outcome(&w->h);
-	assert_has(out, "state 0 closed 0 nreq 1\ndial tok.test:443 connect\n"
+	assert_has(out, "state head closed 0 nreq 1\ndial tok.test:443 connect\n"
 			"x active 1 phase 4 decision allow ");
 	assert_has(out, "cin []\nuout [GET /a HTTP/1.1\r\nHost: tok.test\r\n");
 	assert_has(out, "X-Api-Key: tok-1\r\n");

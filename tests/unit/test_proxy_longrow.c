@@ -1,6 +1,7 @@
 /*
  * test_proxy_longrow.c: a long exchange's open and progress rows
- * (proxy/longrow.c), on a connection with no socket and a clock the test
+ * (proxy/longrow.c), asked through each codec's rows_due and rows_write
+ * as the connection's timer asks them, on a connection with no socket and a clock the test
  * moves (the loop's time is the clock's at its last turn). Checked: when
  * the next row is due (log-open-after after it began, then every
  * log-progress), to the millisecond; what a row says (kind open, then
@@ -21,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "h2.h"
+#include "h2_stream.h"
 #include "proxy_fakes.h"
 
 struct lr {
@@ -31,7 +32,7 @@ struct lr {
 	uint64_t began; /* loop ms the exchange began */
 };
 
-/* A connection relaying an allowed request (SS_HTTP) that began now. */
+/* A connection relaying an allowed request (h1_http_state) that began now. */
 static struct lr up(const char *conf)
 {
 	struct lr l;
@@ -49,7 +50,8 @@ static struct lr up(const char *conf)
 	l.x->req = 1;
 	l.began = loop_now(l.fp->px.loop);
 	l.x->t_start = (double)l.began;
-	l.s->state = SS_HTTP;
+	l.s->codec = &h1_codec;
+	l.s->st = &h1_http_state;
 	return l;
 }
 
@@ -67,12 +69,15 @@ static uint64_t now(const struct lr *l)
 
 static uint64_t due(const struct lr *l)
 {
-	return longrow_due(l->s, l->fp->px.config);
+	const struct codec *c = l->s->codec;
+
+	return c->rows_due != NULL ? c->rows_due(l->s, l->fp->px.config) : UINT64_MAX;
 }
 
 static void write_rows(struct lr *l)
 {
-	longrow_write(l->s, l->fp->px.config);
+	if (l->s->codec->rows_write != NULL)
+		l->s->codec->rows_write(l->s, l->fp->px.config);
 }
 
 /* The network log's rows (caller frees). */
@@ -200,33 +205,39 @@ static void set_observed(struct lr *l)
 
 static void set_waiting(struct lr *l)
 {
-	l->s->state = SS_RESOLVE;
+	l->s->codec = &h1_codec;
+	l->s->st = &dial_resolve_state;
 }
 
 static void set_connecting(struct lr *l)
 {
-	l->s->state = SS_CONNECT;
+	l->s->codec = &h1_codec;
+	l->s->st = &dial_connect_state;
 }
 
 static void set_token(struct lr *l)
 {
-	l->s->state = SS_TOKEN;
+	l->s->codec = &h1_codec;
+	l->s->st = &h1_token_state;
 }
 
 static void set_head(struct lr *l)
 {
-	l->s->state = SS_HEAD;
+	l->s->codec = &h1_codec;
+	l->s->st = &h1_head_state;
 }
 
 static void set_websocket(struct lr *l)
 {
-	l->s->state = SS_WEBSOCKET;
+	l->s->codec = &upgrade_codec;
+	l->s->st = &upgrade_state;
 }
 
 static void set_hello(struct lr *l)
 {
 	l->x->method = HTTP_CONNECT;
-	l->s->state = SS_TUNNEL;
+	l->s->codec = &tunnel_codec;
+	l->s->st = &tunnel_state;
 	l->s->tun = calloc(1, sizeof(*l->s->tun));
 	assert_non_null(l->s->tun);
 	l->s->tun->hello = HELLO_CLIENT;
@@ -399,7 +410,8 @@ static void test_h2_streams(void **state)
 	assert_non_null(m);
 	m->l = up("log-open-after 10\nlog-progress 30\n");
 	m->l.x->active = false; /* the connection's own: none on an h2 connection */
-	m->l.s->state = SS_H2;
+	m->l.s->codec = &h2_codec;
+	m->l.s->st = &h2_state;
 	m->l.s->intercept = true;
 	m->l.s->h2 = &m->h2;
 	m->h2.s = m->l.s;

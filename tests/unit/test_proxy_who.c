@@ -28,7 +28,7 @@
 #include "buildtok.h"
 #include "policy.h"
 #include "proxy_fakes.h"
-#include "session.h"
+#include "request.h"
 
 #define SECRET "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define OTHER "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
