@@ -102,11 +102,13 @@ void dial_up_judge(const struct policy *p, const struct upstream *u, const struc
 /*
  * A request sent on the kept upstream: its dial list is the upstream's
  * answer set, from the address in use on, as when it was first dialed
- * (try_replay goes on from there).
+ * (try_replay goes on from there, and then(x) follows its connect).
  */
-void dial_reuse(struct exchange *x)
+void dial_reuse(struct exchange *x, void (*then)(struct exchange *x))
 {
 	const struct upstream *u = x->conn->up;
+
+	x->up_ready = then;
 
 	for (size_t i = 0; i < u->naddr; i++)
 		up_addr_get(u, i, &x->dial[i]);

@@ -152,7 +152,7 @@ static enum phase_rc phase_send(struct exchange *x, const struct http_request *r
 		 * out; a bodiless idempotent request is then re-sent once on a new
 		 * connection to the same checked address, as browsers do.
 		 */
-		dial_reuse(x);
+		dial_reuse(x, upstream_up);
 		buf_release(&s->replay);
 		x->replayable = x->req_done && req->method != HTTP_POST &&
 				req->method != HTTP_PATCH &&

@@ -280,7 +280,8 @@ void dial_up_target(const struct upstream *u, struct target *t);
 void dial_up_format(const struct upstream *u, char *buf, size_t size);
 void dial_up_judge(const struct policy *p, const struct upstream *u, const struct host *h,
 		   struct verdict *v);
-void dial_reuse(struct exchange *x);
+/* x goes on the kept upstream: its dial list is the upstream's (a replay dials from it, then then(x)). */
+void dial_reuse(struct exchange *x, void (*then)(struct exchange *x));
 void dial_refuse_address(struct exchange *x, int family, const void *addr,
 			 const struct verdict *v);
 
