@@ -180,7 +180,7 @@ struct sess_stamp {
 	char text[];                /* src, net and as, each NUL-terminated */
 };
 
-/* A tunnel's two directions (session_tunnel_begin), and a passthrough one's hellos. */
+/* A tunnel's two directions (tunnel_begin), and a passthrough one's hellos. */
 struct tunnel {
 	struct relay_dir to_up, to_cli;
 	enum hello_phase hello; /* a passthrough tunnel's ClientHello, judged before relaying */

@@ -5,7 +5,9 @@
  * (one denied answer refuses the request, so a name cannot slip an
  * internal address in among public ones), refuses our own listeners, and
  * connects to exactly the checked addresses in order, recording the one
- * used. It also closes the upstream. It does not move request bytes.
+ * used, in its two states (resolve, connect); once connected, what the
+ * dial was for follows (dial_start's then). session.c closes the
+ * upstream. It does not move request bytes.
  */
 #include "request.h"
 

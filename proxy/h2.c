@@ -47,11 +47,6 @@
 
 /* --- nghttp2's callbacks: the client's session ------------------------------------ */
 
-/*
- * The connection was closed by what a callback did (out of memory, say):
- * nghttp2 is told to stop at once (its sessions are freed later, by
- * h2_release, never inside one of its calls).
- */
 /* A stream reset before it had one of its own: its row still says so. */
 static void refused_row(struct session *s, const char *reason, const char *detail)
 {

@@ -16,7 +16,11 @@
 #include "digits.h"
 #include "h2_head.h"
 
-
+/*
+ * The connection was closed by what a callback did (out of memory, say):
+ * nghttp2 is told to stop at once (its sessions are freed later, by
+ * h2.c's codec_release, never inside one of its calls).
+ */
 bool h2_gone(void *arg)
 {
 	return ((struct h2 *)arg)->s->closed;

@@ -26,7 +26,7 @@
  * page.c     a refused CONNECT answered inside its TLS (refuse-page)
  * upgrade.c  WebSocket over HTTP/1.1 Upgrade: both handshakes checked, the relay
  * h2.c       HTTP/2 on both hops of an intercepted CONNECT: the connection, its
- *            two nghttp2 sessions and their callbacks (h2.h: its inside)
+ *            two nghttp2 sessions and their callbacks (h2_stream.h: its inside)
  * h2_up.c    ... the upstream session's callbacks
  * h2_stream.c ... one stream: an exchange judged, sent, answered and logged
  * longrow.c  a long exchange's open and progress rows, while it lasts

@@ -473,7 +473,7 @@ void fake_session_free(struct session *s)
 
 	struct session **p, *others;
 
-	session_close(s, NULL); /* its buffers, its upstream's (dial_close), its fd */
+	session_close(s, NULL); /* its buffers, its upstream's (session_upstream_close), its fd */
 	/* s alone from the dead (another the code closed is freed by its own call) */
 	for (p = &px->dead; *p != NULL && *p != s; p = &(*p)->next)
 		;
