@@ -358,15 +358,6 @@ static void connected(struct session *s, uint32_t events)
 
 /* --- the states a dial waits in ------------------------------------------ */
 
-static bool in_none(const struct session *s)
-{
-	return false;
-}
-
-static void ask_none(const struct session *s, uint32_t *c, uint32_t *u)
-{
-}
-
 static void ask_connect(const struct session *s, uint32_t *c, uint32_t *u)
 {
 	*u |= EPOLLOUT;
@@ -407,8 +398,8 @@ const struct state dial_resolve_state = {
 	.name = "resolve",
 	.waits = "the resolver's answer",
 	.late = "504 dns-timeout (connect-timeout)",
-	.client_in = in_none,
-	.ask = ask_none,
+	.client_in = session_reads_nothing,
+	.ask = session_asks_nothing,
 	.due = due_dial,
 	.timeout = late_resolve,
 };
@@ -417,7 +408,7 @@ const struct state dial_connect_state = {
 	.name = "connect",
 	.waits = "the upstream's TCP connect",
 	.late = "the next checked address, else 504 connect-timeout",
-	.client_in = in_none,
+	.client_in = session_reads_nothing,
 	.ask = ask_connect,
 	.due = due_dial,
 	.timeout = late_connect,

@@ -727,11 +727,6 @@ static bool in_head(const struct session *s)
 	return buf_len(&s->cout) == 0; /* the previous response first */
 }
 
-static bool in_none(const struct session *s)
-{
-	return false;
-}
-
 static bool in_http(const struct session *s)
 {
 	return !s->x->req_done && buf_room(&s->cin) > 0 && buf_room(&s->uout) > 0;
@@ -757,10 +752,6 @@ static void ask_http(const struct session *s, uint32_t *c, uint32_t *u)
 	if (!x->resp_done && !x->in_done && buf_room(&s->uin) > 0 &&
 	    buf_room(&s->cout) >= (x->scrub != NULL ? inject_scrub_room(x) : 1))
 		*u |= EPOLLIN;
-}
-
-static void ask_none(const struct session *s, uint32_t *c, uint32_t *u)
-{
 }
 
 static uint64_t due_head(const struct session *s, const struct config *c)
@@ -858,8 +849,8 @@ const struct state h1_token_state = {
 	.name = "token",
 	.waits = "the rule's token command (token.c wakes it)",
 	.late = "504 inject-failed, nothing sent",
-	.client_in = in_none,
-	.ask = ask_none,
+	.client_in = session_reads_nothing,
+	.ask = session_asks_nothing,
 	.due = due_token,
 	.timeout = late_token,
 };

@@ -178,6 +178,17 @@ int session_flush_client(struct session *s)
 	return 0;
 }
 
+/* --- what a state that waits on something else reads and asks -------------- */
+
+bool session_reads_nothing(const struct session *s)
+{
+	return false;
+}
+
+void session_asks_nothing(const struct session *s, uint32_t *c, uint32_t *u)
+{
+}
+
 /* --- the drain ------------------------------------------------------------ */
 
 /* Drop the upstream and finish: flush, shut, linger, close. */

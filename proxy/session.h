@@ -18,6 +18,10 @@
 /* The drain: the last response goes out, our side shuts, what the client sends is read away. */
 extern const struct state session_drain_state;
 
+/* A state's client_in and ask while it waits on something else (the resolver, a connect, a token). */
+bool session_reads_nothing(const struct session *s);
+void session_asks_nothing(const struct session *s, uint32_t *c, uint32_t *u);
+
 /* Every state change goes through here: the new state's deadline applies, its step runs. */
 void session_enter(struct session *s, const struct state *st);
 /* Run the state's step until nothing moves, then ask the loop for what it waits for. */

@@ -604,11 +604,6 @@ static bool in_tls_accept(const struct session *s)
 	return s->cssl != NULL && !s->c_tls_out;
 }
 
-static bool in_none(const struct session *s)
-{
-	return false;
-}
-
 static void ask_flush(const struct session *s, uint32_t *c, uint32_t *u)
 {
 	if (buf_len(&s->cout) > 0)
@@ -677,7 +672,7 @@ const struct state tls_connect_state = {
 	.waits = "the upstream's TLS handshake",
 	.late = "504 connect-timeout",
 	.step = step_connect,
-	.client_in = in_none,
+	.client_in = session_reads_nothing,
 	.ask = ask_tls_connect,
 	.due = due_connect,
 	.timeout = late_tls_connect,
