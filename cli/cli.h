@@ -490,7 +490,7 @@ int wall_denied_cmd(int argc, char **argv);
 /* doctor.c */
 int cmd_doctor(int argc, char **argv);
 
-/* run.c (run.h: its parts) */
+/* run_verb.c, run_agent.c (run.h: their parts) */
 int cmd_run(int argc, char **argv);
 int cmd_agents(int argc, char **argv);
 
