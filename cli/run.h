@@ -34,7 +34,7 @@
 #include "stamp.h"
 #include "runnote.h"
 
-#define EXIT_UNVERIFIED 3         /* sluice run: the sandbox did not verify; CMD not started */
+#define EXIT_UNVERIFIED 3         /* the sandbox did not verify: CMD not started */
 #define EXIT_RUN_FAILED 125       /* sluice run itself failed before CMD */
 
 #define RUN_ID_LEN 12             /* hex digits */
