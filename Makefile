@@ -139,6 +139,8 @@ $(patsubst %,$(BUILD)/tests/%,$(PROXY_FAKE_DIAL)): ALL_LDFLAGS += -Wl,--wrap=dia
 # unit tests of CLI modules also link those modules (listed after $(LIB) in $^: the
 # library again after them)
 $(BUILD)/tests/test_principal: $(call obj,cli/principal.c cli/snapshot.c)
+$(BUILD)/tests/test_allow_grant: $(call obj,cli/allow_grant.c cli/allow_store.c cli/usage.c cli/say.c \
+		cli/state.c)
 $(BUILD)/tests/test_run_filter: $(call obj,cli/run_filter.c)
 $(BUILD)/tests/test_run_socks: $(call obj,cli/run_socks.c)
 $(BUILD)/tests/test_run_trust: $(call obj,cli/run_trust.c)

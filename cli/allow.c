@@ -1,7 +1,8 @@
 /*
  * allow.c: `sluice allow add|rm|list`: what the operator grants, and to whom.
  *
- * Each command edits the store through allow_store.c. A grant is one
+ * Each command edits the store through allow_grant.c (a GRANT parsed, a
+ * grant stored at its level) and allow_store.c. A grant is one
  * pattern and the set of principals it serves (--for, repeatable; none:
  * every connection): adding the same pattern and set again replaces it,
  * another set is another grant, and rm takes the one with exactly the
@@ -9,15 +10,11 @@
  * grant is added, in the engine's latest snapshots (STATE/engine.jsonl,
  * as `sluice log` names rows), and stored as container:<id>.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <libpsl.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -29,138 +26,8 @@
 #include "store.h"
 
 #define STORE_NAME "grants"
-#define RUN_NAME "proxy.run"
 #define ENGINE_FILE "engine.jsonl"
 #define ONCE_TTL_DEFAULT 120
-#define ONCE_TTL_MAX (366 * 86400)
-#define PATTERN_MAX (HOST_NAME_MAX_LEN + 24) /* "*.NAME:PORT tunnel" */
-
-/* "1m52s", "3h4m", "2d1h" for a positive number of seconds. */
-char *allow_duration_format(long long secs, char *buf, size_t size)
-{
-	if (secs < 60)
-		snprintf(buf, size, "%llds", secs);
-	else if (secs < 3600)
-		snprintf(buf, size, "%lldm%llds", secs / 60, secs % 60);
-	else if (secs < 86400)
-		snprintf(buf, size, "%lldh%lldm", secs / 3600, secs % 3600 / 60);
-	else
-		snprintf(buf, size, "%lldd%lldh", secs / 86400, secs % 86400 / 3600);
-	return buf;
-}
-
-/* SECONDS with an optional s, m, h or d suffix. Returns 0 or -1. */
-int allow_duration_parse(const char *s, long long *out)
-{
-	const char *end = s + strspn(s, "0123456789");
-	long long v, mul = 1;
-	uint64_t n;
-
-	if (dec_parse(s, (size_t)(end - s), LLONG_MAX, &n) == -1)
-		return -1;
-	v = (long long)n;
-	if (*end != '\0') {
-		if (end[1] != '\0')
-			return -1;
-		switch (*end) {
-		case 's': mul = 1; break;
-		case 'm': mul = 60; break;
-		case 'h': mul = 3600; break;
-		case 'd': mul = 86400; break;
-		default: return -1;
-		}
-	}
-	if (v < 1 || v > ONCE_TTL_MAX / mul)
-		return -1;
-	*out = v * mul;
-	return 0;
-}
-
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* Print "allow: MESSAGE" and the synopsis to stderr. Returns EXIT_USAGE. */
-static int usage_error(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "allow: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	cli_usage(stderr, "allow");
-	return EXIT_USAGE;
-}
-
-/*
- * The text public suffix list beside the one libpsl loads (Debian:
- * public_suffix_list.dat next to the .dafsa) into buf. Returns 0, or -1
- * when there is none to name.
- */
-static int suffix_text_path(char *buf, size_t size)
-{
-	const char *dist = psl_dist_filename();
-	const char *slash = dist != NULL ? strrchr(dist, '/') : NULL;
-	int n;
-
-	if (slash == NULL)
-		return -1;
-	n = snprintf(buf, size, "%.*s/public_suffix_list.dat", (int)(slash - dist), dist);
-	return n < 0 || (size_t)n >= size ? -1 : 0;
-}
-
-/*
- * A wildcard *.S never covers a name under a public suffix below S (grant.h):
- * say so when the list names some (a cloud's tenants), with two of them.
- * Silent when the text list is not at hand; this note is advice, the
- * proxy's rule holds regardless.
- */
-static void suffix_note(const struct grant *g)
-{
-	char path[4096], line[512], first[2][HOST_NAME_MAX_LEN + 1];
-	size_t sl = strlen(g->host), n = 0;
-	FILE *f;
-
-	if (!g->wildcard || suffix_text_path(path, sizeof(path)) == -1)
-		return;
-	f = fopen(path, "re");
-	if (f == NULL)
-		return;
-	while (fgets(line, sizeof(line), f) != NULL) {
-		char *e = line + strcspn(line, " \t\r\n"), *p = line;
-		size_t len;
-
-		*e = '\0';
-		/* comments, blank lines, and exceptions ("!x.y": not a suffix) */
-		if (p[0] == '/' || p[0] == '\0' || p[0] == '!')
-			continue;
-		if (p[0] == '*' && p[1] == '.')
-			p += 2; /* "*.x.S": every name under x.S is a suffix */
-		len = strlen(p);
-		if (len > sl + 1 && p[len - sl - 1] == '.' && strcasecmp(p + len - sl, g->host) == 0) {
-			if (n < 2 && strlen(line) < sizeof(first[n]))
-				memcpy(first[n], line, strlen(line) + 1);
-			n++;
-		}
-	}
-	fclose(f);
-	if (n > 0)
-		fprintf(stderr,
-			"allow: note: *.%s does not cover names under the %zu public suffix%s listed "
-			"below it (%s%s%s); grant such a host exactly\n",
-			g->host, n, n == 1 ? "" : "es", first[0], n > 1 ? ", " : "", n > 1 ? first[1] : "");
-}
-
-int allow_pattern(const char *s, struct grant *g)
-{
-	const char *err = "bad grant";
-
-	if (grant_parse(s, strlen(s), g, &err) == -1) {
-		fprintf(stderr, "allow: bad grant \"%s\": %s\n", s, err);
-		return -1;
-	}
-	return 0;
-}
 
 /*
  * A verb's positional words GRANT [tunnel], words[0..n), into g. Returns
@@ -171,22 +38,13 @@ static int grant_words(char **words, int n, const char *verb, struct grant *g)
 	const char *err = "bad word";
 
 	if (n != 1 && n != 2)
-		return usage_error("%s takes one GRANT, optionally followed by tunnel", verb);
+		return allow_usage_error("%s takes one GRANT, optionally followed by tunnel", verb);
 	if (allow_pattern(words[0], g) == -1)
 		return EXIT_ERROR;
 	if (n == 2 && grant_tunnel_word(g, words[1], strlen(words[1]), &err) != 1)
-		return usage_error("%s %s: \"%s\": %s", verb, words[0], words[1],
+		return allow_usage_error("%s %s: \"%s\": %s", verb, words[0], words[1],
 				   strcmp(words[1], "tunnel") == 0 ? err : "expected tunnel");
 	return EXIT_OK;
-}
-
-/* g's pattern as the user types it, with " tunnel" for a tunnel grant, into buf. */
-static char *grant_label(const struct grant *g, char *buf, size_t size)
-{
-	char pat[PATTERN_MAX];
-
-	snprintf(buf, size, "%s%s", grant_format(g, pat, sizeof(pat)), g->tunnel ? " tunnel" : "");
-	return buf;
 }
 
 /*
@@ -279,133 +137,6 @@ out:
 	return ret;
 }
 
-/* " for A,B" when g has scopes, into buf; "" otherwise. */
-static char *scopes_text(const struct grant *g, char *buf, size_t size)
-{
-	char list[GRANT_SCOPES_TEXT];
-
-	if (g->nscopes == 0)
-		snprintf(buf, size, "%s", "");
-	else
-		snprintf(buf, size, " for %s", grant_scopes_format(g, list, sizeof(list)));
-	return buf;
-}
-
-/*
- * g's budget as "max-up=N max-requests=N per=DURATION" (those it has; "-"
- * none) into buf, each principal's.
- */
-static char *budget_text(const struct grant *g, char *buf, size_t size)
-{
-	char words[96], dur[32];
-	char *per;
-
-	if (!grant_budgeted(g)) {
-		snprintf(buf, size, "-");
-		return buf;
-	}
-	grant_budget_format(g, words, sizeof(words));
-	per = strstr(words, " per=");
-	if (per != NULL)
-		*per = '\0';
-	snprintf(buf, size, "%s%s%s", words, per != NULL ? " per=" : "",
-		 per != NULL ? allow_duration_format(g->per, dur, sizeof(dur)) : "");
-	return buf;
-}
-
-int allow_level_parse(const char *s, enum grant_level *level)
-{
-	if (strcmp(s, "once") == 0)
-		*level = GRANT_ONCE;
-	else if (strcmp(s, "session") == 0)
-		*level = GRANT_SESSION;
-	else if (strcmp(s, "permanent") == 0)
-		*level = GRANT_PERMANENT;
-	else
-		return -1;
-	return 0;
-}
-
-int allow_ttl_parse(const char *s, enum grant_level level, long long *ttl)
-{
-	if (level != GRANT_ONCE)
-		return usage_error("--ttl applies only to --level once");
-	if (allow_duration_parse(s, ttl) == -1)
-		return usage_error("bad ttl \"%s\": expected 1 to 31622400 seconds (or Nm, Nh, Nd)", s);
-	return 0;
-}
-
-/* The session grant's run id: the running proxy's. Returns 0 or -1 after printing why not. */
-static int session_run(const struct config *c, struct grant *g)
-{
-	if (store_run_id(c->state_dir, g->run) == 0)
-		return 0;
-	if (errno == ENOENT)
-		fprintf(stderr,
-			"allow: no running sluice-proxy (%s/%s missing); a session grant lasts only while it runs\n",
-			c->state_dir, RUN_NAME);
-	else if (errno == ESRCH)
-		fprintf(stderr,
-			"allow: no running sluice-proxy (%s/%s is left from one that stopped); a session grant lasts only while it runs\n",
-			c->state_dir, RUN_NAME);
-	else if (errno == EINVAL)
-		fprintf(stderr, "allow: %s/%s: not a run id (16 lowercase hex digits and a newline)\n",
-			c->state_dir, RUN_NAME);
-	else
-		fprintf(stderr, "allow: read %s/%s: %s\n", c->state_dir, RUN_NAME, strerror(errno));
-	return -1;
-}
-
-int allow_grant(FILE *out, const struct config *c, struct grant *g, enum grant_level level,
-		long long ttl)
-{
-	struct allow_store s;
-	char pat[PATTERN_MAX], dur[128], who[GRANT_SCOPES_TEXT + 8];
-	size_t replaced;
-	time_t now = time(NULL);
-	int lockfd, ret = -1;
-
-	g->level = level;
-	g->added = now;
-	if (level == GRANT_ONCE) {
-		struct timespec ts;
-
-		/* expiry is kept in whole seconds: round up, so a grant never lasts less than its ttl */
-		clock_gettime(CLOCK_REALTIME, &ts);
-		g->expires = ts.tv_sec + (ts.tv_nsec > 0 ? 1 : 0) + (time_t)ttl;
-	}
-	if (level == GRANT_SESSION && session_run(c, g) == -1)
-		return -1;
-	lockfd = allow_store_lock(c);
-	if (lockfd == -1)
-		return -1;
-	if (allow_store_load(c, &s) == -1)
-		goto out_unlock;
-	allow_store_prune(&s, g, now, &replaced);
-	if (allow_store_append(&s, g) == -1 || allow_store_save(c, &s) == -1)
-		goto out_free;
-	grant_label(g, pat, sizeof(pat));
-	scopes_text(g, who, sizeof(who));
-	if (level == GRANT_ONCE)
-		fprintf(out, "%s %s%s once, expires in %s\n", replaced ? "replaced" : "added", pat,
-			who, allow_duration_format(ttl, dur, sizeof(dur)));
-	else if (level == GRANT_SESSION)
-		fprintf(out, "%s %s%s session, until sluice-proxy run %s stops\n",
-			replaced ? "replaced" : "added", pat, who, g->run);
-	else
-		fprintf(out, "%s %s%s permanent\n", replaced ? "replaced" : "added", pat, who);
-	if (grant_budgeted(g))
-		fprintf(out, "budget for each principal: %s%s\n", budget_text(g, dur, sizeof(dur)),
-			g->per > 0 ? "" : " over the grant's life (until the proxy restarts)");
-	suffix_note(g);
-	ret = 0;
-out_free:
-	free(s.g);
-out_unlock:
-	close(lockfd);
-	return ret;
-}
-
 /*
  * --max-up, --max-requests and --per (arg[0..2], NULL: not given) into g.
  * Returns 0, or EXIT_USAGE after saying why.
@@ -416,20 +147,20 @@ static int budget_args(const char *const arg[3], struct grant *g)
 
 	if (arg[0] != NULL &&
 	    grant_bytes_parse(arg[0], strlen(arg[0]), GRANT_BUDGET_BYTES_MAX, &v) == -1)
-		return usage_error("bad --max-up \"%s\": expected 1 to 2^50 bytes, with an "
+		return allow_usage_error("bad --max-up \"%s\": expected 1 to 2^50 bytes, with an "
 				   "optional k, M or G (powers of 1024)", arg[0]);
 	if (arg[0] != NULL)
 		g->max_up = v;
 	if (arg[1] != NULL &&
 	    (dec_parse(arg[1], strlen(arg[1]), GRANT_BUDGET_REQUESTS_MAX, &v) == -1 || v == 0))
-		return usage_error("bad --max-requests \"%s\": expected 1 to 10^12", arg[1]);
+		return allow_usage_error("bad --max-requests \"%s\": expected 1 to 10^12", arg[1]);
 	if (arg[1] != NULL)
 		g->max_requests = v;
 	if (arg[2] != NULL && grant_budgeted(g) == false)
-		return usage_error("--per needs --max-up or --max-requests");
+		return allow_usage_error("--per needs --max-up or --max-requests");
 	if (arg[2] != NULL &&
 	    grant_seconds_parse(arg[2], strlen(arg[2]), GRANT_BUDGET_PER_MAX, &v) == -1)
-		return usage_error("bad --per \"%s\": expected 1 to 31622400 seconds (or Ns, Nm, "
+		return allow_usage_error("bad --per \"%s\": expected 1 to 31622400 seconds (or Ns, Nm, "
 				   "Nh, Nd)", arg[2]);
 	if (arg[2] != NULL)
 		g->per = (uint32_t)v;
@@ -461,7 +192,7 @@ static int allow_add(int argc, char **argv)
 		switch (opt) {
 		case 'l':
 			if (allow_level_parse(optarg, &level) == -1)
-				return usage_error("bad level \"%s\": expected once, session or permanent",
+				return allow_usage_error("bad level \"%s\": expected once, session or permanent",
 						   optarg);
 			break;
 		case 't':
@@ -469,7 +200,7 @@ static int allow_add(int argc, char **argv)
 			break;
 		case 'f':
 			if (nfor == GRANT_SCOPES_MAX)
-				return usage_error("at most %d --for", GRANT_SCOPES_MAX);
+				return allow_usage_error("at most %d --for", GRANT_SCOPES_MAX);
 			fors[nfor++] = optarg;
 			break;
 		case 'u':
@@ -510,7 +241,7 @@ out_config:
 /* The scope sets the grants of g's pattern in all[0..n) have, as "A,B; everyone", to stderr. */
 static void others_note(const char *pat, const struct grant *all, size_t n)
 {
-	char p[PATTERN_MAX], list[GRANT_SCOPES_TEXT];
+	char p[ALLOW_PATTERN_MAX], list[GRANT_SCOPES_TEXT];
 	bool any = false;
 
 	for (size_t i = 0; i < n; i++) {
@@ -536,7 +267,7 @@ static int allow_rm(int argc, char **argv)
 	struct allow_store s;
 	struct grant g;
 	const char *fors[GRANT_SCOPES_MAX];
-	char pat[PATTERN_MAX], who[GRANT_SCOPES_TEXT + 8];
+	char pat[ALLOW_PATTERN_MAX], who[GRANT_SCOPES_TEXT + 8];
 	size_t removed, nfor = 0;
 	int opt, lockfd, ret = EXIT_ERROR;
 
@@ -544,7 +275,7 @@ static int allow_rm(int argc, char **argv)
 		switch (opt) {
 		case 'f':
 			if (nfor == GRANT_SCOPES_MAX)
-				return usage_error("at most %d --for", GRANT_SCOPES_MAX);
+				return allow_usage_error("at most %d --for", GRANT_SCOPES_MAX);
 			fors[nfor++] = optarg;
 			break;
 		case 'h':
@@ -559,7 +290,7 @@ static int allow_rm(int argc, char **argv)
 	if (ret != EXIT_OK)
 		return ret;
 	ret = EXIT_ERROR;
-	grant_label(&g, pat, sizeof(pat));
+	allow_grant_label(&g, pat, sizeof(pat));
 
 	c = cli_config_load();
 	if (c == NULL)
@@ -567,7 +298,7 @@ static int allow_rm(int argc, char **argv)
 	for (size_t i = 0; i < nfor; i++)
 		if (scope_arg(c, fors[i], &g) == -1)
 			goto out_config;
-	scopes_text(&g, who, sizeof(who));
+	allow_grant_scopes_text(&g, who, sizeof(who));
 	lockfd = allow_store_lock(c);
 	if (lockfd == -1)
 		goto out_config;
@@ -643,7 +374,7 @@ static char *added_text(const struct grant *g, char *buf, size_t size)
 static int list_json(const struct grant *all, size_t n, time_t now, const char *run)
 {
 	json_t *arr = json_array();
-	char pat[PATTERN_MAX], exp[64];
+	char pat[ALLOW_PATTERN_MAX], exp[64];
 	int ret = EXIT_ERROR;
 
 	if (arr == NULL)
@@ -694,12 +425,12 @@ out_free:
 
 static void list_table(const struct grant *all, size_t n, time_t now, const char *run)
 {
-	char pat[PATTERN_MAX], exp[64], added[32], list[GRANT_SCOPES_TEXT], budget[128];
+	char pat[ALLOW_PATTERN_MAX], exp[64], added[32], list[GRANT_SCOPES_TEXT], budget[128];
 	int w = (int)strlen("GRANT"), wb = (int)strlen("BUDGET");
 
 	for (size_t i = 0; i < n; i++) {
-		int l = (int)strlen(grant_label(&all[i], pat, sizeof(pat)));
-		int lb = (int)strlen(budget_text(&all[i], budget, sizeof(budget)));
+		int l = (int)strlen(allow_grant_label(&all[i], pat, sizeof(pat)));
+		int lb = (int)strlen(allow_grant_budget_text(&all[i], budget, sizeof(budget)));
 
 		if (l > w)
 			w = l;
@@ -711,9 +442,9 @@ static void list_table(const struct grant *all, size_t n, time_t now, const char
 	for (size_t i = 0; i < n; i++) {
 		expires_text(&all[i], now, run, exp, sizeof(exp));
 		printf("%-*s  %-9s  %-22s  %-16s  %-*s  %s\n", w,
-		       grant_label(&all[i], pat, sizeof(pat)), grant_level_name(all[i].level), exp,
+		       allow_grant_label(&all[i], pat, sizeof(pat)), grant_level_name(all[i].level), exp,
 		       added_text(&all[i], added, sizeof(added)), wb,
-		       budget_text(&all[i], budget, sizeof(budget)),
+		       allow_grant_budget_text(&all[i], budget, sizeof(budget)),
 		       all[i].nscopes == 0 ? "-" : grant_scopes_format(&all[i], list, sizeof(list)));
 	}
 }
@@ -747,7 +478,7 @@ static int allow_list(int argc, char **argv)
 		}
 	}
 	if (optind != argc)
-		return usage_error("list takes no arguments");
+		return allow_usage_error("list takes no arguments");
 
 	c = cli_config_load();
 	if (c == NULL)
@@ -806,5 +537,5 @@ int cmd_allow(int argc, char **argv)
 		return allow_enforce(argc - 1, argv + 1);
 	if (strcmp(argv[1], "learn") == 0)
 		return allow_learn(argc - 1, argv + 1);
-	return usage_error("unknown subcommand \"%s\"", argv[1]);
+	return allow_usage_error("unknown subcommand \"%s\"", argv[1]);
 }

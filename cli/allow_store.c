@@ -1,5 +1,6 @@
 /*
- * allow_store.c: the grant store, as `sluice allow` and `sluice run` edit it.
+ * allow_store.c: the grant store, as `sluice allow` and `sluice run` edit it
+ * (through allow_grant.c, above it: this file calls none of the allow files).
  *
  * The store is STATE/grants in grant.h's format. Every change reads the
  * store, edits it in memory and replaces it whole (a temporary file in the
@@ -187,80 +188,3 @@ int allow_store_append(struct allow_store *s, const struct grant *g)
 	s->g[s->n++] = *g;
 	return 0;
 }
-
-/*
- * A run's grant (`sluice run --allow`): pattern at level session for the
- * proxy run `run`, added only when no live grant of that pattern is stored
- * or in the config (an operator's grant is never replaced, so taking the
- * run's away later cannot take theirs). Returns 1 added, 0 already granted,
- * -1 after printing why.
- */
-int allow_session_add(const struct config *c, const char *pattern, const char *run)
-{
-	struct allow_store s;
-	struct grant g;
-	time_t now = time(NULL);
-	int lockfd, ret = -1;
-
-	if (allow_pattern(pattern, &g) == -1)
-		return -1;
-	for (size_t i = 0; i < c->ngrants; i++)
-		if (grant_same(&c->grants[i], &g))
-			return 0;
-	lockfd = allow_store_lock(c);
-	if (lockfd == -1)
-		return -1;
-	if (allow_store_load(c, &s) == -1)
-		goto out_unlock;
-	allow_store_prune(&s, NULL, now, NULL);
-	ret = 0;
-	for (size_t i = 0; i < s.n; i++)
-		if (grant_same(&s.g[i], &g) && grant_live(&s.g[i], now, run))
-			goto out_free;
-	ret = -1;
-	allow_store_prune(&s, &g, now, NULL); /* a dead grant of that pattern (a stopped run's) */
-	g.level = GRANT_SESSION;
-	g.added = now;
-	snprintf(g.run, sizeof(g.run), "%s", run);
-	if (allow_store_append(&s, &g) == -1)
-		goto out_free;
-	if (allow_store_save(c, &s) == 0)
-		ret = 1;
-out_free:
-	free(s.g);
-out_unlock:
-	close(lockfd);
-	return ret;
-}
-
-/* Take back what allow_session_add added: the session grant of pattern for run, if still there. */
-int allow_session_drop(const struct config *c, const char *pattern, const char *run)
-{
-	struct allow_store s;
-	struct grant g;
-	size_t j = 0;
-	int lockfd, ret = -1;
-
-	if (allow_pattern(pattern, &g) == -1)
-		return -1;
-	lockfd = allow_store_lock(c);
-	if (lockfd == -1)
-		return -1;
-	if (allow_store_load(c, &s) == -1)
-		goto out_unlock;
-	for (size_t i = 0; i < s.n; i++)
-		if (!(grant_same(&s.g[i], &g) && s.g[i].level == GRANT_SESSION &&
-		      strcmp(s.g[i].run, run) == 0))
-			s.g[j++] = s.g[i];
-	if (j == s.n) {
-		ret = 0;
-	} else {
-		s.n = j;
-		ret = allow_store_save(c, &s);
-	}
-	free(s.g);
-out_unlock:
-	close(lockfd);
-	return ret;
-}
-

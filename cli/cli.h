@@ -115,7 +115,14 @@ void allow_store_prune(struct allow_store *s, const struct grant *like, time_t n
 /* Append g to s. Returns 0 or -1 after printing. */
 int allow_store_append(struct allow_store *s, const struct grant *g);
 
-/* allow.c: parse a GRANT argument into g. Returns 0 or -1 after printing why. */
+/* allow_grant.c: a grant, from its words to the store (calls only allow_store.c) */
+
+#define ALLOW_PATTERN_MAX (HOST_NAME_MAX_LEN + 24) /* "*.NAME:PORT tunnel" */
+
+/* Print "allow: MESSAGE" and the synopsis to stderr. Returns EXIT_USAGE. */
+int allow_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Parse a GRANT argument into g. Returns 0 or -1 after printing why. */
 int allow_pattern(const char *s, struct grant *g);
 
 /* A --level argument. Returns 0, or -1 when it is none of once, session, permanent. */
@@ -137,30 +144,15 @@ int allow_duration_parse(const char *s, long long *out);
 /* "1m52s", "3h4m", "2d1h" for a positive number of seconds, into buf; returns buf. */
 char *allow_duration_format(long long secs, char *buf, size_t size);
 
-/* allow_approve.c: `sluice allow approve ID` */
-int allow_approve(int argc, char **argv);
-
-/* The network log's file k (0: the log itself, k: its k-th rotation) into path. */
-void allow_log_path(const struct config *c, unsigned k, char *path, size_t size);
-
+/* g's pattern as the user types it, with " tunnel" for a tunnel grant, into buf; returns buf. */
+char *allow_grant_label(const struct grant *g, char *buf, size_t size);
+/* " for A,B" when g has scopes, into buf; "" otherwise. Returns buf. */
+char *allow_grant_scopes_text(const struct grant *g, char *buf, size_t size);
 /*
- * The grant a refusal's row asked for, into g (no scope): its host and
- * port, bare for CONNECT, https and wss to 443 and for plain http and ws to
- * 80, else host:port; and the principal that asked, as a scope word, into
- * who: the row's as= when it has one, else SRC@NET, else "" (no stamp).
- * Returns 0, or -1 with *why (static text) and nothing to grant.
+ * g's budget as "max-up=N max-requests=N per=DURATION" (those it has; "-"
+ * none) into buf, each principal's. Returns buf.
  */
-int allow_row_grant(json_t *row, struct grant *g, char *who, size_t size, const char **why);
-
-/*
- * All of the log's file k (opened as `sluice log` opens it) into *buf
- * (free it) and *len. Returns 1 read, 0 missing, -1 after printing why.
- */
-int allow_log_read(const struct config *c, unsigned k, char **buf, size_t *len);
-
-/* allow_learn.c: `sluice allow enforce [on|off|learn]`, `sluice allow learn` */
-int allow_enforce(int argc, char **argv);
-int allow_learn(int argc, char **argv);
+char *allow_grant_budget_text(const struct grant *g, char *buf, size_t size);
 
 /*
  * A run's grant (`sluice run --allow`): pattern at level session for the
@@ -172,6 +164,33 @@ int allow_session_add(const struct config *c, const char *pattern, const char *r
 
 /* The session grant of pattern for run removed, if still stored. Returns 0 or -1 after printing. */
 int allow_session_drop(const struct config *c, const char *pattern, const char *run);
+
+/* allow_approve.c: `sluice allow approve ID` */
+int allow_approve(int argc, char **argv);
+
+/*
+ * The grant a refusal's row asked for, into g (no scope): its host and
+ * port, bare for CONNECT, https and wss to 443 and for plain http and ws to
+ * 80, else host:port; and the principal that asked, as a scope word, into
+ * who: the row's as= when it has one, else SRC@NET, else "" (no stamp).
+ * Returns 0, or -1 with *why (static text) and nothing to grant.
+ */
+int allow_row_grant(json_t *row, struct grant *g, char *who, size_t size, const char **why);
+
+/* allow_log.c: the network log's files, read whole */
+
+/* The network log's file k (0: the log itself, k: its k-th rotation) into path. */
+void allow_log_path(const struct config *c, unsigned k, char *path, size_t size);
+
+/*
+ * All of the log's file k (opened as `sluice log` opens it) into *buf
+ * (free it) and *len. Returns 1 read, 0 missing, -1 after printing why.
+ */
+int allow_log_read(const struct config *c, unsigned k, char **buf, size_t *len);
+
+/* allow_learn.c: `sluice allow enforce [on|off|learn]`, `sluice allow learn` */
+int allow_enforce(int argc, char **argv);
+int allow_learn(int argc, char **argv);
 
 /* build_token.c */
 int cmd_build_token(int argc, char **argv);
@@ -496,7 +515,7 @@ int wall_denied_cmd(int argc, char **argv);
 /* doctor.c */
 int cmd_doctor(int argc, char **argv);
 
-/* run.c (run.h: its parts) */
+/* run_verb.c, run_agent.c (run.h: their parts) */
 int cmd_run(int argc, char **argv);
 int cmd_agents(int argc, char **argv);
 

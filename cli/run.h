@@ -1,13 +1,18 @@
 /*
- * run.h: `sluice run`'s parts, shared by run.c (the verb: arguments, the
- * order things are made in, waiting for CMD), run_proc.c (processes: the
- * daemons and tools it starts, verify inside), run_init.c (the sandbox's
- * init: CMD's mounts and user), run_socks.c (the machine's unix
- * sockets, covered), run_filter.c (CMD's seccomp filter), run_sandbox.c
- * (CMD's environment and files) and run_record.c (what a run made,
- * recorded in STATE/runs/ID/record as it is made, and taken down from
- * there: by the run itself, or by a later run or `sluice doctor --clean`
- * when the run was killed).
+ * run.h: `sluice run`'s parts, and what they share. In layers, each file
+ * calling only those below it: run_verb.c (the verb: arguments, the
+ * order things are made in, waiting for CMD); run_up.c (the steps before
+ * CMD: the daemons, grants, namespace, walls, forwarder, verify);
+ * run_record.c (what a run made, recorded in STATE/runs/ID/record as it
+ * is made, and taken down from there: by the run itself, or by a later
+ * run or `sluice doctor --clean` when the run was killed); run_agent.c
+ * (agent profiles handed over); run_sandbox.c (CMD's environment and
+ * files); run_init.c (the sandbox's init: CMD's mounts and user);
+ * run_socks.c (the machine's unix sockets, covered); run_filter.c (CMD's
+ * seccomp filter); run_proc.c (processes: the daemons and tools it
+ * starts, verify inside); run_note.c (what the proxy is told of the
+ * run); run_principal.c (who the run is); run_trust.c (what its tools
+ * trust).
  *
  * A run is a network namespace /run/netns/sluice-ID with only loopback
  * (and, with --image, the podman network sluice-ID's bridge): the
@@ -28,6 +33,9 @@
 #include "hmap.h"
 #include "stamp.h"
 #include "runnote.h"
+
+#define EXIT_UNVERIFIED 3         /* the sandbox did not verify: CMD not started */
+#define EXIT_RUN_FAILED 125       /* sluice run itself failed before CMD */
 
 #define RUN_ID_LEN 12             /* hex digits */
 #define RUN_NAME_MAX 32           /* "sluice-" ID */
@@ -77,7 +85,7 @@ struct run_user {
 };
 
 
-/* run.c's options. */
+/* run_verb.c's options. */
 struct run_opts {
 	const char *project;      /* --project NAME (ports_name_valid), or NULL: the directory's */
 	const char *name;         /* --name AGENT (ports_name_valid), or NULL */
@@ -140,7 +148,23 @@ int run_agent_begin(const struct run *x, const struct config *p, const char *pat
 int run_agent_end(const struct config *c, const char *id);
 
 
-/* run.c */
+/* run_up.c */
+
+/*
+ * The steps before CMD, in order (run_up.c), each recorded first. Returns
+ * 0, EXIT_UNVERIFIED (said), 128+signal (one waits) or EXIT_RUN_FAILED.
+ */
+int run_up(struct run *x);
+
+/* run_principal.c */
+
+/*
+ * Who the run is, to the proxy, chosen here alone: gw NULL, its principal
+ * (project:NAME[/AGENT], NAME from --project or the current directory)
+ * and source 127.0.0.1; gw the --image network's gateway, its source the
+ * address after it. Returns 0, or -1 after printing.
+ */
+int run_principal(struct run *x, const struct sockaddr_storage *gw);
 
 /*
  * The run's principal as a scope word (scope.h) into buf, which it
@@ -245,6 +269,17 @@ int run_record_begin(const struct config *c, const struct run_record *r);
 int run_record_save(const struct config *c, const struct run_record *r);
 
 /*
+ * Start argv[0] (a path) with argv, stdin /dev/null, stdout and stderr to
+ * log_fd (-1: ours), nothing else open; SIGTERM when we die, unless
+ * detach (a daemon: its own session, outliving us), through
+ * run_proc_gated. Records it in r as what and saves the record before it
+ * execs. Returns its pid, or -1 after printing.
+ */
+pid_t run_spawn(const struct config *c, struct run_record *r, const char *what,
+		char *const argv[], bool detach, int log_fd);
+
+
+/*
  * Join the project's runs: a shared lock on STATE/runs/.users.lock, held for
  * the run's life (while another run holds it, the grants a run added and
  * the daemons it started are kept for it). Returns the fd, or -1 after printing.
@@ -286,14 +321,14 @@ bool run_proc_alive(const struct run_proc *p);
 int run_proc_stop(const struct run_proc *p, int grace_ms);
 
 /*
- * Start argv[0] (a path) with argv, stdin /dev/null, stdout and stderr to
+ * fork argv[0] (a path) with argv, stdin /dev/null, stdout and stderr to
  * log_fd (-1: ours), nothing else open; SIGTERM when we die, unless
- * detach (a daemon: its own session, outliving us). Records it in r as
- * what and saves the record before it execs. Returns its pid, or -1 after
- * printing.
+ * detach (a daemon: its own session, outliving us). The child execs only
+ * once a byte is written to *gate_fd (the pipe's other end, O_CLOEXEC: the
+ * caller writes it, or closes it for no exec, and closes it either way).
+ * Returns its pid, or -1 after printing.
  */
-pid_t run_spawn(const struct config *c, struct run_record *r, const char *what,
-		char *const argv[], bool detach, int log_fd);
+pid_t run_proc_gated(char *const argv[], bool detach, int log_fd, int *gate_fd);
 
 /*
  * Run argv to its end (at most timeout_ms, then SIGKILL), output to log_fd
@@ -307,6 +342,9 @@ int run_tool(char *const argv[], int log_fd, int timeout_ms);
  * to size), stderr ours. Returns its exit status, or -1 after printing.
  */
 int run_capture(char *const argv[], char *out, size_t size, int timeout_ms);
+
+/* `sluice [-c CONF] ARGS...` (args[0..n)), the CLI's own verbs as a run_tool. */
+int run_self_tool(const struct run *x, const char *const *args, size_t n, int log_fd);
 
 /* In a child: the default signal mask (the supervisor blocks the ones it waits for). */
 void run_child_signals(void);

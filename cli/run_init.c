@@ -4,7 +4,7 @@
  * network namespace, which makes CMD's view of the machine (its mounts),
  * drops to the sandbox user, installs CMD's seccomp filter, then starts
  * CMD, passes signals on and reaps. It decides nothing about what the run
- * makes (run.c) and starts nothing else (run_proc.c).
+ * makes (run_verb.c, run_up.c) and starts nothing else (run_proc.c).
  */
 #include <dirent.h>
 #include <errno.h>

@@ -8,7 +8,9 @@
  * the daemons (which another run may be using) are detached, and stopped
  * by whoever takes the run down (run_record.c). Processes are
  * named by pid and start time together: a pid reused by another process is
- * never signalled. Nothing here decides what a run makes; run.c does.
+ * never signalled. Nothing here decides what a run makes (run_verb.c and
+ * run_up.c do), nor records it (run_record.c's run_spawn does, around
+ * run_proc_gated).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -198,17 +200,11 @@ static pid_t fork_exec(char *const argv[], const char *netns, int flags, int out
 	_exit(127);
 }
 
-pid_t run_spawn(const struct config *c, struct run_record *r, const char *what,
-		char *const argv[], bool detach, int log_fd)
+pid_t run_proc_gated(char *const argv[], bool detach, int log_fd, int *gate_fd)
 {
-	struct run_proc *p;
 	int gate[2];
 	pid_t pid;
 
-	if (r->nprocs == RUN_PROCS_MAX) {
-		fprintf(stderr, "run: too many processes\n");
-		return -1;
-	}
 	if (pipe2(gate, O_CLOEXEC) == -1) {
 		fprintf(stderr, "run: pipe: %s\n", strerror(errno));
 		return -1;
@@ -219,16 +215,7 @@ pid_t run_spawn(const struct config *c, struct run_record *r, const char *what,
 		close(gate[1]);
 		return -1;
 	}
-	p = &r->procs[r->nprocs++];
-	p->pid = pid;
-	p->start = run_proc_start(pid);
-	snprintf(p->what, sizeof(p->what), "%s", what);
-	/* recorded before it runs: killed in between, we leave it nothing to outlive us by */
-	if (run_record_save(c, r) == -1 || write(gate[1], "x", 1) != 1) {
-		close(gate[1]);
-		return -1;
-	}
-	close(gate[1]);
+	*gate_fd = gate[1];
 	return pid;
 }
 
@@ -256,6 +243,22 @@ int run_tool(char *const argv[], int log_fd, int timeout_ms)
 	pid_t pid = fork_exec(argv, NULL, 0, log_fd, log_fd, -1, -1);
 
 	return pid == -1 ? -1 : wait_code(pid, timeout_ms);
+}
+
+int run_self_tool(const struct run *x, const char *const *args, size_t n, int log_fd)
+{
+	char *argv[32];
+	size_t k = 0;
+
+	argv[k++] = (char *)x->self;
+	if (x->conf[0] != '\0') {
+		argv[k++] = "-c";
+		argv[k++] = (char *)x->conf;
+	}
+	for (size_t i = 0; i < n && k < 31; i++)
+		argv[k++] = (char *)args[i];
+	argv[k] = NULL;
+	return run_tool(argv, log_fd, 30000);
 }
 
 int run_capture(char *const argv[], char *out, size_t size, int timeout_ms)

@@ -145,6 +145,33 @@ int run_record_save(const struct config *c, const struct run_record *r)
 	return 0;
 }
 
+pid_t run_spawn(const struct config *c, struct run_record *r, const char *what,
+		char *const argv[], bool detach, int log_fd)
+{
+	struct run_proc *p;
+	pid_t pid;
+	int gate;
+
+	if (r->nprocs == RUN_PROCS_MAX) {
+		fprintf(stderr, "run: too many processes\n");
+		return -1;
+	}
+	pid = run_proc_gated(argv, detach, log_fd, &gate);
+	if (pid == -1)
+		return -1;
+	p = &r->procs[r->nprocs++];
+	p->pid = pid;
+	p->start = run_proc_start(pid);
+	snprintf(p->what, sizeof(p->what), "%s", what);
+	/* recorded before it runs: killed in between, we leave it nothing to outlive us by */
+	if (run_record_save(c, r) == -1 || write(gate, "x", 1) != 1) {
+		close(gate);
+		return -1;
+	}
+	close(gate);
+	return pid;
+}
+
 /* One line of the record into r. Returns 0, or -1 for a line this file does not write. */
 static int record_line(char *line, struct run_record *r)
 {
