@@ -541,6 +541,36 @@ static void accept_key(int fd, const struct sockaddr_storage *peer, char *key, s
 		snprintf(key + 2, size - 2, "unix");
 }
 
+void session_init(struct session *s, struct proxy *px, int fd, const char *client,
+		  const struct codec *codec, const struct state *st)
+{
+	s->px = px;
+	s->codec = codec;
+	s->st = st;
+	s->id = ++px->next_conn_id;
+	s->cfd = fd;
+	s->ufd = -1;
+	s->cio.fd = s->uio.fd = -1;
+	buf_init(&s->cin, HEAD_MAX);
+	buf_init(&s->cout, IOBUF_MAX);
+	buf_init(&s->uin, RESP_HEAD_MAX);
+	buf_init(&s->uout, IOBUF_MAX);
+	buf_init(&s->replay, HEAD_MAX + 1024);
+	snprintf(s->client, sizeof(s->client), "%s", client);
+	s->accepted_ms = s->active_ms = loop_now(px->loop);
+}
+
+void session_link(struct session *s)
+{
+	struct proxy *px = s->px;
+
+	s->next = px->sessions;
+	if (px->sessions != NULL)
+		px->sessions->prev = s;
+	px->sessions = s;
+	px->nsessions++;
+}
+
 void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *peer,
 		    const struct codec *codec, const struct state *st)
 {
@@ -571,31 +601,14 @@ void session_accept(struct proxy *px, int fd, const struct sockaddr_storage *pee
 		refuse_accept(px, fd, client, "client-limit", detail);
 		return;
 	}
-	s->px = px;
-	s->codec = codec;
-	s->st = st;
-	s->id = ++px->next_conn_id;
-	s->cfd = fd;
-	s->ufd = -1;
-	s->cio.fd = s->uio.fd = -1;
-	buf_init(&s->cin, HEAD_MAX);
-	buf_init(&s->cout, IOBUF_MAX);
-	buf_init(&s->uin, RESP_HEAD_MAX);
-	buf_init(&s->uout, IOBUF_MAX);
-	buf_init(&s->replay, HEAD_MAX + 1024);
-	memcpy(s->client, client, sizeof(s->client));
-	s->accepted_ms = s->active_ms = loop_now(px->loop);
+	session_init(s, px, fd, client, codec, st);
 	if (loop_io_add(px->loop, &s->cio, fd, EPOLLIN, session_on_client, s) == -1) {
 		limit_put(px, s);
 		close(fd);
 		free(s);
 		return;
 	}
-	s->next = px->sessions;
-	if (px->sessions != NULL)
-		px->sessions->prev = s;
-	px->sessions = s;
-	px->nsessions++;
+	session_link(s);
 	session_arm_timer(s);
 }
 

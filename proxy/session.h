@@ -22,6 +22,15 @@ extern const struct state session_drain_state;
 bool session_reads_nothing(const struct session *s);
 void session_asks_nothing(const struct session *s, uint32_t *c, uint32_t *u);
 
+/*
+ * A zeroed s made a connection of px's on client fd (peer text client)
+ * speaking codec from state st on: its buffers, its clocks; not yet in the
+ * loop nor in px's list (session_link). session_accept does both.
+ */
+void session_init(struct session *s, struct proxy *px, int fd, const char *client,
+		  const struct codec *codec, const struct state *st);
+void session_link(struct session *s); /* s in px's list of connections */
+
 /* Every state change goes through here: the new state's deadline applies, its step runs. */
 void session_enter(struct session *s, const struct state *st);
 /* Run the state's step until nothing moves, then ask the loop for what it waits for. */

@@ -441,25 +441,8 @@ struct session *fake_session_new(struct proxy *px, int *feed)
 
 	assert_non_null(s);
 	assert_int_equal(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
-	s->px = px;
-	s->codec = &h1_codec;
-	s->st = &h1_head_state;
-	s->id = ++px->next_conn_id;
-	s->cfd = p[0];
-	s->ufd = -1;
-	s->cio.fd = s->uio.fd = -1;
-	buf_init(&s->cin, HEAD_MAX);
-	buf_init(&s->cout, IOBUF_MAX);
-	buf_init(&s->uin, RESP_HEAD_MAX);
-	buf_init(&s->uout, IOBUF_MAX);
-	buf_init(&s->replay, HEAD_MAX + 1024);
-	snprintf(s->client, sizeof(s->client), "127.0.0.7:40000");
-	s->accepted_ms = s->active_ms = loop_now(px->loop);
-	s->next = px->sessions;
-	if (px->sessions != NULL)
-		px->sessions->prev = s;
-	px->sessions = s;
-	px->nsessions++;
+	session_init(s, px, p[0], "127.0.0.7:40000", &h1_codec, &h1_head_state);
+	session_link(s); /* as session_accept does, with no loop io: nothing reads the pipe */
 	if (feed != NULL)
 		*feed = p[1];
 	else
