@@ -41,8 +41,9 @@ int budget_request(struct exchange *x, const struct http_request *req, uint64_t 
 	return -1;
 }
 
-bool budget_over(struct session *s, struct exchange *x, uint64_t taken)
+bool budget_over(struct exchange *x, uint64_t taken)
 {
+	struct session *s = x->conn;
 	char why[sizeof(x->detail) - 32];
 	uint64_t n;
 
@@ -58,27 +59,26 @@ bool budget_over(struct session *s, struct exchange *x, uint64_t taken)
 		x->budget_observed = true;
 		x->decision = "observe";
 		x->reason = "budget";
-		budget_line(s, x, why, sizeof(why));
+		budget_line(x, why, sizeof(why));
 		snprintf(x->detail, sizeof(x->detail), "would be refused: %s", why);
 	}
 	return false;
 }
 
-void budget_line(struct session *s, const struct exchange *x, char *out, size_t size)
+void budget_line(const struct exchange *x, char *out, size_t size)
 {
 	budget_words(x->budget, true, out, size);
 }
 
 void budget_refuse(struct exchange *x, const char *what)
 {
-	struct session *s = x->conn;
 	char why[sizeof(((struct refusal *)0)->detail)];
 
-	budget_line(s, x, why, sizeof(why));
+	budget_line(x, why, sizeof(why));
 	exchange_refusef(x, 403, "budget", "http_request_denied", "%s: %s", why, what);
 }
 
-void budget_end(struct session *s, struct exchange *x)
+void budget_end(struct exchange *x)
 {
 	if (x == NULL)
 		return;
@@ -116,31 +116,32 @@ size_t budget_read_limit(const struct exchange *x, uint64_t taken, size_t limit)
  * or learn: the row says so, and nothing is held back. A CONNECT tunnel's
  * relay and a spliced WebSocket's alike.
  */
-void budget_relay_cap(struct session *s, uint64_t taken)
+void budget_relay_cap(struct exchange *x, uint64_t taken)
 {
+	struct session *s = x->conn;
 	uint64_t left;
 
-	if (s->x == NULL || s->x->budget == NULL)
+	if (x->budget == NULL)
 		return;
-	left = budget_left(s->x, taken);
+	left = budget_left(x, taken);
 	s->tun->to_up.cap = left == UINT64_MAX ? UINT64_MAX : s->tun->to_up.taken + left + 1;
 }
 
-bool budget_relay_over(struct session *s, uint64_t taken)
+bool budget_relay_over(struct exchange *x, uint64_t taken)
 {
-	if (budget_over(s, s->x, taken))
+	if (budget_over(x, taken))
 		return true;
-	budget_relay_cap(s, taken); /* observe lifts it now: a relay at its cap waits for nothing */
+	budget_relay_cap(x, taken); /* observe lifts it now: a relay at its cap waits for nothing */
 	return false;
 }
 
-bool budget_tunnel_over(struct session *s)
+bool budget_tunnel_over(struct exchange *x)
 {
-	char why[sizeof(s->x->detail)];
+	char why[sizeof(x->detail)];
 
-	if (!budget_relay_over(s, s->tun->to_up.taken))
+	if (!budget_relay_over(x, x->conn->tun->to_up.taken))
 		return false;
-	budget_line(s, s->x, why, sizeof(why));
-	exchange_refusef(s->x, 0, "budget", NULL, "%s: the tunnel was closed", why); /* tunnel_codec */
+	budget_line(x, why, sizeof(why));
+	exchange_refusef(x, 0, "budget", NULL, "%s: the tunnel was closed", why); /* tunnel_codec */
 	return true;
 }

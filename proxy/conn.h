@@ -42,7 +42,7 @@ struct target {
 /*
  * The phases of an HTTP/1.1 exchange's head, in order (h1.c's
  * table): a phase that waits keeps x->phase, and the head, read again from
- * cin, resumes there (h1_head): a head is judged once, and charged
+ * cin, resumes there (h1_head_state): a head is judged once, and charged
  * to its budget once.
  */
 enum x_phase {
@@ -136,7 +136,7 @@ struct exchange {
 	struct sockaddr_storage dial[DIAL_MAX];
 	size_t ndial, idial;
 	int dial_errno;
-	void (*up_ready)(struct exchange *x); /* its upstream is up (dial_start's then) */
+	void (*up_then)(struct exchange *x); /* what follows once its upstream is up (dial_start) */
 };
 
 /* An address of an upstream's answer set, its port set. */
@@ -186,7 +186,7 @@ struct tunnel {
 	enum hello_phase hello; /* a passthrough tunnel's ClientHello, judged before relaying */
 	uint64_t hello_ms;      /* the phase began (its deadline: head- or response-timeout) */
 	size_t hello_left;      /* HELLO_SERVER: bytes of the ClientHello at cin's head to send */
-	bool ended;             /* the upstream's end was passed on to the client (step_tunnel) */
+	bool ended;             /* the upstream's end was passed on to the client (tunnel.c's step) */
 };
 
 /* Which version an intercepted CONNECT speaks (tls.c): the same on both hops. */

@@ -110,7 +110,7 @@ void dial_reuse(struct exchange *x, void (*then)(struct exchange *x))
 {
 	const struct upstream *u = x->conn->up;
 
-	x->up_ready = then;
+	x->up_then = then;
 
 	for (size_t i = 0; i < u->naddr; i++)
 		up_addr_get(u, i, &x->dial[i]);
@@ -292,7 +292,7 @@ void dial_start(struct exchange *x, void (*then)(struct exchange *x))
 	struct session *s = x->conn;
 	const struct host *h = &x->t.host;
 
-	x->up_ready = then;
+	x->up_then = then;
 
 	free(s->up); /* the caller closed it already */
 	s->up = NULL;
@@ -352,7 +352,7 @@ static void connected(struct session *s, uint32_t events)
 	x->connect_ms = loop_clock_ms() - s->t_phase;
 	s->up_ready = true;
 	s->active_ms = session_now(s);
-	x->up_ready(x); /* its TLS, its tunnel's 200, or its head's bytes (dial_start's then) */
+	x->up_then(x); /* its TLS, its tunnel's 200, or its head's bytes (dial_start's then) */
 	session_pump(s);
 }
 

@@ -44,7 +44,7 @@ void exchange_reset(struct exchange *x)
 
 	free(x->ws); /* its WebSocket's state (upgrade.c), no pointers in it */
 	x->ws = NULL;
-	budget_end(s, x);
+	budget_end(x);
 	memset(x, 0, sizeof(*x));
 	x->conn = s;
 }
@@ -56,7 +56,7 @@ void exchange_free(struct session *s)
 		return;
 	inject_end(s->x);
 	free(s->x->ws);
-	budget_end(s, s->x);
+	budget_end(s->x);
 	free(s->x);
 	s->x = NULL;
 }
@@ -75,7 +75,7 @@ void exchange_conn_close(struct session *s, const char *why)
 	if (x->active && x->detail[0] == '\0' && why != NULL)
 		snprintf(x->detail, sizeof(x->detail), "%s", why);
 	exchange_log(x);
-	budget_end(s, x);
+	budget_end(x);
 	inject_end(x);
 }
 

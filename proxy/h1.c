@@ -38,25 +38,24 @@ enum phase_rc {
 	PHASE_DONE, /* the head's part is over: refused, or handed on (sent, dialed, intercepted) */
 };
 
-/* The upstream's TLS is verified, or it speaks plain HTTP: the head's bytes go. */
-static void upstream_verified(struct exchange *x)
-{
-	x->sent_ms = session_now(x->conn);
-	session_enter(x->conn, &h1_http_state);
-}
-
 /*
- * x's upstream is up (dial_start's then): inside an intercepted CONNECT
- * its TLS first; a CONNECT's tunnel answers 200; else the head's bytes go.
+ * x's upstream is up (dial_start's then, and tls_connect_begin's):
+ * inside an intercepted CONNECT its TLS first, then back here; a
+ * CONNECT's tunnel answers 200; else the head's bytes go. Asked again
+ * after any new connect (a replay's), it asks for TLS again.
  */
 static void upstream_up(struct exchange *x)
 {
-	if (x->conn->ix != NULL)
-		tls_connect_begin(x, upstream_verified);
-	else if (x->method == HTTP_CONNECT)
+	struct session *s = x->conn;
+
+	if (s->ix != NULL && s->ussl == NULL) {
+		tls_connect_begin(x, upstream_up);
+	} else if (s->ix == NULL && x->method == HTTP_CONNECT) {
 		tunnel_begin(x);
-	else
-		upstream_verified(x);
+	} else {
+		x->sent_ms = session_now(s);
+		session_enter(s, &h1_http_state);
+	}
 }
 
 /* XP_JUDGE: its row's fields and the stamp, its target, the policy's verdict and budget, an upgrade's offer. */
@@ -361,6 +360,7 @@ static void exchange_rewind(struct exchange *x)
 	x->dns_ms = x->connect_ms = -1;
 	x->client_close = j.client_close;
 	x->ws = j.ws;
+	x->ws_scrubbed = j.ws_scrubbed; /* its offer was made without extensions */
 }
 
 /*
@@ -530,7 +530,7 @@ static int request_body(struct exchange *x, struct pass *p)
 			exchange_body_refuse(x, 0);
 			return -1;
 		}
-		if (budget_over(s, x, x->up)) {
+		if (budget_over(x, x->up)) {
 			budget_refuse(x, "the request was cut off");
 			return -1;
 		}
@@ -881,7 +881,7 @@ static void h1_refuse(struct exchange *x, const struct refusal *ref)
 	memcpy(x->refusal, ref->id, sizeof(x->refusal));
 	/*
 	 * A refused CONNECT whose name we may intercept: its row now, then the
-	 * refusal inside its TLS (refuse.c), unless the row was not written
+	 * refusal inside its TLS (page.c), unless the row was not written
 	 * (a principal past its refusal-row budget gets the plain 403).
 	 */
 	page = refuse_page_wanted(x, ref);

@@ -173,7 +173,7 @@ static bool trailers_over_budget(struct session *s, struct h2_stream *st)
 
 		st->x->up += f.name_len + 2 + f.value_len + 2;
 	}
-	if (!budget_over(s, st->x, st->x->up))
+	if (!budget_over(st->x, st->x->up))
 		return false;
 	st->req_tr->n = 0;
 	budget_refuse(st->x, "the request was cut off");
@@ -193,7 +193,7 @@ static int srv_frame(nghttp2_session *ng, const nghttp2_frame *frame, void *arg)
 		uint64_t at = session_now(h->s) + H2_GOAWAY_GRACE_MS;
 
 		if (at < h->goaway_at) {
-			h->goaway_at = at; /* h2_late sends it */
+			h->goaway_at = at; /* h2.c's late sends it */
 			session_arm_timer(h->s);
 		}
 		return 0;
@@ -231,7 +231,6 @@ static int srv_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_
 {
 	struct h2 *h = arg;
 	struct h2_stream *st = h2_stream_get(ng, id);
-	struct session *s = h->s;
 
 	if (h2_gone(arg))
 		return NGHTTP2_ERR_CALLBACK_FAILURE;
@@ -250,7 +249,7 @@ static int srv_data(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_
 		exchange_body_refuse(st->x, 0);
 		return 0;
 	}
-	if (budget_over(s, st->x, st->x->up)) {
+	if (budget_over(st->x, st->x->up)) {
 		h2_give_back_cli(h, st, len);
 		budget_refuse(st->x, "the request was cut off");
 		return 0;

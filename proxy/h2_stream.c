@@ -138,8 +138,6 @@ struct h2_stream *h2_stream_new(struct h2 *h, int32_t cid)
 /* Gone from both hops: what it held goes, and the bytes it never gave back. */
 void h2_stream_free(struct h2 *h, struct h2_stream *st)
 {
-	struct session *s = h->s;
-
 	if (!st->retry && st->cid > h->done_cid)
 		h->done_cid = st->cid;
 	nghttp2_session_consume_connection(h->srv, st->cli_in - st->cli_done);
@@ -148,7 +146,7 @@ void h2_stream_free(struct h2 *h, struct h2_stream *st)
 	inject_end(st->x);
 	free(st->x->ws);
 	st->x->ws = NULL;
-	budget_end(s, st->x);
+	budget_end(st->x);
 	free(st->x);
 	fields_free(&st->req);
 	fields_free(&st->resp);

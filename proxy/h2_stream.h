@@ -88,7 +88,7 @@ struct h2 {
 	int32_t up_last; /* ... and its streams past this were not processed (INT32_MAX: none) */
 	bool goaway_due; /* a GOAWAY for the client waits (h2_goaway) ... */
 	bool goaway_pinged; /* ... for the ACK of the PING that followed the reset ... */
-	uint64_t goaway_at; /* ... until this time (h2_late sends it) */
+	uint64_t goaway_at; /* ... until this time (h2.c's late sends it) */
 	bool cli_goaway; /* we sent the client GOAWAY ... */
 	int32_t cli_last; /* ... with this last-stream-id */
 	char goaway_why[96]; /* how the upstream went: its refused streams' rows */

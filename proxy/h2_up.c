@@ -227,7 +227,7 @@ void h2_goaway_send(struct h2 *h)
 /*
  * A stream reset REFUSED_STREAM now is followed by a PING (sent after the
  * reset, srv_sent), and the GOAWAY
- * goes H2_GOAWAY_GRACE_MS after its ACK (srv_frame, h2_late; with no ACK,
+ * goes H2_GOAWAY_GRACE_MS after its ACK (srv_frame, h2.c's late; with no ACK,
  * H2_GOAWAY_WAIT_MS after the PING): the client
  * has read the reset by then, and acted on it (RFC 9113 6.8 allows it at
  * least a round trip). curl 7.88 retries a refused stream, but not when

@@ -113,7 +113,7 @@ static int client_hello(struct session *s, bool again, size_t *wire)
 	else
 		snprintf(s->x->detail, sizeof(s->x->detail),
 			 "passthrough; no TLS server name (an address)");
-	if (budget_tunnel_over(s))
+	if (budget_tunnel_over(s->x))
 		return -1;
 	*wire = h.wire;
 	return 0;
@@ -168,7 +168,7 @@ static void hello_enter(struct session *s, enum hello_phase phase)
 }
 
 /*
- * A passthrough tunnel's hellos (session.c's step_tunnel runs this until
+ * A passthrough tunnel's hellos (tunnel.c's step runs this until
  * s->tun->hello is HELLO_DONE, relaying nothing else meanwhile but our 200):
  * the ClientHello is read whole and judged; only its own bytes go up; the
  * server's first message is read and held until it is known not to be a

@@ -2,7 +2,7 @@
  * request.h: the request path (private to proxy/), above the connection
  * (session.h): an exchange's start, judgement and row (exchange.c), the
  * codecs that carry exchanges (h1.c, tunnel.c, upgrade.c, h2*.c, the
- * parked handshake in tls.c and the refusal's page in refuse.c) and what
+ * parked handshake in tls.c and the refusal's page in page.c) and what
  * they use: the dial, the heads and bodies, the credential and its token,
  * the budget's charge, TLS interception, the stamp, long rows.
  *
@@ -43,8 +43,8 @@ extern const struct codec h1_codec;       /* h1.c: a response, then the drain */
 extern const struct codec tunnel_codec;   /* tunnel.c: the 200 went: the row, the drain */
 extern const struct codec upgrade_codec;  /* upgrade.c: the 101 went: the row, the close */
 extern const struct codec tls_alpn_codec; /* tls.c: no request yet: said at the first */
-extern const struct codec refuse_page_codec; /* page.c: the page's refusal, then the close */
-extern const struct codec h2_codec;       /* h2_stream.c: the stream's answer, or its reset */
+extern const struct codec refuse_page_codec; /* page.c: the page's refusal, then the drain */
+extern const struct codec h2_codec;       /* h2.c: the stream's answer, or its reset */
 
 /* The states (struct state), each in the file whose step it is. */
 extern const struct state h1_head_state;     /* h1.c: a request head from the client */
@@ -152,7 +152,7 @@ int budget_request(struct exchange *x, const struct http_request *req, uint64_t 
  * passed it and the mode enforces: the caller ends the request
  * (budget_refuse) or the tunnel.
  */
-bool budget_over(struct session *s, struct exchange *x, uint64_t taken);
+bool budget_over(struct exchange *x, uint64_t taken);
 /* 403 budget: what x sent passed its max-up; what says what became of it */
 void budget_refuse(struct exchange *x, const char *what);
 /*
@@ -164,22 +164,22 @@ uint64_t budget_left(const struct exchange *x, uint64_t taken);
 /* A read limit for x's body (0: none) lowered to a byte past what budget_left leaves. */
 size_t budget_read_limit(const struct exchange *x, uint64_t taken, size_t limit);
 /* The line saying x's max-up is spent, into out. */
-void budget_line(struct session *s, const struct exchange *x, char *out, size_t size);
+void budget_line(const struct exchange *x, char *out, size_t size);
 /* x counts against no budget from now on (its row is written, or it is freed); x may be NULL */
-void budget_end(struct session *s, struct exchange *x);
+void budget_end(struct exchange *x);
 /*
- * A relay toward the origin (s->tun->to_up) under s->x's max-up, taken
+ * A relay toward the origin (its connection's tun->to_up) under x's max-up, taken
  * what it took (as budget_over has it): read no further than a byte past
  * what the budget has left.
  */
-void budget_relay_cap(struct session *s, uint64_t taken);
+void budget_relay_cap(struct exchange *x, uint64_t taken);
 /*
  * What it took is spent (budget_over): returns true when that passed the
  * budget and the mode enforces (the caller closes); else the cap is set again.
  */
-bool budget_relay_over(struct session *s, uint64_t taken);
+bool budget_relay_over(struct exchange *x, uint64_t taken);
 /* The same for a CONNECT's tunnel, refused (budget) past it (tunnel_codec): returns true then. */
-bool budget_tunnel_over(struct session *s);
+bool budget_tunnel_over(struct exchange *x);
 
 /* longrow.c */
 /*
@@ -245,8 +245,7 @@ void inject_body_eof(struct exchange *x);
 void tls_intercept_begin(struct session *s);
 /*
  * x's upstream TCP connection is up: its TLS handshake (tls_connect_state),
- * verified, then then(x) (x->up_ready; NULL for a parked handshake's
- * dial, whose client handshake goes on). Returns 0, or -1 refused.
+ * verified, then then(x) (x->up_then). Returns 0, or -1 refused.
  */
 int tls_connect_begin(struct exchange *x, void (*then)(struct exchange *x));
 void tls_alpn_unreached(struct session *s, const char *why);
@@ -270,7 +269,7 @@ void h2_revoke(struct session *s, const struct verdict *v); /* a reload refused 
 /*
  * Dial x's target (the caller closed any other upstream): resolved,
  * every answer judged, connected (dial_resolve_state, dial_connect_state);
- * then, once connected, then(x) (x->up_ready) says what follows.
+ * then, once connected, then(x) (x->up_then) says what follows.
  */
 void dial_start(struct exchange *x, void (*then)(struct exchange *x));
 /* The next of x's checked addresses (x->idial on), else 502 connect-failed. */

@@ -504,10 +504,23 @@ const struct codec tls_alpn_codec = {
 	.release = exchange_conn_release,
 };
 
+/* The parked handshake's upstream is verified: the client's goes on, offered what it chose. */
+static void alpn_verified(struct exchange *x)
+{
+	struct session *s = x->conn;
+	const unsigned char *alpn = NULL;
+	unsigned alen = 0;
+
+	SSL_get0_alpn_selected(s->ussl, &alpn, &alen);
+	s->ix->alpn = alen == 2 && memcmp(alpn, "h2", 2) == 0 ? ALPN_H2 : ALPN_H1;
+	s->codec = s->ix->resume; /* h2_begin makes it h2's */
+	session_enter(s, &tls_accept_state);
+}
+
 /* The parked handshake's upstream is up: its TLS, whose ALPN the client's handshake then takes. */
 static void alpn_dialed(struct exchange *x)
 {
-	tls_connect_begin(x, NULL);
+	tls_connect_begin(x, alpn_verified);
 }
 
 int tls_connect_begin(struct exchange *x, void (*then)(struct exchange *x))
@@ -548,7 +561,7 @@ int tls_connect_begin(struct exchange *x, void (*then)(struct exchange *x))
 			SSL_set_session(s->ussl, r->sess);
 	}
 	SSL_set_connect_state(s->ussl);
-	x->up_ready = then;
+	x->up_then = then;
 	s->t_phase = loop_clock_ms();
 	s->phase_ms = session_now(s);
 	session_enter(s, &tls_connect_state);
@@ -571,18 +584,7 @@ static void step_connect(struct session *s)
 	if (rc == 1) {
 		s->u_tls_out = false;
 		x->connect_ms += loop_clock_ms() - s->t_phase;
-		if (s->ix->alpn == ALPN_DIAL) {
-			const unsigned char *alpn = NULL;
-			unsigned alen = 0;
-
-			/* the parked client handshake goes on, offered what the upstream chose */
-			SSL_get0_alpn_selected(s->ussl, &alpn, &alen);
-			s->ix->alpn = alen == 2 && memcmp(alpn, "h2", 2) == 0 ? ALPN_H2 : ALPN_H1;
-			s->codec = s->ix->resume; /* h2_begin makes it h2's */
-			session_enter(s, &tls_accept_state);
-			return;
-		}
-		x->up_ready(x); /* verified: what its dial was for (tls_connect_begin's then) */
+		x->up_then(x); /* verified: what its dial was for (tls_connect_begin's then) */
 		return;
 	}
 	v = SSL_get_verify_result(s->ussl);

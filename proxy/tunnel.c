@@ -44,7 +44,7 @@ static void step(struct session *s)
 		if (tls_hello_step(s) == -1)
 			return;
 	}
-	budget_relay_cap(s, tun->to_up.taken);
+	budget_relay_cap(s->x, tun->to_up.taken);
 	/* toward the client the relay never shuts: the end is passed on below */
 	if ((tun->hello == HELLO_DONE &&
 	     relay_dir_pump(&tun->to_up, relay_dir_done(&tun->to_cli)) == -1) ||
@@ -54,7 +54,7 @@ static void step(struct session *s)
 		return;
 	}
 	tunnel_count(s);
-	if (budget_tunnel_over(s))
+	if (budget_tunnel_over(s->x))
 		return;
 	if (tun->to_up.bytes + tun->to_cli.bytes != before)
 		s->active_ms = session_now(s);
@@ -210,7 +210,7 @@ void tunnel_begin(struct exchange *x)
 	struct session *s = x->conn;
 
 	/* the bytes the client sent behind its head are taken: past its budget, none goes up */
-	if (budget_over(s, x, buf_len(&s->cin))) {
+	if (budget_over(x, buf_len(&s->cin))) {
 		budget_refuse(x, "with the bytes sent behind the CONNECT head; none went up");
 		return;
 	}
@@ -225,7 +225,7 @@ void tunnel_begin(struct exchange *x)
 	/* bytes the client sent after its CONNECT head go first, then splice */
 	relay_dir_init(&s->tun->to_up, s->cfd, s->ufd, &s->cin);
 	relay_dir_init(&s->tun->to_cli, s->ufd, s->cfd, &s->cout);
-	budget_relay_cap(s, s->tun->to_up.taken);
+	budget_relay_cap(s->x, s->tun->to_up.taken);
 	/*
 	 * a passthrough host: its ClientHello is read and checked before anything
 	 * goes up; a tunnel grant's: raw from here, whoever speaks first

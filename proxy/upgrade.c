@@ -142,7 +142,7 @@ static void budget_close(struct session *s)
 {
 	char why[sizeof(s->x->detail) - 32];
 
-	budget_line(s, s->x, why, sizeof(why));
+	budget_line(s->x, why, sizeof(why));
 	exchange_refusef(s->x, 403, "budget", "http_request_denied", "%s: closed", why);
 }
 
@@ -157,7 +157,7 @@ void upgrade_begin(struct exchange *x)
 	s->codec = &upgrade_codec;
 	session_enter(s, &upgrade_state);
 	/* frames the client sent with the handshake are taken: past the budget, none goes up */
-	if (budget_over(s, x, client_taken(s)))
+	if (budget_over(x, client_taken(s)))
 		budget_close(s);
 }
 
@@ -374,7 +374,7 @@ static void splice_step(struct session *s)
 	struct exchange *x = s->x;
 	uint64_t before = t->to_up.bytes + t->to_cli.bytes;
 
-	budget_relay_cap(s, splice_taken(s));
+	budget_relay_cap(s->x, splice_taken(s));
 	/* the WebSocket ends with either side: no half-close to pass on */
 	if (relay_dir_pump(&t->to_up, true) == -1 || relay_dir_pump(&t->to_cli, true) == -1) {
 		session_close(s, "websocket: relay error");
@@ -382,7 +382,7 @@ static void splice_step(struct session *s)
 	}
 	x->up = x->ws->up0 + t->to_up.bytes;
 	x->down = x->ws->down0 + t->to_cli.bytes;
-	if (budget_relay_over(s, splice_taken(s))) {
+	if (budget_relay_over(s->x, splice_taken(s))) {
 		budget_close(s);
 		return;
 	}
@@ -434,7 +434,7 @@ static void step(struct session *s)
 			session_close(s, "websocket: upstream write error");
 			return;
 		}
-		if (budget_over(s, s->x, client_taken(s))) {
+		if (budget_over(s->x, client_taken(s))) {
 			budget_close(s);
 			return;
 		}

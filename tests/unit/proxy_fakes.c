@@ -478,9 +478,10 @@ static size_t nrefusals;
 
 static void fake_refuse(struct exchange *x, const struct refusal *r)
 {
-	struct fake_refusal *f = &refusals[nrefusals++];
+	struct fake_refusal *f;
 
-	assert_true(nrefusals <= REFUSALS);
+	assert_true(nrefusals < REFUSALS);
+	f = &refusals[nrefusals++];
 	memset(f, 0, sizeof(*f));
 	f->x = x;
 	f->status = r->status;
@@ -536,11 +537,12 @@ static size_t ndials;
 
 void __wrap_dial_start(struct exchange *x, void (*then)(struct exchange *x))
 {
-	struct fake_dial *d = &dials[ndials++];
+	struct fake_dial *d;
 
-	assert_true(ndials <= DIALS);
+	assert_true(ndials < DIALS);
+	d = &dials[ndials++];
 	d->x = x;
-	x->up_ready = then;
+	x->up_then = then;
 	snprintf(d->host, sizeof(d->host), "%s", x->t.host.name);
 	d->port = x->t.port;
 	d->connect = x->t.via == GRANT_VIA_CONNECT;

@@ -58,6 +58,7 @@ static struct ctx *ctx_new(const char *host)
 	c->s.st = &tunnel_state;
 	c->s.codec = &tunnel_codec;
 	c->s.x = &c->x;
+	c->x.conn = &c->s;
 	c->s.tun = &c->tun;
 	c->tun.hello = HELLO_CLIENT;
 	assert_int_equal(host_canon(host, strlen(host), &c->x.t.host, &err), 0);
