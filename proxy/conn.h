@@ -283,7 +283,7 @@ struct codec {
  */
 struct session {
 	struct proxy *px;
-	struct session *next, *prev;
+	struct list_node link; /* on px->sessions; once closed, on px->dead */
 	uint64_t id;
 	uint64_t nreq;
 	const struct state *st; /* where it is (struct state): session_enter alone sets it */

@@ -582,10 +582,10 @@ static void up_gone(struct session *s)
 	struct h2 *h = s->h2;
 
 	h->up_ended = true;
-	for (struct h2_stream *st = h->streams, *next; st != NULL; st = next) {
+	for (struct h2_stream *st = h2_first(h), *next; st != NULL; st = next) {
 		bool open = !st->up_closed;
 
-		next = st->next;
+		next = h2_next(st);
 		st->up_closed = true; /* its session goes now */
 		if (st->cli_closed) {
 			h2_stream_free(h, st);
@@ -671,7 +671,7 @@ static uint64_t due(const struct session *s, const struct config *c)
 {
 	uint64_t due = s->active_ms + c->idle_timeout_ms, at;
 
-	for (const struct h2_stream *st = s->h2->streams; st != NULL; st = st->next)
+	for (const struct h2_stream *st = h2_first(s->h2); st != NULL; st = h2_next(st))
 		if (stream_waits(st, &at, TOKEN_WAIT_MS, c->response_timeout_ms) && at < due)
 			due = at;
 	if (s->h2->goaway_due && s->h2->goaway_at < due)
@@ -694,7 +694,7 @@ static void late(struct session *s, const struct config *c)
 		any = true;
 	}
 
-	for (struct h2_stream *st = s->h2->streams; st != NULL; st = st->next) {
+	for (struct h2_stream *st = h2_first(s->h2); st != NULL; st = h2_next(st)) {
 		if (!stream_waits(st, &at, TOKEN_WAIT_MS, c->response_timeout_ms) || at > now)
 			continue;
 		any = true;
@@ -734,7 +734,7 @@ void h2_revoke(struct session *s, const struct verdict *v)
 {
 	struct h2 *h = s->h2;
 
-	for (struct h2_stream *st = h->streams; st != NULL; st = st->next) {
+	for (struct h2_stream *st = h2_first(h); st != NULL; st = h2_next(st)) {
 		if (st->cli_closed || st->refused)
 			continue;
 		st->x->decision = "refuse";
@@ -762,7 +762,7 @@ static void codec_close(struct session *s, const char *why)
 	exchange_conn_close(s, why); /* the CONNECT's own, if its row is not written yet */
 	if (s->h2 == NULL)
 		return;
-	for (struct h2_stream *st = s->h2->streams; st != NULL; st = st->next) {
+	for (struct h2_stream *st = h2_first(s->h2); st != NULL; st = h2_next(st)) {
 		if (!st->cli_closed) {
 			if (st->x->detail[0] == '\0' && why != NULL && !st->resp_end)
 				snprintf(st->x->detail, sizeof(st->x->detail), "%s", why);
@@ -780,8 +780,8 @@ static void codec_release(struct session *s)
 	exchange_conn_release(s);
 	if (h == NULL)
 		return;
-	while (h->streams != NULL)
-		h2_stream_free(h, h->streams);
+	while (h2_first(h) != NULL)
+		h2_stream_free(h, h2_first(h));
 	nghttp2_session_del(h->srv);
 	nghttp2_session_del(h->up);
 	free(h);
@@ -813,7 +813,7 @@ static uint64_t rows_due(const struct session *s, const struct config *c)
 
 	if (s->st != &h2_state || s->h2 == NULL)
 		return due;
-	for (const struct h2_stream *st = s->h2->streams; st != NULL; st = st->next)
+	for (const struct h2_stream *st = h2_first(s->h2); st != NULL; st = h2_next(st))
 		if (stream_relaying(st) && longrow_due(st->x, c) < due)
 			due = longrow_due(st->x, c);
 	return due;
@@ -823,7 +823,7 @@ static void rows_write(struct session *s, const struct config *c)
 {
 	if (s->st != &h2_state || s->h2 == NULL)
 		return;
-	for (struct h2_stream *st = s->h2->streams; st != NULL; st = st->next)
+	for (struct h2_stream *st = h2_first(s->h2); st != NULL; st = h2_next(st))
 		if (stream_relaying(st))
 			longrow_write(st->x, c, session_now(s));
 }

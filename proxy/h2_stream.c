@@ -127,10 +127,7 @@ struct h2_stream *h2_stream_new(struct h2 *h, int32_t cid)
 	st->up_closed = true;
 	buf_init(&st->to_up, H2_QUEUE_MAX);
 	buf_init(&st->to_cli, H2_QUEUE_MAX);
-	st->next = h->streams;
-	if (h->streams != NULL)
-		h->streams->prev = st;
-	h->streams = st;
+	list_insert_head(&h->streams, &st->link);
 	h->nstreams++;
 	return st;
 }
@@ -155,12 +152,7 @@ void h2_stream_free(struct h2 *h, struct h2_stream *st)
 	free(st->req_tr);
 	buf_release(&st->to_up);
 	buf_release(&st->to_cli);
-	if (st->prev != NULL)
-		st->prev->next = st->next;
-	else
-		h->streams = st->next;
-	if (st->next != NULL)
-		st->next->prev = st->prev;
+	list_remove(&h->streams, &st->link);
 	h->nstreams--;
 	free(st);
 }
@@ -310,7 +302,7 @@ static void answer_local(struct h2 *h, struct h2_stream *st, const struct refusa
 
 static struct h2_stream *stream_of(struct h2 *h, const struct exchange *x)
 {
-	for (struct h2_stream *st = h->streams; st != NULL; st = st->next)
+	for (struct h2_stream *st = h2_first(h); st != NULL; st = h2_next(st))
 		if (st->x == x)
 			return st;
 	return NULL;
@@ -517,7 +509,7 @@ void h2_token_ready(struct session *s, const struct token *t)
 
 	bool woke = false;
 
-	for (struct h2_stream *st = s->h2->streams; st != NULL; st = st->next) {
+	for (struct h2_stream *st = h2_first(s->h2); st != NULL; st = h2_next(st)) {
 		if (!st->waiting || st->cli_closed)
 			continue;
 		woke = true;

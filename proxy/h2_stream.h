@@ -43,7 +43,7 @@ struct h2_fields {
 };
 
 struct h2_stream {
-	struct h2_stream *next, *prev;
+	struct list_node link; /* on its connection's streams (h2_first, h2_next) */
 	int32_t cid, uid;      /* the client's stream; the upstream's (-1: not opened) */
 	struct exchange *x;    /* its judgement, credential, scrubber and row */
 	struct h2_fields req;  /* the request head, kept until it went (a token wait) */
@@ -77,7 +77,7 @@ struct h2_stream {
 struct h2 {
 	struct session *s;
 	nghttp2_session *srv, *up;
-	struct h2_stream *streams;
+	struct list streams; /* the newest first */
 	size_t nstreams; /* all, those whose upstream half is still closing too */
 	size_t nopen;    /* ... and those open on the client's side */
 	bool c_end;    /* the client's connection ended */
@@ -94,6 +94,17 @@ struct h2 {
 	char goaway_why[96]; /* how the upstream went: its refused streams' rows */
 	int32_t done_cid; /* the highest client stream freed that was not refused for a retry */
 };
+
+/* h's first stream, and the one after st (NULL: none): a loop may free st once it has its next. */
+static inline struct h2_stream *h2_first(const struct h2 *h)
+{
+	return list_entry(h->streams.first, struct h2_stream, link);
+}
+
+static inline struct h2_stream *h2_next(const struct h2_stream *st)
+{
+	return list_entry(st->link.next, struct h2_stream, link);
+}
 
 /* h2_stream.c: a callback's connection was closed: nghttp2 must stop */
 bool h2_gone(void *arg);

@@ -200,7 +200,7 @@ static bool refuse_unprocessed(struct h2 *h)
 {
 	bool any = false;
 
-	for (struct h2_stream *st = h->streams; st != NULL; st = st->next)
+	for (struct h2_stream *st = h2_first(h); st != NULL; st = h2_next(st))
 		if (unprocessed(h, st)) {
 			h2_refuse_retry(h, st, h->goaway_why);
 			any = true;
@@ -213,7 +213,7 @@ void h2_goaway_send(struct h2 *h)
 	int32_t last = h->done_cid;
 
 	refuse_unprocessed(h); /* those begun since the upstream went */
-	for (struct h2_stream *st = h->streams; st != NULL; st = st->next)
+	for (struct h2_stream *st = h2_first(h); st != NULL; st = h2_next(st))
 		if (!st->retry && st->cid > last)
 			last = st->cid;
 	if (h->cli_goaway && last >= h->cli_last)

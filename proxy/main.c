@@ -281,8 +281,8 @@ static void listeners_close(struct proxy *px)
 /* After the loop: every session closed ("proxy stopping"), the signals no longer read. */
 static void stopping(struct proxy *px)
 {
-	while (px->sessions != NULL)
-		session_close(px->sessions, "proxy stopping");
+	while (!list_empty(&px->sessions))
+		session_close(list_entry(px->sessions.first, struct session, link), "proxy stopping");
 	session_free_dead(px);
 	if (px->sig_io.fd >= 0) {
 		int fd = px->sig_io.fd;

@@ -34,6 +34,7 @@
 #include "config.h"
 #include "file.h"
 #include "http.h"
+#include "list.h"
 #include "loop.h"
 #include "netlog.h"
 #include "policy.h"
@@ -72,8 +73,8 @@ struct proxy {
 	int run_fd; /* STATE/proxy.run, share-locked while we run; -1 none */
 	struct listener listeners[CONFIG_MAX_LISTEN];
 	size_t nlisteners;
-	struct session *sessions; /* live sessions, doubly linked */
-	struct session *dead;     /* closed, freed before the next sleep */
+	struct list sessions; /* live sessions (struct session's link), the newest first */
+	struct list dead;     /* closed, freed before the next sleep */
 	unsigned nsessions;
 	struct limits *limits; /* limit.c: connections per client */
 	struct budgets *budgets; /* budget.c: what each principal spent of each grant's budget */

@@ -125,7 +125,10 @@ static void rejudge_all(struct proxy *px)
 {
 	time_t now = time(NULL);
 
-	for (struct session *s = px->sessions, *next; s != NULL; s = next) {
+	struct list_node *n, *next;
+
+	list_foreach_safe(n, next, &px->sessions) {
+		struct session *s = list_entry(n, struct session, link);
 		struct policy_request pr = { 0 };
 		struct verdict v;
 		char who[SESSION_WHO_MAX];
@@ -142,7 +145,6 @@ static void rejudge_all(struct proxy *px)
 		struct target kept;
 		const struct target *t = &kept;
 
-		next = s->next;
 		session_principal(s, &pr, who, sizeof(who));
 		if (s->h2 != NULL) {
 			/* every stream goes to the tunnel's host, on the one upstream */

@@ -115,16 +115,10 @@ void session_close(struct session *s, const char *why)
 	buf_release(&s->cout);
 	limit_put(px, s);
 
-	if (s->prev != NULL)
-		s->prev->next = s->next;
-	else
-		px->sessions = s->next;
-	if (s->next != NULL)
-		s->next->prev = s->prev;
+	list_remove(&px->sessions, &s->link);
 	px->nsessions--;
 	/* freed before the loop sleeps: events for it may still be queued */
-	s->next = px->dead;
-	px->dead = s;
+	list_insert_head(&px->dead, &s->link);
 }
 
 /*
@@ -134,10 +128,10 @@ void session_close(struct session *s, const char *why)
  */
 void session_free_dead(struct proxy *px)
 {
-	while (px->dead != NULL) {
-		struct session *s = px->dead;
+	while (!list_empty(&px->dead)) {
+		struct session *s = list_entry(px->dead.first, struct session, link);
 
-		px->dead = s->next;
+		list_remove(&px->dead, &s->link);
 		s->codec->release(s);
 		free(s->tun);
 		if (s->ix != NULL)
@@ -564,10 +558,7 @@ void session_link(struct session *s)
 {
 	struct proxy *px = s->px;
 
-	s->next = px->sessions;
-	if (px->sessions != NULL)
-		px->sessions->prev = s;
-	px->sessions = s;
+	list_insert_head(&px->sessions, &s->link);
 	px->nsessions++;
 }
 

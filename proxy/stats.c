@@ -25,7 +25,9 @@ static void collect(void *arg)
 	struct proxy *px = arg;
 	uint64_t ntun = 0, nstreams = 0;
 
-	for (const struct session *s = px->sessions; s != NULL; s = s->next) {
+	for (const struct list_node *n = px->sessions.first; n != NULL; n = n->next) {
+		const struct session *s = list_entry(n, const struct session, link);
+
 		if (s->st->relay != NULL) /* a tunnel relaying (tunnel.c) */
 			ntun++;
 		if (s->codec->streams != NULL)

@@ -105,8 +105,11 @@ static void kill_group(pid_t pid)
  */
 static void wake(struct token *t)
 {
-	for (struct session *s = t->px->sessions, *next; s != NULL; s = next) {
-		next = s->next;
+	struct list_node *n, *next;
+
+	list_foreach_safe(n, next, &t->px->sessions) {
+		struct session *s = list_entry(n, struct session, link);
+
 		if (s->codec->token_ready != NULL)
 			s->codec->token_ready(s, t);
 	}

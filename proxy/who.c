@@ -130,8 +130,11 @@ void session_builds_check(struct proxy *px)
 {
 	time_t now = time(NULL);
 
-	for (struct session *s = px->sessions, *next; s != NULL; s = next) {
-		next = s->next;
+	struct list_node *n, *next;
+
+	list_foreach_safe(n, next, &px->sessions) {
+		struct session *s = list_entry(n, struct session, link);
+
 		if (s->build == NULL || s->closed || build_live(s, now))
 			continue;
 		if (s->x != NULL && s->x->active) {

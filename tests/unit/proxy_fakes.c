@@ -453,18 +453,14 @@ struct session *fake_session_new(struct proxy *px, int *feed)
 void fake_session_free(struct session *s)
 {
 	struct proxy *px = s->px;
-
-	struct session **p, *others;
+	struct list others;
 
 	session_close(s, NULL); /* its buffers, its upstream's (session_upstream_close), its fd */
 	/* s alone from the dead (another the code closed is freed by its own call) */
-	for (p = &px->dead; *p != NULL && *p != s; p = &(*p)->next)
-		;
-	assert_ptr_equal(*p, s);
-	*p = s->next;
+	list_remove(&px->dead, &s->link);
 	others = px->dead;
-	px->dead = s;
-	s->next = NULL;
+	memset(&px->dead, 0, sizeof(px->dead));
+	list_insert_head(&px->dead, &s->link);
 	session_free_dead(px);
 	px->dead = others;
 }

@@ -357,8 +357,7 @@ static void stream(struct streams *m, size_t i, uint64_t at, bool sent)
 	x->t_start = (double)(m->l.began + at);
 	st->x = x;
 	st->sent = sent;
-	st->next = m->h2.streams;
-	m->h2.streams = st;
+	list_insert_head(&m->h2.streams, &st->link);
 }
 
 static enum fake_step streams_step(void *arg, unsigned n)

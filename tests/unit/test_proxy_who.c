@@ -61,7 +61,7 @@ static void down(struct who w)
 {
 	struct proxy *px = &w.fp->px;
 
-	assert_null(px->sessions); /* every connection freed */
+	assert_true(list_empty(&px->sessions)); /* every connection freed */
 	free(px->buildtoks);
 	replay_close(px);
 	limit_release(px);
