@@ -18,6 +18,9 @@
  *   upstream closed at once, the drain.
  * - tunnel_codec.close counts the bytes of a tunnel closed midway.
  * - rows_due and rows_write: a long tunnel's rows only past its hellos.
+ * - A passthrough host's hellos passing (hello.c): the ClientHello alone up, the
+ *   server's answer to the client, then both ways; its row names the server name.
+ * - A passthrough's ClientHello not whole by head-timeout: sni-unreadable, the drain.
  * - A passthrough host's ClientHello naming another host (hello.c), split
  *   at every offset: nothing goes up, the tunnel codec refuses it (row
  *   sni-mismatch, a TLS alert to the client after our 200, the drain).
@@ -480,17 +483,42 @@ static size_t client_hello(uint8_t *m, const char *name)
 	return o;
 }
 
-static void test_passthrough_refused_hello(void **state)
+/* A ServerHello, not a HelloRetryRequest, one record, into m (64 bytes). Returns its length. */
+static size_t server_hello(uint8_t *m)
 {
-	static const uint8_t alert[] = { 21, 3, 3, 0, 2, 2, 112 }; /* fatal unrecognized_name */
-	struct fake_proxy *fp = fake_proxy_new("intercept on\npassthrough example.test\n");
+	size_t o = 0;
+
+	memcpy(m, "\x16\x03\x03", 3), o = 3;
+	o += put16(m + o, 42);
+	m[o++] = 2, m[o++] = 0;
+	o += put16(m + o, 38);
+	m[o++] = 3, m[o++] = 3;
+	memset(m + o, 0x5a, 32), o += 32;
+	m[o++] = 0;                    /* no session id */
+	o += put16(m + o, 0x2f);       /* its suite */
+	m[o++] = 0;                    /* null compression */
+	return o;
+}
+
+/* A proxy whose interception is active (a CA made fresh), conf its config. */
+static struct fake_proxy *intercepting(const char *conf)
+{
+	struct fake_proxy *fp = fake_proxy_new(conf);
 	const char *err = NULL;
-	uint8_t hello[512];
-	size_t hlen = client_hello(hello, "other.test");
 
 	assert_int_equal(ca_create(fp->dir, &err), 0);
 	assert_int_equal(tls_init(&fp->px), 0);
 	assert_true(tls_active(&fp->px));
+	return fp;
+}
+
+static void test_passthrough_refused_hello(void **state)
+{
+	static const uint8_t alert[] = { 21, 3, 3, 0, 2, 2, 112 }; /* fatal unrecognized_name */
+	struct fake_proxy *fp = intercepting("intercept on\npassthrough example.test\n");
+	uint8_t hello[512];
+	size_t hlen = client_hello(hello, "other.test");
+
 	for (size_t k = 0; k < hlen; k++) {
 		struct tn t = tn_new(fp, "example.test");
 		char got[256];
@@ -538,6 +566,103 @@ static void test_passthrough_refused_hello(void **state)
 	fake_proxy_free(fp);
 }
 
+static void test_passthrough_relays(void **state)
+{
+	struct fake_proxy *fp = intercepting("passthrough example.test\n");
+	const struct config *c = fp->px.config;
+	struct tn t = tn_new(fp, "example.test");
+	uint8_t hello[512], sh[64];
+	size_t hlen = client_hello(hello, "example.test"), slen = server_hello(sh);
+	char got[1024];
+	size_t len = 0;
+	bool eof = false;
+
+	begin_and_greet(&t);
+	assert_int_equal(t.s->tun->hello, HELLO_CLIENT);
+	assert_true(tunnel_codec.rows_due(t.s, c) == UINT64_MAX);
+	/* the ClientHello and what the client sends behind it: the hello alone goes up */
+	put(t.client, hello, hlen);
+	put(t.client, "APP", 3);
+	session_pump(t.s);
+	take(t.server, got, sizeof(got), &len, NULL);
+	assert_int_equal(len, hlen);
+	assert_memory_equal(got, hello, hlen);
+	assert_int_equal(t.s->tun->hello, HELLO_SERVER);
+	assert_true(tunnel_codec.rows_due(t.s, c) == UINT64_MAX);
+
+	/* the server's answer, not a retry: to the client, then everything relays */
+	put(t.server, sh, slen);
+	put(t.server, "SRV", 3);
+	for (int i = 0; i < 4; i++)
+		session_pump(t.s);
+	assert_int_equal(t.s->tun->hello, HELLO_DONE);
+	assert_true(tunnel_codec.rows_due(t.s, c) != UINT64_MAX);
+	len = 0;
+	take(t.client, got, sizeof(got), &len, NULL);
+	assert_int_equal(len, slen + 3);
+	assert_memory_equal(got, sh, slen);
+	assert_memory_equal(got + slen, "SRV", 3);
+	len = 0;
+	take(t.server, got, sizeof(got), &len, NULL);
+	assert_int_equal(len, 3);
+	assert_memory_equal(got, "APP", 3);
+
+	/* both end: the row names the server name the hello gave */
+	assert_int_equal(shutdown(t.server, SHUT_WR), 0);
+	assert_int_equal(shutdown(t.client, SHUT_WR), 0);
+	for (int i = 0; i < 4 && !t.s->closed; i++)
+		session_pump(t.s);
+	assert_true(t.s->closed);
+	take(t.client, got, sizeof(got), &len, &eof);
+	assert_true(eof);
+	assert_int_equal(nrows(fp), 1);
+	snprintf(got, sizeof(got), "\"up\":%zu,", hlen + 3);
+	assert_row(fp, (const char *const[]){ "\"decision\":\"allow\"", got,
+					      "\"detail\":\"passthrough; TLS server name example.test\"",
+					      NULL });
+	snprintf(got, sizeof(got), "\"down\":%zu,", slen + 3);
+	assert_row(fp, (const char *const[]){ got, NULL });
+	tn_free(&t);
+	tls_release(&fp->px);
+	fake_proxy_free(fp);
+}
+
+static void test_passthrough_hello_late(void **state)
+{
+	struct fake_proxy *fp = intercepting("passthrough example.test\n");
+	const struct config *c = fp->px.config;
+	struct tn t = tn_new(fp, "example.test");
+	uint8_t hello[512];
+	size_t len = 0;
+	char got[256], detail[160];
+	bool eof = false;
+
+	client_hello(hello, "example.test");
+	begin_and_greet(&t);
+	put(t.client, hello, 20);
+	session_pump(t.s);
+	assert_int_equal(t.s->tun->hello, HELLO_CLIENT);
+	/* its deadline, head-timeout from the 200; passed: the tunnel codec's refusal */
+	assert_int_equal(tunnel_state.due(t.s, c), t.s->tun->hello_ms + c->head_timeout_ms);
+	tunnel_state.timeout(t.s, c);
+	snprintf(detail, sizeof(detail),
+		 "\"detail\":\"passthrough: no whole TLS ClientHello within %u s (20 bytes)\"",
+		 c->head_timeout_ms / 1000);
+	assert_int_equal(nrows(fp), 1);
+	assert_row(fp, (const char *const[]){ "\"decision\":\"refuse\"",
+					      "\"reason\":\"sni-unreadable\"", detail, NULL });
+	assert_ptr_equal(t.s->st, &session_drain_state);
+	for (int i = 0; i < 4 && !eof; i++) {
+		session_pump(t.s);
+		take(t.client, got, sizeof(got), &len, &eof);
+	}
+	assert_true(eof);
+	assert_int_equal(len, 0); /* no alert: no whole record came */
+	tn_free(&t);
+	tls_release(&fp->px);
+	fake_proxy_free(fp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -548,6 +673,8 @@ int main(void)
 		cmocka_unit_test(test_codec_close),
 		cmocka_unit_test(test_codec_rows),
 		cmocka_unit_test(test_passthrough_refused_hello),
+		cmocka_unit_test(test_passthrough_relays),
+		cmocka_unit_test(test_passthrough_hello_late),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
