@@ -17,6 +17,7 @@
  *   with a ping between them, a secret straddling them, then a close) fed
  *   split at every offset come out whole, the secret masked in both
  *   streams, the messages' bytes unchanged otherwise.
+ * - ... the client's frames go up as they are, split anywhere; its end ends it.
  * - A masked frame from the server (which no server may send): a close
  *   frame 1002 to the client, the row saying why, the drain (our end shut).
  * - The codec: refuse closes with the row; rows_due only in upgrade_state.
@@ -419,6 +420,39 @@ static void test_scrubbed_split(void **state)
 	}
 }
 
+/* A scrubbed WebSocket: the client's frames still go up as they are, split anywhere. */
+static void test_scrubbed_from_client(void **state)
+{
+	/* two masked client frames (a text and a close), as a client sends them */
+	static const char up[] = "\x81\x85\x01\x02\x03\x04" "iffhn"
+				 "\x88\x82\x01\x02\x03\x04" "\x02\xea";
+	char got[256];
+
+	(void)state;
+	for (size_t k = 0; k <= sizeof(up) - 1; k++) {
+		struct ws *w = ws_open(true);
+		size_t n = 0;
+
+		put(w->client, up, k);
+		steps(w, 5);
+		n = take(w->server, got, n, sizeof(got));
+		put(w->client, up + k, sizeof(up) - 1 - k);
+		for (int i = 0; i < 20 && n < sizeof(up) - 1; i++) {
+			steps(w, 1);
+			n = take(w->server, got, n, sizeof(got));
+		}
+		assert_int_equal(n, sizeof(up) - 1);
+		assert_memory_equal(got, up, n);
+		assert_int_equal(w->x->up, sizeof(up) - 1);
+		/* the client ends: so does the WebSocket */
+		shutdown(w->client, SHUT_WR);
+		steps(w, 20);
+		assert_true(w->s->closed);
+		assert_int_equal(rows(w, "websocket closed by the client"), 1);
+		ws_free(w);
+	}
+}
+
 static void test_masked_from_server(void **state)
 {
 	/* a masked text frame: no server may send one */
@@ -488,6 +522,7 @@ int main(void)
 		cmocka_unit_test(test_handshake),
 		cmocka_unit_test(test_plain_relay),
 		cmocka_unit_test(test_scrubbed_split),
+		cmocka_unit_test(test_scrubbed_from_client),
 		cmocka_unit_test(test_masked_from_server),
 		cmocka_unit_test(test_codec),
 	};
