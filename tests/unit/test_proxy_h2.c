@@ -13,7 +13,8 @@
  * - A stream whose :authority names another host is answered 403 with a
  *   Proxy-Status by sluice while the connection goes on; nothing of it goes
  *   upstream; its row says refuse host-mismatch.
- * - The client's bytes split at every offset give the same.
+ * - The client's bytes split at every offset give the same; so do the
+ *   upstream's, read a byte at a time.
  * - h2_codec.streams counts the open streams; h2_codec.close (the
  *   connection's close) writes each open stream's row, saying why.
  */
@@ -63,6 +64,7 @@ struct h2t {
 	struct asked asked[STREAMS];
 	size_t nasked;
 	bool hold;       /* the client's frames are kept in out, not written */
+	bool trickle;    /* the upstream's frames go a byte at a time, the connection stepped after each */
 	uint8_t out[4096];
 	size_t out_len;
 };
@@ -247,6 +249,12 @@ static void send_all(struct h2t *t, nghttp2_session *ng, int fd)
 			assert_true(t->out_len + (size_t)n <= sizeof(t->out));
 			memcpy(t->out + t->out_len, p, (size_t)n);
 			t->out_len += (size_t)n;
+		} else if (ng == t->srv && t->trickle) {
+			for (ssize_t i = 0; i < n; i++) {
+				put(fd, p + i, 1);
+				if (!t->s->closed && t->s->st->step != NULL)
+					t->s->st->step(t->s);
+			}
 		} else {
 			put(fd, p, (size_t)n);
 		}
@@ -393,6 +401,21 @@ static void test_split(void **state)
 	}
 }
 
+/* The upstream's bytes (its SETTINGS, its answer) cut at every offset: each byte read alone. */
+static void test_upstream_trickle(void **state)
+{
+	struct h2t *t = h2t_new();
+
+	(void)state;
+	t->trickle = true;
+	ask(t, "api.test", "/ok");
+	ask(t, "other.test", "/no");
+	until_closed(t, 1, 50);
+	until_closed(t, 3, 50);
+	expect_judged(t, 1, 3);
+	h2t_free(t);
+}
+
 static void test_close(void **state)
 {
 	struct h2t *t = h2t_new();
@@ -427,6 +450,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_judged),
 		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_upstream_trickle),
 		cmocka_unit_test(test_close),
 	};
 
