@@ -346,7 +346,7 @@ static void expect_judged(struct h2t *t, int32_t ok, int32_t bad)
 static void test_judged(void **state)
 {
 	struct h2t *t = h2t_new();
-	int32_t ok, bad;
+	int32_t ok, bad, again;
 
 	(void)state;
 	ok = ask(t, "api.test", "/ok");
@@ -355,8 +355,7 @@ static void test_judged(void **state)
 	until_closed(t, bad, 50);
 	expect_judged(t, ok, bad);
 	/* a stream after them is judged anew on the same connection */
-	int32_t again = ask(t, "other.test", "/no");
-
+	again = ask(t, "other.test", "/no");
 	until_closed(t, again, 50);
 	assert_int_equal(seen_of(t, again)->status, 403);
 	assert_int_equal(t->nasked, 1);

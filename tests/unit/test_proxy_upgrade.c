@@ -366,6 +366,10 @@ static void test_scrubbed_split(void **state)
 		struct ws *w = ws_open(true);
 		struct frames fs;
 		size_t n = 0;
+		char msgs[2][256];
+		size_t ml[2] = { 0, 0 }, nm = 0, pings = 0;
+		enum ws_opcode mop[2];
+		bool in = false;
 
 		put(w->server, server, k);
 		steps(w, 20);
@@ -382,11 +386,6 @@ static void test_scrubbed_split(void **state)
 		parse_frames(got + sizeof(answer_head) - 1, n - (sizeof(answer_head) - 1), &fs);
 		/* the messages, whatever their fragmentation: each begins with its opcode, goes on with
 		   continuations and ends with FIN; their bytes the same but the secret's */
-		char msgs[2][256];
-		size_t ml[2] = { 0, 0 }, nm = 0, pings = 0;
-		enum ws_opcode mop[2];
-		bool in = false;
-
 		for (size_t i = 0; i < fs.n; i++) {
 			if (fs.op[i] == WS_OP_PING) {
 				assert_true(fs.fin[i]);
