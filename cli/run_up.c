@@ -270,7 +270,7 @@ static int walls_apply(struct run *x)
 				"--port-base", base, "--netns", x->netns };
 
 	snprintf(base, sizeof(base), "%u", x->r.base);
-	snprintf(fwd, sizeof(fwd), "%s:%u", x->gateway, x->fwd_port);
+	host_port_format(fwd, sizeof(fwd), x->gateway, x->fwd_port);
 	snprintf(tp, sizeof(tp), "%u", x->r.base + RUN_TRANSPARENT_OFF);
 	x->r.walls = true;
 	if (run_record_save(x->c, &x->r) == -1)
