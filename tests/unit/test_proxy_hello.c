@@ -8,8 +8,8 @@
  * until it is known not to be a HelloRetryRequest, then passed to the
  * client, the tunnel free to relay; after a HelloRetryRequest the second
  * ClientHello (its change_cipher_spec first) read and judged the same
- * way; the row's detail naming the server name. (A refused hello closes the session through session.c: that path
- * is left to the integration tests until the tunnel is a codec of its own.)
+ * way; the row's detail naming the server name. (A refused hello, which the tunnel codec says,
+ * is test_proxy_tunnel.c's.)
  *
  * tls_hello_step takes the session; ctx_new below is the one place that
  * knows which of its fields the hellos read.
