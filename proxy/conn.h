@@ -20,7 +20,7 @@
 #include "list.h"
 #include "scrub.h"
 
-/* A passthrough tunnel's hellos (tls.c), while nothing else is relayed. */
+/* A passthrough tunnel's hellos (hello.c), while nothing else is relayed. */
 enum hello_phase {
 	HELLO_DONE,   /* relaying freely (not a passthrough tunnel, or its hellos passed) */
 	HELLO_CLIENT, /* reading the ClientHello; nothing goes up */

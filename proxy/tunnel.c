@@ -36,7 +36,7 @@ static void step(struct session *s)
 	uint64_t before = tun->to_up.bytes + tun->to_cli.bytes;
 
 	if (tun->hello != HELLO_DONE) {
-		/* our 200 goes out; the rest waits for the hellos (tls.c) */
+		/* our 200 goes out; the rest waits for the hellos (hello.c) */
 		if (tun->hello != HELLO_RETRY && relay_dir_flush(&tun->to_cli) == -1) {
 			session_close(s, "tunnel error");
 			return;
