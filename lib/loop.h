@@ -58,9 +58,8 @@ int loop_io_set(struct loop *l, struct loop_io *io, uint32_t events);
  * fetched for io in this round are dropped. */
 void loop_io_del(struct loop *l, struct loop_io *io);
 /*
- * Unregister and close the fd in one step. Closing the last descriptor of
- * a file removes it from epoll, so this spares the epoll_ctl call; only for
- * fds never duplicated. io->fd becomes -1.
+ * Unregister and close the fd in one step (events already fetched for io in
+ * this round are dropped). io->fd becomes -1.
  */
 void loop_io_close(struct loop *l, struct loop_io *io);
 

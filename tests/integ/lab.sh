@@ -80,8 +80,20 @@ expect_ge() {
 # Finish a test file: summary line for humans, status for the runner.
 lab_done() {
 	echo "# $(basename "$0"): $T_PASS passed, $T_FAIL failed"
+	[ "$T_FAIL" -eq 0 ] || lab_sanitizer_said
 	[ "$T_FAIL" -eq 0 ]
 	exit $?
+}
+# After a failure: what a sanitizer said in any daemon's stderr kept in LAB_DIR (a
+# crash's report would otherwise go with the lab), its first 60 lines each.
+lab_sanitizer_said() {
+	local f
+	[ -n "${LAB_DIR-}" ] || return 0
+	for f in "$LAB_DIR"/*.err; do
+		[ -s "$f" ] && grep -q 'ERROR: AddressSanitizer\|runtime error:\|ERROR: LeakSanitizer' "$f" || continue
+		grep -m1 -A60 'ERROR: AddressSanitizer\|runtime error:\|ERROR: LeakSanitizer' "$f" |
+			sed "s|^|# $(basename "$f"): |"
+	done
 }
 lab_bail() {
 	not_ok "$1" "${2-}"
