@@ -125,17 +125,17 @@ void loop_io_close(struct loop *l, struct loop_io *io)
 {
 	if (io->fd < 0)
 		return;
-	/*
-	 * Out of epoll first: closing removes a file from epoll only with its
-	 * last descriptor, and a child between its fork and its exec (a token
-	 * command's, under a sanitizer's posix_spawn) holds a copy of every
-	 * descriptor for that moment; an event then would name io after its
-	 * owner was freed.
-	 */
-	epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
 	close(io->fd);
 	io->fd = -1;
 	drop_pending(l, io);
+}
+
+void loop_io_drop(struct loop *l, struct loop_io *io)
+{
+	if (io->fd < 0)
+		return;
+	epoll_ctl(l->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+	loop_io_close(l, io);
 }
 
 /* --- timer heap, keyed on when_ms ---------------------------------------- */

@@ -58,10 +58,18 @@ int loop_io_set(struct loop *l, struct loop_io *io, uint32_t events);
  * fetched for io in this round are dropped. */
 void loop_io_del(struct loop *l, struct loop_io *io);
 /*
- * Unregister and close the fd in one step (events already fetched for io in
- * this round are dropped). io->fd becomes -1.
+ * Unregister and close the fd in one step. Closing the last descriptor of
+ * a file removes it from epoll, so this spares the epoll_ctl call; only for
+ * fds never duplicated. io->fd becomes -1.
  */
 void loop_io_close(struct loop *l, struct loop_io *io);
+/*
+ * The same for an fd a child of ours may hold a copy of for a moment (one
+ * between its fork and its exec: sluice-proxy's token commands), which the
+ * close alone would leave in epoll, naming io after its owner is freed:
+ * unregistered first (one epoll_ctl more).
+ */
+void loop_io_drop(struct loop *l, struct loop_io *io);
 
 /* Arm (or re-arm) t to fire after ms milliseconds. */
 void loop_timer_set(struct loop *l, struct loop_timer *t, uint64_t ms, loop_timer_fn fn,

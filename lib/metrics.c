@@ -220,7 +220,7 @@ static void scrape_close(struct scrape *c)
 
 	loop_timer_cancel(ms->loop, &c->timer);
 	if (c->io.fd >= 0)
-		loop_io_close(ms->loop, &c->io);
+		loop_io_drop(ms->loop, &c->io);
 	buf_release(&c->out);
 	c->inlen = 0;
 	c->answered = false;

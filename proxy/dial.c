@@ -341,7 +341,7 @@ static void connected(struct session *s, uint32_t events)
 	}
 	if (err != 0) {
 		x->dial_errno = err;
-		loop_io_close(s->px->loop, &s->uio);
+		loop_io_drop(s->px->loop, &s->uio);
 		s->ufd = -1;
 		x->idial++;
 		dial_next(x);
@@ -381,7 +381,7 @@ static void late_connect(struct session *s, const struct config *c)
 	struct exchange *x = s->x;
 
 	x->dial_errno = ETIMEDOUT;
-	loop_io_close(s->px->loop, &s->uio);
+	loop_io_drop(s->px->loop, &s->uio);
 	s->ufd = -1;
 	x->idial++;
 	if (x->idial < x->ndial) {

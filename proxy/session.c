@@ -68,7 +68,7 @@ void session_upstream_close_fd(struct session *s)
 {
 	if (s->ufd >= 0) {
 		if (s->uio.fd >= 0)
-			loop_io_close(s->px->loop, &s->uio);
+			loop_io_drop(s->px->loop, &s->uio);
 		else
 			close(s->ufd); /* already out of epoll (hung_up) */
 		s->ufd = -1;
@@ -107,7 +107,7 @@ void session_close(struct session *s, const char *why)
 	}
 	sio_client_free(s);
 	if (s->cio.fd >= 0)
-		loop_io_close(px->loop, &s->cio);
+		loop_io_drop(px->loop, &s->cio);
 	else
 		close(s->cfd);
 	s->cfd = -1;

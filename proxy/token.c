@@ -271,7 +271,7 @@ static char **command_env(const struct config *c)
  * Start the command with posix_spawn: the proxy is suspended until the
  * child has exec'd (glibc's CLONE_VFORK), so no copy of a client socket
  * outlives the exec in a child while the loop closes that socket (a
- * closed socket still held elsewhere stays in epoll: loop_io_close). The
+ * closed socket still held elsewhere stays in epoll: loop_io_drop). The
  * child gets stdin and stderr /dev/null, stdout the pipe (blocking), no
  * blocked signals, SIGPIPE at its default, and a process group of its own
  * (its pid), so killing it kills what it started too.
