@@ -121,7 +121,7 @@ struct exchange {
 	struct scrub *scrub;            /* masks the host's secrets in the response; NULL: none */
 	struct upgrade *ws; /* a WebSocket handshake and relay (upgrade.c); NULL: not one */
 	bool ws_open;       /* ... its 101 passed: relayed as a WebSocket (its row says ws) */
-	bool ws_scrubbed;   /* ... its messages are scrubbed: its heads drop the extensions */
+	bool ws_scrubbed;   /* ... its messages are scrubbed (upgrade.c): its heads drop the extensions */
 	struct scrub *scrub_ctl; /* ... its control frames' scrubber (the same secrets); NULL: none */
 	bool scrub_final;               /* the response body ended: scrubber flushed */
 	/* a scrubbed response body (inject.c): its input framing ended; it goes out chunked */

@@ -41,10 +41,7 @@
 /* An exchange's WebSocket: what the client offered, and the relay's ends. */
 struct upgrade {
 	struct ws_offer offer;
-	bool open;         /* the 101 passed: bytes are relayed */
 	bool c_end, u_end; /* that side ended (end of stream or error) */
-	/* an inject rule names the host: server messages are parsed and scrubbed (x->scrub) */
-	bool scrubbed;
 	bool starved;         /* the server direction waits for bytes from the server */
 	bool in_frame;        /* a data frame's payload is being read */
 	bool frame_fin;       /* ... the last frame of its message */
@@ -90,7 +87,6 @@ void upgrade_scrubbed(struct exchange *x)
 	if (x->scrub == NULL)
 		return;
 	/* messages stay plain frames only without extensions: none is offered upstream */
-	o->scrubbed = true;
 	x->ws_scrubbed = true;
 	o->offer.extensions[0] = '\0';
 }
@@ -150,7 +146,6 @@ void upgrade_begin(struct exchange *x)
 {
 	struct session *s = x->conn;
 
-	x->ws->open = true;
 	x->ws_open = true;
 	x->status = 101; /* the row comes when the WebSocket ends */
 	x->replayable = false;
@@ -415,7 +410,7 @@ static void step(struct session *s)
 	struct upgrade *o = s->x->ws;
 	bool c_drained = false, u_drained = false, moved;
 
-	if (!o->spliced && !o->scrubbed && s->cssl == NULL && s->ussl == NULL &&
+	if (!o->spliced && !s->x->ws_scrubbed && s->cssl == NULL && s->ussl == NULL &&
 	    buf_len(&s->cout) == 0 && splice_begin(s) == -1) {
 		session_close(s, "out of memory");
 		return;
@@ -438,7 +433,7 @@ static void step(struct session *s)
 			budget_close(s);
 			return;
 		}
-		if (o->scrubbed) {
+		if (s->x->ws_scrubbed) {
 			const char *why = NULL;
 
 			if (scrubbed_from_server(s, &u_drained, &moved, &why) == -1) {
@@ -457,7 +452,7 @@ static void step(struct session *s)
 	/* one side ended and what it sent is through: the WebSocket is over */
 	if (o->c_end && buf_len(&s->cin) == 0)
 		session_close(s, "websocket closed by the client");
-	else if (o->u_end && buf_len(&s->cout) == 0 && (o->scrubbed ? o->starved : buf_len(&s->uin) == 0))
+	else if (o->u_end && buf_len(&s->cout) == 0 && (s->x->ws_scrubbed ? o->starved : buf_len(&s->uin) == 0))
 		session_close(s, "websocket closed by the server");
 }
 
@@ -480,11 +475,11 @@ static void interest(const struct session *s, uint32_t *c, uint32_t *u)
 		*u |= (t->to_cli.want_read ? EPOLLIN : 0) | (t->to_up.want_write ? EPOLLOUT : 0);
 		return;
 	}
-	if (buf_len(&s->cout) > 0 || (!o->scrubbed && buf_len(&s->uin) > 0))
+	if (buf_len(&s->cout) > 0 || (!s->x->ws_scrubbed && buf_len(&s->uin) > 0))
 		*c |= EPOLLOUT;
 	if (buf_len(&s->cin) > 0)
 		*u |= EPOLLOUT;
-	if (!o->u_end && (o->scrubbed ? o->starved && buf_room(&s->uin) > 0 : buf_len(&s->uin) == 0))
+	if (!o->u_end && (s->x->ws_scrubbed ? o->starved && buf_room(&s->uin) > 0 : buf_len(&s->uin) == 0))
 		*u |= EPOLLIN;
 }
 
