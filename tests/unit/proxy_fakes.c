@@ -614,3 +614,40 @@ void fake_loop_steps(struct proxy *px, enum fake_step (*step)(void *arg, unsigne
 	alarm(0);
 	sigaction(SIGALRM, &old, NULL);
 }
+
+/* --- a TLS ClientHello ------------------------------------------------- */
+
+size_t fake_put16(uint8_t *p, size_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+	return 2;
+}
+
+size_t fake_client_hello(uint8_t *m, const char *name)
+{
+	size_t nl = strlen(name), o = 0, hs, ext;
+
+	m[o++] = 22, m[o++] = 3, m[o++] = 1;
+	o += 2; /* record length */
+	hs = o;
+	m[o++] = 1, m[o++] = 0;
+	o += 2; /* handshake length (24 bits, the top byte 0) */
+	m[o++] = 3, m[o++] = 3;
+	memset(m + o, 0xab, 32), o += 32;
+	m[o++] = 0;                                /* session id */
+	o += fake_put16(m + o, 2), m[o++] = 0, m[o++] = 0x2f; /* one cipher suite */
+	m[o++] = 1, m[o++] = 0;                    /* null compression */
+	ext = o;
+	o += 2;
+	o += fake_put16(m + o, 0);                      /* server_name */
+	o += fake_put16(m + o, nl + 5);
+	o += fake_put16(m + o, nl + 3);
+	m[o++] = 0;
+	o += fake_put16(m + o, nl);
+	memcpy(m + o, name, nl), o += nl;
+	fake_put16(m + ext, o - ext - 2);
+	fake_put16(m + hs + 2, o - hs - 4);
+	fake_put16(m + 3, o - 5);
+	return o;
+}

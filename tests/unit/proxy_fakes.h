@@ -187,4 +187,11 @@ enum fake_step {
  */
 void fake_loop_steps(struct proxy *px, enum fake_step (*step)(void *arg, unsigned n), void *arg);
 
+/* --- a TLS ClientHello ------------------------------------------------- */
+
+/* p[0..2) = v, big-endian; returns 2. */
+size_t fake_put16(uint8_t *p, size_t v);
+/* A TLS 1.2 ClientHello naming name (SNI), one record, into m (512 bytes); its length. */
+size_t fake_client_hello(uint8_t *m, const char *name);
+
 #endif

@@ -83,42 +83,6 @@ static void ctx_free(struct ctx *c)
 	free(c);
 }
 
-static size_t put16(uint8_t *p, size_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-	return 2;
-}
-
-/* A TLS 1.2 ClientHello naming name, one record, into m. Returns its length. */
-static size_t client_hello(uint8_t *m, const char *name)
-{
-	size_t nl = strlen(name), o = 0, hs, ext;
-
-	m[o++] = 22, m[o++] = 3, m[o++] = 1;
-	o += 2; /* record length */
-	hs = o;
-	m[o++] = 1, m[o++] = 0;
-	o += 2; /* handshake length (24 bits, the top byte 0) */
-	m[o++] = 3, m[o++] = 3;
-	memset(m + o, 0xab, 32), o += 32;
-	m[o++] = 0;                                /* session id */
-	o += put16(m + o, 2), m[o++] = 0, m[o++] = 0x2f; /* one cipher suite */
-	m[o++] = 1, m[o++] = 0;                    /* null compression */
-	ext = o;
-	o += 2;
-	o += put16(m + o, 0);                      /* server_name */
-	o += put16(m + o, nl + 5);
-	o += put16(m + o, nl + 3);
-	m[o++] = 0;
-	o += put16(m + o, nl);
-	memcpy(m + o, name, nl), o += nl;
-	put16(m + ext, o - ext - 2);
-	put16(m + hs + 2, o - hs - 4);
-	put16(m + 3, o - 5);
-	return o;
-}
-
 /* A ServerHello (with retry, a HelloRetryRequest: RFC 8446's random), one record, into m. */
 static size_t server_hello_as(uint8_t *m, bool retry)
 {
@@ -130,9 +94,9 @@ static size_t server_hello_as(uint8_t *m, bool retry)
 	size_t o = 0;
 
 	m[o++] = 22, m[o++] = 3, m[o++] = 3;
-	o += put16(m + o, 42);
+	o += fake_put16(m + o, 42);
 	m[o++] = 2, m[o++] = 0;
-	o += put16(m + o, 38);
+	o += fake_put16(m + o, 38);
 	m[o++] = 3, m[o++] = 3;
 	if (retry)
 		memcpy(m + o, hrr, 32);
@@ -171,7 +135,7 @@ static size_t server_got(struct ctx *c, uint8_t *out, size_t size)
 static void test_client_hello_split(void **state)
 {
 	uint8_t hello[512], got[1024];
-	size_t len = client_hello(hello, "example.test");
+	size_t len = fake_client_hello(hello, "example.test");
 
 	/* every split of the ClientHello, then bytes of the client's after it */
 	for (size_t k = 0; k <= len; k++) {
@@ -205,7 +169,7 @@ static void test_client_hello_split(void **state)
 static void test_server_hello_split(void **state)
 {
 	uint8_t hello[512], sh[128], got[1024];
-	size_t len = client_hello(hello, "Example.TEST."), slen = server_hello(sh);
+	size_t len = fake_client_hello(hello, "Example.TEST."), slen = server_hello(sh);
 
 	for (size_t k = 0; k <= slen; k++) {
 		struct ctx *c = ctx_new("example.test");
@@ -247,7 +211,7 @@ static void test_server_hello_split(void **state)
 static void test_byte_by_byte(void **state)
 {
 	uint8_t hello[512], got[1024];
-	size_t len = client_hello(hello, "a.example.test");
+	size_t len = fake_client_hello(hello, "a.example.test");
 	struct ctx *c = ctx_new("a.example.test");
 
 	for (size_t i = 0; i < len; i++) {
@@ -265,12 +229,12 @@ static void test_byte_by_byte(void **state)
 static void test_retry(void **state)
 {
 	uint8_t hello[512], again[512], hrr[128], got[1024];
-	size_t len = client_hello(hello, "example.test"), hlen = server_hello_as(hrr, true);
+	size_t len = fake_client_hello(hello, "example.test"), hlen = server_hello_as(hrr, true);
 	size_t alen;
 
 	/* the second ClientHello after the compatibility mode's change_cipher_spec */
 	memcpy(again, "\x14\x03\x03\x00\x01\x01", 6);
-	alen = 6 + client_hello(again + 6, "example.test");
+	alen = 6 + fake_client_hello(again + 6, "example.test");
 	for (size_t k = 0; k <= alen; k++) {
 		struct ctx *c = ctx_new("example.test");
 

@@ -451,51 +451,19 @@ static void test_codec_rows(void **state)
 
 /* --- a passthrough's refused ClientHello (hello.c) --------------------------- */
 
-static size_t put16(uint8_t *p, size_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-	return 2;
-}
-
-/* A TLS 1.2 ClientHello naming name, one record, into m (512 bytes). Returns its length. */
-static size_t client_hello(uint8_t *m, const char *name)
-{
-	size_t nl = strlen(name), o = 5, hs = 5, ext;
-
-	memcpy(m, "\x16\x03\x01", 3);
-	m[o++] = 1, m[o++] = 0, o += 2; /* ClientHello; its length below */
-	m[o++] = 3, m[o++] = 3;
-	memset(m + o, 0x42, 32), o += 32;
-	m[o++] = 0;                              /* no session id */
-	o += put16(m + o, 2), o += put16(m + o, 0x2f); /* one suite */
-	m[o++] = 1, m[o++] = 0;                  /* null compression */
-	ext = o, o += 2;
-	o += put16(m + o, 0);                    /* server_name */
-	o += put16(m + o, nl + 5);
-	o += put16(m + o, nl + 3);
-	m[o++] = 0;
-	o += put16(m + o, nl);
-	memcpy(m + o, name, nl), o += nl;
-	put16(m + ext, o - ext - 2);
-	put16(m + hs + 2, o - hs - 4);
-	put16(m + 3, o - 5);
-	return o;
-}
-
 /* A ServerHello, not a HelloRetryRequest, one record, into m (64 bytes). Returns its length. */
 static size_t server_hello(uint8_t *m)
 {
 	size_t o = 0;
 
 	memcpy(m, "\x16\x03\x03", 3), o = 3;
-	o += put16(m + o, 42);
+	o += fake_put16(m + o, 42);
 	m[o++] = 2, m[o++] = 0;
-	o += put16(m + o, 38);
+	o += fake_put16(m + o, 38);
 	m[o++] = 3, m[o++] = 3;
 	memset(m + o, 0x5a, 32), o += 32;
 	m[o++] = 0;                    /* no session id */
-	o += put16(m + o, 0x2f);       /* its suite */
+	o += fake_put16(m + o, 0x2f);       /* its suite */
 	m[o++] = 0;                    /* null compression */
 	return o;
 }
@@ -517,7 +485,7 @@ static void test_passthrough_refused_hello(void **state)
 	static const uint8_t alert[] = { 21, 3, 3, 0, 2, 2, 112 }; /* fatal unrecognized_name */
 	struct fake_proxy *fp = intercepting("intercept on\npassthrough example.test\n");
 	uint8_t hello[512];
-	size_t hlen = client_hello(hello, "other.test");
+	size_t hlen = fake_client_hello(hello, "other.test");
 
 	for (size_t k = 0; k < hlen; k++) {
 		struct tn t = tn_new(fp, "example.test");
@@ -572,7 +540,7 @@ static void test_passthrough_relays(void **state)
 	const struct config *c = fp->px.config;
 	struct tn t = tn_new(fp, "example.test");
 	uint8_t hello[512], sh[64];
-	size_t hlen = client_hello(hello, "example.test"), slen = server_hello(sh);
+	size_t hlen = fake_client_hello(hello, "example.test"), slen = server_hello(sh);
 	char got[1024];
 	size_t len = 0;
 	bool eof = false;
@@ -637,7 +605,7 @@ static void test_passthrough_hello_late(void **state)
 	char got[256], detail[160];
 	bool eof = false;
 
-	client_hello(hello, "example.test");
+	fake_client_hello(hello, "example.test");
 	begin_and_greet(&t);
 	put(t.client, hello, 20);
 	session_pump(t.s);
