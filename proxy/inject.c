@@ -70,7 +70,7 @@ static void secret_wipe(struct exchange *x)
 }
 
 /* The credential was not sent (require= found no placeholder): drop it, keep scrubbing. */
-void inject_unsent(struct exchange *x)
+static void inject_unsent(struct exchange *x)
 {
 	secret_wipe(x);
 	free(x->rehead);

@@ -228,7 +228,6 @@ int token_peek(struct proxy *px, const struct inject_rule *r, char **val, size_t
 #define INJECT_INFLATE_MAX (64ull << 20) /* a decoded body's cap: a "zip bomb" stops there */
 size_t inject_scrub_room(const struct exchange *x);
 int inject_begin(struct exchange *x, const struct http_request *req);
-void inject_unsent(struct exchange *x);
 void inject_sent(struct exchange *x);
 void inject_end(struct exchange *x);
 int inject_response_coding(struct exchange *x, const struct http_response *resp);
@@ -248,7 +247,6 @@ void tls_intercept_begin(struct session *s);
  * verified, then then(x) (x->up_then). Returns 0, or -1 refused.
  */
 int tls_connect_begin(struct exchange *x, void (*then)(struct exchange *x));
-void tls_alpn_unreached(struct session *s, const char *why);
 
 /* hello.c: a passthrough tunnel's hellos; -1: refused or closed */
 int tls_hello_step(struct session *s);

@@ -481,7 +481,7 @@ static void step_accept(struct session *s)
  * parked (its codec's refusal calls this then): the handshake goes on offering
  * HTTP/1.1 only, and the first request dials again and answers why.
  */
-void tls_alpn_unreached(struct session *s, const char *why)
+static void tls_alpn_unreached(struct session *s, const char *why)
 {
 	session_upstream_close(s);
 	s->ix->alpn = ALPN_H1;
